@@ -1,0 +1,76 @@
+"""The GREEN scoring system: prompt, parse, per-sample judgment and corpus aggregate."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from radmetrics.green.parse import LETTERS, PARSER_VERSION, SUB_CATEGORIES, GreenParseError, parse_green
+from radmetrics.green.prompt import MAX_WORDS, PROMPT_VERSION, build_green_prompt
+from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.types import GreenJudgment, Judgment
+
+
+class GreenSystem(ScoringSystem):
+    name = "green"
+    score_key = "green"
+    prompt_version = PROMPT_VERSION
+    parser_version = PARSER_VERSION
+    max_words = MAX_WORDS
+    #: the judge GREEN's authors selected (GREEN Sec. 4); the default for `--judge` with this metric
+    default_judge = "StanfordAIMI/GREEN-RadLlama2-7b"
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        return build_green_prompt(reference, candidate, self.max_words)
+
+    def input_warnings(self, reference: str, candidate: str) -> list[str]:
+        out = []
+        for label, text in (("reference", reference), ("candidate", candidate)):
+            words = len(text.split())
+            if words > self.max_words:
+                out.append(f"{label} cut from {words} to {self.max_words} words (GREEN prompt limit)")
+        return out
+
+    def parse(self, text: str) -> Judgment:
+        try:
+            analysis = parse_green(text)
+        except GreenParseError as e:
+            return GreenJudgment(score=None, parsed=False, reason=str(e), raw=text if isinstance(text, str) else "")
+        return GreenJudgment(
+            score=analysis.score,
+            parsed=True,
+            raw=text,
+            significant=analysis.significant,
+            insignificant=analysis.insignificant or {},
+            matched_findings=analysis.matched_findings,
+            explanation=analysis.explanation,
+            details={"format": analysis.format, "error_sentences": analysis.significant_sentences,
+                     "insignificant_section": analysis.insignificant is not None},
+        )
+
+    def aggregate(self, judgments: Sequence[Judgment], summary: bool = False,
+                  summary_model: str | None = None) -> dict[str, Any]:
+        """Mean, std (ddof=0 as upstream np.std), unscored count, and per category the share of scored
+        reports with no clinically significant error of that category (upstream `compute_accuracy`).
+        With summary=True, the GREEN summary (see radmetrics/green/summary.py)."""
+        result = mean_std_summary(self.score_key, judgments)
+        scored = [j for j in judgments if j.score is not None and isinstance(j, GreenJudgment)]
+        result["error_free_share"] = {
+            f"({letter}) {SUB_CATEGORIES[letter]}": (
+                sum(1 for j in scored if j.significant.get(letter, 0) == 0) / len(scored) if scored else None
+            )
+            for letter in LETTERS
+        }
+        result["unscored_reasons"] = _count_reasons(judgments)
+        if summary:
+            from radmetrics.green.summary import green_summary
+
+            result["summary"] = green_summary(scored, model_name=summary_model)
+        return result
+
+
+def _count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
+    reasons: dict[str, int] = {}
+    for j in judgments:
+        if j.score is None:
+            reasons[j.reason or "unknown"] = reasons.get(j.reason or "unknown", 0) + 1
+    return reasons

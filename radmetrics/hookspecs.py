@@ -1,0 +1,19 @@
+"""Hook specifications only (the llm convention). Implementations live in plugins."""
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("radmetrics")
+hookimpl = pluggy.HookimplMarker("radmetrics")
+
+
+@hookspec
+def register_scoring_systems(register):
+    """Call ``register(system)`` for each scoring system: an object with ``name``,
+    ``build_prompt(reference, candidate) -> str`` and ``parse(text) -> Judgment``."""
+
+
+@hookspec
+def register_judge_backends(register):
+    """Call ``register(name, factory)`` for each judge backend; ``factory(model=..., **options)``
+    returns an object with ``generate(prompts, config) -> list[str]``."""

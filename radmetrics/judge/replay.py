@@ -1,0 +1,60 @@
+"""`replay`: answers from recorded judge outputs, matched on the exact prompt text.
+
+A JSONL file of {"prompt": ..., "response": ...} lines. Used to score outputs recorded from a published
+judge (and to run the bundled sample without a model). No network, no model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import JudgeError
+from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.types import GenerationConfig
+
+
+class ReplayJudge(JudgeBackend):
+    backend_name = "replay"
+    cache_by_default = False
+
+    def __init__(self, model: str | None = None, path: str | None = None, **options: Any):
+        path = path or options.pop("replay", None) or model
+        if not path:
+            raise JudgeError("The replay backend needs a JSONL file: get_judge('replay', path='answers.jsonl').")
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise JudgeError(f"Replay file not found: {self.path}")
+        super().__init__(model=str(self.path), **options)
+        self.responses: dict[str, str] = {}
+        with self.path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    prompt, response = row["prompt"], row["response"]
+                except (json.JSONDecodeError, KeyError, TypeError) as e:
+                    raise JudgeError(f"{self.path}:{lineno}: not a {{'prompt', 'response'}} JSON line ({e})") from e
+                if not isinstance(prompt, str) or not isinstance(response, str):
+                    raise JudgeError(f"{self.path}:{lineno}: 'prompt' and 'response' must be strings")
+                self.responses[prompt] = response
+        self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "replay", "model": self.path.name, "revision": self._digest}
+
+    def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
+                  progress: bool) -> list[str]:
+        out = []
+        for i, prompt in enumerate(prompts):
+            if prompt not in self.responses:
+                raise JudgeError(
+                    f"Replay file {self.path} has no response for row {i} (prompt starting "
+                    f"{prompt[:80]!r}); prompts must match exactly, including whitespace."
+                )
+            out.append(self.responses[prompt])
+            if on_result:
+                on_result(i, out[-1])
+        return out

@@ -1,0 +1,90 @@
+"""The plugin manager: built-ins are default plugins, third parties come through entry points.
+
+Third-party distributions declare, in their pyproject::
+
+    [project.entry-points.radmetrics]
+    mrscore = "radmetrics_mrscore"
+
+and implement ``register_scoring_systems`` / ``register_judge_backends`` with ``radmetrics.hookimpl``.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+from radmetrics import hookspecs
+from radmetrics.errors import RadmetricsError, UnknownNameError
+
+# Modules that ship the built-ins; each has hookimpls, registered exactly like third-party plugins.
+DEFAULT_PLUGINS = (
+    "radmetrics.judge.builtin",
+    "radmetrics.green.plugin",
+)
+
+_lock = threading.RLock()
+_pm: pluggy.PluginManager | None = None
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    global _pm
+    with _lock:
+        if _pm is None:
+            pm = pluggy.PluginManager("radmetrics")
+            pm.add_hookspecs(hookspecs)
+            for name in DEFAULT_PLUGINS:
+                pm.register(importlib.import_module(name), name=name)
+            pm.load_setuptools_entrypoints("radmetrics")
+            _pm = pm
+        return _pm
+
+
+def register_plugin(plugin: object, name: str | None = None) -> None:
+    """Register a plugin object or module at run time (tests, notebooks)."""
+    get_plugin_manager().register(plugin, name=name)
+
+
+def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
+    get_plugin_manager().unregister(plugin, name=name)
+
+
+def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def register_one(name_or_obj, factory=None):
+        name = name_or_obj if pairs else getattr(name_or_obj, "name", None)
+        if not isinstance(name, str) or not name:
+            raise RadmetricsError(f"A plugin registered a {hook_name} entry without a name: {name_or_obj!r}")
+        found[name] = factory if pairs else name_or_obj
+
+    getattr(get_plugin_manager().hook, hook_name)(register=register_one)
+    return found
+
+
+def scoring_systems() -> dict[str, Any]:
+    return _collect("register_scoring_systems", pairs=False)
+
+
+def judge_backends() -> dict[str, Callable[..., Any]]:
+    return _collect("register_judge_backends", pairs=True)
+
+
+def list_scoring_systems() -> list[str]:
+    """Names of every scoring system, built-ins and plugins alike."""
+    return sorted(scoring_systems())
+
+
+def get_scoring_system(name: str, **options: Any):
+    """The scoring system called `name`; options (e.g. ``max_words``) configure a fresh instance."""
+    systems = scoring_systems()
+    if name not in systems:
+        raise UnknownNameError("scoring system", name, systems)
+    system = systems[name]
+    return system.configure(**options) if options else system
+
+
+def list_judge_backends() -> list[str]:
+    return sorted(judge_backends())

@@ -1,0 +1,114 @@
+"""report pairs -> prompts -> judge (cache -> model) -> parse -> Judgments -> aggregate.
+
+The one path that evaluate's `_compute`, lm-eval's `process_results` and the CLI share. Bad rows
+become unscored Judgments with a reason; nothing here raises for one row's sake.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from radmetrics.errors import InputError
+from radmetrics.types import GenerationConfig, GenerationFailure, Judgment
+
+log = logging.getLogger(__name__)
+
+
+def row_problem(value: Any, label: str) -> str | None:
+    """Why a report cannot be judged, or None."""
+    if value is None:
+        return f"{label} is missing (None)"
+    if not isinstance(value, str):
+        return f"{label} is {type(value).__name__}, not text"
+    if not value.strip():
+        return f"{label} is empty"
+    return None
+
+
+def check_lengths(references: Sequence[Any], candidates: Sequence[Any]) -> None:
+    if len(references) != len(candidates):
+        raise InputError(
+            f"{len(candidates)} candidates (predictions) but {len(references)} references: "
+            "they must pair up one to one."
+        )
+
+
+@dataclass
+class ScoreResult:
+    judgments: list[Judgment]
+    summary: dict[str, Any]
+    fingerprint: dict[str, Any]
+    scoring_system: Any = field(repr=False, default=None)
+
+    @property
+    def scores(self) -> list[float | None]:
+        return [j.score for j in self.judgments]
+
+
+def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[Any],
+                config: GenerationConfig | None = None, progress: bool = True) -> list[Judgment]:
+    """Judge every pair; invalid rows and failed judge calls become unscored Judgments."""
+    check_lengths(references, candidates)
+    config = config or GenerationConfig()
+    judgments: list[Judgment | None] = [None] * len(references)
+    prompts: list[str] = []
+    rows: list[int] = []
+    warnings: dict[int, list[str]] = {}
+    for i, (ref, cand) in enumerate(zip(references, candidates)):
+        problem = row_problem(ref, "reference") or row_problem(cand, "candidate")
+        if problem:
+            judgments[i] = Judgment.unscored(f"row {i}: {problem}")
+            continue
+        note = getattr(system, "input_warnings", lambda r, c: [])(ref, cand)
+        if note:
+            warnings[i] = note
+        prompts.append(system.build_prompt(ref, cand))
+        rows.append(i)
+    if warnings:
+        log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
+    texts = judge.generate(prompts, config, progress=progress) if prompts else []
+    for i, text in zip(rows, texts):
+        if isinstance(text, GenerationFailure):
+            judgment = Judgment.unscored(f"judge call failed: {text.reason}")
+        else:
+            try:
+                judgment = system.parse(text)
+            except Exception as e:  # a parser bug must not lose the other rows
+                judgment = Judgment.unscored(f"parser error ({type(e).__name__}: {e})", raw=text)
+        if i in warnings:
+            judgment.details["warnings"] = warnings[i]
+        judgments[i] = judgment
+    return judgments  # type: ignore[return-value]
+
+
+def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:
+    from radmetrics import __version__
+
+    identity = judge.identity() if judge is not None else {}
+    return {"radmetrics_version": __version__, **system.fingerprint(), "judge": identity,
+            "generation": config.to_dict()}
+
+
+def score(metric: str, references: Sequence[Any], candidates: Sequence[Any], *, backend: str = "transformers",
+          judge: str | None = None, judge_options: dict[str, Any] | None = None, cache: Any = None,
+          config: GenerationConfig | None = None, progress: bool = True, summary: bool = False,
+          summary_model: str | None = None, system_options: dict[str, Any] | None = None) -> ScoreResult:
+    """Score candidates against references with a registered metric on the shared judge.
+
+    >>> # result = radmetrics.score("green", refs, cands, judge="StanfordAIMI/GREEN-RadLlama2-7b")
+    """
+    from radmetrics.judge import _USE_DEFAULT, get_judge
+    from radmetrics.plugins import get_scoring_system
+
+    system = get_scoring_system(metric, **(system_options or {}))
+    check_lengths(references, candidates)
+    model = judge or getattr(system, "default_judge", None)
+    the_judge = get_judge(backend, model=model, cache=_USE_DEFAULT if cache is None else cache,
+                          **(judge_options or {}))
+    config = config or GenerationConfig()
+    judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress)
+    kwargs = {"summary": summary, "summary_model": summary_model} if summary else {}
+    return ScoreResult(judgments=judgments, summary=system.aggregate(judgments, **kwargs),
+                       fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

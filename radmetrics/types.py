@@ -1,0 +1,71 @@
+"""Plain data that flows between scoring systems, the judge and the outputs."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Judgment:
+    """What a scoring system read from one judge output.
+
+    `score is None` means unscored; `reason` then says why. `raw` always keeps the judge's text.
+    """
+
+    score: float | None
+    parsed: bool
+    reason: str | None = None
+    raw: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def unscored(cls, reason: str, raw: str = "", **details: Any) -> Judgment:
+        return cls(score=None, parsed=False, reason=reason, raw=raw, details=dict(details))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class GreenJudgment(Judgment):
+    """Judgment of a GREEN-format analysis: counts per error category (a)-(f)."""
+
+    significant: dict[str, int] = field(default_factory=dict)
+    insignificant: dict[str, int] = field(default_factory=dict)
+    matched_findings: int | None = None
+    explanation: str | None = None
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Generation settings; part of every cache key and every result fingerprint.
+
+    Greedy by default (temperature 0), as GREEN's official inference (`do_sample=False`).
+    """
+
+    max_new_tokens: int = 1024
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+class GenerationFailure(str):
+    """A judge answer that failed for good (after retries): behaves as an empty string, carries why.
+
+    Backends return it in place of a response so that one failed row never stops the run; the
+    runner turns it into an unscored row and never caches it.
+    """
+
+    reason: str
+
+    def __new__(cls, reason: str) -> GenerationFailure:
+        obj = super().__new__(cls, "")
+        obj.reason = reason
+        return obj
