@@ -48,9 +48,14 @@ class ScoreResult:
 
 
 def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[Any],
-                config: GenerationConfig | None = None, progress: bool = True) -> list[Judgment]:
-    """Judge every pair; invalid rows and failed judge calls become unscored Judgments."""
+                config: GenerationConfig | None = None, progress: bool = True,
+                row_ids: Sequence[int] | None = None) -> list[Judgment]:
+    """Judge every pair; invalid rows and failed judge calls become unscored Judgments.
+
+    row_ids: the row numbers to name in reasons (default 0..n-1), e.g. line positions in the input file.
+    """
     check_lengths(references, candidates)
+    row_ids = list(row_ids) if row_ids is not None else list(range(len(references)))
     config = config or GenerationConfig()
     judgments: list[Judgment | None] = [None] * len(references)
     prompts: list[str] = []
@@ -59,7 +64,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     for i, (ref, cand) in enumerate(zip(references, candidates)):
         problem = row_problem(ref, "reference") or row_problem(cand, "candidate")
         if problem:
-            judgments[i] = Judgment.unscored(f"row {i}: {problem}")
+            judgments[i] = Judgment.unscored(f"row {row_ids[i]}: {problem}")
             continue
         note = getattr(system, "input_warnings", lambda r, c: [])(ref, cand)
         if note:

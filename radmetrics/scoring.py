@@ -20,6 +20,10 @@ class ScoringSystem:
     parser_version: str = "1"
     #: the key under which `compute()` / the CLI report the corpus score
     score_key: str = "score"
+    #: path of the room's evaluate module file (e.g. radmetrics/green/green.py), if it has one
+    evaluate_module: str | None = None
+    #: the judge model used when the user names none
+    default_judge: str | None = None
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         raise NotImplementedError

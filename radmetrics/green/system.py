@@ -1,7 +1,9 @@
 """The GREEN scoring system: prompt, parse, per-sample judgment and corpus aggregate."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from radmetrics.green.parse import LETTERS, PARSER_VERSION, SUB_CATEGORIES, GreenParseError, parse_green
@@ -18,6 +20,7 @@ class GreenSystem(ScoringSystem):
     max_words = MAX_WORDS
     #: the judge GREEN's authors selected (GREEN Sec. 4); the default for `--judge` with this metric
     default_judge = "StanfordAIMI/GREEN-RadLlama2-7b"
+    evaluate_module = str(Path(__file__).with_name("green.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         return build_green_prompt(reference, candidate, self.max_words)
@@ -69,8 +72,10 @@ class GreenSystem(ScoringSystem):
 
 
 def _count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
+    """How many rows went unscored for each reason (row numbers dropped so that reasons group)."""
     reasons: dict[str, int] = {}
     for j in judgments:
         if j.score is None:
-            reasons[j.reason or "unknown"] = reasons.get(j.reason or "unknown", 0) + 1
+            reason = re.sub(r"^row \d+: ", "", j.reason or "unknown")
+            reasons[reason] = reasons.get(reason, 0) + 1
     return reasons

@@ -1,0 +1,55 @@
+"""`radmetrics` command line. Errors radmetrics raises on purpose print as one line, exit code 2."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from radmetrics.cli.score import score_command
+from radmetrics.errors import RadmetricsError
+
+
+@click.group()
+@click.version_option(package_name="radmetrics")
+def cli() -> None:
+    """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""
+
+
+cli.add_command(score_command)
+
+
+@cli.command("list")
+def list_command() -> None:
+    """Scoring systems and judge backends, built-ins and plugins alike."""
+    import radmetrics
+
+    click.echo("scoring systems: " + ", ".join(radmetrics.list_scoring_systems()))
+    click.echo("judge backends:  " + ", ".join(radmetrics.list_judge_backends()))
+
+
+@cli.command("install-metrics")
+def install_metrics_command() -> None:
+    """Register every metric's evaluate module in evaluate's local cache, so that
+    evaluate.load("radmetrics/<metric>") works from any directory without network."""
+    from radmetrics.evaluate_modules import install_evaluate_modules
+
+    for name, path in install_evaluate_modules().items():
+        click.echo(f"radmetrics/{name} -> {path}")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except RadmetricsError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

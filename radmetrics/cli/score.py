@@ -1,0 +1,135 @@
+"""`radmetrics score`: score a file of report pairs with one metric on a judge."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from radmetrics.errors import RadmetricsError
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """--judge-option key=value (value read as JSON when it parses, else kept as text)."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise RadmetricsError(f"--judge-option takes key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options
+
+
+def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    data = judgment.to_dict()
+    out = dict(row)
+    out[score_key] = data.pop("score")
+    out["parsed"] = data.pop("parsed")
+    out["reason"] = data.pop("reason")
+    raw = data.pop("raw")
+    details = data.pop("details")
+    out.update(data)  # GREEN: significant, insignificant, matched_findings, explanation
+    out["details"] = details
+    out["judge_output"] = raw
+    out["fingerprint"] = fingerprint
+    return out
+
+
+@click.command("score")
+@click.option("--metric", "-m", required=True, help="Scoring system, e.g. green (see `radmetrics list`).")
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL or CSV with reference and candidate columns (aliases accepted).")
+@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False),
+              help="Results file (.jsonl, or .csv).")
+@click.option("--backend", "-b", default="transformers", show_default=True,
+              help="Judge backend: transformers, openai, vllm, replay, or a plugin's.")
+@click.option("--judge", "-j", default=None, help="Judge model id or path (default: the metric's published judge).")
+@click.option("--replay", type=click.Path(dir_okay=False), default=None,
+              help="Recorded {prompt, response} JSONL; implies --backend replay.")
+@click.option("--revision", default=None, help="Model revision (commit, tag or branch) of the judge.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai).")
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
+              help="Extra backend option, repeatable (e.g. max_batch_size=16).")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
+@click.option("--cache", "cache_path", default=None, help="Response cache file (default ~/.cache/radmetrics).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@click.option("--summary/--no-summary", default=False, show_default=True,
+              help="Add the GREEN summary (clustered error explanations; loads an embedding model).")
+@click.option("--summary-model", default=None, help="sentence-transformers model for --summary.")
+@click.option("--reference-column", default=None, help="Column holding the reference report.")
+@click.option("--candidate-column", default=None, help="Column holding the candidate report.")
+@click.option("--progress/--no-progress", default=True)
+def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
+                  max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
+                  candidate_column, progress) -> None:
+    """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
+    unscored, with their reason."""
+    import radmetrics
+    from radmetrics.io import read_pairs, write_rows
+    from radmetrics.judge import _USE_DEFAULT, get_judge
+    from radmetrics.runner import fingerprint, judge_pairs
+    from radmetrics.types import GenerationConfig, Judgment
+
+    system = radmetrics.get_scoring_system(metric)
+    pairs = read_pairs(input_path, reference_column, candidate_column)
+    click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
+               f"candidate = '{pairs.candidate_column}'", err=True)
+    if pairs.decoding_errors:
+        click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
+    options = parse_options(judge_option)
+    if replay:
+        backend = "replay"
+        options["path"] = replay
+    if revision:
+        options["revision"] = revision
+    if base_url:
+        options["base_url"] = base_url
+    cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
+    model = judge or (None if backend == "replay" else system.default_judge)
+    the_judge = get_judge(backend, model=model, cache=cache, **options)
+    config = GenerationConfig(max_new_tokens=max_new_tokens)
+
+    good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
+    refs = [pairs.rows[i].get(pairs.reference_column) for i in good]
+    cands = [pairs.rows[i].get(pairs.candidate_column) for i in good]
+    judged = judge_pairs(system, the_judge, refs, cands, config, progress=progress, row_ids=good)
+    judgments: list[Judgment] = [Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()]
+    by_row = dict(zip(pairs.bad_rows, judgments))
+    by_row.update({i: j for i, j in zip(good, judged)})
+    ordered = [by_row[i] for i in range(len(pairs.rows))]
+    fp = fingerprint(system, the_judge, config)
+    write_rows(output_path, [result_row(r, j, system.score_key, fp) for r, j in zip(pairs.rows, ordered)])
+    kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
+    corpus = system.aggregate(ordered, **kwargs)
+    summary_path = output_path + ".summary.json"
+    with open(summary_path, "w", encoding="utf-8") as fh:
+        json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
+    print_summary(system, corpus, output_path, summary_path)
+
+
+def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    key = system.score_key
+    table = Table(title=f"{system.name} — {output_path}")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+
+    def fmt(value: Any) -> str:
+        return "n/a" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    table.add_row(key, fmt(corpus.get(key)))
+    table.add_row(f"{key}_std", fmt(corpus.get(f"{key}_std")))
+    table.add_row("scored", fmt(corpus.get("num_scored")))
+    table.add_row("unscored", fmt(corpus.get("num_unscored")))
+    for name, share in (corpus.get("error_free_share") or {}).items():
+        table.add_row(f"no significant error {name[:60]}", fmt(share))
+    for reason, count in sorted((corpus.get("unscored_reasons") or {}).items(), key=lambda kv: -kv[1])[:5]:
+        table.add_row(f"unscored: {reason[:70]}", str(count))
+    console = Console(stderr=True)
+    console.print(table)
+    console.print(f"Per-row results: {output_path}\nCorpus summary: {summary_path}")

@@ -1,0 +1,78 @@
+"""Shared base for radmetrics' `evaluate` modules (imported only by the module files).
+
+A module file (e.g. radmetrics/green/green.py) stays a few lines: it names its scoring system and its
+card text; loading options (backend, judge, cache...) and `_compute` live here, on `radmetrics.score`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+import evaluate
+
+from radmetrics.types import GenerationConfig
+
+JUDGE_KWARGS_DESCRIPTION = """
+Loading options (evaluate.load("radmetrics/<metric>", ...)):
+    backend (str): judge backend: "transformers" (default, in process), "openai", "vllm", "replay", or a plugin's.
+    judge (str): model id or path for the judge (defaults to the metric's published judge).
+    judge_options (dict): backend options, e.g. {"base_url": ..., "revision": ..., "path": "replay.jsonl"}.
+    cache: response-cache path, or False to turn it off (default ~/.cache/radmetrics/judgments.sqlite).
+    max_new_tokens (int): generation limit (default 1024).
+Args (compute):
+    predictions (list of str): generated (candidate) reports.
+    references (list of str): reference reports, one per prediction.
+Returns:
+    <name> (float): corpus mean over scored samples; <name>_std: population std; scores: per sample (None
+    when unscored); details: per sample parsed fields, `parsed`, `reason`, raw judge text;
+    num_unscored; fingerprint (judge, revision, prompt version, generation settings).
+"""
+
+
+class JudgeMetric(evaluate.Metric):
+    """An evaluate Metric backed by a radmetrics scoring system on the shared judge."""
+
+    scoring_system_name: str = ""
+    description: str = ""
+    citation: str = ""
+    reference_urls: list[str] = []
+
+    def __init__(self, backend: str = "transformers", judge: str | None = None,
+                 judge_options: dict[str, Any] | None = None, cache: Any = None, max_new_tokens: int = 1024,
+                 summary: bool = False, summary_model: str | None = None, progress: bool = True,
+                 system_options: dict[str, Any] | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.backend = backend
+        self.judge = judge
+        self.judge_options = dict(judge_options or {})
+        self.cache = cache
+        self.generation = GenerationConfig(max_new_tokens=max_new_tokens)
+        self.summary = summary
+        self.summary_model = summary_model
+        self.progress = progress
+        self.system_options = system_options
+
+    def _info(self) -> evaluate.MetricInfo:
+        return evaluate.MetricInfo(
+            description=self.description,
+            citation=self.citation,
+            inputs_description=JUDGE_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            reference_urls=self.reference_urls,
+        )
+
+    def _compute(self, predictions, references, summary: bool | None = None) -> dict[str, Any]:
+        import radmetrics
+
+        result = radmetrics.score(
+            self.scoring_system_name, references, predictions, backend=self.backend, judge=self.judge,
+            judge_options=self.judge_options, cache=self.cache, config=self.generation, progress=self.progress,
+            summary=self.summary if summary is None else summary, summary_model=self.summary_model,
+            system_options=self.system_options,
+        )
+        output = dict(result.summary)
+        output["scores"] = result.scores
+        output["details"] = [j.to_dict() for j in result.judgments]
+        output["fingerprint"] = result.fingerprint
+        return output
