@@ -1,0 +1,60 @@
+"""Test set-up: no network, a private response cache and evaluate module cache per session, a tiny real
+GREEN judge built offline, a fake judge registered through the real plugin manager."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# Before anything imports huggingface_hub / evaluate: never reach for the Hub, never touch ~/.cache.
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="radmetrics-tests-"))
+os.environ.update(
+    HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1",
+    HF_HOME=str(_SESSION_HOME / "hf"), HF_MODULES_CACHE=str(_SESSION_HOME / "hf_modules"),
+    RADMETRICS_CACHE=str(_SESSION_HOME / "default-cache.sqlite"), TOKENIZERS_PARALLELISM="false",
+)
+sys.path.insert(0, str(Path(__file__).parent))
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "radmetrics" / "sample_data"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def session_home() -> Path:
+    return _SESSION_HOME
+
+
+@pytest.fixture(scope="session")
+def tiny_judge(tmp_path_factory) -> Path:
+    """A tiny Llama fine-tuned (300 steps, ~15 s on 2 CPU cores) to answer GREEN prompts in GREEN format."""
+    from tiny_judge import build_tiny_judge
+
+    return build_tiny_judge(tmp_path_factory.mktemp("models") / "tiny-green-judge", steps=300)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_judges():
+    """Each test gets its own shared-judge table (the sharing itself is tested explicitly)."""
+    from radmetrics.judge import clear_judges
+
+    clear_judges()
+    yield
+    clear_judges()
+
+
+@pytest.fixture
+def fake_judge():
+    """The fake GREEN judge, registered as backend "fake" through the plugin manager."""
+    import fake_judge as module
+
+    from radmetrics.plugins import register_plugin, unregister_plugin
+
+    module.FakeGreenJudge.calls = 0
+    module.FakeGreenJudge.fail_after = None
+    register_plugin(module, name="fake-judge")
+    yield module.FakeGreenJudge
+    unregister_plugin(name="fake-judge")

@@ -1,0 +1,125 @@
+"""GREEN prompt and parser: official fidelity on recorded outputs, tolerance, and never a silent zero."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES
+
+from radmetrics.green import build_green_prompt, parse_green
+from radmetrics.green.parse import GreenParseError
+from radmetrics.green.system import GreenSystem
+
+OFFICIAL = json.loads((FIXTURES / "green_official_scores.json").read_text())["cases"]
+
+
+def test_prompt_is_byte_identical_to_official():
+    # Fixture written by upstream `make_prompt` (Stanford-AIMI/GREEN green_score/utils.py) on these inputs.
+    ref = ("Examination. Faint infiltrates in the upper middle right field\n\nand doubtful retrocardiac "
+           "suggestive of respiratory infection.   Costophrenic sinuses are clear.")
+    cand = "Examination . Subpleural infiltrates {in} the upper dorsal right field."
+    assert build_green_prompt(ref, cand) == (FIXTURES / "green_prompt_official.txt").read_text()
+
+
+def test_prompt_truncates_each_report_to_300_words_like_official():
+    long_ref = " ".join(f"w{i}" for i in range(350))
+    prompt = build_green_prompt(long_ref, "short\ncandidate")
+    assert prompt == (FIXTURES / "green_prompt_official_long.txt").read_text()
+    assert "w299" in prompt and "w300" not in prompt
+    assert GreenSystem().input_warnings(long_ref, "x") == ["reference cut from 350 to 300 words (GREEN prompt limit)"]
+
+
+@pytest.mark.parametrize("name", sorted(OFFICIAL))
+def test_scores_equal_official_code(name):
+    """Recorded GREEN-RadLlama2-7b outputs (upstream tests/test_repro.py), the paper's App. A.2 example and
+    format variants, each scored by the official code: same score, same counts."""
+    case = OFFICIAL[name]
+    analysis = parse_green(case["text"])
+    assert analysis.score == pytest.approx(case["official_score"], abs=1e-12)
+    assert list(analysis.significant.values()) == case["official_significant"]
+    assert analysis.matched_findings == case["official_matched"]
+    if analysis.insignificant is not None:
+        assert list(analysis.insignificant.values()) == case["official_insignificant"]
+
+
+def test_paper_A2_details():
+    a = parse_green(OFFICIAL["paper-A2"]["text"])
+    assert a.significant == {"a": 0, "b": 0, "c": 1, "d": 0, "e": 0, "f": 0}
+    assert a.matched_findings == 3 and a.score == 0.75
+    assert a.explanation.startswith("The candidate report misidentifies")
+    assert a.significant_sentences["c"] == ["The infiltrates are in the upper middle right field, not the upper "
+                                            "dorsal right field."]
+
+
+BASE = OFFICIAL["chatter-around"]["text"]
+
+
+@pytest.mark.parametrize(
+    "text, score, significant_total",
+    [
+        pytest.param(BASE.replace("[Clinically Significant Errors]:", "**Clinically Significant Errors**:")
+                     .replace("[Matched Findings]:", "### Matched Findings:"), 2 / 3, 1, id="markdown-headers"),
+        pytest.param(BASE.replace("Small left effusion.", "Small left effusion").replace(": 1. Small", ": 1 Small"),
+                     2 / 3, 1, id="count-without-period"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\n2 matched:"), 2 / 3, 1,
+                     id="matched-without-period"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2. Normal heart size; no pneumothorax.",
+                                  "[Matched Findings]:\n0."), 0.0, 1, id="zero-matched-is-a-real-zero"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2. Normal heart size; no pneumothorax.",
+                                  "[Matched Findings]:\nNone."), 0.0, 1, id="no-matched-findings-words"),
+    ],
+)
+def test_tolerant_formats(text, score, significant_total):
+    a = parse_green(text)
+    assert a.score == pytest.approx(score)
+    assert sum(a.significant.values()) == significant_total
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        pytest.param("", "empty judge output", id="empty"),
+        pytest.param("   \n\t", "empty judge output", id="whitespace"),
+        pytest.param("</s>", "empty judge output", id="only-eos"),
+        pytest.param("The reports look similar to me.", "no [Clinically Significant Errors] section", id="chatter-only"),
+        pytest.param(BASE.split("[Matched Findings]")[0], "no [Matched Findings] section", id="truncated-before-matched"),
+        pytest.param(BASE.split("[Clinically Insignificant")[0][:-40], "no [Matched Findings] section",
+                     id="truncated-mid-significant"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\ntwo findings matched."),
+                     "[Matched Findings] has no readable count", id="matched-count-in-words"),
+        pytest.param(BASE.replace("reference: 1. Small left effusion.", "reference: several."),
+                     "item (b) has no readable count", id="error-count-unreadable"),
+        pytest.param(BASE.replace("(a) False report of a finding in the candidate: 0.\n(b)", "(b)")
+                     .replace("[Clinically Significant Errors]:\n(b) Missing a finding present in the reference: 1. "
+                              "Small left effusion.\n(c) Misidentification of a finding's anatomic location/position: "
+                              "0.\n(d) Misassessment of the severity of a finding: 0.\n(e) Mentioning a comparison "
+                              "that isn't in the reference: 0.\n(f) Omitting a comparison detailing a change from a "
+                              "prior study: 0.", "[Clinically Significant Errors]:\nThere was one miss."),
+                     "has no (a)-(f) items", id="significant-prose-only"),
+    ],
+)
+def test_unreadable_outputs_are_unscored_with_reason(text, reason):
+    with pytest.raises(GreenParseError, match=reason.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        parse_green(text)
+    judgment = GreenSystem().parse(text)
+    assert judgment.score is None and judgment.parsed is False
+    assert reason in judgment.reason
+    assert judgment.raw == text  # the judge's text is kept
+
+
+def test_non_string_output_is_unscored():
+    judgment = GreenSystem().parse(None)  # type: ignore[arg-type]
+    assert judgment.score is None and "not text" in judgment.reason
+
+
+def test_aggregate_counts_unscored_and_error_free_share():
+    system = GreenSystem()
+    judgments = [system.parse(OFFICIAL[n]["text"]) for n in ("paper-A2", "no-significant-errors")]
+    judgments.append(system.parse("garbage"))
+    summary = system.aggregate(judgments)
+    assert summary["green"] == pytest.approx((0.75 + 1.0) / 2)
+    assert summary["green_std"] == pytest.approx(0.125)  # population std of {0.75, 1.0}
+    assert summary["num_unscored"] == 1 and summary["num_scored"] == 2
+    shares = summary["error_free_share"]
+    assert shares["(c) Misidentification of a finding's anatomic location/position"] == 0.5
+    assert shares["(a) False report of a finding in the candidate"] == 1.0
