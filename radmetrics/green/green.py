@@ -1,7 +1,8 @@
 """GREEN as an evaluate module: evaluate.load("radmetrics/green", backend=..., judge=...)."""
 import evaluate
 
-from radmetrics.evaluate_support import JUDGE_KWARGS_DESCRIPTION, JudgeMetric
+# Import the module, not the class: evaluate takes the first Metric subclass in this file's namespace.
+from radmetrics import evaluate_support
 
 _CITATION = """\
 @inproceedings{ostmeier2024green,
@@ -22,8 +23,8 @@ Outputs the judge wrote that cannot be read are unscored with a reason, never 0.
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, JUDGE_KWARGS_DESCRIPTION)
-class Green(JudgeMetric):
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, evaluate_support.JUDGE_KWARGS_DESCRIPTION)
+class Green(evaluate_support.JudgeMetric):
     scoring_system_name = "green"
     description = _DESCRIPTION
     citation = _CITATION

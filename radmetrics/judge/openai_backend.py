@@ -61,8 +61,9 @@ class OpenAIJudge(JudgeBackend):
         self._client = None
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "base_url": self.base_url, "mode": self.mode,
-                "system_prompt": self.system_prompt}
+        # Keyed on the model name (+ revision), not the server address: the same model served on another
+        # port or host reuses cached answers. Give a revision to tell apart different weights with one name.
+        return {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
 
     def __repr__(self) -> str:  # never shows the key
         return f"<OpenAIJudge model={self.model!r} base_url={self.base_url!r}>"

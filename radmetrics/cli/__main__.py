@@ -1,0 +1,3 @@
+from radmetrics.cli import main
+
+main()

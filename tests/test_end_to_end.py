@@ -1,0 +1,116 @@
+"""GREEN end to end on a tiny real judge: Python API, evaluate.load (repo root and another directory,
+offline), and the CLI; the README's sample command on the replay backend."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, SAMPLE
+from tiny_judge import training_pairs
+
+import radmetrics
+from radmetrics.green import parse_green
+
+PAIRS = training_pairs()
+REFS = [r for r, _, _ in PAIRS]
+CANDS = [c for _, c, _ in PAIRS]
+TARGETS = [parse_green(a).score for _, _, a in PAIRS]  # what the tiny judge was trained to answer
+GEN = {"max_new_tokens": 256}
+
+
+def run_cli(*args, cwd=REPO, check=True):
+    cmd = [sys.executable, "-m", "radmetrics.cli", *map(str, args)]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=check, env=os.environ.copy())
+
+
+def test_python_api_scores_with_transformers_backend(tiny_judge, tmp_path):
+    result = radmetrics.score("green", REFS, CANDS, judge=str(tiny_judge), cache=tmp_path / "c.sqlite",
+                              config=radmetrics.GenerationConfig(**GEN), progress=False,
+                              judge_options={"max_batch_size": 4})
+    assert result.scores == pytest.approx(TARGETS)
+    assert all(j.parsed for j in result.judgments)
+    backend = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=tmp_path / "c.sqlite",
+                                   max_batch_size=4).backend
+    assert backend.chat_format == "green"  # picked from the model name, as GREEN models need
+    assert result.fingerprint["judge"]["model"] == str(tiny_judge)
+    assert result.fingerprint["generation"]["max_new_tokens"] == 256
+
+
+def test_token_budget_batches_give_the_same_answers(tiny_judge):
+    """Batch composition must not change greedy answers (left padding + attention mask)."""
+    one = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=1)
+    many = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=8)
+    system = radmetrics.get_scoring_system("green")
+    prompts = [system.build_prompt(r, c) for r, c in zip(REFS, CANDS)]
+    config = radmetrics.GenerationConfig(**GEN)
+    assert one.generate(prompts, config, progress=False) == many.generate(prompts, config, progress=False)
+
+
+def test_evaluate_load_from_repo_root(tiny_judge, tmp_path, monkeypatch):
+    import evaluate
+
+    monkeypatch.chdir(REPO)
+    green = evaluate.load("radmetrics/green", judge=str(tiny_judge), cache=tmp_path / "c.sqlite",
+                          max_new_tokens=256, progress=False)
+    out = green.compute(predictions=CANDS, references=REFS)
+    assert out["green"] == pytest.approx(sum(TARGETS) / len(TARGETS))
+    assert out["scores"] == pytest.approx(TARGETS)
+    assert out["num_unscored"] == 0 and len(out["details"]) == len(REFS)
+    assert out["details"][5]["significant"]["c"] == 1 and out["details"][5]["matched_findings"] == 3
+    assert "green_std" in out and out["fingerprint"]["scoring_system"] == "green"
+
+
+def test_evaluate_load_from_another_directory_offline(tiny_judge, tmp_path):
+    installed = run_cli("install-metrics")
+    assert "radmetrics/green ->" in installed.stdout
+    code = ("import evaluate, json; m = evaluate.load('radmetrics/green', judge=%r, cache=False, "
+            "max_new_tokens=256, progress=False); o = m.compute(predictions=%r, references=%r); "
+            "print(json.dumps(o['scores']))") % (str(tiny_judge), CANDS[:2], REFS[:2])
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == pytest.approx(TARGETS[:2])
+
+
+def test_cli_transformers_backend_then_cache_hit(tiny_judge, tmp_path):
+    src = tmp_path / "pairs.csv"
+    import csv
+
+    with src.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["study", "gt_report", "prediction"])
+        writer.writeheader()
+        for i, (r, c) in enumerate(zip(REFS, CANDS)):
+            writer.writerow({"study": i, "gt_report": r, "prediction": c})
+    out = tmp_path / "results.jsonl"
+    cache = tmp_path / "cache.sqlite"
+    first = run_cli("score", "--metric", "green", "--input", src, "--output", out, "--judge", tiny_judge,
+                    "--max-new-tokens", 256, "--cache", cache)
+    assert "reference = 'gt_report', candidate = 'prediction'" in first.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["green"] for r in rows] == pytest.approx(TARGETS)
+    assert rows[0]["study"] == "0" and rows[0]["parsed"] is True and rows[0]["judge_output"].startswith("[Expl")
+    fp = rows[0]["fingerprint"]
+    assert fp["judge"]["model"] == str(tiny_judge) and fp["prompt_version"] and fp["generation"]["temperature"] == 0
+    summary = json.loads((tmp_path / "results.jsonl.summary.json").read_text())
+    assert summary["summary"]["green"] == pytest.approx(sum(TARGETS) / len(TARGETS))
+    # Second run: every answer from the cache; the model is never even loaded.
+    second = run_cli("score", "--metric", "green", "--input", src, "--output", tmp_path / "again.jsonl",
+                     "--judge", tiny_judge, "--max-new-tokens", 256, "--cache", cache, "--no-progress")
+    assert "Loading weights" not in second.stderr
+    again = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [r["green"] for r in again] == [r["green"] for r in rows]
+
+
+def test_readme_sample_command_on_replay(tmp_path):
+    out = tmp_path / "results.jsonl"
+    run_cli("score", "--metric", "green", "--input", SAMPLE / "pairs.jsonl", "--backend", "replay",
+            "--replay", SAMPLE / "green_replay.jsonl", "--output", out)
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["green-paper-A2"]["green"] == 0.75
+    assert rows["green-repro-1"]["green"] == pytest.approx(1 / 6)
+    assert rows["truncated-judge-output"]["green"] is None
+    assert "no [Matched Findings] section" in rows["truncated-judge-output"]["reason"]
+    assert rows["empty-candidate"]["reason"] == "row 7: candidate is empty"

@@ -1,0 +1,108 @@
+"""Plugin registry (built-ins, run-time plugins, an installed entry-point distribution) and the cache."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from fake_judge import expected_score
+
+import radmetrics
+from radmetrics.judge import get_judge
+
+REFS = [f"finding {i} left lung effusion" for i in range(12)]
+CANDS = [f"finding {i} right lung" for i in range(12)]
+
+
+def test_import_radmetrics_is_light():
+    code = ("import sys, radmetrics; heavy = [m for m in ('torch', 'transformers', 'evaluate', 'datasets', "
+            "'sentence_transformers', 'httpx') if m in sys.modules]; print(heavy); assert not heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_builtins_are_registered():
+    assert "green" in radmetrics.list_scoring_systems()
+    assert {"transformers", "openai", "replay"} <= set(radmetrics.list_judge_backends())
+    system = radmetrics.get_scoring_system("green")
+    assert system.name == "green" and callable(system.build_prompt) and callable(system.parse)
+
+
+def test_unknown_names_suggest_the_fix():
+    with pytest.raises(radmetrics.UnknownNameError, match="Unknown scoring system 'gren'. Did you mean 'green'"):
+        radmetrics.get_scoring_system("gren")
+    with pytest.raises(radmetrics.UnknownNameError, match="Did you mean 'openai'"):
+        radmetrics.get_judge("opnai", model="x")
+
+
+def test_installed_plugin_distribution_is_discovered(tmp_path):
+    """pip-installs tests/plugin_pkg (entry point group "radmetrics") into a folder and lists it."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(REPO / "tests" / "plugin_pkg")], check=True)
+    code = ("import radmetrics; print(radmetrics.list_scoring_systems()); "
+            "s = radmetrics.get_scoring_system('word_overlap'); "
+            "print(s.parse('Score: 7').score, s.parse('none').reason)")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    assert "'word_overlap'" in out and "'green'" in out
+    assert "0.7 no 0-10 score in the output" in out
+
+
+def test_fake_judge_through_plugin_manager(fake_judge, tmp_path):
+    result = radmetrics.score("green", REFS, CANDS, backend="fake", cache=False, progress=False)
+    assert result.scores == pytest.approx([expected_score(r, c) for r, c in zip(REFS, CANDS)])
+    assert result.fingerprint["judge"]["backend"] == "fake"
+    assert result.fingerprint["prompt_version"] == "green-official-d72c195"
+
+
+def test_same_backend_and_model_share_one_instance(fake_judge, tmp_path):
+    a = get_judge("fake", model="m", cache=tmp_path / "c.sqlite")
+    b = get_judge("fake", model="m", cache=tmp_path / "c.sqlite")
+    c = get_judge("fake", model="m", cache=False)
+    assert a is b and a.backend is c.backend
+    assert get_judge("fake", model="other", cache=False).backend is not a.backend
+
+
+def test_second_run_makes_no_model_calls(fake_judge, tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    first = radmetrics.score("green", REFS, CANDS, backend="fake", cache=cache, progress=False)
+    assert fake_judge.calls == len(REFS)
+    radmetrics.judge.clear_judges()  # a new process, as far as the judge is concerned
+    second = radmetrics.score("green", REFS, CANDS, backend="fake", cache=cache, progress=False)
+    assert fake_judge.calls == len(REFS)
+    assert second.scores == first.scores
+    # Other generation settings are another cache entry.
+    radmetrics.score("green", REFS[:2], CANDS[:2], backend="fake", cache=cache, progress=False,
+                     config=radmetrics.GenerationConfig(max_new_tokens=7))
+    assert fake_judge.calls == len(REFS) + 2
+
+
+def test_interrupted_run_resumes_keeping_every_finished_judgment(fake_judge, tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    fake_judge.fail_after = 5
+    with pytest.raises(KeyboardInterrupt):
+        radmetrics.score("green", REFS, CANDS, backend="fake", cache=cache, progress=False)
+    fake_judge.fail_after = None
+    radmetrics.judge.clear_judges()
+    result = radmetrics.score("green", REFS, CANDS, backend="fake", cache=cache, progress=False)
+    assert fake_judge.calls == len(REFS)  # 5 before the interruption + 7 after: each prompt once
+    assert result.summary["num_scored"] == len(REFS)
+
+
+def test_cache_file_is_private_and_sound(fake_judge, tmp_path):
+    cache = tmp_path / "sub" / "cache.sqlite"
+    radmetrics.score("green", REFS, CANDS, backend="fake", cache=cache, progress=False)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    judge = get_judge("fake", cache=cache)
+    assert len(judge.cache) == len(REFS) and judge.cache.integrity_ok()
+
+
+def test_cache_can_be_turned_off_by_env(fake_judge, monkeypatch):
+    monkeypatch.setenv("RADMETRICS_CACHE", "off")
+    radmetrics.score("green", REFS[:3], CANDS[:3], backend="fake", progress=False)
+    radmetrics.judge.clear_judges()
+    radmetrics.score("green", REFS[:3], CANDS[:3], backend="fake", progress=False)
+    assert fake_judge.calls == 6
