@@ -28,7 +28,19 @@ class InputError(RadmetricsError, ValueError):
 
 
 class JudgeError(RadmetricsError):
-    """The judge backend could not be built or could not answer (after retries)."""
+    """The judge backend could not be built or could not answer (after retries).
+
+    `prompt_index` (when set) is the position of the prompt that failed in the list the backend got;
+    the layers above translate it, so the final message names the input row.
+    """
+
+    def __init__(self, message: str, prompt_index: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.prompt_index = prompt_index
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

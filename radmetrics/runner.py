@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from radmetrics.errors import InputError
+from radmetrics.errors import InputError, JudgeError
 from radmetrics.types import GenerationConfig, GenerationFailure, Judgment
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,12 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         rows.append(i)
     if warnings:
         log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
-    texts = judge.generate(prompts, config, progress=progress) if prompts else []
+    try:
+        texts = judge.generate(prompts, config, progress=progress) if prompts else []
+    except JudgeError as e:
+        if e.prompt_index is None:
+            raise
+        raise JudgeError(f"row {row_ids[rows[e.prompt_index]]}: {e.message}") from e
     for i, text in zip(rows, texts):
         if isinstance(text, GenerationFailure):
             judgment = Judgment.unscored(f"judge call failed: {text.reason}")

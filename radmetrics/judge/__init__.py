@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from radmetrics.errors import UnknownNameError
+from radmetrics.errors import JudgeError, UnknownNameError
 from radmetrics.judge.base import JudgeBackend, OnResult
 from radmetrics.judge.cache import ResponseCache, cache_key, default_cache_path
 from radmetrics.types import GenerationConfig, GenerationFailure
@@ -78,8 +78,13 @@ class CachedJudge:
                     if on_result:
                         on_result(i, text)
 
-            fresh = self.backend.generate([prompts[i] for i in first], config, on_result=store,
-                                          progress=progress)
+            try:
+                fresh = self.backend.generate([prompts[i] for i in first], config, on_result=store,
+                                              progress=progress)
+            except JudgeError as e:
+                if e.prompt_index is not None:  # name the position in our caller's list
+                    e.prompt_index = first[e.prompt_index]
+                raise
             for j, text in enumerate(fresh):  # backends that do not stream results
                 if answers[first[j]] is None:
                     store(j, text)

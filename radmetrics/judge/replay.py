@@ -51,8 +51,9 @@ class ReplayJudge(JudgeBackend):
         for i, prompt in enumerate(prompts):
             if prompt not in self.responses:
                 raise JudgeError(
-                    f"Replay file {self.path} has no response for row {i} (prompt starting "
-                    f"{prompt[:80]!r}); prompts must match exactly, including whitespace."
+                    f"replay file {self.path} has no response for this row's prompt (starting "
+                    f"{prompt[:60]!r}...); prompts must match exactly, including whitespace.",
+                    prompt_index=i,
                 )
             out.append(self.responses[prompt])
             if on_result:

@@ -1,0 +1,87 @@
+"""Bad input: clear errors naming the row/column, or unscored rows with reasons; nothing lost."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+import radmetrics
+
+
+def test_none_empty_and_non_string_rows_are_unscored(fake_judge):
+    refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly"]
+    cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild"]
+    result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
+    reasons = [j.reason for j in result.judgments]
+    assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
+                       "row 3: candidate is empty", "row 4: reference is int, not text", None]
+    assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(0.5)
+    assert result.summary["num_unscored"] == 4 and fake_judge.calls == 2
+
+
+def test_mismatched_lengths_is_a_clear_error(fake_judge):
+    with pytest.raises(radmetrics.InputError, match="3 candidates .* but 2 references"):
+        radmetrics.score("green", ["a", "b"], ["a", "b", "c"], backend="fake", cache=False)
+
+
+def test_replay_missing_prompt_names_the_row(tmp_path):
+    replay = tmp_path / "r.jsonl"
+    system = radmetrics.get_scoring_system("green")
+    replay.write_text(json.dumps({"prompt": system.build_prompt("a b", "a"), "response": "x"}) + "\n")
+    with pytest.raises(radmetrics.JudgeError, match="^row 1: replay file .* has no response for this row's"):
+        radmetrics.score("green", ["a b", "c d"], ["a", "c"], backend="replay", judge_options={"path": str(replay)})
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, env=os.environ.copy())
+
+
+def test_cli_csv_missing_column_is_one_line_error(tmp_path):
+    src = tmp_path / "p.csv"
+    src.write_text("reference,notes\nabc,def\n")
+    out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "replay",
+              "--replay", REPO / "radmetrics/sample_data/green_replay.jsonl")
+    assert out.returncode == 2
+    assert "no candidate column" in out.stderr and "columns are: reference, notes" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_cli_unknown_metric_suggests(tmp_path):
+    out = cli("score", "-m", "gren", "-i", tmp_path / "x.jsonl", "-o", tmp_path / "o.jsonl")
+    assert out.returncode == 2 and "Did you mean 'green'" in out.stderr
+
+
+def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
+    """Malformed JSON lines, empty reports, a 100k-character report and bad bytes: all rows come out."""
+    sample = [json.loads(x) for x in (REPO / "radmetrics/sample_data/pairs.jsonl").read_text().splitlines()]
+    huge = "effusion " * 12000  # ~108k characters: cut to 300 words by the GREEN prompt, with a warning
+    lines = [json.dumps(sample[5]).encode(), b"{not json", json.dumps({"reference": "", "candidate": "x"}).encode(),
+             json.dumps({"reference": huge, "candidate": "effusion"}).encode(),
+             json.dumps({"reference": "caf\u00e9 effusion", "candidate": "effusion"}).encode()[:-2] + b"\xff\"}",
+             b"[1, 2]"]
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    # Answers for the rows that reach the judge: the A.2 one from the sample replay, the rest unparseable.
+    system = radmetrics.get_scoring_system("green")
+    replay = tmp_path / "replay.jsonl"
+    sample_replay = (REPO / "radmetrics/sample_data/green_replay.jsonl").read_text().splitlines()
+    extra = [{"prompt": system.build_prompt(huge, "effusion"), "response": "[Explanation]: cut"},
+             {"prompt": system.build_prompt("caf\u00e9 effusion", "effusion\ufffd"), "response": ""}]
+    replay.write_text("\n".join(sample_replay + [json.dumps(e) for e in extra]) + "\n")
+    out_path = tmp_path / "out.jsonl"
+    out = cli("score", "-m", "green", "-i", src, "-o", out_path, "--replay", replay)
+    assert out.returncode == 0, out.stderr
+    assert "1 bytes were not UTF-8" in out.stderr
+    rows = [json.loads(x) for x in out_path.read_text().splitlines()]
+    assert len(rows) == 6
+    assert rows[0]["green"] == 0.75
+    assert rows[1]["reason"].startswith("row 1: line 2 is not a JSON object")
+    assert rows[2]["reason"] == "row 2: reference is empty"
+    assert rows[3]["details"]["warnings"] == ["reference cut from 12000 to 300 words (GREEN prompt limit)"]
+    assert rows[3]["green"] is None and rows[4]["reason"] == "empty judge output"
+    assert rows[5]["reason"].startswith("row 5: line 6 is not a JSON object")
