@@ -14,7 +14,7 @@ from radmetrics.types import GenerationConfig
 
 JUDGE_KWARGS_DESCRIPTION = """
 Loading options (evaluate.load("radmetrics/<metric>", ...)):
-    backend (str): judge backend: "transformers" (default, in process), "openai", "vllm", "replay", or a plugin's.
+    backend (str): judge backend: "transformers" (default, in process), "openai", "replay", or a plugin's (`radmetrics list`).
     judge (str): model id or path for the judge (defaults to the metric's published judge).
     judge_options (dict): backend options, e.g. {"base_url": ..., "revision": ..., "path": "replay.jsonl"}.
     cache: response-cache path, or False to turn it off (default ~/.cache/radmetrics/judgments.sqlite).

@@ -45,7 +45,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False),
               help="Results file (.jsonl, or .csv).")
 @click.option("--backend", "-b", default="transformers", show_default=True,
-              help="Judge backend: transformers, openai, vllm, replay, or a plugin's.")
+              help="Judge backend: transformers, openai, replay, or a plugin's (see `radmetrics list`).")
 @click.option("--judge", "-j", default=None, help="Judge model id or path (default: the metric's published judge).")
 @click.option("--replay", type=click.Path(dir_okay=False), default=None,
               help="Recorded {prompt, response} JSONL; implies --backend replay.")
