@@ -54,9 +54,19 @@ class ResponseCache:
         con = getattr(self._local, "con", None)
         if con is None:
             con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
             con.execute("PRAGMA busy_timeout=60000")
+            # Switching to WAL takes a lock that the busy handler does not wait for when another process
+            # is opening the same new file at that moment: retry for a while instead of failing the run.
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    con.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            con.execute("PRAGMA synchronous=NORMAL")
             self._local.con = con
         return con
 

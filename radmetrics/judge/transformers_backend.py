@@ -140,10 +140,12 @@ class TransformersJudge(JudgeBackend):
                     if not _is_oom(e) or len(batch) == 1:
                         raise
                     self._free_memory()
-                    half = len(batch) // 2
-                    self._oom_cap = half
-                    log.warning("out of GPU memory at batch %d; retrying as two batches of %d", len(batch), half)
-                    pending[:0] = [batch[:half], batch[half:]]
+                    self._oom_cap = len(batch) // 2
+                    log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
+                                len(batch), self._oom_cap)
+                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
+                    rest = [i for b in [batch, *pending] for i in b]
+                    pending = [rest[k : k + self._oom_cap] for k in range(0, len(rest), self._oom_cap)]
                     continue
                 for i, text in zip(batch, texts):
                     out[i] = text
