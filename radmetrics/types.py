@@ -45,6 +45,8 @@ class GenerationConfig:
     """
 
     max_new_tokens: int = 1024
+    #: force at least this many new tokens (EOS suppressed until then); benchmarks use it for equal loads
+    min_new_tokens: int = 0
     temperature: float = 0.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()

@@ -114,3 +114,18 @@ def test_readme_sample_command_on_replay(tmp_path):
     assert rows["truncated-judge-output"]["green"] is None
     assert "no [Matched Findings] section" in rows["truncated-judge-output"]["reason"]
     assert rows["empty-candidate"]["reason"] == "row 7: candidate is empty"
+
+
+def test_shared_prefix_cache_gives_the_same_answers(tiny_judge):
+    """The KV of the instructions shared by all GREEN prompts is computed once and reused; answers must be
+    identical to plain left-padded batches."""
+    plain = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, prefix_cache=False,
+                                 max_batch_size=4)
+    shared = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=4)
+    system = radmetrics.get_scoring_system("green")
+    prompts = [system.build_prompt(r, c) for r, c in zip(REFS, CANDS)]
+    encoded = [shared.backend.encode(p) for p in prompts]
+    prefix = shared.backend._shared_prefix(encoded)
+    assert prefix is not None and prefix[1] > 100  # the GREEN instructions
+    config = radmetrics.GenerationConfig(**GEN)
+    assert shared.generate(prompts, config, progress=False) == plain.generate(prompts, config, progress=False)

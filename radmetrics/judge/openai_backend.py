@@ -88,6 +88,8 @@ class OpenAIJudge(JudgeBackend):
             body["stop"] = list(config.stop)
         if config.seed is not None:
             body["seed"] = config.seed
+        if config.min_new_tokens:
+            body["min_tokens"] = config.min_new_tokens  # a vLLM / SGLang extension of the API
         if self.mode == "chat":
             messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
             body["messages"] = messages + [{"role": "user", "content": prompt}]

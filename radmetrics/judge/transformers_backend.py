@@ -34,6 +34,7 @@ class TransformersJudge(JudgeBackend):
         max_input_tokens: int | None = None,
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
+        prefix_cache: bool = True,
     ):
         if not model:
             raise JudgeError("The transformers backend needs model= (a Hub id or a local folder), e.g. "
@@ -47,6 +48,7 @@ class TransformersJudge(JudgeBackend):
         self.max_input_tokens = max_input_tokens
         self.trust_remote_code = trust_remote_code
         self.attn_implementation = attn_implementation
+        self.prefix_cache = prefix_cache
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
@@ -58,6 +60,21 @@ class TransformersJudge(JudgeBackend):
         if len(template) > 40:  # a custom Jinja template: hash it
             template = hashlib.sha256(template.encode()).hexdigest()[:16]
         return {**super().identity(), "chat_template": template, "dtype": self.dtype_name}
+
+    @classmethod
+    def from_objects(cls, model: Any, tokenizer: Any, name: str, **options: Any) -> TransformersJudge:
+        """A judge over an already loaded model and tokenizer (notebooks, benchmarks, training loops)."""
+        judge = cls(model=name, **options)
+        judge._attach(model, tokenizer, str(next(model.parameters()).device))
+        return judge
+
+    def _attach(self, model: Any, tokenizer: Any, device: str) -> None:
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:  # GREEN sets pad = eos too
+            tokenizer.pad_token = tokenizer.eos_token
+        self.device = device
+        self._tokenizer, self._model = tokenizer, model.eval()
+        self.chat_format = resolve_chat_format(self.chat_template, self.model, tokenizer)
 
     # -- loading -----------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -82,13 +99,7 @@ class TransformersJudge(JudgeBackend):
                 model = AutoModelForCausalLM.from_pretrained(self.model, **model_kwargs)
             except OSError as e:
                 raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
-            tokenizer.padding_side = "left"
-            if tokenizer.pad_token is None:  # GREEN sets pad = eos too
-                tokenizer.pad_token = tokenizer.eos_token
-            model.to(device).eval()
-            self.device = device
-            self._tokenizer, self._model = tokenizer, model
-            self.chat_format = resolve_chat_format(self.chat_template, self.model, tokenizer)
+            self._attach(model.to(device), tokenizer, device)
             log.info("loaded judge %s on %s (%s), chat format %s", self.model, device, dtype, self.chat_format)
 
     @property
@@ -130,12 +141,13 @@ class TransformersJudge(JudgeBackend):
         self.load()
         encoded = [self.encode(p) for p in prompts]
         out: list[str] = [""] * len(prompts)
-        pending = self.plan_batches([len(e) for e in encoded], config.max_new_tokens)
+        prefix = self._shared_prefix(encoded)
+        pending = self.plan_batches([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens)
         with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
             while pending:
                 batch = pending.pop(0)
                 try:
-                    texts = self._generate_batch([encoded[i] for i in batch], config)
+                    texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e) or len(batch) == 1:
                         raise
@@ -154,13 +166,67 @@ class TransformersJudge(JudgeBackend):
                 bar.update(len(batch))
         return out
 
-    def _generate_batch(self, batch_ids: list[list[int]], config: GenerationConfig) -> list[str]:
+    #: below this many shared tokens a prefix cache is not worth its copies
+    MIN_PREFIX_TOKENS = 16
+
+    def _shared_prefix(self, encoded: list[list[int]]) -> tuple[Any, int] | None:
+        """KV cache of the token prefix every prompt shares (GREEN: ~2/3 of each prompt, the instructions),
+        computed once per call and reused by every batch; None when there is none worth caching."""
+        if not self.prefix_cache or len(encoded) < 2:
+            return None
+        first = encoded[0]
+        length = min(len(e) for e in encoded) - 1  # each row keeps at least one token of its own
+        for ids in encoded[1:]:
+            n = 0
+            while n < length and ids[n] == first[n]:
+                n += 1
+            length = n
+        if length < self.MIN_PREFIX_TOKENS:
+            return None
+        import torch
+
+        try:
+            with torch.inference_mode():
+                ids = torch.tensor([first[:length]], device=self.device)
+                cache = self._model(input_ids=ids, use_cache=True).past_key_values
+            cache.batch_repeat_interleave  # noqa: B018 - a DynamicCache-like cache is required
+        except Exception as e:  # noqa: BLE001 - an architecture without a reusable cache: plain batches
+            log.info("prefix cache unavailable for %s (%s); using plain batches", self.model, e)
+            self.prefix_cache = False
+            return None
+        return cache, length
+
+    def _generate_batch(self, batch_ids: list[list[int]], config: GenerationConfig,
+                        prefix: tuple[Any, int] | None = None) -> list[str]:
+        import copy
+
         import torch
 
         tok = self._tokenizer
-        padded = tok.pad({"input_ids": batch_ids}, padding=True, return_tensors="pt").to(self.device)
         kwargs: dict[str, Any] = {"max_new_tokens": config.max_new_tokens, "pad_token_id": tok.pad_token_id,
                                   "eos_token_id": tok.eos_token_id}
+        if prefix is None:
+            padded = tok.pad({"input_ids": batch_ids}, padding=True, return_tensors="pt").to(self.device)
+        else:
+            # [shared prefix][padding][own tokens]: the prefix KV is computed once; padding sits between
+            # prefix and suffix, masked out, with explicit positions so that every row's real tokens have
+            # the positions (hence RoPE angles) they would have unpadded. Equal to left padding.
+            cache, length = prefix
+            own = [ids[length:] for ids in batch_ids]
+            width = max(len(o) for o in own)
+            rows, mask, positions = [], [], []
+            for o in own:
+                pad = width - len(o)
+                rows.append(batch_ids[0][:length] + [tok.pad_token_id] * pad + o)
+                mask.append([1] * length + [0] * pad + [1] * len(o))
+                positions.append(list(range(length)) + [1] * pad + list(range(length, length + len(o))))
+            batch_cache = copy.deepcopy(cache)
+            batch_cache.batch_repeat_interleave(len(rows))
+            padded = {"input_ids": torch.tensor(rows, device=self.device),
+                      "attention_mask": torch.tensor(mask, device=self.device)}
+            kwargs.update(position_ids=torch.tensor(positions, device=self.device), past_key_values=batch_cache)
+        if config.min_new_tokens:
+            kwargs["min_new_tokens"] = config.min_new_tokens
         if config.temperature and config.temperature > 0:
             if config.seed is not None:
                 torch.manual_seed(config.seed)
