@@ -109,7 +109,8 @@ class TransformersJudge(JudgeBackend):
 
     def encode(self, prompt: str) -> list[int]:
         """Token ids the model sees for a scoring-system prompt (chat format applied)."""
-        text, append_eos = render(prompt, self.chat_format or "none", self.tokenizer)
+        self.load()  # the chat format is known only once the tokenizer is loaded
+        text, append_eos = render(prompt, self.chat_format, self._tokenizer)
         ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
         if append_eos and (not ids or ids[-1] != self.tokenizer.eos_token_id):
             ids = ids + [self.tokenizer.eos_token_id]
