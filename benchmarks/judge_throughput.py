@@ -157,7 +157,7 @@ def main() -> None:
         "identical_outputs": f"{same}/{n}",
     }
     print(json.dumps(info, indent=1))
-    print(f"\n| contender | samples/s | output tok/s | seconds | peak GPU GiB | ratio to baseline |")
+    print("\n| contender | samples/s | output tok/s | seconds | peak GPU GiB | ratio to baseline |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         mem = "n/a (CPU)" if r["peak_gpu_gib"] is None else f"{r['peak_gpu_gib']:.1f}"
