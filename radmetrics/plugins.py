@@ -23,6 +23,7 @@ from radmetrics.errors import RadmetricsError, UnknownNameError
 DEFAULT_PLUGINS = (
     "radmetrics.judge.builtin",
     "radmetrics.green.plugin",
+    "radmetrics.vert.plugin",
 )
 
 _lock = threading.RLock()

@@ -73,24 +73,46 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         rows.append(i)
     if warnings:
         log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
+    texts = _generate(judge, prompts, config, progress, rows, row_ids)
+    for i, text in zip(rows, texts):
+        judgments[i] = _parse(system, text)
+    # Re-asks (FineRadScore: malformed JSON): systems that define `retry_prompt` get up to `max_retries`
+    # further prompts for rows whose output they could not read; every attempt is kept in details.
+    retry_prompt = getattr(system, "retry_prompt", None)
+    for attempt in range(1, (getattr(system, "max_retries", 0) if retry_prompt else 0) + 1):
+        redo = [(pos, i) for pos, i in enumerate(rows)
+                if not judgments[i].parsed and judgments[i].details.get("retryable")]
+        if not redo:
+            break
+        more = [retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
+        answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_ids)
+        for (pos, i), text in zip(redo, answers):
+            history = judgments[i].details.get("attempts", []) + [judgments[i].raw]
+            judgments[i] = _parse(system, text)
+            judgments[i].details["attempts"] = history
+    for i, note in warnings.items():
+        judgments[i].details["warnings"] = note
+    return judgments  # type: ignore[return-value]
+
+
+def _parse(system, text: str) -> Judgment:
+    if isinstance(text, GenerationFailure):
+        return Judgment.unscored(f"judge call failed: {text.reason}")
     try:
-        texts = judge.generate(prompts, config, progress=progress) if prompts else []
+        return system.parse(text)
+    except Exception as e:  # a parser bug must not lose the other rows
+        return Judgment.unscored(f"parser error ({type(e).__name__}: {e})", raw=text)
+
+
+def _generate(judge, prompts: list[str], config: GenerationConfig, progress: bool, rows: list[int],
+              row_ids: list[int]) -> list[str]:
+    """judge.generate, with a failing prompt's position turned into the input row it came from."""
+    try:
+        return judge.generate(prompts, config, progress=progress) if prompts else []
     except JudgeError as e:
         if e.prompt_index is None:
             raise
         raise JudgeError(f"row {row_ids[rows[e.prompt_index]]}: {e.message}") from e
-    for i, text in zip(rows, texts):
-        if isinstance(text, GenerationFailure):
-            judgment = Judgment.unscored(f"judge call failed: {text.reason}")
-        else:
-            try:
-                judgment = system.parse(text)
-            except Exception as e:  # a parser bug must not lose the other rows
-                judgment = Judgment.unscored(f"parser error ({type(e).__name__}: {e})", raw=text)
-        if i in warnings:
-            judgment.details["warnings"] = warnings[i]
-        judgments[i] = judgment
-    return judgments  # type: ignore[return-value]
 
 
 def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:

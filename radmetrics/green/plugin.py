@@ -1,8 +1,9 @@
 """Registers GREEN as a default plugin, the same way a third party registers a scoring system."""
-from radmetrics.green.system import GreenSystem
+from radmetrics.green.system import GreenECSystem, GreenF1System, GreenFormulaSystem, GreenSystem
 from radmetrics.hookspecs import hookimpl
 
 
 @hookimpl
 def register_scoring_systems(register):
-    register(GreenSystem())
+    for system in (GreenSystem(), GreenF1System(), GreenECSystem(), GreenFormulaSystem()):
+        register(system)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from radmetrics.green.derived import derived_scores
 from radmetrics.green.parse import LETTERS, PARSER_VERSION, SUB_CATEGORIES, GreenParseError, parse_green
 from radmetrics.green.prompt import MAX_WORDS, PROMPT_VERSION, build_green_prompt
 from radmetrics.scoring import ScoringSystem, mean_std_summary
@@ -47,7 +48,10 @@ class GreenSystem(ScoringSystem):
             matched_findings=analysis.matched_findings,
             explanation=analysis.explanation,
             details={"format": analysis.format, "error_sentences": analysis.significant_sentences,
-                     "insignificant_section": analysis.insignificant is not None},
+                     "insignificant_section": analysis.insignificant is not None,
+                     "derived": derived_scores(
+                         analysis.matched_findings, sum(analysis.significant.values()),
+                         None if analysis.insignificant is None else sum(analysis.insignificant.values()))},
         )
 
     def aggregate(self, judgments: Sequence[Judgment], summary: bool = False,
@@ -64,11 +68,58 @@ class GreenSystem(ScoringSystem):
             for letter in LETTERS
         }
         result["unscored_reasons"] = _count_reasons(judgments)
+        result["derived"] = {name: _mean([j.details["derived"][name] for j in scored])
+                             for name in ("green_ec", "green_f1", "green_formula")}
         if summary:
             from radmetrics.green.summary import green_summary
 
             result["summary"] = green_summary(scored, model_name=summary_model)
         return result
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+class _DerivedSystem(GreenSystem):
+    """A GREEN-derived score: GREEN's prompt (so GREEN's cached answers serve it), another formula."""
+
+    derived_key = ""
+    #: the derived score cannot be computed from this analysis (e.g. no insignificant section)
+    missing_reason = ""
+
+    def parse(self, text: str) -> Judgment:
+        judgment = super().parse(text)
+        if judgment.score is None:
+            return judgment
+        value = judgment.details["derived"][self.derived_key]
+        if value is None:
+            judgment.score, judgment.parsed, judgment.reason = None, False, self.missing_reason
+        else:
+            judgment.score = value
+        return judgment
+
+    def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
+        return {**mean_std_summary(self.score_key, judgments), "unscored_reasons": _count_reasons(judgments)}
+
+
+class GreenF1System(_DerivedSystem):
+    name = score_key = derived_key = "green_f1"
+    evaluate_module = None
+
+
+class GreenECSystem(_DerivedSystem):
+    """GREEN-EC: the number of clinically significant errors (lower is better)."""
+
+    name = score_key = derived_key = "green_ec"
+    evaluate_module = None
+
+
+class GreenFormulaSystem(_DerivedSystem):
+    name = score_key = derived_key = "green_formula"
+    evaluate_module = None
+    missing_reason = "no [Clinically Insignificant Errors] section: the Formula score needs I"
 
 
 def _count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:

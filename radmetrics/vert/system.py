@@ -1,0 +1,98 @@
+"""VERT as a scoring system: one metric, three prompt families, zero- or few-shot."""
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+from radmetrics.scoring import ScoringSystem
+from radmetrics.types import Judgment
+from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score
+from radmetrics.vert.prompt import (
+    ERROR_ILLUSTRATIONS,
+    PROMPT_VERSION,
+    Shot,
+    build_vert_prompt,
+    sample_shots,
+    shots_block,
+)
+
+
+def load_shots(path: str | Path, score_scale: float = 1.0) -> list[Shot]:
+    """Annotated pairs (JSONL or CSV via radmetrics.io aliases) with a `score` column, divided by
+    `score_scale` (e.g. 5 for RaTE-Eval's 0-5), and optional `significant`/`insignificant` count dicts."""
+    from radmetrics.io import read_pairs
+
+    pairs = read_pairs(path)
+    shots = []
+    for i, row in enumerate(pairs.rows):
+        if i in pairs.bad_rows:
+            raise InputError(f"{path}: row {i}: {pairs.bad_rows[i]}")
+        try:
+            score = float(row["score"]) / score_scale
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{path}: row {i} has no numeric 'score' ({e})") from e
+
+        def counts(key: str) -> dict[str, int]:
+            value = row.get(key) or {}
+            return json.loads(value) if isinstance(value, str) else dict(value)
+
+        shots.append(Shot(row[pairs.reference_column], row[pairs.candidate_column], score,
+                          counts("significant"), counts("insignificant")))
+    return shots
+
+
+class VertSystem(ScoringSystem):
+    name = "vert"
+    score_key = "vert"
+    parser_version = PARSER_VERSION
+    evaluate_module = str(Path(__file__).with_name("vert.py"))
+    #: "vert" (App. D.2), "formula" (D.3) or "rubric" (D.4)
+    variant = "vert"
+    #: annotated pairs to draw few-shot examples from; k = 0 means zero-shot
+    shots_path: str | None = None
+    k = 0
+    seed = 42
+    score_scale = 1.0
+    #: add App. D.9's "Error Type Illustrations" section
+    illustrations = False
+    max_words = 300
+
+    @property
+    def prompt_version(self) -> str:  # type: ignore[override]
+        shots = f"-k{self.k}-seed{self.seed}" if self.k else ""
+        return f"{PROMPT_VERSION}-{self.variant}{shots}{'-illus' if self.illustrations else ''}"
+
+    @cached_property
+    def _pool(self) -> list[Shot]:
+        return load_shots(self.shots_path, self.score_scale) if self.shots_path else []
+
+    def _extra(self, reference: str, candidate: str) -> str:
+        sections = []
+        if self.illustrations:
+            sections.append(ERROR_ILLUSTRATIONS)
+        if self.k:
+            if not self.shots_path:
+                raise InputError("VERT few-shot (k > 0) needs shots_path: a file of annotated pairs with scores.")
+            shots = sample_shots(self._pool, self.k, self.seed, exclude=(reference, candidate))
+            heading = "Full Assessment Examples" if self.illustrations else "Examples"
+            sections.append(shots_block(shots, numbered_from=6 if self.illustrations else 5, heading=heading))
+        return "\n".join(sections)
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        return build_vert_prompt(reference, candidate, self.variant, self.max_words,
+                                 self._extra(reference, candidate))
+
+    def parse(self, text: str) -> Judgment:
+        try:
+            score = read_overall_score(text)
+        except VertParseError as e:
+            return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
+        return Judgment(score=score, parsed=True, raw=text, details=read_counts(text))
+
+    def configure(self, **options: Any) -> VertSystem:
+        clone = super().configure(**options)
+        clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
+        return clone
