@@ -24,6 +24,8 @@ DEFAULT_PLUGINS = (
     "radmetrics.judge.builtin",
     "radmetrics.green.plugin",
     "radmetrics.vert.plugin",
+    "radmetrics.finerad_score.plugin",
+    "radmetrics.rubrics.plugin",
 )
 
 _lock = threading.RLock()

@@ -90,6 +90,13 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             history = judgments[i].details.get("attempts", []) + [judgments[i].raw]
             judgments[i] = _parse(system, text)
             judgments[i].details["attempts"] = history
+    # Systems whose result depends on the reports as well as the judge text (FineRadScore applies its
+    # line corrections to the candidate) finish each parsed judgment here.
+    finalize = getattr(system, "finalize", None)
+    if finalize:
+        for i in rows:
+            if judgments[i].parsed:
+                judgments[i] = finalize(judgments[i], references[i], candidates[i])
     for i, note in warnings.items():
         judgments[i].details["warnings"] = note
     return judgments  # type: ignore[return-value]

@@ -1,0 +1,108 @@
+"""MRScore (Liu et al. 2024; ER²Score Sec. 2.1 and App. A.2): seven yes/no error items with weights
+30/20/20/10/10/5/5; Total = 100 - sum_i S_i * W_i."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import radmetrics
+from radmetrics.scoring import ScoringSystem, mean_std_summary
+
+#: (JSON key, item, what the judge checks, weight) - ER²Score App. A.2 "Prompt for MRscore Scoring System"
+ITEMS = (
+    ("impression_consistency", "Impression consistency", "The impression shows normal or abnormal", 30),
+    ("impression_organ", "Impression Organ", "Is the lesion-related anatomical organ correct", 20),
+    ("description_of_lesion", "Description of Lesion",
+     "Check the correctness of lesion location, lesion size, lesion opacity, cardiovascular size, bone integrity", 20),
+    ("clinical_history", "Clinical History", "Check the correctness of operation history, treatment, family history", 10),
+    ("completeness", "Completeness", "Conclude all information in ground truth report", 10),
+    ("grammar", "Grammar", "Vocabulary, spelling, fluency", 5),
+    ("medical_terminology", "Medical Terminology", "Correct use of medical terminology", 5),
+)
+
+PROMPT = """You are a skilled radiologist. Evaluate a predicted radiology report against a ground truth report.
+Compare the predicted report with the ground truth report to identify discrepancies between them. These discrepancies are defined according to the error items in the table below, each with a weight. Upon the detection of an error, its weight is deducted from the total score of 100.
+The scoring rule is:
+- Check the predicted report for the presence of each error item listed in the table below. Each item needs to be checked; mark 1 if the error is present and 0 if not.
+- Final Score = 100 - sum(weight of each error present).
+- For the first error item, 'impression consistency', if there is no impression section in the ground truth, this item does not count towards the score: mark it 0.
+
+Error item | Description | Weight
+{table}
+
+The ground truth report is:
+{reference}
+
+The predicted report is:
+{candidate}
+
+Please format the result in a JSON format, with the analysis and the score separately:
+{{"Scoring": {{{keys}}}, "Analysis": {{"<item key>": "<why>"}}, "Final Score": <number>}}
+Please directly output the json, no other contents"""
+
+
+def mrscore_total(errors: dict[str, int]) -> float:
+    """100 - sum_i S_i W_i (S_i in {0, 1})."""
+    return 100.0 - sum(errors[key] * weight for key, _, _, weight in ITEMS)
+
+
+def _flag(value: Any, key: str, weight: int) -> int:
+    """1 if the item is marked as an error. Accepts 0/1, yes/no, true/false, or the item's weight (A.2's
+    example marks 'the corresponding score')."""
+    if isinstance(value, bool):
+        return int(value)
+    text = str(value).strip().lower()
+    if text in {"0", "0.0", "no", "false", "none", ""}:
+        return 0
+    if text in {"1", "1.0", "yes", "true", str(weight), f"{weight}.0", f"-{weight}"}:
+        return 1
+    raise ValueError(f"item '{key}' = {value!r}: expected 0/1 (or its weight {weight})")
+
+
+class MRScoreSystem(ScoringSystem):
+    name = "mrscore"
+    score_key = "mrscore"
+    prompt_version = "mrscore-er2score-A2-1"
+    parser_version = "1"
+    evaluate_module = str(Path(__file__).with_name("mrscore.py"))
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        table = "\n".join(f"{name} ({key}) | {desc} | {weight}" for key, name, desc, weight in ITEMS)
+        keys = ", ".join(f'"{key}": 0 or 1' for key, _, _, _ in ITEMS)
+        return PROMPT.format(table=table, reference=reference, candidate=candidate, keys=keys)
+
+    def parse(self, text: str) -> radmetrics.Judgment:
+        body = text if isinstance(text, str) else ""
+        match = re.search(r"\{.*\}", body, re.S)
+        try:
+            data = json.loads(re.sub(r",\s*([}\]])", r"\1", match.group(0))) if match else None
+        except ValueError as e:
+            return radmetrics.Judgment.unscored(f"malformed JSON ({e.msg})", raw=body)
+        scoring = data.get("Scoring") if isinstance(data, dict) else None
+        if not isinstance(scoring, dict):
+            return radmetrics.Judgment.unscored("no 'Scoring' object in the output", raw=body)
+        try:
+            missing = [key for key, *_ in ITEMS if key not in scoring]
+            if missing:
+                raise ValueError(f"items missing: {', '.join(missing)}")
+            errors = {key: _flag(scoring[key], key, weight) for key, _, _, weight in ITEMS}
+        except ValueError as e:
+            return radmetrics.Judgment.unscored(str(e), raw=body)
+        details: dict[str, Any] = {"errors": errors, "analysis": data.get("Analysis")}
+        total = mrscore_total(errors)
+        try:
+            judge_total = float(data.get("Final Score"))
+            if judge_total != total:
+                details["warnings"] = [f"judge Final Score {judge_total:g} != 100 - sum S_i W_i = {total:g}"]
+        except (TypeError, ValueError):
+            pass
+        return radmetrics.Judgment(score=total, parsed=True, raw=body, details=details)
+
+    def aggregate(self, judgments, **kwargs):
+        result = mean_std_summary(self.score_key, judgments)
+        scored = [j for j in judgments if j.score is not None]
+        result["error_rate"] = {key: (sum(j.details["errors"][key] for j in scored) / len(scored) if scored else None)
+                                for key, *_ in ITEMS}
+        return result

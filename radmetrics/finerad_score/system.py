@@ -1,0 +1,97 @@
+"""FineRadScore as a scoring system: line-level corrections with clinical severity."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from radmetrics.finerad_score.parse import (
+    CATEGORIES,
+    PARSER_VERSION,
+    FineRadParseError,
+    apply_corrections,
+    parse_corrections,
+)
+from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
+from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.types import Judgment
+
+
+@dataclass
+class FineRadJudgment(Judgment):
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    severity_sum: int | None = None
+    severity_max: int | None = None
+    corrected_lines: int | None = None
+    inserted_lines: int | None = None
+    category_counts: dict[str, int] = field(default_factory=dict)
+    corrected_report: str | None = None
+
+
+class FineRadScoreSystem(ScoringSystem):
+    name = "finerad_score"
+    score_key = "finerad_score"
+    parser_version = PARSER_VERSION
+    evaluate_module = str(Path(__file__).with_name("finerad_score.py"))
+    few_shot = True
+    #: re-asks when the answer is not valid JSON (the paper re-prompted "up to a certain number")
+    max_retries = 5
+    #: "sum" (paper Sec. 7, the report-level FineRadScore) or "max" (Sec. 6.4)
+    report_score = "sum"
+
+    @property
+    def prompt_version(self) -> str:  # type: ignore[override]
+        return f"{PROMPT_VERSION}-{'fewshot' if self.few_shot else 'zeroshot'}"
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        return build_finerad_prompt(reference, candidate, self.few_shot)
+
+    def retry_prompt(self, prompt: str, judgment: Judgment, attempt: int) -> str:
+        return prompt + retry_suffix(judgment.raw, judgment.reason or "unreadable")
+
+    def parse(self, text: str) -> Judgment:
+        try:
+            corrections = parse_corrections(text)
+        except FineRadParseError as e:
+            judgment = Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
+            judgment.details["retryable"] = e.retryable
+            return judgment
+        categories = dict.fromkeys(CATEGORIES, 0)
+        for c in corrections:
+            for name in c.categories:
+                categories[name] = categories.get(name, 0) + 1
+        severities = [c.severity for c in corrections]
+        total, worst = sum(severities), max(severities, default=0)
+        return FineRadJudgment(
+            score=float(total if self.report_score == "sum" else worst), parsed=True, raw=text,
+            corrections=[asdict(c) for c in corrections], severity_sum=total, severity_max=worst,
+            corrected_lines=sum(1 for c in corrections if c.line is not None),
+            inserted_lines=sum(1 for c in corrections if c.line is None), category_counts=categories,
+        )
+
+    def finalize(self, judgment: Judgment, reference: str, candidate: str) -> Judgment:
+        """Apply the corrections to the candidate's numbered lines; a correction for a line the candidate
+        does not have makes the judgment unscored (the judge answered about another report)."""
+        lines = split_lines(candidate)
+        from radmetrics.finerad_score.parse import Correction
+
+        corrections = [Correction(**c) for c in judgment.corrections]  # type: ignore[attr-defined]
+        beyond = sorted(c.line for c in corrections if c.line is not None and c.line >= len(lines))
+        if beyond:
+            return Judgment.unscored(f"corrections for line(s) {beyond} but the candidate has {len(lines)} lines",
+                                     raw=judgment.raw)
+        judgment.corrected_report = apply_corrections(lines, corrections)  # type: ignore[attr-defined]
+        return judgment
+
+    def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
+        result = mean_std_summary(self.score_key, judgments)
+        scored = [j for j in judgments if isinstance(j, FineRadJudgment) and j.score is not None]
+        result["severity_max_mean"] = sum(j.severity_max for j in scored) / len(scored) if scored else None
+        result["share_without_corrections"] = (sum(1 for j in scored if not j.corrections) / len(scored)
+                                               if scored else None)
+        result["unscored_reasons"] = {}
+        for j in judgments:
+            if j.score is None:
+                result["unscored_reasons"][j.reason] = result["unscored_reasons"].get(j.reason, 0) + 1
+        return result
