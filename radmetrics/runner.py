@@ -86,7 +86,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             break
         more = [retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
         answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_ids)
-        for (pos, i), text in zip(redo, answers):
+        for (_, i), text in zip(redo, answers):
             history = judgments[i].details.get("attempts", []) + [judgments[i].raw]
             judgments[i] = _parse(system, text)
             judgments[i].details["attempts"] = history

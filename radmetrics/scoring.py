@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,4 +62,15 @@ def mean_std_summary(key: str, judgments: Sequence[Judgment]) -> dict[str, Any]:
         f"{key}_std": std,
         "num_scored": n,
         "num_unscored": len(judgments) - n,
+        "unscored_reasons": count_reasons(judgments),
     }
+
+
+def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
+    """How many rows went unscored for each reason (row numbers dropped so that reasons group)."""
+    reasons: dict[str, int] = {}
+    for j in judgments:
+        if j.score is None:
+            reason = re.sub(r"^row \d+: ", "", j.reason or "unknown")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons

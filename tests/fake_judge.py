@@ -5,6 +5,7 @@ findings", candidate-only words are (a) errors. Prompts whose candidate says GAR
 """
 from __future__ import annotations
 
+import json
 import re
 
 from radmetrics.hookspecs import hookimpl
@@ -12,6 +13,13 @@ from radmetrics.judge.base import JudgeBackend
 
 
 def analysis_for(prompt: str) -> str:
+    """An answer in the format the prompt asks for (GREEN/VERT, FineRadScore, RadCliQ, MRScore)."""
+    if "Generated Text:" in prompt:
+        return finerad_answer(prompt)
+    if "ground_truth_report:" in prompt:
+        return radcliq_answer(prompt)
+    if "Error item | Description | Weight" in prompt:
+        return mrscore_answer(prompt)
     ref = re.search(r"2\. Reference Report:\n    (.*?)\n\n", prompt, re.S).group(1)
     cand = re.search(r"3\. Candidate Report:\n    (.*?)\n\n", prompt, re.S).group(1)
     if "GARBLED" in cand:
@@ -20,9 +28,55 @@ def analysis_for(prompt: str) -> str:
     matched, false = len(ref_words & cand_words), len(cand_words - ref_words)
     letters = "abcdef"
     sig = "\n".join(f"({x}) Error: {false if x == 'a' else 0}." for x in letters)
-    return (f"[Explanation]:\nfake\n\n[Clinically Significant Errors]:\n{sig}\n\n"
-            f"[Clinically Insignificant Errors]:\nNo clinically insignificant errors.\n\n"
-            f"[Matched Findings]:\n{matched}. words.")
+    answer = (f"[Explanation]:\nfake\n\n[Clinically Significant Errors]:\n{sig}\n\n"
+              f"[Clinically Insignificant Errors]:\nNo clinically insignificant errors.\n\n"
+              f"[Matched Findings]:\n{matched}. words.")
+    if "[Overall Accuracy Score]" in prompt:  # VERT and its variants
+        answer += f"\n\n[Overall Accuracy Score]:\n{expected_score(ref, cand):.2f}"
+    return answer
+
+
+def _reports(prompt: str, ref_marker: str, cand_marker: str) -> tuple[str, str]:
+    ref = prompt.rsplit(ref_marker, 1)[1].split("\n")[0]
+    cand = prompt.rsplit(cand_marker, 1)[1].split("\n")[0]
+    return ref, cand
+
+
+def finerad_answer(prompt: str) -> str:
+    """Deletes every candidate line whose words are not all in the reference (severity: Urgent error).
+    A candidate saying MALFORMED gets broken JSON until the judge is re-asked."""
+    query = prompt.rsplit("Generated Text: ", 1)[1]
+    lines_part, truth = query.split("\nGround Truth Text: ", 1)
+    truth = truth.split("\nCorrections:")[0].lower()
+    if "MALFORMED" in lines_part and "could not be read" not in prompt:
+        return '{"0": {"corrections": "[delete]", "clinical severity": "Urgent'
+    corrections = {}
+    for line in lines_part.split("\n"):
+        number, text = line.split("] ", 1)
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        if any(w not in truth for w in words):
+            corrections[number.strip("[")] = {"corrections": "[delete]", "clinical severity": "Urgent error",
+                                              "comments": "not in reference", "error category": ["False prediction of finding"]}
+    return "```json\n" + json.dumps(corrections) + "\n```"
+
+
+def radcliq_answer(prompt: str) -> str:
+    ref, cand = _reports(prompt, "ground_truth_report: ", "predicted_report: ")
+    missing = len(set(ref.lower().split()) - set(cand.lower().split()))
+    keys = ["false_prediction", "omission", "incorrect_location", "incorrect_severity", "comparison_not_present",
+            "omission_of_comparison"]
+    errors = {k: {"significant": missing if k == "omission" else 0, "insignificant": 0} for k in keys}
+    return json.dumps({"errors": errors, "total_score": missing})
+
+
+def mrscore_answer(prompt: str) -> str:
+    ref = prompt.split("The ground truth report is:\n", 1)[1].split("\n")[0]
+    cand = prompt.split("The predicted report is:\n", 1)[1].split("\n")[0]
+    incomplete = int(bool(set(ref.lower().split()) - set(cand.lower().split())))
+    keys = ["impression_consistency", "impression_organ", "description_of_lesion", "clinical_history",
+            "completeness", "grammar", "medical_terminology"]
+    return json.dumps({"Scoring": {k: (incomplete if k == "completeness" else 0) for k in keys},
+                       "Final Score": 100 - 10 * incomplete})
 
 
 def expected_score(reference: str, candidate: str) -> float:

@@ -67,6 +67,10 @@ BASE = OFFICIAL["chatter-around"]["text"]
                                   "[Matched Findings]:\n0."), 0.0, 1, id="zero-matched-is-a-real-zero"),
         pytest.param(BASE.replace("[Matched Findings]:\n2. Normal heart size; no pneumothorax.",
                                   "[Matched Findings]:\nNone."), 0.0, 1, id="no-matched-findings-words"),
+        pytest.param(BASE.split("[Clinically Significant Errors]")[0]
+                     + "[Matched Findings]:\n2. Normal heart size; no pneumothorax.\n\n[Clinically Significant Errors]"
+                     + BASE.split("[Clinically Significant Errors]")[1].split("[Matched Findings]")[0],
+                     2 / 3, 1, id="sections-in-another-order"),
     ],
 )
 def test_tolerant_formats(text, score, significant_total):

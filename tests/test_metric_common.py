@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import doctest
 import re
-from pathlib import Path
 
 import pytest
 from conftest import REPO
+
+import radmetrics
 
 from radmetrics.evaluate_modules import evaluate_module_files
 
@@ -31,7 +32,7 @@ def test_module_loads_through_evaluate(name, monkeypatch):
     import evaluate
 
     monkeypatch.chdir(REPO)
-    module = evaluate.load(str(Path(MODULES[name]).parent.relative_to(REPO)), backend="replay",
+    module = evaluate.load(str(MODULES[name].relative_to(REPO)), backend="replay",
                            judge_options={"path": str(REPO / "radmetrics/sample_data/green_replay.jsonl")})
     assert module.info.features is not None and "predictions" in module.info.features
     assert module.info.citation.strip()
@@ -47,3 +48,27 @@ def test_card_examples_run(name, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert test.examples and runner.summarize(verbose=False).failed == 0
+
+
+REFS = ["Small left pleural effusion. No pneumothorax.", "Cardiomegaly with mild edema.", "Normal chest."]
+CANDS = ["Small left pleural effusion.", "Cardiomegaly. Pulmonary nodule.", "Normal chest."]
+
+
+@pytest.mark.parametrize("name", radmetrics.list_scoring_systems())
+def test_every_scoring_system_scores_through_a_plugged_in_fake_judge(name, fake_judge):
+    result = radmetrics.score(name, REFS, CANDS, backend="fake", cache=False, progress=False)
+    assert result.summary["num_unscored"] == 0, [j.reason for j in result.judgments]
+    system = radmetrics.get_scoring_system(name)
+    assert result.summary[system.score_key] is not None
+    assert result.fingerprint["scoring_system"] == name and result.fingerprint["prompt_version"]
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_computes_through_evaluate_with_the_fake_judge(name, fake_judge, monkeypatch):
+    import evaluate
+
+    monkeypatch.chdir(REPO)
+    module = evaluate.load(str(MODULES[name].relative_to(REPO)), backend="fake", cache=False, progress=False)
+    out = module.compute(predictions=CANDS, references=REFS)
+    key = radmetrics.get_scoring_system(name).score_key
+    assert out["num_unscored"] == 0 and len(out["scores"]) == 3 and out[key] is not None

@@ -90,8 +90,4 @@ class FineRadScoreSystem(ScoringSystem):
         result["severity_max_mean"] = sum(j.severity_max for j in scored) / len(scored) if scored else None
         result["share_without_corrections"] = (sum(1 for j in scored if not j.corrections) / len(scored)
                                                if scored else None)
-        result["unscored_reasons"] = {}
-        for j in judgments:
-            if j.score is None:
-                result["unscored_reasons"][j.reason] = result["unscored_reasons"].get(j.reason, 0) + 1
         return result

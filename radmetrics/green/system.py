@@ -1,7 +1,6 @@
 """The GREEN scoring system: prompt, parse, per-sample judgment and corpus aggregate."""
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,6 @@ class GreenSystem(ScoringSystem):
             )
             for letter in LETTERS
         }
-        result["unscored_reasons"] = _count_reasons(judgments)
         result["derived"] = {name: _mean([j.details["derived"][name] for j in scored])
                              for name in ("green_ec", "green_f1", "green_formula")}
         if summary:
@@ -101,7 +99,7 @@ class _DerivedSystem(GreenSystem):
         return judgment
 
     def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
-        return {**mean_std_summary(self.score_key, judgments), "unscored_reasons": _count_reasons(judgments)}
+        return mean_std_summary(self.score_key, judgments)
 
 
 class GreenF1System(_DerivedSystem):
@@ -120,13 +118,3 @@ class GreenFormulaSystem(_DerivedSystem):
     name = score_key = derived_key = "green_formula"
     evaluate_module = None
     missing_reason = "no [Clinically Insignificant Errors] section: the Formula score needs I"
-
-
-def _count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
-    """How many rows went unscored for each reason (row numbers dropped so that reasons group)."""
-    reasons: dict[str, int] = {}
-    for j in judgments:
-        if j.score is None:
-            reason = re.sub(r"^row \d+: ", "", j.reason or "unknown")
-            reasons[reason] = reasons.get(reason, 0) + 1
-    return reasons

@@ -35,13 +35,15 @@ def load_shots(path: str | Path, score_scale: float = 1.0) -> list[Shot]:
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{path}: row {i} has no numeric 'score' ({e})") from e
 
-        def counts(key: str) -> dict[str, int]:
-            value = row.get(key) or {}
-            return json.loads(value) if isinstance(value, str) else dict(value)
-
         shots.append(Shot(row[pairs.reference_column], row[pairs.candidate_column], score,
-                          counts("significant"), counts("insignificant")))
+                          _counts(row, "significant"), _counts(row, "insignificant")))
     return shots
+
+
+def _counts(row: dict[str, Any], key: str) -> dict[str, int]:
+    """A shot's per-category counts: a dict, or its JSON text in a CSV cell."""
+    value = row.get(key) or {}
+    return json.loads(value) if isinstance(value, str) else dict(value)
 
 
 class VertSystem(ScoringSystem):

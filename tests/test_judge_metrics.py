@@ -1,0 +1,274 @@
+"""VERT, GREEN-derived scores, FineRadScore and RadCliQ: parser tables over the papers' example outputs
+and bad outputs; re-asks; the CLI writing corrected reports."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, REPO
+
+import radmetrics
+from radmetrics.finerad_score.prompt import FEW_SHOT_EXAMPLES, split_lines
+
+OFFICIAL = json.loads((FIXTURES / "green_official_scores.json").read_text())["cases"]
+
+
+# -- GREEN-derived (VERT App. B) --------------------------------------------------------------------------
+@pytest.mark.parametrize("case, f1, ec, formula", [
+    # A.2: TP=3, S=1, I=0 -> F1 = 6/7; EC = 1; Formula = 3/(3+2) = 0.6
+    ("paper-A2", 6 / 7, 1, 0.6),
+    # published output 1: TP=1, S=5, I=0 -> F1 = 2/7; Formula = 1/11
+    ("published-radllama2-1", 2 / 7, 5, 1 / 11),
+    # TP=0: ratios are 0 as GREEN is
+    ("published-radllama2-0", 0.0, 6, 0.0),
+    # assistant-echo: TP=1, S=2, I=1 -> Formula = 1/(1+4+0.5)
+    ("assistant-echo", 2 / 4, 2, 1 / 5.5),
+])
+def test_green_derived_scores(case, f1, ec, formula):
+    text = OFFICIAL[case]["text"]
+    assert radmetrics.get_scoring_system("green_f1").parse(text).score == pytest.approx(f1)
+    assert radmetrics.get_scoring_system("green_ec").parse(text).score == ec
+    assert radmetrics.get_scoring_system("green_formula").parse(text).score == pytest.approx(formula)
+
+
+def test_green_formula_needs_insignificant_section():
+    text = OFFICIAL["paper-A2"]["text"].split("[Clinically Insignificant Errors]")[0] + \
+        "[Matched Findings]:\n3. a; b; c."
+    judgment = radmetrics.get_scoring_system("green_formula").parse(text)
+    assert judgment.score is None and "needs I" in judgment.reason
+    assert radmetrics.get_scoring_system("green_f1").parse(text).score == pytest.approx(6 / 7)
+
+
+def test_derived_scores_reuse_greens_cached_answers(fake_judge, tmp_path):
+    refs, cands = ["left effusion", "cardiomegaly"], ["left effusion", "cardiomegaly mild"]
+    for metric in ("green", "green_f1", "green_ec", "green_formula"):
+        radmetrics.score(metric, refs, cands, backend="fake", cache=tmp_path / "c.sqlite", progress=False)
+    assert fake_judge.calls == 2  # one model call per pair, whatever the number of derived scores
+
+
+# -- VERT ---------------------------------------------------------------------------------------------------
+VERT_BASE = OFFICIAL["paper-A2"]["text"]
+
+
+@pytest.mark.parametrize("text, score", [
+    pytest.param(VERT_BASE + "\n\n[Overall Accuracy Score]:\n0.85", 0.85, id="appD2-format"),
+    pytest.param("[Overall accuracy Score]:\n0.9", 0.9, id="appD6-spelling"),
+    pytest.param("**Overall Accuracy Score:** 0.70", 0.7, id="markdown"),
+    pytest.param("[Overall Accuracy Score]:\n<score>\n...\n[Overall Accuracy Score]: 0.4", 0.4, id="template-echoed-first"),
+    pytest.param("[Overall Accuracy Score]: 1", 1.0, id="integer-one"),
+    pytest.param("[Overall Accuracy Score]: 0.00", 0.0, id="zero"),
+])
+def test_vert_reads_overall_score(text, score):
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    assert judgment.parsed and judgment.score == pytest.approx(score)
+
+
+def test_vert_keeps_green_counts_when_present():
+    judgment = radmetrics.get_scoring_system("vert").parse(VERT_BASE + "\n\n[Overall Accuracy Score]:\n0.85")
+    assert judgment.details["significant"]["c"] == 1 and judgment.details["matched_findings"] == 3
+
+
+@pytest.mark.parametrize("text, reason", [
+    pytest.param("", "empty judge output", id="empty"),
+    pytest.param(VERT_BASE, "no [Overall Accuracy Score]", id="truncated-before-score"),
+    pytest.param("[Overall Accuracy Score]: 1.7", "overall score 1.7 outside [0, 1]", id="above-one"),
+    pytest.param("[Overall Accuracy Score]: -0.2", "outside [0, 1]", id="negative"),
+    pytest.param("[Overall Accuracy Score]: 85", "overall score 85 outside [0, 1]", id="percent-not-clamped"),
+    pytest.param("[Overall Accuracy Score]: high", "has no readable number", id="words"),
+])
+def test_vert_unreadable_is_unscored(text, reason):
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    assert judgment.score is None and reason in judgment.reason
+
+
+def test_vert_prompt_is_green_plus_score_block():
+    green = radmetrics.get_scoring_system("green").build_prompt("Ref.", "Cand.")
+    vert = radmetrics.get_scoring_system("vert").build_prompt("Ref.", "Cand.")
+    assert "[Overall Accuracy Score]:" in vert and "[Overall Accuracy Score]" not in green
+    assert vert.replace(
+        "    The overall accuracy score to assign to the candidate report given the count of clinically "
+        "significant and clinically insignificant errors. The score must be a continuous number in "
+        "[0.00, 1.00] with two decimals.\n", "").replace(
+        "\n    [Overall Accuracy Score]:\n    <Overall accuracy score between 0 and 1 given the total number of "
+        "clinically significant and insignificant errors in the candidate reports>\n", "") == green
+    formula = radmetrics.get_scoring_system("vert_formula").build_prompt("Ref.", "Cand.")
+    rubric = radmetrics.get_scoring_system("vert_rubric").build_prompt("Ref.", "Cand.")
+    assert "Score = M / (M + 2*S + 0.5*I)" in formula and "Scoring Rubric" in rubric
+    assert formula.startswith("Radiology Report Evaluation Prompt") and rubric.startswith("Objective")
+
+
+def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):
+    shots = tmp_path / "shots.jsonl"
+    rows = [{"reference": f"ref {i}", "candidate": f"cand {i}", "score": i % 6,
+             "significant": {"a": i % 2}} for i in range(12)]
+    shots.write_text("\n".join(json.dumps(r) for r in rows))
+    system = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=3, seed=7, score_scale=5,
+                                           illustrations=True)
+    one, two = system.build_prompt("ref x", "cand x"), system.build_prompt("ref x", "cand x")
+    assert one == two and one.count("--- Example ") == 3
+    assert "5. Error Type Illustrations:" in one and "6. Full Assessment Examples:" in one
+    assert "--- Error type (f): Omitting a comparison" in one
+    other_seed = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=3, seed=8, score_scale=5)
+    assert other_seed.build_prompt("ref x", "cand x") != one
+    assert "(a) False report of a finding in the candidate:" in one  # counts shown for annotated shots
+    for i in range(12):  # the pair being judged is never its own example
+        prompt = system.build_prompt(f"ref {i}", f"cand {i}")
+        assert f"Reference Report:\nref {i}\n" not in prompt
+    assert system.prompt_version.endswith("-vert-k3-seed7-illus")
+
+
+def test_vert_few_shot_without_shots_is_a_clear_error():
+    with pytest.raises(radmetrics.InputError, match="needs shots_path"):
+        radmetrics.get_scoring_system("vert", k=3).build_prompt("a", "b")
+
+
+# -- FineRadScore ---------------------------------------------------------------------------------------------
+FRS = radmetrics.get_scoring_system("finerad_score")
+
+
+@pytest.mark.parametrize("index, total, worst, corrected", [
+    (0, 5.0, 2, 3), (2, 5.0, 3, 3), (3, 4.0, 2, 2), (4, 0.0, 0, 0)])
+def test_finerad_paper_examples(index, total, worst, corrected):
+    lines, truth, corrections = FEW_SHOT_EXAMPLES[index]
+    judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
+    assert judgment.score == total and judgment.severity_max == worst
+    assert judgment.corrected_lines + judgment.inserted_lines == corrected
+
+
+def test_finerad_corrected_report_of_example_3_is_the_ground_truth():
+    lines, truth, corrections = FEW_SHOT_EXAMPLES[2]
+    judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
+    assert judgment.corrected_report == truth
+    assert judgment.category_counts["False prediction of finding"] == 1
+
+
+def test_finerad_paper_example_2_swapped_fields_are_flagged_not_guessed():
+    judgment = FRS.parse(json.dumps(FEW_SHOT_EXAMPLES[1][2]))
+    assert judgment.score is None and "look swapped" in judgment.reason
+    assert judgment.details["retryable"] is False
+
+
+@pytest.mark.parametrize("text, score", [
+    pytest.param('```json\n{"0": {"corrections": "[delete]", "clinical severity": "Emergent error", '
+                 '"comments": "", "error category": []}}\n```', 4.0, id="code-fence"),
+    pytest.param('{"0": {"corrections": "x.", "clinical severity": "Urgent error", "comments": "",},}', 3.0,
+                 id="trailing-commas"),
+    pytest.param("{'None': {'corrections': 'New line.', 'clinical severity': 'Not actionable', 'comments': ''}}",
+                 1.0, id="single-quotes-insertion"),
+    pytest.param('Here are the corrections: {"1": {"corrections": "y.", "clinical severity": "Invalid comparison",'
+                 ' "comments": "prior"}} Hope this helps.', 1.0, id="chatter-invalid-comparison"),
+    pytest.param('{"0": {"corrections": "z.", "clinical severity": "No error", "comments": ""}}', 0.0,
+                 id="no-error-entry"),
+    pytest.param("{}", 0.0, id="no-corrections"),
+])
+def test_finerad_tolerant_json(text, score):
+    assert FRS.parse(text).score == score
+
+
+@pytest.mark.parametrize("text, reason, retryable", [
+    pytest.param("", "empty judge output", True, id="empty"),
+    pytest.param("No corrections needed.", "no JSON object", True, id="prose"),
+    pytest.param('{"0": {"corrections": "[delete]", "clinical sev', "not closed", True, id="truncated"),
+    pytest.param("[1, 2]", "no JSON object", True, id="array"),
+    pytest.param('{"first": {"corrections": "x", "clinical severity": "Urgent error"}}', "neither a line id",
+                 True, id="bad-key"),
+    pytest.param('{"0": {"corrections": "x", "clinical severity": "Serious"}}', "unknown clinical severity",
+                 False, id="unknown-severity"),
+    pytest.param('{"0": {"comments": "x"}}', "needs 'corrections'", True, id="missing-fields"),
+])
+def test_finerad_unreadable_is_unscored(text, reason, retryable):
+    judgment = FRS.parse(text)
+    assert judgment.score is None and reason in judgment.reason
+    assert judgment.details["retryable"] is retryable
+
+
+def test_finerad_correction_beyond_the_candidate_is_unscored():
+    judgment = FRS.parse('{"7": {"corrections": "[delete]", "clinical severity": "Urgent error", "comments": ""}}')
+    judgment = FRS.finalize(judgment, "Ref.", "One line. Two lines.")
+    assert judgment.score is None and "line(s) [7] but the candidate has 2 lines" in judgment.reason
+
+
+def test_finerad_line_split_keeps_decimals():
+    assert split_lines("Tube 2.2 cm above the carina. No effusion.") == [
+        "Tube 2.2 cm above the carina.", "No effusion."]
+
+
+def test_finerad_reasks_malformed_json(fake_judge):
+    refs = ["Small left effusion.", "Normal heart."]
+    cands = ["Small left effusion. MALFORMED output trigger.", "Normal heart."]
+    result = radmetrics.score("finerad_score", refs, cands, backend="fake", cache=False, progress=False)
+    first = result.judgments[0]
+    assert first.parsed and first.score == 3.0 and len(first.details["attempts"]) == 1
+    assert first.corrected_report == "Small left effusion."
+    assert fake_judge.calls == 3  # two first answers + one re-ask
+
+
+def test_finerad_gives_up_after_max_retries(fake_judge):
+    system = radmetrics.get_scoring_system("finerad_score", max_retries=0)
+    judgments = radmetrics.judge_pairs(system, radmetrics.get_judge("fake", cache=False), ["a."], ["MALFORMED."],
+                                       progress=False)
+    assert judgments[0].score is None and "not closed" in judgments[0].reason
+
+
+def test_cli_finerad_writes_corrected_reports(tmp_path):
+    system = radmetrics.get_scoring_system("finerad_score")
+    pairs = [{"reference": "Heart normal.", "candidate": "Heart normal. Pulmonary edema."},
+             {"reference": "No effusion.", "candidate": "No effusion."}]
+    answers = ['{"1": {"corrections": "[delete]", "clinical severity": "Urgent error", "comments": "no edema", '
+               '"error category": ["False prediction of finding"]}}', "{}"]
+    src, replay, out = tmp_path / "p.jsonl", tmp_path / "r.jsonl", tmp_path / "o.jsonl"
+    src.write_text("\n".join(json.dumps(p) for p in pairs))
+    replay.write_text("\n".join(json.dumps({"prompt": system.build_prompt(p["reference"], p["candidate"]),
+                                            "response": a}) for p, a in zip(pairs, answers)))
+    subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "finerad_score", "-i", src, "-o", out,
+                    "--replay", replay], check=True, cwd=REPO, env=os.environ.copy(), capture_output=True)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows[0]["corrected_report"] == "Heart normal." and rows[0]["finerad_score"] == 3.0
+    assert rows[0]["corrections"][0]["line"] == 1 and rows[1]["corrected_report"] == "No effusion."
+
+
+# -- RadCliQ rubric -------------------------------------------------------------------------------------------
+KEYS = ["false_prediction", "omission", "incorrect_location", "incorrect_severity", "comparison_not_present",
+        "omission_of_comparison"]
+
+
+def radcliq_json(sig=None, insig=None, total=None, drop=None):
+    sig, insig = sig or {}, insig or {}
+    errors = {k: {"significant": sig.get(k, 0), "insignificant": insig.get(k, 0)} for k in KEYS if k != drop}
+    body = {"errors": errors}
+    if total is not None:
+        body["total_score"] = total
+    return json.dumps(body)
+
+
+def test_radcliq_counts_and_total():
+    judgment = radmetrics.get_scoring_system("radcliq").parse(
+        radcliq_json({"omission": 2, "false_prediction": 1}, {"incorrect_severity": 1}, total=4))
+    assert judgment.score == 4.0 and judgment.significant["omission"] == 2
+    assert judgment.insignificant["incorrect_severity"] == 1 and "warnings" not in judgment.details
+
+
+def test_radcliq_total_mismatch_uses_sum_and_warns():
+    judgment = radmetrics.get_scoring_system("radcliq").parse(radcliq_json({"omission": 2}, total=5))
+    assert judgment.score == 2.0 and judgment.details["warnings"] == ["judge total_score 5 != sum of counts 2"]
+
+
+def test_radcliq_er2score_single_number_format():
+    text = json.dumps({"errors": dict.fromkeys(KEYS, "1"), "total_score": "6"})
+    assert radmetrics.get_scoring_system("radcliq").parse(text).score == 6.0
+
+
+@pytest.mark.parametrize("text, reason", [
+    pytest.param(radcliq_json({"omission": -1}), "counts are whole numbers >= 0", id="negative"),
+    pytest.param(radcliq_json({"omission": 1.5}), "counts are whole numbers >= 0", id="fractional"),
+    pytest.param(radcliq_json(drop="omission"), "category 'omission' missing", id="missing-category"),
+    pytest.param('{"total_score": 3}', "no 'errors' object", id="no-errors"),
+    pytest.param("", "no 'errors' object", id="empty"),
+    pytest.param('{"errors": {"omission": {"significant": ', "not closed", id="truncated"),
+])
+def test_radcliq_unreadable(text, reason):
+    judgment = radmetrics.get_scoring_system("radcliq").parse(text)
+    assert judgment.score is None and reason in judgment.reason
