@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -150,34 +151,64 @@ def test_trust_remote_code_is_off_by_default(tiny_judge):
 
 
 # -- parser fuzzing --------------------------------------------------------------------------------------
+SYSTEMS = radmetrics.list_scoring_systems()
 FIXTURE = json.loads((REPO / "tests/fixtures/green_official_scores.json").read_text())["cases"]
-REAL = [c["text"] for c in FIXTURE.values()]
+PAIRS = [("Small left pleural effusion. No pneumothorax.", "Small left pleural effusion. Cardiomegaly."),
+         ("Normal chest.", "Normal chest.")]
+
+
+def real_outputs(name: str) -> list[str]:
+    """Realistic outputs for a system: the fake judge's answers to its prompts, plus recorded ones."""
+    from radmetrics.finerad_score.prompt import FEW_SHOT_EXAMPLES
+
+    system = radmetrics.get_scoring_system(name)
+    outputs = [analysis_for(system.build_prompt(r, c)) for r, c in PAIRS]
+    if name.startswith("green") or name.startswith("vert"):
+        outputs += [c["text"] for c in FIXTURE.values()]
+    if name == "finerad_score":
+        outputs += [json.dumps(corrections) for _, _, corrections in FEW_SHOT_EXAMPLES]
+    return outputs
 
 
 @st.composite
-def judge_outputs(draw):
+def judge_outputs(draw, name):
     kind = draw(st.sampled_from(["mutated", "random", "numbers", "brackets"]))
     if kind == "random":
         return draw(st.text(max_size=400))
-    text = draw(st.sampled_from(REAL))
-    if kind == "numbers":  # huge, negative, fractional counts
-        number = draw(st.sampled_from(["99999999999999999999", "-3", "1.7", "0", "٣", "1e9"]))
-        return text.replace(": 1.", f": {number}.").replace("\n2.", f"\n{number}.")
+    text = draw(st.sampled_from(REAL_OUTPUTS[name]))
+    if kind == "numbers":  # huge, negative, fractional, non-ASCII digits
+        number = draw(st.sampled_from(["99999999999999999999", "-3", "1.7", "0", "\u0663", "1e9", "NaN"]))
+        return re.sub(r"\b[0-9]\b", number, text, count=draw(st.integers(1, 3)))
     if kind == "brackets":
-        return text.replace("[", draw(st.sampled_from(["[[", "(", "", "[["]))).replace(
-            "]", draw(st.sampled_from(["]]", ")", "", "]]]"])))
+        return text.replace("[", draw(st.sampled_from(["[[", "(", "", "{"]))).replace(
+            "]", draw(st.sampled_from(["]]", ")", "", "}}"])))
     start = draw(st.integers(0, len(text)))
     end = draw(st.integers(start, min(len(text), start + 200)))
-    insert = draw(st.text(max_size=40))
-    return text[:start] + insert + text[end:]
+    return text[:start] + draw(st.text(max_size=40)) + text[end:]
 
 
-@pytest.mark.parametrize("name", ["green"])
-@settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(text=judge_outputs())
-def test_fuzzed_outputs_never_raise(name, text):
-    judgment = radmetrics.get_scoring_system(name).parse(text)
-    if judgment.score is None:
-        assert judgment.parsed is False and judgment.reason
-    else:
-        assert judgment.parsed and 0.0 <= judgment.score <= 1.0
+REAL_OUTPUTS = {name: real_outputs(name) for name in SYSTEMS}
+#: 10,000 fuzzed outputs over all scoring systems together
+PER_SYSTEM = -(-10_000 // len(SYSTEMS))
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_fuzzed_outputs_never_raise(name):
+    system = radmetrics.get_scoring_system(name)
+    seen = Counter()
+
+    @settings(max_examples=PER_SYSTEM, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(text=judge_outputs(name))
+    def check(text):
+        judgment = system.parse(text)
+        if judgment.score is None:
+            assert judgment.parsed is False and judgment.reason
+            seen["unscored"] += 1
+        else:
+            assert judgment.parsed and judgment.score == judgment.score  # not NaN
+            if name in {"green", "green_f1", "green_formula", "vert", "vert_formula", "vert_rubric"}:
+                assert 0.0 <= judgment.score <= 1.0
+            seen["scored"] += 1
+
+    check()
+    assert seen["scored"] > 0 and seen["unscored"] > 0  # the fuzzer reached both outcomes

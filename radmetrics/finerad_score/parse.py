@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,9 @@ def load_json_tolerant(text: str) -> Any:
             pass
     try:
         literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempts[1])))
-        return ast.literal_eval(literal)
+        with warnings.catch_warnings():  # odd escapes in judge text warn (and may one day be errors)
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(literal)
     except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
         raise FineRadParseError(f"malformed JSON ({type(e).__name__})", retryable=True) from e
 
