@@ -25,6 +25,8 @@ class ScoringSystem:
     evaluate_module: str | None = None
     #: the judge model used when the user names none
     default_judge: str | None = None
+    #: direction of `score`: meta-evaluation orients correlations so that positive means agreement
+    higher_is_better: bool = True
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         raise NotImplementedError

@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from radmetrics.cli.data import data_group
 from radmetrics.cli.score import score_command
 from radmetrics.errors import RadmetricsError
 
@@ -16,6 +17,7 @@ def cli() -> None:
 
 
 cli.add_command(score_command)
+cli.add_command(data_group)
 
 
 @cli.command("list")
@@ -35,6 +37,14 @@ def install_metrics_command() -> None:
 
     for name, path in install_evaluate_modules().items():
         click.echo(f"radmetrics/{name} -> {path}")
+
+
+@cli.command("lm-eval-path")
+def lm_eval_path_command() -> None:
+    """Print the folder to pass to lm_eval --include_path (the radmetrics_judge tasks)."""
+    from radmetrics.hub_cards import package_folder
+
+    click.echo(package_folder("lm_eval_tasks"))
 
 
 def main() -> None:

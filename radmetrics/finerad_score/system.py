@@ -30,6 +30,7 @@ class FineRadJudgment(Judgment):
 
 
 class FineRadScoreSystem(ScoringSystem):
+    higher_is_better = False
     name = "finerad_score"
     score_key = "finerad_score"
     parser_version = PARSER_VERSION

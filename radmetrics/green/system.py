@@ -112,6 +112,7 @@ class GreenECSystem(_DerivedSystem):
 
     name = score_key = derived_key = "green_ec"
     evaluate_module = None
+    higher_is_better = False
 
 
 class GreenFormulaSystem(_DerivedSystem):

@@ -43,3 +43,22 @@ def render(prompt: str, chat_format: str, tokenizer: Any) -> tuple[str, bool]:
     messages = [{"role": "user", "content": prompt}]
     return tokenizer.apply_chat_template(messages, chat_template=chat_format, tokenize=False,
                                          add_generation_prompt=True), False
+
+
+def render_text(prompt: str, chat_format: str, eos_token: str = "</s>") -> str:
+    """The model input as text, without a tokenizer (for lm-eval tasks, which send text to the model).
+
+    "green" renders GREEN's template with Jinja as transformers does (trim_blocks, lstrip_blocks) and
+    appends the EOS that upstream's add_eos_token=True adds; "none" returns the prompt unchanged (use
+    lm-eval's --apply_chat_template for instruction models)."""
+    if chat_format == "none":
+        return prompt
+    if chat_format != "green":
+        raise ValueError(f"chat_format must be 'green' or 'none' here, not {chat_format!r}")
+    import jinja2
+
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+    messages = [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
+    text = env.from_string(GREEN_CHAT_TEMPLATE).render(messages=messages, eos_token=eos_token,
+                                                       add_generation_prompt=True)
+    return text + eos_token

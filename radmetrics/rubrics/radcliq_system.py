@@ -105,6 +105,7 @@ def parse_radcliq(text: str) -> RubricJudgment:
 
 class RadCliQSystem(ScoringSystem):
     """Total RadCliQ error count (lower is better) with per-category significant/insignificant counts."""
+    higher_is_better = False
 
     name = "radcliq"
     score_key = "radcliq_errors"

@@ -1,0 +1,45 @@
+"""Expert datasets in one schema (radmetrics/data/schema.py): converters, loading, pushing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from radmetrics.errors import InputError
+
+#: name -> (module, function building a datasets.Dataset from the user's downloaded files, card fields)
+CONVERTERS = {
+    "rexval": ("radmetrics.data.rexval", "rexval_dataset", "CARD"),
+}
+
+
+def converter(name: str):
+    import importlib
+
+    if name not in CONVERTERS:
+        from radmetrics.errors import UnknownNameError
+
+        raise UnknownNameError("dataset converter", name, CONVERTERS)
+    module_name, function, card = CONVERTERS[name]
+    module = importlib.import_module(module_name)
+    return getattr(module, function), getattr(module, card)
+
+
+def load_expert_dataset(name: str, path: str | Path):
+    """A dataset written by `radmetrics data convert` (save_to_disk), or the original files, converted."""
+    import datasets
+
+    path = Path(path)
+    if (path / "dataset_info.json").exists() or (path / "state.json").exists():
+        return datasets.load_from_disk(str(path))
+    if not path.is_dir():
+        raise InputError(f"{path}: not a folder of {name} files nor a converted dataset")
+    build, _ = converter(name)
+    return build(path)
+
+
+def convert(name: str, source: str | Path, out_dir: str | Path) -> Path:
+    from radmetrics import __version__
+    from radmetrics.data.schema import save_dataset
+
+    build, card = converter(name)
+    dataset = build(source)
+    return save_dataset(dataset, out_dir, {**card, "num_rows": str(len(dataset)), "version": __version__})

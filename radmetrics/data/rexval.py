@@ -1,0 +1,118 @@
+"""ReXVal (Yu et al. 2023, PhysioNet rexval-dataset 1.0.0) -> the radmetrics expert-dataset schema.
+
+Inputs, as downloaded from PhysioNet (credentialed access):
+- 50_samples_gt_and_candidates.csv: study_id, gt_report, and one candidate column per generation method
+  (radgraph, bertscore, s_emb, bleu): 50 studies x 4 candidates = 200 pairs;
+- 6_valid_raters_per_rater_error_categories.csv: study_number (0-based row of the first file),
+  candidate_type, rater_index, error_category (1-6), clinically_significant, num_errors.
+Output: per pair, each rater's counts per category and significance, their means, and
+expert_score = mean number of clinically significant errors (lower is better; GREEN Sec. 4.1).
+"""
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+
+CANDIDATE_TYPES = ("radgraph", "bertscore", "s_emb", "bleu")
+REPORTS_FILE = "50_samples_gt_and_candidates.csv"
+RATERS_FILE = "6_valid_raters_per_rater_error_categories.csv"
+RATER_COLUMNS = ("study_number", "candidate_type", "rater_index", "error_category", "clinically_significant",
+                 "num_errors")
+
+
+def _truthy(value: str, where: str) -> bool:
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "y", "1.0"}:
+        return True
+    if text in {"0", "false", "no", "n", "0.0"}:
+        return False
+    raise InputError(f"{where}: clinically_significant = {value!r} is not a yes/no value")
+
+
+def _read_csv(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise InputError(f"ReXVal file not found: {path}")
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
+        return list(reader)
+
+
+def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
+    folder = Path(folder)
+    reports = _read_csv(folder / REPORTS_FILE, ("study_id", "gt_report"))
+    types = [t for t in CANDIDATE_TYPES if t in reports[0]] if reports else []
+    if not types:
+        raise InputError(f"{folder / REPORTS_FILE}: no candidate columns ({', '.join(CANDIDATE_TYPES)})")
+    raters = _read_csv(folder / RATERS_FILE, RATER_COLUMNS)
+    # counts[(study, type)][rater] = ([sig x6], [insig x6])
+    counts: dict[tuple[int, str], dict[int, tuple[list[int], list[int]]]] = defaultdict(dict)
+    for line, row in enumerate(raters, 2):
+        where = f"{RATERS_FILE} line {line}"
+        try:
+            study, rater = int(row["study_number"]), int(row["rater_index"])
+            category, n = int(row["error_category"]), int(float(row["num_errors"]))
+        except ValueError as e:
+            raise InputError(f"{where}: {e}") from e
+        if not 0 <= study < len(reports) or row["candidate_type"] not in types or not 1 <= category <= 6 or n < 0:
+            raise InputError(f"{where}: study_number {study}, candidate_type {row['candidate_type']!r}, "
+                             f"error_category {category}, num_errors {n} out of range")
+        sig, insig = counts[(study, row["candidate_type"])].setdefault(rater, ([0] * 6, [0] * 6))
+        (sig if _truthy(row["clinically_significant"], where) else insig)[category - 1] += n
+    rows = []
+    for study, report in enumerate(reports):
+        for ctype in types:
+            per_rater = counts.get((study, ctype), {})
+            if not per_rater:
+                raise InputError(f"no rater annotations for study_number {study}, candidate_type {ctype!r}")
+            raters_sorted = sorted(per_rater)
+            sig = [per_rater[r][0] for r in raters_sorted]
+            insig = [per_rater[r][1] for r in raters_sorted]
+            mean_sig = [sum(s[c] for s in sig) / len(sig) for c in range(6)]
+            mean_insig = [sum(s[c] for s in insig) / len(insig) for c in range(6)]
+            rows.append({
+                "id": f"rexval-{study}-{ctype}", "dataset": "rexval", "reference": report["gt_report"],
+                "candidate": report[ctype], "expert_score": sum(mean_sig), "expert_higher_is_better": False,
+                "expert_significant": mean_sig, "expert_insignificant": mean_insig, "site": "MIMIC-CXR",
+                "study_number": study, "study_id": str(report["study_id"]), "candidate_type": ctype,
+                "rater_index": raters_sorted, "rater_significant": sig, "rater_insignificant": insig,
+                "expert_total_errors": sum(mean_sig) + sum(mean_insig),
+            })
+    return rows
+
+
+def rexval_dataset(folder: str | Path):
+    import datasets
+
+    from radmetrics.data.schema import to_dataset
+
+    ints = datasets.Sequence(datasets.Value("int64"))
+    return to_dataset(read_rexval(folder), {
+        "study_number": datasets.Value("int64"), "study_id": datasets.Value("string"),
+        "candidate_type": datasets.Value("string"), "rater_index": ints,
+        "rater_significant": datasets.Sequence(ints), "rater_insignificant": datasets.Sequence(ints),
+        "expert_total_errors": datasets.Value("float64"),
+    })
+
+
+CARD = {
+    "license": "other", "pretty_name": "ReXVal (radmetrics format)", "converter": "rexval",
+    "description": "Six board-certified radiologists counted clinically significant and insignificant errors in "
+                   "six categories for 200 candidate chest X-ray reports (50 MIMIC-CXR studies × 4 generation "
+                   "methods) against the reference report.",
+    "expert_score_meaning": "mean number of clinically significant errors over raters; lower is better",
+    "extra_columns": "`study_number`, `study_id`, `candidate_type`, `rater_index`, `rater_significant`, "
+                     "`rater_insignificant` (per rater, 6 categories), `expert_total_errors`",
+    "source": "PhysioNet, ReXVal 1.0.0: https://physionet.org/content/rexval-dataset/1.0.0/ "
+              "(PhysioNet Credentialed Health Data License 1.5.0).",
+    "access": "PhysioNet credentialed data: keep private; do not redistribute publicly "
+              "(radmetrics refuses to push it with --public).",
+    "citation": "Yu, F. et al. Evaluating progress in automatic chest X-ray radiology report generation. "
+                "Patterns 4(9), 2023.",
+}

@@ -1,0 +1,197 @@
+"""Meta-evaluation statistics: pure functions with an explicit seed, scipy underneath.
+
+- Kendall τ-b and Spearman ρ with percentile bootstrap CIs (1,000 resamples of pairs; GREEN Sec. 4.2 and
+  ER²Score follow Yu et al. 2023's bootstrap of Kendall τ).
+- MAE of error counts and per-category accuracy against the expert mean (GREEN Sec. 4.1).
+- Error-type F1 (VERT App. C): per category, TP = Σ min(h, g), FP = Σ max(0, g − h), FN = Σ max(0, h − g).
+- Preference accuracy (GREEN Sec. 4.3.2): how often the report the experts prefer gets the better score.
+- Paired approximate-randomization test between two systems' agreement with experts.
+- ReXamine-Global (Sec. 2): per-site paired t-test original vs standardized references with Bonferroni
+  α / (metrics × sites), and per-site Spearman.
+- Ensembles (VERT Sec. 4.1.2): average of (standardized) scores; linear regression fitted on a train split.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Correlation:
+    value: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+    resamples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Drop pairs where either side is missing (unscored rows are reported separately, not imputed)."""
+    if len(x) != len(y):
+        raise ValueError(f"{len(x)} scores but {len(y)} expert values")
+    keep = [(a, b) for a, b in zip(x, y) if a is not None and b is not None
+            and not (isinstance(a, float) and math.isnan(a)) and not (isinstance(b, float) and math.isnan(b))]
+    if not keep:
+        return np.array([]), np.array([])
+    a, b = zip(*keep)
+    return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+
+def _statistic(name: str):
+    from scipy import stats
+
+    if name == "kendall":
+        return lambda a, b: stats.kendalltau(a, b, variant="b")
+    if name == "spearman":
+        return lambda a, b: stats.spearmanr(a, b)
+    raise ValueError(name)
+
+
+def correlation(x: Sequence[float | None], y: Sequence[float | None], method: str = "kendall",
+                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> Correlation:
+    """τ-b (method="kendall") or ρ ("spearman") with a percentile bootstrap CI over resampled pairs."""
+    a, b = _pairs(x, y)
+    n = len(a)
+    if n < 3:
+        return Correlation(float("nan"), float("nan"), float("nan"), float("nan"), n, 0)
+    stat = _statistic(method)
+    result = stat(a, b)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(resamples):
+        idx = rng.integers(0, n, n)
+        value = stat(a[idx], b[idx]).statistic
+        if not math.isnan(value):  # a resample with one distinct value has no correlation
+            boots.append(value)
+    tail = (1 - confidence) / 2 * 100
+    low, high = (np.percentile(boots, [tail, 100 - tail]) if boots else (float("nan"), float("nan")))
+    return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples)
+
+
+def kendall_tau(x, y, **kwargs) -> Correlation:
+    return correlation(x, y, "kendall", **kwargs)
+
+
+def spearman(x, y, **kwargs) -> Correlation:
+    return correlation(x, y, "spearman", **kwargs)
+
+
+def mae(predicted: Sequence[float | None], expert: Sequence[float | None]) -> dict[str, float]:
+    """Mean absolute error and its (population) std, as GREEN reports "MAE ± std"."""
+    a, b = _pairs(predicted, expert)
+    diff = np.abs(a - b)
+    return {"mae": float(diff.mean()) if len(diff) else float("nan"),
+            "std": float(diff.std()) if len(diff) else float("nan"), "n": int(len(diff))}
+
+
+def category_accuracy(predicted: Sequence[Sequence[float]], expert: Sequence[Sequence[float]]) -> list[float]:
+    """Per category, the share of reports where the judge's count equals the expert mean rounded to the
+    nearest integer (GREEN Sec. 4.1)."""
+    p, e = np.asarray(predicted, dtype=float), np.rint(np.asarray(expert, dtype=float))
+    return [float(v) for v in (p == e).mean(axis=0)]
+
+
+def error_type_f1(human: Sequence[Sequence[int]], model: Sequence[Sequence[int]]) -> list[dict[str, float]]:
+    """VERT App. C: count-level TP/FP/FN per report and category, summed over reports; 0 when a
+    denominator is 0."""
+    h, g = np.asarray(human, dtype=float), np.asarray(model, dtype=float)
+    tp = np.minimum(h, g).sum(axis=0)
+    fp = np.maximum(0, g - h).sum(axis=0)
+    fn = np.maximum(0, h - g).sum(axis=0)
+    out = []
+    for t, f_p, f_n in zip(tp, fp, fn):
+        precision = t / (t + f_p) if t + f_p else 0.0
+        recall = t / (t + f_n) if t + f_n else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        out.append({"precision": float(precision), "recall": float(recall), "f1": float(f1),
+                    "tp": float(t), "fp": float(f_p), "fn": float(f_n)})
+    return out
+
+
+def preference_accuracy(score_a: Sequence[float], score_b: Sequence[float], expert_prefers_a: Sequence[bool],
+                        higher_is_better: bool = True) -> float:
+    """GREEN Sec. 4.3.2: share of pairs where the metric prefers the report the experts preferred
+    (ties count as wrong)."""
+    right = 0
+    for a, b, pref in zip(score_a, score_b, expert_prefers_a):
+        if a == b:
+            continue
+        metric_prefers_a = (a > b) == higher_is_better
+        right += metric_prefers_a == bool(pref)
+    return right / len(score_a) if len(score_a) else float("nan")
+
+
+def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[float], expert: Sequence[float],
+                              trials: int = 1000, seed: int = 0, method: str = "kendall") -> dict[str, float]:
+    """Is A's correlation with the experts different from B's? Swap A and B's scores per sample at random
+    and count how often |corr(A') − corr(B')| ≥ the observed difference (two-sided, add-one smoothing)."""
+    a, b, e = (np.asarray(v, dtype=float) for v in (system_a, system_b, expert))
+    stat = _statistic(method)
+
+    def diff(x, y):
+        return stat(x, e).statistic - stat(y, e).statistic
+
+    observed = diff(a, b)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(trials):
+        swap = rng.random(len(a)) < 0.5
+        hits += abs(diff(np.where(swap, b, a), np.where(swap, a, b))) >= abs(observed) - 1e-12
+    return {"difference": float(observed), "p_value": (hits + 1) / (trials + 1), "trials": trials}
+
+
+def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standardized: dict[str, dict[str, Sequence[float]]],
+                        alpha: float = 0.05) -> list[dict[str, Any]]:
+    """ReXamine-Global Sec. 2: for each metric and site, a paired t-test of scores against the original vs
+    the style-standardized references; significant when p < α / (metrics × sites) (Bonferroni).
+
+    original[metric][site] and standardized[metric][site] are per-report scores in the same order."""
+    from scipy import stats
+
+    tests = [(m, s) for m in original for s in original[m]]
+    threshold = alpha / len(tests) if tests else alpha
+    out = []
+    for metric, site in tests:
+        x, y = np.asarray(original[metric][site], float), np.asarray(standardized[metric][site], float)
+        result = stats.ttest_rel(x, y)
+        out.append({"metric": metric, "site": site, "mean_original": float(x.mean()),
+                    "mean_standardized": float(y.mean()), "t": float(result.statistic),
+                    "p_value": float(result.pvalue), "threshold": threshold,
+                    "significant": bool(result.pvalue < threshold)})
+    return out
+
+
+def per_site_spearman(scores: Sequence[float], expert: Sequence[float], sites: Sequence[str], **kwargs) -> dict[str, dict]:
+    """ReXamine-Global: Spearman between metric and expert scores within each site."""
+    out = {}
+    for site in sorted(set(sites)):
+        idx = [i for i, s in enumerate(sites) if s == site]
+        out[site] = spearman([scores[i] for i in idx], [expert[i] for i in idx], **kwargs).to_dict()
+    return out
+
+
+def ensemble_average(score_lists: Sequence[Sequence[float]], standardize: bool = True) -> list[float]:
+    """VERT Sec. 4.1.2: the mean of several metrics' scores per sample (z-scored first, so scales mix)."""
+    m = np.asarray(score_lists, dtype=float)
+    if standardize:
+        std = m.std(axis=1, keepdims=True)
+        m = (m - m.mean(axis=1, keepdims=True)) / np.where(std == 0, 1, std)
+    return [float(v) for v in m.mean(axis=0)]
+
+
+def ensemble_linear(train_scores: Sequence[Sequence[float]], train_expert: Sequence[float],
+                    test_scores: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """VERT Sec. 4.1.2: least-squares weights (with intercept) fitted on a train split, applied to test."""
+    x = np.column_stack([np.ones(len(train_expert)), np.asarray(train_scores, dtype=float).T])
+    weights, *_ = np.linalg.lstsq(x, np.asarray(train_expert, dtype=float), rcond=None)
+    t = np.column_stack([np.ones(np.asarray(test_scores).shape[1]), np.asarray(test_scores, dtype=float).T])
+    return {"intercept": float(weights[0]), "weights": [float(w) for w in weights[1:]],
+            "test_predictions": [float(v) for v in t @ weights]}
