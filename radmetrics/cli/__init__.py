@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from radmetrics.cli.data import data_group
+from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.score import score_command
 from radmetrics.errors import RadmetricsError
 
@@ -18,6 +18,7 @@ def cli() -> None:
 
 cli.add_command(score_command)
 cli.add_command(data_group)
+cli.add_command(meta_eval_command)
 
 
 @cli.command("list")

@@ -1,0 +1,164 @@
+"""Statistics against hand-derived values and scipy; the ReXVal converter; `radmetrics meta-eval`."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, REPO
+from scipy import stats as sp
+
+from radmetrics.meta import stats
+
+
+def test_kendall_tau_b_hand_derived():
+    # x = [1, 2, 3, 4], y = [1, 3, 2, 4]: 5 concordant and 1 discordant pair of 6 -> (5 - 1) / 6
+    assert stats.kendall_tau([1, 2, 3, 4], [1, 3, 2, 4], resamples=0).value == pytest.approx(4 / 6)
+    # ties: x = [1, 1, 2, 3], y = [1, 2, 2, 3]: nc = 4, nd = 0, one pair tied only in x, one only in y
+    # tau_b = (nc - nd) / sqrt((nc + nd + t_x) (nc + nd + t_y)) = 4 / sqrt(5 * 5) = 0.8
+    assert stats.kendall_tau([1, 1, 2, 3], [1, 2, 2, 3], resamples=0).value == pytest.approx(0.8)
+
+
+def test_correlations_match_scipy_and_bootstrap_is_seeded():
+    x = [0.1, 0.4, 0.35, 0.8, 0.5, 0.9, 0.2, 0.65, 0.7, 0.3]
+    y = [1, 3, 2, 5, 3, 6, 1, 4, 6, 2]
+    k = stats.kendall_tau(x, y, resamples=1000, seed=1)
+    assert k.value == pytest.approx(sp.kendalltau(x, y, variant="b").statistic)
+    assert k.p_value == pytest.approx(sp.kendalltau(x, y, variant="b").pvalue)
+    assert k.ci_low <= k.value <= k.ci_high and k.resamples == 1000 and k.n == 10
+    assert stats.kendall_tau(x, y, resamples=1000, seed=1) == k
+    assert stats.kendall_tau(x, y, resamples=1000, seed=2).ci_low != k.ci_low
+    s = stats.spearman(x, y, resamples=200)
+    assert s.value == pytest.approx(sp.spearmanr(x, y).statistic)
+
+
+def test_unscored_pairs_are_dropped_not_imputed():
+    r = stats.kendall_tau([1, None, 2, 3, float("nan")], [1, 5, 2, 3, 4], resamples=0)
+    assert r.n == 3 and r.value == pytest.approx(1.0)
+
+
+def test_mae_hand_derived():
+    # |1-2|, |2-2|, |3-5| = 1, 0, 2: mean 1, population std sqrt(2/3)
+    out = stats.mae([1, 2, 3], [2, 2, 5])
+    assert out["mae"] == 1 and out["std"] == pytest.approx(math.sqrt(2 / 3)) and out["n"] == 3
+
+
+def test_error_type_f1_vert_appendix_c():
+    # category 0: TP = min(2,1) + min(1,3) = 2, FP = 0 + 2 = 2, FN = 1 + 0 = 1 -> P 0.5, R 2/3, F1 4/7
+    # category 1: TP = 1, FP = 0, FN = 0 -> 1, 1, 1; a category nobody counted -> 0 (defined as 0)
+    out = stats.error_type_f1([[2, 0, 0], [1, 1, 0]], [[1, 0, 0], [3, 1, 0]])
+    assert out[0]["precision"] == 0.5 and out[0]["recall"] == pytest.approx(2 / 3)
+    assert out[0]["f1"] == pytest.approx(4 / 7)
+    assert out[1]["f1"] == 1.0 and out[2] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "tp": 0.0, "fp": 0.0,
+                                              "fn": 0.0}
+
+
+def test_category_accuracy_rounds_expert_mean():
+    assert stats.category_accuracy([[1, 0], [2, 1]], [[1.4, 0.2], [1.6, 0.0]]) == [1.0, 0.5]
+
+
+def test_preference_accuracy():
+    # pair 1: metric and expert prefer A; pair 2: both prefer B; pair 3: metric ties -> counted wrong
+    assert stats.preference_accuracy([0.9, 0.2, 0.5], [0.1, 0.8, 0.5], [True, False, True]) == pytest.approx(2 / 3)
+    # error counts: lower is better
+    assert stats.preference_accuracy([1, 3], [2, 1], [True, False], higher_is_better=False) == 1.0
+
+
+def test_paired_randomization_test():
+    expert = list(range(20))
+    same = stats.paired_randomization_test(expert, expert, expert, trials=200)
+    assert same["difference"] == 0 and same["p_value"] == 1.0
+    noise = [((i * 7) % 20) for i in range(20)]
+    different = stats.paired_randomization_test(expert, noise, expert, trials=500, seed=3)
+    assert different["difference"] > 0.5 and different["p_value"] < 0.01
+
+
+def test_rexamine_paired_t_test_with_bonferroni():
+    original = {"green": {"A": [0.5, 0.6, 0.7, 0.8], "B": [0.2, 0.4, 0.3, 0.5]},
+                "vert": {"A": [0.1, 0.2, 0.3, 0.4], "B": [0.3, 0.3, 0.4, 0.4]}}
+    standardized = {"green": {"A": [0.6, 0.72, 0.79, 0.93], "B": [0.2, 0.41, 0.3, 0.5]},
+                    "vert": {"A": [0.1, 0.2, 0.3, 0.41], "B": [0.3, 0.31, 0.4, 0.4]}}
+    rows = stats.rexamine_site_tests(original, standardized)
+    assert len(rows) == 4 and all(r["threshold"] == pytest.approx(0.05 / 4) for r in rows)
+    first = rows[0]
+    expected = sp.ttest_rel(original["green"]["A"], standardized["green"]["A"])
+    assert first["p_value"] == pytest.approx(expected.pvalue) and first["t"] == pytest.approx(expected.statistic)
+    assert first["significant"] == (expected.pvalue < 0.05 / 4)
+
+
+def test_ensembles():
+    avg = stats.ensemble_average([[1, 2, 3], [10, 20, 30]])
+    assert avg == pytest.approx([-1.2247, 0.0, 1.2247], abs=1e-4)  # both z-score to the same values
+    # y = 1 + 2 a - b fitted exactly on train, applied to test
+    train = [[0, 1, 2, 3], [1, 0, 2, 1]]
+    fit = stats.ensemble_linear(train, [1 + 2 * a - b for a, b in zip(*train)], [[5], [1]])
+    assert fit["intercept"] == pytest.approx(1) and fit["weights"] == pytest.approx([2, -1])
+    assert fit["test_predictions"] == pytest.approx([10])
+
+
+# -- ReXVal converter -----------------------------------------------------------------------------------------
+def test_rexval_converter_round_trips_its_fixture(tmp_path):
+    import datasets
+
+    from radmetrics.data import convert
+
+    out = convert("rexval", FIXTURES / "rexval", tmp_path / "rexval")
+    data = datasets.load_from_disk(str(out))
+    assert len(data) == 20 and (out / "README.md").read_text().startswith("---\nlicense: other")
+    with (FIXTURES / "rexval" / "50_samples_gt_and_candidates.csv").open() as fh:
+        reports = list(csv.DictReader(fh))
+    with (FIXTURES / "rexval" / "6_valid_raters_per_rater_error_categories.csv").open() as fh:
+        raters = list(csv.DictReader(fh))
+    for row in data:
+        source = reports[row["study_number"]]
+        assert row["reference"] == source["gt_report"] and row["candidate"] == source[row["candidate_type"]]
+        assert row["study_id"] == source["study_id"] and len(row["rater_significant"]) == 6
+    # one pair by hand: rater 2, study 1, radgraph, category 1 (a), significant
+    row = next(r for r in data if r["id"] == "rexval-1-radgraph")
+    n = sum(int(r["num_errors"]) for r in raters if r["study_number"] == "1" and r["candidate_type"] == "radgraph"
+            and r["rater_index"] == "2" and r["error_category"] == "1" and r["clinically_significant"] == "True")
+    assert row["rater_significant"][2][0] == n
+    means = [sum(rs[c] for rs in row["rater_significant"]) / 6 for c in range(6)]
+    assert row["expert_significant"] == pytest.approx(means) and row["expert_score"] == pytest.approx(sum(means))
+
+
+def test_rexval_bad_files_name_the_problem(tmp_path):
+    from radmetrics.data.rexval import read_rexval
+    from radmetrics.errors import InputError
+
+    (tmp_path / "50_samples_gt_and_candidates.csv").write_text("study_id,gt_report,radgraph\n1,ref,cand\n")
+    (tmp_path / "6_valid_raters_per_rater_error_categories.csv").write_text(
+        "study_number,candidate_type,rater_index,error_category,clinically_significant,num_errors\n0,radgraph,0,9,True,1\n")
+    with pytest.raises(InputError, match="line 2: .*error_category 9, num_errors 1 out of range"):
+        read_rexval(tmp_path)
+
+
+# -- meta-eval --------------------------------------------------------------------------------------------------
+def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
+    out = tmp_path / "report"
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "meta-eval", "-m", "green", "-m", "green_ec",
+                          "-m", str(FIXTURES / "word_overlap"), "-d", str(FIXTURES / "rexval"), "--judge", str(tiny_judge),
+                          "--max-new-tokens", "256", "--cache", str(tmp_path / "c.sqlite"), "--resamples", "200",
+                          "-o", str(out)], capture_output=True, text=True, cwd=REPO, env=os.environ.copy())
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["metrics"]) == {"green", "green_ec", str(FIXTURES / "word_overlap")}
+    green = results["metrics"]["green"]
+    assert green["kendall_tau_b"]["resamples"] == 200 and "error_type_f1" in green
+    # the report's τ is the one recomputed from per_sample.csv (GREEN up = better, expert errors down = better)
+    with (out / "per_sample.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    judge = [float(r["green"]) if r["green"] else None for r in rows]
+    expert = [-float(r["expert_score"]) for r in rows]
+    assert green["kendall_tau_b"]["value"] == pytest.approx(stats.kendall_tau(judge, expert, resamples=0).value,
+                                                           nan_ok=True)
+    # green_ec counts errors (lower is better): oriented the same way, so its τ sign is comparable
+    assert len(results["pairwise_randomization"]) == 3
+    for png in ("scatter_green.png", "error_counts_green.png", "scatter_green_ec.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    summary = (out / "summary.md").read_text()
+    assert "| green |" in summary and "Error-type F1 for green" in summary
