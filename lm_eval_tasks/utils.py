@@ -63,8 +63,9 @@ def process_results(doc, results):
         judgment = finalize(judgment, doc["reference"], doc["candidate"])
     score = judgment.score
     oriented = None if score is None else (score if system.higher_is_better else -score)
-    expert = doc["expert_score"] if doc["expert_higher_is_better"] else -doc["expert_score"]
-    significant = getattr(judgment, "significant", None)
+    raw_expert = doc["expert_score"]  # None where the expert annotation could not be read
+    expert = None if raw_expert is None else (raw_expert if doc["expert_higher_is_better"] else -raw_expert)
+    significant = getattr(judgment, "significant", None) or judgment.details.get("significant")
     predicted_errors = float(sum(significant.values())) if significant and judgment.parsed else None
     expert_errors = float(sum(doc["expert_significant"])) if doc.get("expert_significant") else None
     return {

@@ -162,3 +162,51 @@ def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     summary = (out / "summary.md").read_text()
     assert "| green |" in summary and "Error-type F1 for green" in summary
+
+
+def test_radeval_converter_parses_annotations_and_reports_malformed(tmp_path):
+    import datasets
+
+    from radmetrics.data import convert
+    from radmetrics.data.radeval import parse_annotation
+
+    out = convert("radeval", FIXTURES / "radeval", tmp_path / "radeval")
+    data = datasets.load_from_disk(str(out))
+    assert len(data) == 12  # 4 studies x 3 candidates, malformed ones kept
+    first = data[0]
+    assert first["expert_significant"] == [1, 2, 0, 1, 0, 0] and first["expert_score"] == 4
+    assert first["grammar_insignificant"] == 1 and first["site"] == "mimic-cxr"
+    problems = {r["id"]: r["annotation_problem"] for r in data if r["annotation_problem"]}
+    assert problems == {"radeval-2-2": "reader_study_final_with_annotationsv3.csv line 4, annotation2: blank annotation",
+                        "radeval-3-3": "reader_study_final_with_annotationsv3.csv line 5, annotation3: no count in "
+                                       "'1. several'"}
+    assert data[7]["expert_score"] is None and data[7]["expert_significant"] == []  # never zero-filled
+    assert parse_annotation("Significant errors:\n1) 2\n\nInsignificant errors:\n7) 1")[0][0] == 2
+    with pytest.raises(ValueError, match="before any significant/insignificant header"):
+        parse_annotation("1. False prediction: 2")
+
+
+def test_rate_eval_converter_round_trips(tmp_path):
+    import datasets
+
+    from radmetrics.data import convert
+
+    data = datasets.load_from_disk(str(convert("rate_eval", FIXTURES / "rate_eval", tmp_path / "r")))
+    with (FIXTURES / "rate_eval" / "rate_eval_paragraph_test.csv").open() as fh:
+        source = list(csv.DictReader(fh))
+    assert [r["reference"] for r in data] == [s["gt_report"] for s in source]
+    assert [r["expert_score"] for r in data] == pytest.approx([float(s["Score"]) / 5 for s in source])
+    assert all(r["expert_higher_is_better"] for r in data)
+
+
+@pytest.mark.parametrize("dataset, key, folder, n", [("radeval", "radeval_path", "radeval", 12),
+                                                    ("rate_eval", "rate_eval_path", "rate_eval", 6)])
+def test_lm_eval_loaders_for_every_dataset(dataset, key, folder, n):
+    sys.path.insert(0, str(REPO / "lm_eval_tasks"))
+    import utils
+
+    docs = utils.load_judge_dataset(dataset=dataset, scoring_system="green", chat_format="green",
+                                    **{key: str(FIXTURES / folder)})["test"]
+    assert len(docs) == n and docs[0]["judge_prompt"].startswith("<|user|>\nObjective:")
+    out = utils.process_results(dict(docs[0]), ["garbage"])
+    assert out["unparsed"] == 1.0 and out["kendall_tau"][0] is None

@@ -17,8 +17,17 @@ def convert_command(name: str, source: str, output: str) -> None:
     """Convert the files you downloaded for dataset NAME (e.g. rexval) from SOURCE into OUTPUT."""
     from radmetrics.data import convert
 
+    import datasets
+
     out = convert(name, source, output)
-    click.echo(f"Wrote {name} to {out} (load with datasets.load_from_disk; card: {out / 'README.md'})")
+    data = datasets.load_from_disk(str(out))
+    click.echo(f"Wrote {len(data)} {name} pairs to {out} (datasets.load_from_disk; card: {out / 'README.md'})")
+    if "annotation_problem" in data.column_names:
+        problems = [p for p in data["annotation_problem"] if p]
+        if problems:
+            click.echo(f"{len(problems)} expert annotations could not be read (kept, with no expert score):", err=True)
+            for problem in problems[:20]:
+                click.echo(f"  {problem}", err=True)
 
 
 @click.command("meta-eval")

@@ -8,7 +8,12 @@ from radmetrics.errors import InputError
 #: name -> (module, function building a datasets.Dataset from the user's downloaded files, card fields)
 CONVERTERS = {
     "rexval": ("radmetrics.data.rexval", "rexval_dataset", "CARD"),
+    "radeval": ("radmetrics.data.radeval", "radeval_dataset", "CARD"),
+    "rate_eval": ("radmetrics.data.rate_eval", "rate_eval_dataset", "CARD"),
 }
+
+#: datasets whose terms forbid public redistribution: `radmetrics data push --public` refuses them
+PHYSIONET_DERIVED = {"rexval", "radeval", "rate_eval"}
 
 
 def converter(name: str):

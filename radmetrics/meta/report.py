@@ -63,7 +63,8 @@ def _oriented(values, higher_is_better):
 def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     expert = list(data["expert_score"])
     expert_up = _oriented(expert, bool(data[0]["expert_higher_is_better"]))
-    has_counts = "expert_significant" in data.column_names and all(len(x) == 6 for x in data["expert_significant"])
+    annotated = ([len(x) == 6 for x in data["expert_significant"]] if "expert_significant" in data.column_names
+                 else [False] * len(expert))
     out: dict[str, Any] = {"n": len(expert), "resamples": resamples, "seed": seed,
                            "orientation": "scores and expert values oriented so positive correlation = agreement",
                            "metrics": {}}
@@ -74,8 +75,8 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
             "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "num_unscored": sum(s is None for s in run.scores), "fingerprint": run.fingerprint,
         }
-        if has_counts and any(c is not None for c in run.counts):
-            idx = [i for i, c in enumerate(run.counts) if c is not None]
+        idx = [i for i, c in enumerate(run.counts) if c is not None and annotated[i]]
+        if idx:
             human = [data[i]["expert_significant"] for i in idx]
             model = [run.counts[i] for i in idx]
             entry["mae_significant_errors"] = stats.mae([sum(m) for m in model], [sum(h) for h in human])
@@ -122,8 +123,9 @@ def _plots(runs: list[MetricRun], data, folder: Path) -> list[str]:
         fig.savefig(folder / name, dpi=120)
         plt.close(fig)
         written.append(name)
-        if "expert_significant" in data.column_names and any(c is not None for c in run.counts):
-            idx = [i for i, c in enumerate(run.counts) if c is not None]
+        idx = [i for i, c in enumerate(run.counts) if c is not None
+               and "expert_significant" in data.column_names and len(data[i]["expert_significant"]) == 6]
+        if idx:
             detected = [sum(run.counts[i][k] for i in idx) for k in range(6)]
             annotated = [sum(data[i]["expert_significant"][k] for i in idx) for k in range(6)]
             fig, ax = plt.subplots(figsize=(5, 3.5))
