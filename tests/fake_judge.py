@@ -20,6 +20,18 @@ def analysis_for(prompt: str) -> str:
         return radcliq_answer(prompt)
     if "Error item | Description | Weight" in prompt:
         return mrscore_answer(prompt)
+    if prompt.startswith("Pretend you are a radiologist"):
+        notes = prompt.rsplit("Notes:\n\n", 1)[1]
+        return f"Findings: {notes}\n\nImpression: {notes.split('.')[0]}."
+    if prompt.startswith("ERROR TYPE ("):
+        return injection_answer(prompt)
+    if prompt.startswith("You are a radiology expert."):
+        report = prompt.split("Report: ", 1)[1].split("\nModifications:")[0]
+        ok = "thyroid" not in report.lower()
+        return json.dumps({"plausible": ok, "reason": "ok" if ok else "thyroid finding on a chest radiograph"})
+    if prompt.startswith("[Objective]: Create a candidate"):
+        report = prompt.split("eport: \n", 1)[1].split("\n")[0]
+        return f"[Candidate]: {report} Possible small effusion."
     ref = re.search(r"2\. Reference Report:\n    (.*?)\n\n", prompt, re.S).group(1)
     cand = re.search(r"3\. Candidate Report:\n    (.*?)\n\n", prompt, re.S).group(1)
     if "GARBLED" in cand:
@@ -58,6 +70,18 @@ def finerad_answer(prompt: str) -> str:
             corrections[number.strip("[")] = {"corrections": "[delete]", "clinical severity": "Urgent error",
                                               "comments": "not in reference", "error category": ["False prediction of finding"]}
     return "```json\n" + json.dumps(corrections) + "\n```"
+
+
+def injection_answer(prompt: str) -> str:
+    """k added findings; the first attempt adds an implausible thyroid finding (rejected by validation),
+    a retry a lung nodule. A report saying NEVER gets k + 1 changes every time."""
+    k = int(re.search(r"Inject exactly (\d+) error", prompt).group(1))
+    report = prompt.rsplit("REPORT\n", 1)[1].split("\n\nAttempt")[0]
+    finding = "Lung nodule" if "was rejected" in prompt else "Thyroid nodule"
+    n = k + 1 if "NEVER" in report else k
+    added = [f"{finding} number {i}." for i in range(n)]
+    changes = [{"sentence index": i, "original": "", "modified": a, "explanation": "added"} for i, a in enumerate(added)]
+    return json.dumps({"modified report": report + " " + " ".join(added), "changes detail": changes})
 
 
 def radcliq_answer(prompt: str) -> str:

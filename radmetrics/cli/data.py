@@ -78,3 +78,69 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
     folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder}")
+
+
+@data_group.command("transform")
+@click.argument("step", type=click.Choice(["standardize", "inject", "green-modify"]))
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(exists=True),
+              help="JSONL/CSV of reports, or a converted dataset folder.")
+@click.option("--column", default="reference", show_default=True, help="The report column to transform.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Dataset folder to write.")
+@click.option("--error-type", type=click.Choice(["a", "b"]), default="a", help="inject: (a) false finding, (b) omission.")
+@click.option("--k", default=1, type=int, help="inject: exactly this many errors per report.")
+@click.option("--modality", default="unknown", help="inject: for the validation prompt.")
+@click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
+@click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
+@click.option("--backend", "-b", default="transformers", show_default=True)
+@click.option("--judge", "-j", default=None)
+@click.option("--base-url", default=None)
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
+def transform_command(step, input_path, column, output, error_type, k, modality, region, seed, backend, judge,
+                      base_url, judge_option, max_new_tokens) -> None:
+    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns."""
+    from pathlib import Path
+
+    import datasets
+
+    from radmetrics.cli.score import parse_options
+    from radmetrics.data import steps
+    from radmetrics.judge import get_judge
+    from radmetrics.types import GenerationConfig
+
+    source = Path(input_path)
+    if source.is_dir():
+        data = datasets.load_from_disk(str(source))
+    else:
+        from radmetrics.io import read_pairs
+
+        rows = read_pairs(source, reference_column=column if column != "reference" else None).rows
+        data = datasets.Dataset.from_list(rows)
+    if column not in data.column_names:
+        raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
+    options = parse_options(judge_option)
+    if base_url:
+        options["base_url"] = base_url
+    the_judge = get_judge(backend, model=judge, **options)
+    config = GenerationConfig(max_new_tokens=max_new_tokens)
+    reports = list(data[column])
+    if step == "standardize":
+        results = steps.standardize(the_judge, reports, config)
+    elif step == "inject":
+        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config)
+    else:
+        results = steps.green_modify(the_judge, reports, seed=seed, config=config)
+    out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])
+    provenance = {"step": step, "steps_version": steps.STEPS_VERSION, "judge": the_judge.identity(),
+                  "error_type": error_type if step == "inject" else None, "k": k if step == "inject" else None,
+                  "seed": seed if step == "green-modify" else None}
+    import json
+
+    out = out.add_column("provenance", [json.dumps(provenance)] * len(out))
+    out = out.add_column("step_attempts", [r.attempts for r in results])
+    out = out.add_column("step_failure", [r.reason for r in results])
+    out = out.add_column("step_details", [json.dumps(r.details) if r.details else None for r in results])
+    out.save_to_disk(output)
+    failed = sum(r.output is None for r in results)
+    click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
+               f"wrote {output}")
