@@ -31,7 +31,8 @@ def _load(dataset: str, source: str):
     path = Path(source).expanduser()
     if path.exists():
         return load_expert_dataset(dataset, path)
-    return datasets.load_dataset(source, split="test")  # a Hub repo id (private repos need a token)
+    loaded = datasets.load_dataset(source)  # a Hub repo id (private repos need a token)
+    return loaded["test"] if "test" in loaded else loaded[next(iter(loaded))]
 
 
 def load_judge_dataset(**metadata):

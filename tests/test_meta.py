@@ -210,3 +210,16 @@ def test_lm_eval_loaders_for_every_dataset(dataset, key, folder, n):
     assert len(docs) == n and docs[0]["judge_prompt"].startswith("<|user|>\nObjective:")
     out = utils.process_results(dict(docs[0]), ["garbage"])
     assert out["unparsed"] == 1.0 and out["kendall_tau"][0] is None
+
+
+def test_refisco_converter_matches_finerad_paper_examples(tmp_path):
+    """The fixture holds FineRadScore's own annotated examples 1, 3, 4 and 5 as annotation-sheet rows."""
+    import datasets
+
+    from radmetrics.data import convert
+
+    data = datasets.load_from_disk(str(convert("refisco", FIXTURES / "refisco", tmp_path / "refisco")))
+    assert [r["expert_score"] for r in data] == [5.0, 5.0, 4.0, 0.0]  # = FineRadScore sums of the examples
+    assert [r["expert_severity_max"] for r in data] == [2, 3, 2, 0]
+    assert data[0]["inserted_lines"] == 1 and data[0]["corrected_lines"] == 2
+    assert json.loads(data[1]["line_annotations"])[3]["corrected"] == "[delete]"

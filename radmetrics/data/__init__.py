@@ -10,10 +10,11 @@ CONVERTERS = {
     "rexval": ("radmetrics.data.rexval", "rexval_dataset", "CARD"),
     "radeval": ("radmetrics.data.radeval", "radeval_dataset", "CARD"),
     "rate_eval": ("radmetrics.data.rate_eval", "rate_eval_dataset", "CARD"),
+    "refisco": ("radmetrics.data.refisco", "refisco_dataset", "CARD"),
 }
 
 #: datasets whose terms forbid public redistribution: `radmetrics data push --public` refuses them
-PHYSIONET_DERIVED = {"rexval", "radeval", "rate_eval"}
+PHYSIONET_DERIVED = {"rexval", "radeval", "rate_eval", "refisco"}
 
 
 def converter(name: str):
