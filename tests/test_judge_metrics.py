@@ -264,6 +264,10 @@ def test_radcliq_er2score_single_number_format():
 @pytest.mark.parametrize("text, reason", [
     pytest.param(radcliq_json({"omission": -1}), "counts are whole numbers >= 0", id="negative"),
     pytest.param(radcliq_json({"omission": 1.5}), "counts are whole numbers >= 0", id="fractional"),
+    pytest.param(radcliq_json({"omission": "Infinity"}), "counts are whole numbers >= 0", id="infinity"),
+    pytest.param(radcliq_json().replace('"omission": {"significant": 0', '"omission": {"significant": Infinity'),
+                 "counts are whole numbers >= 0", id="json-infinity-literal-found-by-fuzzing"),
+    pytest.param(radcliq_json({"omission": "NaN"}), "counts are whole numbers >= 0", id="nan"),
     pytest.param(radcliq_json(drop="omission"), "category 'omission' missing", id="missing-category"),
     pytest.param('{"total_score": 3}', "no 'errors' object", id="no-errors"),
     pytest.param("", "no 'errors' object", id="empty"),

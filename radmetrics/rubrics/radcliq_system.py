@@ -6,6 +6,7 @@ all counts (ER²Score Sec. 2.1: "The total score is the sum of the error counts"
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +64,7 @@ def _count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{where} is not a number: {value!r}")
     number = float(value)
-    if number < 0 or number != int(number):
+    if not math.isfinite(number) or number < 0 or number != int(number):  # NaN, Infinity, 1e999, -1, 1.5
         raise ValueError(f"{where} = {value!r}: counts are whole numbers >= 0")
     return int(number)
 
