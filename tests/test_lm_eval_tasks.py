@@ -81,3 +81,13 @@ def test_task_data_must_be_given(monkeypatch):
     monkeypatch.setenv("RADMETRICS_REXVAL_PATH", str(FIXTURES / "rexval"))
     data = utils.load_judge_dataset(dataset="rexval", scoring_system="vert", chat_format="none")["test"]
     assert len(data) == 20 and "[Overall Accuracy Score]" in data[0]["judge_prompt"]
+
+
+def test_every_builtin_metric_is_an_lm_eval_task():
+    import yaml
+
+    tasks = {}
+    for path in (REPO / "lm_eval_tasks").glob("rexval_judge*.yaml"):
+        config = yaml.safe_load(path.read_text())
+        tasks[config["metadata"]["scoring_system"]] = config["task"]
+    assert set(tasks) == set(radmetrics.list_scoring_systems())
