@@ -13,7 +13,9 @@ from radmetrics.judge.base import JudgeBackend
 
 
 def analysis_for(prompt: str) -> str:
-    """An answer in the format the prompt asks for (GREEN/VERT, FineRadScore, RadCliQ, MRScore)."""
+    """An answer in the format the prompt asks for (GREEN/VERT, FineRadScore, RadCliQ, MRScore, data steps)."""
+    if prompt.startswith("Given a ground truth diagnostic report, generate three"):
+        return er2score_generation_answer(prompt)
     if "Generated Text:" in prompt:
         return finerad_answer(prompt)
     if "ground_truth_report:" in prompt:
@@ -70,6 +72,19 @@ def finerad_answer(prompt: str) -> str:
             corrections[number.strip("[")] = {"corrections": "[delete]", "clinical severity": "Urgent error",
                                               "comments": "not in reference", "error category": ["False prediction of finding"]}
     return "```json\n" + json.dumps(corrections) + "\n```"
+
+
+def er2score_generation_answer(prompt: str) -> str:
+    """Three reports: the reference, + one false finding, + three false findings and an omission."""
+    ref = prompt.split("ground_truth_report: ", 1)[1].split("\nOutput format:")[0]
+    keys = ["false_prediction", "omission", "incorrect_location", "incorrect_severity", "comparison_not_present",
+            "omission_of_comparison"]
+    levels = [(ref, {}), (ref + " Cardiomegaly.", {"false_prediction": 1}),
+              (" ".join(ref.split()[:3]) + " Pneumothorax. Cardiomegaly. Rib fracture.",
+               {"false_prediction": 3, "omission": 1})]
+    reports = [{"predicted_report": text, "errors": {k: str(e.get(k, 0)) for k in keys},
+                "total_score": str(sum(e.values()))} for text, e in levels]
+    return json.dumps({"ground truth report": ref, "predicted reports": reports})
 
 
 def injection_answer(prompt: str) -> str:

@@ -88,3 +88,28 @@ def build_tiny_judge(out_dir: Path, steps: int = 160, seed: int = 0) -> Path:
     tokenizer.save_pretrained(out_dir)
     (out_dir / "training.json").write_text(json.dumps({"steps": steps, "final_loss": float(loss.detach())}))
     return out_dir
+
+
+def build_tiny_base(out_dir: Path, seed: int = 0) -> Path:
+    """An untrained tiny Llama with a BPE tokenizer trained on the sample reports (a stand-in base model)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    torch.manual_seed(seed)
+    texts = [t for r, c, _ in training_pairs() for t in (r, c)]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts * 2 + ["Human: Assistant: ground truth predicted report quality evaluate"],
+                            trainers.BpeTrainer(vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"],
+                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                        pad_token="</s>")
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    LlamaForCausalLM(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return Path(out_dir)

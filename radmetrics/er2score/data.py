@@ -1,0 +1,78 @@
+"""Synthetic ER²Score training data through the shared judge, with the paper's App. A.2 RadCliQ prompt:
+for each ground-truth report the teacher writes three reports at three error levels and scores each
+category; reports of one reference become accepted/rejected pairs (pairs.build_pairs)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from radmetrics.er2score.pairs import CRITERIA, ScoredReport, build_pairs, quality_scores
+from radmetrics.finerad_score.parse import FineRadParseError, load_json_tolerant
+from radmetrics.types import GenerationConfig, GenerationFailure
+
+# ER²Score App. A.2 "Prompt for RadCliQ Scoring System" (its error list restored to all six categories
+# that its JSON format names).
+RADCLIQ_GENERATION_PROMPT = """Given a ground truth diagnostic report, generate three similar predicted reports. These predicted reports should be rated based on the following error-counting rules. The reports should have three levels of errors: 1st level has 0 or 1 errors
+2nd level has 2, 3 or 4 errors,
+3rd level has 5 or 6 errors.
+
+Error counting rule: Given a ground truth diagnostic report and a predicted report score the predicted report based on these error categories, each with significant and non-significant errors:
+- False prediction of a finding
+- Omission of a finding
+- Incorrect location/position of a finding
+- Incorrect severity of a finding
+- Mention of a comparison not present in the reference impression
+- Omission of a comparison describing a change from a previous study
+
+For each error category, assign 1 point for significant errors and 1 point for non significant errors.
+The find score is the sum of these points.
+Please generate three predicted reports for the given ground truth report. After that, score these three pairs (each predicted report with the ground truth) based on the error categories mentioned.
+
+ground_truth_report: {reference}
+Output format:
+```json
+{{"ground truth report": "your ground truth report here",
+"predicted reports": [
+{{"predicted_report": "your_predicted_report_1",
+"errors": {{"false_prediction": "your_score", "omission": "your_score", "incorrect_location": "your_score", "incorrect_severity": "your_score", "comparison_not_present": "your_score", "omission_of_comparison": "your_score"}},
+"total_score": "your_total_score_1"}},
+{{"predicted_report": "your_predicted_report_2", "errors": {{...}}, "total_score": "your_total_score_2"}},
+{{"predicted_report": "your_predicted_report_3", "errors": {{...}}, "total_score": "your_total_score_3"}}
+]}}
+```
+Please directly output the json file, no other contents"""
+
+
+def parse_generation(text: str) -> list[ScoredReport]:
+    data = load_json_tolerant(text)
+    reports = data.get("predicted reports") if isinstance(data, dict) else None
+    if not isinstance(reports, list) or not reports:
+        raise FineRadParseError("no 'predicted reports' list", retryable=True)
+    out = []
+    for item in reports:
+        errors = item.get("errors") if isinstance(item, dict) else None
+        if not isinstance(errors, dict) or not isinstance(item.get("predicted_report"), str):
+            raise FineRadParseError("a predicted report lacks text or errors", retryable=True)
+        try:
+            out.append(ScoredReport(item["predicted_report"], quality_scores("radcliq", {
+                k: float(errors.get(k, 0)) for k in CRITERIA["radcliq"]})))
+        except (TypeError, ValueError) as e:
+            raise FineRadParseError(f"non-numeric error score ({e})", retryable=True) from e
+    return out
+
+
+def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | None = None
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Pairs for every reference whose teacher answer could be read; the others are reported."""
+    answers = judge.generate([RADCLIQ_GENERATION_PROMPT.format(reference=r) for r in references],
+                             config or GenerationConfig(), progress=False)
+    pairs, problems = [], []
+    for i, (reference, answer) in enumerate(zip(references, answers)):
+        if isinstance(answer, GenerationFailure):
+            problems.append(f"row {i}: judge call failed: {answer.reason}")
+            continue
+        try:
+            pairs.extend(build_pairs(reference, parse_generation(answer)))
+        except FineRadParseError as e:
+            problems.append(f"row {i}: {e}")
+    return pairs, problems

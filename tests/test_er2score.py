@@ -1,0 +1,65 @@
+"""ER²Score: synthetic pairs through the (fake) teacher judge, LoRA + multi-reward head trained with the
+MRE loss on a tiny base model, per-criterion rewards, save/load."""
+from __future__ import annotations
+
+import pytest
+from tiny_judge import build_tiny_base, training_pairs
+
+import radmetrics
+from radmetrics.er2score.data import generate_pairs, parse_generation
+from radmetrics.er2score.pairs import CRITERIA, ScoredReport, build_pairs, quality_scores
+
+
+def test_pairs_and_margins_fig2():
+    reports = [ScoredReport("good", [0, 0, -1]), ScoredReport("bad", [-2, 0, 0]), ScoredReport("same", [0, -1, 0])]
+    pairs = build_pairs("ref", reports)
+    assert len(pairs) == 2  # the tie (good vs same, both -1) gives no pair
+    first = pairs[0]
+    assert (first["accepted"], first["rejected"]) == ("good", "bad")
+    assert first["margins"] == [2, 0, -1, 1]  # sub-score margins may be negative; the total's is > 0
+    assert quality_scores("mrscore", dict.fromkeys(CRITERIA["mrscore"], 1))[0] == -30
+
+
+@pytest.fixture(scope="module")
+def teacher_pairs():
+    import fake_judge
+
+    from radmetrics.plugins import register_plugin, unregister_plugin
+
+    register_plugin(fake_judge, name="fake-teacher")
+    try:
+        refs = [r for r, _, _ in training_pairs()]
+        pairs, problems = generate_pairs(radmetrics.get_judge("fake", cache=False), refs)
+    finally:
+        unregister_plugin(name="fake-teacher")
+    return pairs, problems
+
+
+def test_teacher_generation_with_the_a2_prompt(teacher_pairs):
+    pairs, problems = teacher_pairs
+    assert not problems and len(pairs) == 3 * 6  # 3 reports per reference -> 3 pairs each
+    assert pairs[0]["margins"][-1] > 0
+    with pytest.raises(ValueError, match="no 'predicted reports'"):
+        parse_generation('{"ground truth report": "x"}')
+
+
+def test_train_score_save_load(teacher_pairs, tmp_path):
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.train import train_reward_model
+
+    pairs, _ = teacher_pairs
+    base = build_tiny_base(tmp_path / "base")
+    model = MultiRewardModel.new(str(base), CRITERIA["radcliq"])
+    before = model.score([p["reference"] for p in pairs], [p["accepted"] for p in pairs])
+    losses = train_reward_model(model, pairs, steps=120, batch_size=6, lr=5e-3, progress=False)
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10 * 0.5
+    accepted = model.score([p["reference"] for p in pairs], [p["accepted"] for p in pairs])
+    rejected = model.score([p["reference"] for p in pairs], [p["rejected"] for p in pairs])
+    ordered = sum(a["er2score"] > r["er2score"] for a, r in zip(accepted, rejected)) / len(pairs)
+    assert ordered >= 0.9  # the learned total ranks accepted above rejected
+    assert set(accepted[0]["rewards"]) == set(CRITERIA["radcliq"])
+    assert accepted[0]["er2score"] == pytest.approx(sum(accepted[0]["rewards"].values()))
+    assert before != accepted
+    folder = model.save(tmp_path / "er2score")
+    again = MultiRewardModel.load(folder).score([pairs[0]["reference"]], [pairs[0]["accepted"]])
+    assert again[0]["er2score"] == pytest.approx(accepted[0]["er2score"], abs=1e-5)
