@@ -16,6 +16,10 @@ def analysis_for(prompt: str) -> str:
     """An answer in the format the prompt asks for (GREEN/VERT, FineRadScore, RadCliQ, MRScore, data steps)."""
     if prompt.startswith("Given a ground truth diagnostic report, generate three"):
         return er2score_generation_answer(prompt)
+    if "\n\nReference report:\n" in prompt and "\n\nCandidate report:\n" in prompt:  # vert_ft
+        ref = prompt.split("\n\nReference report:\n", 1)[1].split("\n\nCandidate report:\n")[0]
+        cand = prompt.split("\n\nCandidate report:\n", 1)[1]
+        return f"{expected_score(ref, cand):.1f}"
     if "Generated Text:" in prompt:
         return finerad_answer(prompt)
     if "ground_truth_report:" in prompt:

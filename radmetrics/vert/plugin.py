@@ -15,7 +15,37 @@ class VertRubricSystem(VertSystem):
     evaluate_module = None
 
 
+class VertFineTunedSystem(VertSystem):
+    """For judges fine-tuned with the VERT recipe (radmetrics train judge --recipe vert): the short user turn
+    they were trained on, and a bare score in [0, 1] as the answer (VERT Sec. 4.1.4)."""
+
+    name = score_key = "vert_ft"
+    evaluate_module = None
+
+    @property
+    def prompt_version(self) -> str:  # type: ignore[override]
+        return "vert-ft-1"
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        from radmetrics.train.judge_sft import vert_user_turn
+
+        return vert_user_turn(" ".join(reference.split()[: self.max_words]), " ".join(candidate.split()[: self.max_words]))
+
+    def parse(self, text: str):
+        import re
+
+        from radmetrics.types import Judgment
+
+        match = re.match(r"^\s*(-?\d+(?:\.\d+)?)", text or "")
+        if not match:
+            return Judgment.unscored("no score at the start of the answer", raw=text or "")
+        value = float(match.group(1))
+        if not 0 <= value <= 1:
+            return Judgment.unscored(f"score {match.group(1)} outside [0, 1]", raw=text)
+        return Judgment(score=value, parsed=True, raw=text)
+
+
 @hookimpl
 def register_scoring_systems(register):
-    for system in (VertSystem(), VertFormulaSystem(), VertRubricSystem()):
+    for system in (VertSystem(), VertFormulaSystem(), VertRubricSystem(), VertFineTunedSystem()):
         register(system)

@@ -1,0 +1,182 @@
+"""Fine-tuning a judge with LoRA (peft + trl's SFTTrainer): QLoRA 4-bit on a GPU with bitsandbytes,
+plain LoRA on CPU.
+
+Recipes:
+- "vert" (VERT Sec. 4.1.4): user turn = the first two lines of the VERT prompt + reference + candidate;
+  assistant turn = the expert score normalized to [0, 1] with one decimal. The chat template is applied so
+  the model serves as is in vLLM and lm-eval (`--apply_chat_template`); score it with the `vert_ft` system.
+- "green": the GREEN prompt in GREEN's chat format -> a GREEN-format analysis written by a teacher judge
+  (any radmetrics backend); only analyses the GREEN parser can read are kept. The result is a GREEN model:
+  radmetrics picks GREEN's format for it when its name contains "green".
+Training only learns the answer (completion-only loss). Outputs: the LoRA adapter, optionally the merged
+model, `training.json` (settings, data, losses) and `loss_curve.png`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+
+
+@dataclass
+class JudgeSFTConfig:
+    base_model: str
+    output_dir: str
+    recipe: str = "vert"  # "vert" | "green"
+    epochs: float = 1.0
+    max_steps: int = -1
+    learning_rate: float = 2e-4  # VERT Sec. 4.1.4 peak LR
+    lora_r: int = 32  # VERT: rank 32, alpha 64
+    lora_alpha: int = 64
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    batch_size: int = 4
+    validation_fraction: float = 0.1  # VERT: 90% / 10%
+    seed: int = 42
+    max_length: int = 2048
+    merge: bool = True
+    quantize_4bit: str = "auto"  # "auto": QLoRA when a GPU and bitsandbytes are present
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> JudgeSFTConfig:
+        import yaml
+
+        values = yaml.safe_load(Path(path).read_text()) or {}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def vert_user_turn(reference: str, candidate: str) -> str:
+    from radmetrics.vert.prompt import VERT_HEAD
+
+    head = "\n".join([line.strip() for line in VERT_HEAD.splitlines() if line.strip()][:2])
+    return f"{head}\n\nReference report:\n{reference}\n\nCandidate report:\n{candidate}"
+
+
+def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[float]) -> list[dict]:
+    """Conversational prompt/completion rows; scores must already be in [0, 1]."""
+    rows = []
+    for r, c, s in zip(references, candidates, scores):
+        if s is None or not 0 <= s <= 1:
+            raise InputError(f"VERT recipe needs scores in [0, 1]; got {s!r} (normalize, e.g. RaTE-Eval /5)")
+        rows.append({"prompt": [{"role": "user", "content": vert_user_turn(r, c)}],
+                     "completion": [{"role": "assistant", "content": f"{s:.1f}"}]})
+    return rows
+
+
+def green_examples(references: Sequence[str], candidates: Sequence[str], teacher, eos_token: str = "</s>",
+                   config=None) -> tuple[list[dict], list[str]]:
+    """Plain-text rows in GREEN's chat format; the teacher's unreadable analyses are dropped and reported."""
+    from radmetrics.green.system import GreenSystem
+    from radmetrics.judge.chat_formats import render_text
+
+    system = GreenSystem()
+    prompts = [system.build_prompt(r, c) for r, c in zip(references, candidates)]
+    answers = teacher.generate(prompts, config, progress=False)
+    rows, dropped = [], []
+    for i, (prompt, answer) in enumerate(zip(prompts, answers)):
+        judgment = system.parse(answer)
+        if not judgment.parsed:
+            dropped.append(f"row {i}: {judgment.reason}")
+            continue
+        rows.append({"prompt": render_text(prompt, "green", eos_token), "completion": answer.strip() + eos_token})
+    return rows, dropped
+
+
+# A plain template for bases without one (role/content messages), saved with the judge.
+DEFAULT_CHAT_TEMPLATE = ("{% for message in messages %}{{ '<|' + message['role'] + '|>\n' + message['content'] + "
+                         "eos_token + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}")
+
+
+def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    if len(rows) < 2:
+        raise InputError(f"need at least 2 training examples, got {len(rows)}")
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(config.seed)
+    rows = rows[:]
+    rng.shuffle(rows)
+    n_val = max(1, round(len(rows) * config.validation_fraction)) if config.validation_fraction > 0 else 0
+    train_rows, val_rows = rows[n_val:], rows[:n_val]
+
+    tokenizer = AutoTokenizer.from_pretrained(config.base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if config.recipe == "vert" and not getattr(tokenizer, "chat_template", None):
+        tokenizer.chat_template = DEFAULT_CHAT_TEMPLATE
+    gpu = torch.cuda.is_available()
+    model_kwargs: dict[str, Any] = {"dtype": torch.bfloat16 if gpu else torch.float32}
+    quantized = False
+    if config.quantize_4bit in ("auto", True, "true") and gpu:
+        try:
+            from transformers import BitsAndBytesConfig
+
+            import bitsandbytes  # noqa: F401
+
+            model_kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
+            quantized = True
+        except ImportError:
+            pass
+    model = AutoModelForCausalLM.from_pretrained(config.base_model, **model_kwargs)
+    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=0.05,
+                      target_modules=config.target_modules, task_type="CAUSAL_LM")
+    args = SFTConfig(
+        output_dir=str(out / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
+        learning_rate=config.learning_rate, lr_scheduler_type="cosine", per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.batch_size, logging_steps=1, eval_strategy="epoch" if val_rows else "no",
+        save_strategy="no", report_to=[], seed=config.seed, max_length=config.max_length, completion_only_loss=True,
+        use_cpu=not gpu, bf16=gpu, disable_tqdm=True,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
+                         eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
+                         processing_class=tokenizer, peft_config=lora)
+    trainer.train()
+    history = trainer.state.log_history
+    losses = [h["loss"] for h in history if "loss" in h]
+    eval_losses = [h["eval_loss"] for h in history if "eval_loss" in h]
+    adapter_dir = out / "adapter"
+    trainer.model.save_pretrained(adapter_dir)
+    tokenizer.save_pretrained(adapter_dir)
+    merged_dir = None
+    if config.merge and not quantized:
+        merged = trainer.model.merge_and_unload()
+        merged_dir = out / "merged"
+        merged.save_pretrained(merged_dir)
+        tokenizer.save_pretrained(merged_dir)
+    _loss_curve(losses, eval_losses, out / "loss_curve.png")
+    summary = {"config": asdict(config), "train_examples": len(train_rows), "validation_examples": len(val_rows),
+               "losses": losses, "eval_losses": eval_losses, "quantized_4bit": quantized,
+               "adapter": str(adapter_dir), "merged": str(merged_dir) if merged_dir else None}
+    (out / "training.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _loss_curve(losses: list[float], eval_losses: list[float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(range(1, len(losses) + 1), losses, label="train")
+    if eval_losses:
+        step = max(1, math.ceil(len(losses) / len(eval_losses)))
+        ax.plot([step * (i + 1) for i in range(len(eval_losses))], eval_losses, "o-", label="validation")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,49 @@
+"""Judge fine-tuning with peft + trl on a tiny base model (CPU LoRA): both recipes, outputs and curve."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES
+from tiny_judge import build_tiny_base, training_pairs
+
+import radmetrics
+from radmetrics.train.judge_sft import JudgeSFTConfig, green_examples, train_judge, vert_examples
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return build_tiny_base(tmp_path_factory.mktemp("base") / "tiny-base")
+
+
+def test_vert_recipe_trains_and_serves(base, tmp_path):
+    from radmetrics.data.rate_eval import read_rate_eval
+
+    rows = read_rate_eval(FIXTURES / "rate_eval")
+    examples = vert_examples([r["reference"] for r in rows], [r["candidate"] for r in rows],
+                             [r["expert_score"] for r in rows])
+    assert examples[0]["completion"][0]["content"] == "0.4"  # Score 2 of 5, one decimal
+    out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "vert-judge"), recipe="vert", max_steps=4,
+                                     batch_size=2, lora_r=4, lora_alpha=8, learning_rate=1e-3), examples)
+    assert out["train_examples"] == 5 and out["validation_examples"] == 1 and len(out["losses"]) == 4
+    merged = tmp_path / "vert-judge" / "merged"
+    assert (merged / "config.json").exists() and (tmp_path / "vert-judge" / "adapter" / "adapter_config.json").exists()
+    assert (tmp_path / "vert-judge" / "loss_curve.png").read_bytes()[:4] == b"\x89PNG"
+    # the chat template travels with the judge, so vLLM / lm-eval --apply_chat_template serve it as trained
+    tokenizer_config = json.loads((merged / "tokenizer_config.json").read_text())
+    assert "chat_template" in tokenizer_config or (merged / "chat_template.jinja").exists()
+    judge = radmetrics.get_judge("transformers", model=str(merged), cache=False)
+    judge.backend.load()
+    assert judge.backend.chat_format == "tokenizer"  # the saved template, not GREEN's (not a GREEN model)
+
+
+def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):
+    refs = [r for r, _, _ in training_pairs()]
+    cands = [c for _, c, _ in training_pairs()] + ["GARBLED output please"]
+    rows, dropped = green_examples(refs + [refs[0]], cands, radmetrics.get_judge("fake", cache=False))
+    assert len(rows) == 6 and dropped == ["row 6: no [Clinically Significant Errors] section and no [Matched "
+                                          "Findings] section (truncated or not GREEN format)"]
+    assert rows[0]["prompt"].startswith("<|user|>\nObjective:") and rows[0]["completion"].endswith("</s>")
+    out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "green-judge"), recipe="green", max_steps=3,
+                                     batch_size=2, lora_r=4, lora_alpha=8), rows)
+    assert out["merged"] and len(out["losses"]) == 3
