@@ -6,7 +6,9 @@ import sys
 import click
 
 from radmetrics.cli.data import data_group, meta_eval_command
+from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
+from radmetrics.cli.train import train_group
 from radmetrics.errors import RadmetricsError
 
 
@@ -19,6 +21,8 @@ def cli() -> None:
 cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
+cli.add_command(hub_group)
+cli.add_command(train_group)
 
 
 @cli.command("list")

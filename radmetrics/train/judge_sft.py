@@ -75,11 +75,19 @@ def green_examples(references: Sequence[str], candidates: Sequence[str], teacher
     from radmetrics.green.system import GreenSystem
     from radmetrics.judge.chat_formats import render_text
 
+    from radmetrics.runner import row_problem
+
     system = GreenSystem()
-    prompts = [system.build_prompt(r, c) for r, c in zip(references, candidates)]
+    rows, dropped, keep = [], [], []
+    for i, (r, c) in enumerate(zip(references, candidates)):
+        problem = row_problem(r, "reference") or row_problem(c, "candidate")
+        if problem:
+            dropped.append(f"row {i}: {problem}")
+        else:
+            keep.append(i)
+    prompts = [system.build_prompt(references[i], candidates[i]) for i in keep]
     answers = teacher.generate(prompts, config, progress=False)
-    rows, dropped = [], []
-    for i, (prompt, answer) in enumerate(zip(prompts, answers)):
+    for i, prompt, answer in zip(keep, prompts, answers):
         judgment = system.parse(answer)
         if not judgment.parsed:
             dropped.append(f"row {i}: {judgment.reason}")

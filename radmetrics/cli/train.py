@@ -1,0 +1,77 @@
+"""`radmetrics train ...`: fine-tune a judge; train ER²Score."""
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.group("train")
+def train_group() -> None:
+    """Fine-tune judges (LoRA / QLoRA) and train the ER²Score reward model."""
+
+
+def _load_pairs_source(path: str):
+    from pathlib import Path
+
+    import datasets
+
+    if Path(path).is_dir():
+        return datasets.load_from_disk(path)
+    from radmetrics.io import read_pairs
+
+    pairs = read_pairs(path)
+    rows = [r for i, r in enumerate(pairs.rows) if i not in pairs.bad_rows]
+    return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
+                                        "candidate": r[pairs.candidate_column]} for r in rows])
+
+
+@train_group.command("judge")
+@click.option("--base", "base_model", default=None, help="Base model id or folder.")
+@click.option("--recipe", type=click.Choice(["vert", "green"]), default=None)
+@click.option("--data", "data_path", required=True, type=click.Path(exists=True),
+              help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
+@click.option("--max-steps", type=int, default=None)
+@click.option("--epochs", type=float, default=None)
+@click.option("--learning-rate", type=float, default=None)
+@click.option("--lora-r", type=int, default=None)
+@click.option("--lora-alpha", type=int, default=None)
+@click.option("--batch-size", type=int, default=None)
+@click.option("--teacher-backend", default="transformers", help="green recipe: the teacher judge's backend.")
+@click.option("--teacher", default=None, help="green recipe: teacher model (or --teacher-replay).")
+@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None)
+def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
+                        lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay) -> None:
+    """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
+    from radmetrics.judge import get_judge
+    from radmetrics.train.judge_sft import JudgeSFTConfig, green_examples, train_judge, vert_examples
+
+    overrides = {"base_model": base_model, "output_dir": output, "recipe": recipe, "max_steps": max_steps,
+                 "epochs": epochs, "learning_rate": learning_rate, "lora_r": lora_r, "lora_alpha": lora_alpha,
+                 "batch_size": batch_size}
+    if config_path:
+        config = JudgeSFTConfig.from_yaml(config_path, **overrides)
+    else:
+        if not base_model:
+            raise click.ClickException("--base is required (or give it in --config)")
+        config = JudgeSFTConfig(**{k: v for k, v in overrides.items() if v is not None})
+    data = _load_pairs_source(data_path)
+    if config.recipe == "vert":
+        rows = vert_examples(data["reference"], data["candidate"], data["expert_score"])
+        description = f"{len(rows)} expert-scored pairs from {data_path}"
+    else:
+        options = {"path": teacher_replay} if teacher_replay else {}
+        backend = "replay" if teacher_replay else teacher_backend
+        judge = get_judge(backend, model=teacher, **options)
+        rows, dropped = green_examples(data["reference"], data["candidate"], judge)
+        for problem in dropped:
+            click.echo(f"teacher answer dropped: {problem}", err=True)
+        description = f"{len(rows)} GREEN analyses by {judge.identity()} on pairs from {data_path}"
+    summary = train_judge(config, rows)
+    summary["data_description"] = description
+    with open(f"{output}/training.json", "w") as fh:
+        json.dump(summary, fh, indent=2)
+    click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
+               f"adapter {summary['adapter']}; merged {summary['merged']}")
