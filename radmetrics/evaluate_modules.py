@@ -20,6 +20,14 @@ def evaluate_module_files() -> dict[str, Path]:
             if getattr(s, "evaluate_module", None)}
 
 
+#: evaluate modules that are not judge scoring systems (they load their own model)
+EXTRA_MODULES = {"er2score": Path(__file__).resolve().parent / "er2score" / "er2score.py"}
+
+
+def all_evaluate_modules() -> dict[str, Path]:
+    return {**evaluate_module_files(), **EXTRA_MODULES}
+
+
 def install_evaluate_modules(namespace: str = "radmetrics") -> dict[str, Path]:
     """Copy each module (and its card) into evaluate's module cache; returns name -> installed file."""
     from evaluate.loading import init_dynamic_modules
@@ -28,7 +36,7 @@ def install_evaluate_modules(namespace: str = "radmetrics") -> dict[str, Path]:
     root.mkdir(parents=True, exist_ok=True)
     (root / "__init__.py").touch(exist_ok=True)
     installed = {}
-    for name, source in evaluate_module_files().items():
+    for name, source in all_evaluate_modules().items():
         module_name = source.stem
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
         folder = root / f"{namespace}--{module_name}"

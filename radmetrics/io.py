@@ -80,6 +80,21 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
     return PairFile(rows, ref, cand, bad, decoding_errors)
 
 
+def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:
+    """Reports of one column (a reference alias by default) from JSONL or CSV; empty ones are dropped."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Input file not found: {path}")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.DictReader(text.splitlines()))
+    else:
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    name = _pick(columns, REFERENCE_ALIASES, column, "reference", path)
+    return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
+
+
 def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
     """Write atomically (temp file + rename) so a killed run never leaves half a results file."""
     path = Path(path)

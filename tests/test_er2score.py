@@ -63,3 +63,29 @@ def test_train_score_save_load(teacher_pairs, tmp_path):
     folder = model.save(tmp_path / "er2score")
     again = MultiRewardModel.load(folder).score([pairs[0]["reference"]], [pairs[0]["accepted"]])
     assert again[0]["er2score"] == pytest.approx(accepted[0]["er2score"], abs=1e-5)
+
+
+def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path, monkeypatch):
+    import json
+
+    import evaluate
+    from click.testing import CliRunner
+    from conftest import REPO
+
+    from radmetrics.cli import cli
+
+    pairs, _ = teacher_pairs
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("\n".join(json.dumps(p) for p in pairs))
+    base = build_tiny_base(tmp_path / "base")
+    out = tmp_path / "er2"
+    result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), "--pairs", str(src), "-o", str(out),
+                                      "--steps", "30", "--batch-size", "6", "--learning-rate", "5e-3"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "training.json").read_text())["pairs"] == len(pairs)
+    monkeypatch.chdir(REPO)
+    er2 = evaluate.load("radmetrics/er2score/er2score.py", model=str(out))
+    scored = er2.compute(predictions=[pairs[0]["accepted"], pairs[0]["rejected"]],
+                         references=[pairs[0]["reference"]] * 2)
+    assert len(scored["scores"]) == 2 and set(scored["criteria"][0]) == set(CRITERIA["radcliq"])
+    assert scored["er2score"] == pytest.approx(sum(scored["scores"]) / 2)

@@ -56,3 +56,14 @@ def test_public_push_of_other_data(hub, tmp_path):
     out = push(hub, folder, "lab/mine", "--public")
     assert out.returncode == 0, out.stderr[-2000:]
     assert hub.repos[("dataset", "lab/mine")]["private"] is False
+
+
+def test_publish_metrics_uploads_each_module_as_a_space(hub, tmp_path):
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_testtoken_SECRET", "HF_HUB_OFFLINE": "0"}
+    out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "publish-metrics", "--namespace", "lab",
+                          "--workdir", str(tmp_path / "spaces")], cwd=REPO, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for name in ("green", "vert", "finerad_score", "radcliq", "er2score"):
+        files = set(hub.files("space", f"lab/{name}"))
+        assert {f"{name}.py", "README.md", "app.py", "requirements.txt"} <= files, (name, files)
+        assert hub.repos[("space", f"lab/{name}")]["private"] is True

@@ -43,12 +43,12 @@ def publish_metrics_command(namespace: str, public: bool, workdir: str | None) -
     """Upload every evaluate module (module file, card, Gradio app, requirements) as a Space."""
     import tempfile
 
-    from radmetrics.evaluate_modules import evaluate_module_files
+    from radmetrics.evaluate_modules import all_evaluate_modules
     from radmetrics.hub import push_folder
     from radmetrics.hub.spaces import build_space
 
     root = Path(workdir or tempfile.mkdtemp(prefix="radmetrics-spaces-"))
-    for name, module in evaluate_module_files().items():
+    for name, module in all_evaluate_modules().items():
         space = build_space(name, module, root / name)
         result = push_folder(space, f"{namespace}/{module.stem}", repo_type="space", public=public)
         click.echo(f"{name}: {result['url']}")

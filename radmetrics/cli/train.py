@@ -75,3 +75,54 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
         json.dump(summary, fh, indent=2)
     click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
                f"adapter {summary['adapter']}; merged {summary['merged']}")
+
+
+@train_group.command("er2score")
+@click.option("--base", "base_model", required=True, help="Backbone model id or folder.")
+@click.option("--system", type=click.Choice(["radcliq"]), default="radcliq", show_default=True,
+              help="Scoring system of the teacher data (the A.2 generation prompt is RadCliQ's).")
+@click.option("--references", "references_path", type=click.Path(exists=True), default=None,
+              help="Ground-truth reports (JSONL/CSV with a reference column): the teacher writes pairs.")
+@click.option("--pairs", "pairs_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Or ready pairs (JSONL of build_pairs rows).")
+@click.option("--teacher-backend", default="openai")
+@click.option("--teacher", default=None)
+@click.option("--base-url", default=None)
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--steps", default=200, show_default=True, type=int)
+@click.option("--batch-size", default=4, show_default=True, type=int)
+@click.option("--learning-rate", default=1e-4, show_default=True, type=float)
+@click.option("--lam", default=1.0, show_default=True, type=float, help="λ of the MRE loss.")
+@click.option("--lora-r", default=8, show_default=True, type=int)
+def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
+                           output, steps, batch_size, learning_rate, lam, lora_r) -> None:
+    """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
+    from pathlib import Path
+
+    from radmetrics.er2score.data import generate_pairs
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.pairs import CRITERIA
+    from radmetrics.er2score.train import train_reward_model
+    from radmetrics.judge import get_judge
+
+    if pairs_path:
+        pairs = [json.loads(x) for x in Path(pairs_path).read_text().splitlines() if x.strip()]
+    elif references_path:
+        from radmetrics.io import read_references
+
+        references = read_references(references_path)
+        judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
+        pairs, problems = generate_pairs(judge, references)
+        for problem in problems:
+            click.echo(f"teacher answer dropped: {problem}", err=True)
+        out = Path(output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
+    else:
+        raise click.ClickException("give --references (the teacher writes pairs) or --pairs")
+    model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
+    losses = train_reward_model(model, pairs, steps=steps, batch_size=batch_size, lr=learning_rate, lam=lam)
+    folder = model.save(output)
+    (folder / "training.json").write_text(json.dumps({"base_model": base_model, "system": system, "pairs": len(pairs),
+                                                      "steps": steps, "lambda": lam, "losses": losses}, indent=2))
+    click.echo(f"ER2Score trained on {len(pairs)} pairs; loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved {folder}")

@@ -23,7 +23,8 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
     api = HfApi(token=token)
-    url = api.create_repo(repo_id, repo_type=repo_type, private=not public, exist_ok=exist_ok)
+    extra = {"space_sdk": "gradio"} if repo_type == "space" else {}  # our Spaces are evaluate Gradio widgets
+    url = api.create_repo(repo_id, repo_type=repo_type, private=not public, exist_ok=exist_ok, **extra)
     commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
                                commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
     if gated:

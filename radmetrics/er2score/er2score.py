@@ -1,0 +1,53 @@
+"""ER²Score as an evaluate module: evaluate.load("radmetrics/er2score", model=<trained folder or Hub id>)."""
+import datasets
+import evaluate
+
+_CITATION = """\
+@article{er2score2024,
+  title={ER2Score: LLM-based Explainable and Customizable Metric for Assessing Radiology Reports with Reward-Control Loss},
+  year={2024}
+}
+"""
+
+_DESCRIPTION = """\
+ER2Score: a reward model (LLM backbone with LoRA and a linear multi-reward head) trained with the Margin
+Reward Enforcement loss to give one reward per criterion of a scoring system (RadCliQ: 6 error categories;
+MRScore: 7 items); the score is their sum (higher is better). Train one with `radmetrics train er2score`.
+"""
+
+_KWARGS = """
+Loading options: model (folder or Hub id written by `radmetrics train er2score`), base_model (override the
+recorded base), batch_size.
+Args: predictions (list of str), references (list of str).
+Returns: er2score (mean), er2score_std, scores (per sample), criteria (per sample reward per criterion).
+"""
+
+_MODELS = {}
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
+class ER2Score(evaluate.Metric):
+    def __init__(self, model=None, base_model=None, batch_size=8, **kwargs):
+        super().__init__(**kwargs)
+        self.model_path, self.base_model, self.batch_size = model, base_model, batch_size
+
+    def _info(self):
+        return evaluate.MetricInfo(description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS,
+                                   features=datasets.Features({"predictions": datasets.Value("string"),
+                                                               "references": datasets.Value("string")}))
+
+    def _compute(self, predictions, references):
+        import statistics
+
+        from radmetrics.er2score.model import MultiRewardModel
+        from radmetrics.errors import RadmetricsError
+
+        if not self.model_path:
+            raise RadmetricsError("ER2Score needs model=<folder or Hub id of a trained ER2Score model>")
+        key = (str(self.model_path), self.base_model)
+        if key not in _MODELS:
+            _MODELS[key] = MultiRewardModel.load(self.model_path, base_model=self.base_model)
+        results = _MODELS[key].score(references, predictions, batch_size=self.batch_size)
+        totals = [r["er2score"] for r in results]
+        return {"er2score": statistics.fmean(totals), "er2score_std": statistics.pstdev(totals), "scores": totals,
+                "criteria": [r["rewards"] for r in results]}
