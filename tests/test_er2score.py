@@ -89,3 +89,11 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
                          references=[pairs[0]["reference"]] * 2)
     assert len(scored["scores"]) == 2 and set(scored["criteria"][0]) == set(CRITERIA["radcliq"])
     assert scored["er2score"] == pytest.approx(sum(scored["scores"]) / 2)
+
+
+def test_mrscore_reward_model_has_seven_outputs(tmp_path):
+    from radmetrics.er2score.model import MultiRewardModel
+
+    model = MultiRewardModel.new(str(build_tiny_base(tmp_path / "base")), CRITERIA["mrscore"])
+    scored = model.score(["Heart normal."], ["Heart enlarged."])[0]
+    assert len(scored["rewards"]) == 7 and "medical_terminology" in scored["rewards"]

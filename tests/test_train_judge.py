@@ -47,3 +47,11 @@ def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):
     out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "green-judge"), recipe="green", max_steps=3,
                                      batch_size=2, lora_r=4, lora_alpha=8), rows)
     assert out["merged"] and len(out["losses"]) == 3
+
+
+def test_config_from_yaml_with_flag_overrides(tmp_path):
+    path = tmp_path / "judge.yaml"
+    path.write_text("base_model: some/base\noutput_dir: out\nrecipe: green\nlora_r: 16\nlearning_rate: 0.001\n")
+    config = JudgeSFTConfig.from_yaml(path, lora_r=4, epochs=None)
+    assert (config.base_model, config.recipe, config.lora_r, config.learning_rate) == ("some/base", "green", 4, 0.001)
+    assert config.lora_alpha == 64 and config.validation_fraction == 0.1  # VERT's defaults

@@ -79,8 +79,9 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 
 @train_group.command("er2score")
 @click.option("--base", "base_model", required=True, help="Backbone model id or folder.")
-@click.option("--system", type=click.Choice(["radcliq"]), default="radcliq", show_default=True,
-              help="Scoring system of the teacher data (the A.2 generation prompt is RadCliQ's).")
+@click.option("--system", type=click.Choice(["radcliq", "mrscore"]), default="radcliq", show_default=True,
+              help="Scoring system: N reward outputs (6 RadCliQ, 7 MRScore). Teacher generation (--references) "
+                   "uses the A.2 RadCliQ prompt; MRScore needs --pairs.")
 @click.option("--references", "references_path", type=click.Path(exists=True), default=None,
               help="Ground-truth reports (JSONL/CSV with a reference column): the teacher writes pairs.")
 @click.option("--pairs", "pairs_path", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -107,8 +108,15 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
 
     if pairs_path:
         pairs = [json.loads(x) for x in Path(pairs_path).read_text().splitlines() if x.strip()]
+        wrong = [i for i, p in enumerate(pairs) if len(p["accepted_scores"]) != len(CRITERIA[system])]
+        if wrong:
+            raise click.ClickException(f"pair {wrong[0]} has {len(pairs[wrong[0]]['accepted_scores'])} sub-scores; "
+                                       f"{system} has {len(CRITERIA[system])}")
     elif references_path:
         from radmetrics.io import read_references
+
+        if system != "radcliq":
+            raise click.ClickException("teacher generation writes RadCliQ pairs; for MRScore give --pairs")
 
         references = read_references(references_path)
         judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
