@@ -58,8 +58,9 @@ def build_tiny_judge(out_dir: Path, steps: int = 160, seed: int = 0) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>",
                                         unk_token="<unk>", pad_token="</s>")
 
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+    # head_dim 64: the smallest head size vLLM's CPU attention kernels accept (the vllm backend test uses it).
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
     model = LlamaForCausalLM(config)

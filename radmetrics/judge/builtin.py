@@ -16,6 +16,12 @@ def _openai(**kwargs):
     return OpenAIJudge(**kwargs)
 
 
+def _vllm(**kwargs):
+    from radmetrics.judge.vllm_backend import VLLMJudge
+
+    return VLLMJudge(**kwargs)
+
+
 def _replay(**kwargs):
     from radmetrics.judge.replay import ReplayJudge
 
@@ -26,4 +32,5 @@ def _replay(**kwargs):
 def register_judge_backends(register):
     register("transformers", _transformers)
     register("openai", _openai)
+    register("vllm", _vllm)
     register("replay", _replay)

