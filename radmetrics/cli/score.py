@@ -61,10 +61,13 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--summary-model", default=None, help="sentence-transformers model for --summary.")
 @click.option("--reference-column", default=None, help="Column holding the reference report.")
 @click.option("--candidate-column", default=None, help="Column holding the candidate report.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
+@click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
 @click.option("--progress/--no-progress", default=True)
 def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
                   max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
-                  candidate_column, progress) -> None:
+                  candidate_column, engine, actors, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
     unscored, with their reason."""
     import radmetrics
@@ -89,7 +92,14 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
         options["base_url"] = base_url
     cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
     model = judge or (None if backend == "replay" else system.default_judge)
-    the_judge = get_judge(backend, model=model, cache=cache, **options)
+    if engine == "ray":
+        from radmetrics.judge.cache import default_cache_path
+        from radmetrics.judge.ray_engine import RayShardedJudge
+
+        shared = None if no_cache else (cache_path or default_cache_path())
+        the_judge = RayShardedJudge(backend, model=model, cache=shared, actors=actors, **options)
+    else:
+        the_judge = get_judge(backend, model=model, cache=cache, **options)
     config = GenerationConfig(max_new_tokens=max_new_tokens)
 
     good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
