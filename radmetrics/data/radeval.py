@@ -10,12 +10,11 @@ categories 1-6 (lower is better).
 """
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 from typing import Any
 
-from radmetrics.errors import InputError
+from radmetrics.data.schema import read_csv_rows
 
 FILE = "reader_study_final_with_annotationsv3.csv"
 COLUMNS = ("annotator", "type", "ground_truth", "prediction1", "prediction2", "prediction3", "annotation1",
@@ -56,14 +55,7 @@ def parse_annotation(text: str) -> tuple[list[int], list[int]]:
 def read_radeval(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     path = Path(folder)
     path = path / FILE if path.is_dir() else path
-    if not path.is_file():
-        raise InputError(f"RadEval file not found: {path}")
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
-        source = list(reader)
+    source = read_csv_rows(path, COLUMNS, "RadEval")
     rows, problems = [], []
     for line, row in enumerate(source, 2):
         for slot in (1, 2, 3):

@@ -9,11 +9,11 @@ severities (FineRadScore Sec. 7), lower is better; the per-line corrections are 
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
+from radmetrics.data.schema import read_csv_rows
 from radmetrics.errors import InputError
 from radmetrics.finerad_score.parse import SEVERITY
 
@@ -27,12 +27,7 @@ def read_refisco(path: str | Path) -> list[dict[str, Any]]:
         if len(found) != 1:
             raise InputError(f"{path}: expected one ReFiSco CSV, found {[f.name for f in found]}")
         path = found[0]
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
-        lines = list(reader)
+    lines = read_csv_rows(path, COLUMNS, "ReFiSco")
     reports: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(lines, 2):
         report = reports.setdefault(row["report_id"], {"ground_truth": row["ground_truth"], "lines": []})

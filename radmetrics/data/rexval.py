@@ -10,11 +10,11 @@ expert_score = mean number of clinically significant errors (lower is better; GR
 """
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from radmetrics.data.schema import read_csv_rows
 from radmetrics.errors import InputError
 
 CANDIDATE_TYPES = ("radgraph", "bertscore", "s_emb", "bleu")
@@ -33,24 +33,14 @@ def _truthy(value: str, where: str) -> bool:
     raise InputError(f"{where}: clinically_significant = {value!r} is not a yes/no value")
 
 
-def _read_csv(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
-    if not path.is_file():
-        raise InputError(f"ReXVal file not found: {path}")
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
-        return list(reader)
-
 
 def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
     folder = Path(folder)
-    reports = _read_csv(folder / REPORTS_FILE, ("study_id", "gt_report"))
+    reports = read_csv_rows(folder / REPORTS_FILE, ("study_id", "gt_report"), "ReXVal")
     types = [t for t in CANDIDATE_TYPES if t in reports[0]] if reports else []
     if not types:
         raise InputError(f"{folder / REPORTS_FILE}: no candidate columns ({', '.join(CANDIDATE_TYPES)})")
-    raters = _read_csv(folder / RATERS_FILE, RATER_COLUMNS)
+    raters = read_csv_rows(folder / RATERS_FILE, RATER_COLUMNS, "ReXVal")
     # counts[(study, type)][rater] = ([sig x6], [insig x6])
     counts: dict[tuple[int, str], dict[int, tuple[list[int], list[int]]]] = defaultdict(dict)
     for line, row in enumerate(raters, 2):

@@ -15,6 +15,22 @@ CORE_COLUMNS = ("id", "dataset", "reference", "candidate", "expert_score", "expe
 DATASET_CARD_TEMPLATE = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset.md"
 
 
+def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
+    """Rows of a CSV the user downloaded; a missing file or column is an error naming the file and columns."""
+    import csv
+
+    from radmetrics.errors import InputError
+
+    if not path.is_file():
+        raise InputError(f"{what} file not found: {path}")
+    with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
+        reader = csv.DictReader(fh)
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
+        return list(reader)
+
+
 def core_features():
     import datasets
 
