@@ -85,3 +85,11 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     assert rows[3]["details"]["warnings"] == ["reference cut from 12000 to 300 words (GREEN prompt limit)"]
     assert rows[3]["green"] is None and rows[4]["reason"] == "empty judge output"
     assert rows[5]["reason"].startswith("row 5: line 6 is not a JSON object")
+
+
+def test_duplicate_rows_are_judged_once_and_all_kept(fake_judge):
+    refs = ["left effusion", "left effusion", "cardiomegaly", "left effusion"]
+    cands = ["left effusion small", "left effusion small", "cardiomegaly", "left effusion small"]
+    result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
+    assert fake_judge.calls == 2  # identical prompts are asked once per run
+    assert result.scores[0] == result.scores[1] == result.scores[3] and len(result.judgments) == 4
