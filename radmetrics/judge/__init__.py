@@ -50,12 +50,9 @@ class CachedJudge:
     ) -> list[str]:
         config = config or GenerationConfig()
         prompts = list(prompts)
-        if self.cache is None:
-            self.calls += len(prompts)
-            return self.backend.generate(prompts, config, on_result=on_result, progress=progress)
         identity, config_dict = self.backend.identity(), config.to_dict()
         keys = [cache_key(identity, p, config_dict) for p in prompts]
-        hits = self.cache.get_many(keys)
+        hits = self.cache.get_many(keys) if self.cache is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
         for i, answer in enumerate(answers):
             if answer is not None and on_result:
@@ -71,7 +68,7 @@ class CachedJudge:
 
             def store(j: int, text: str) -> None:
                 idxs = todo[keys[first[j]]]
-                if not isinstance(text, GenerationFailure):  # failures are retried next run
+                if self.cache is not None and not isinstance(text, GenerationFailure):  # failures: retried next run
                     self.cache.put_many([(keys[idxs[0]], identity["backend"], identity.get("model"), text)])
                 for i in idxs:
                     answers[i] = text
