@@ -57,17 +57,16 @@ def load_judge_dataset(**metadata):
 def process_results(doc, results):
     import radmetrics
 
+    from radmetrics.runner import read_answer, significant_counts
+
     system = radmetrics.get_scoring_system(doc["scoring_system"])
-    judgment = system.parse(results[0])
-    finalize = getattr(system, "finalize", None)
-    if judgment.parsed and finalize:
-        judgment = finalize(judgment, doc["reference"], doc["candidate"])
+    judgment = read_answer(system, results[0], doc["reference"], doc["candidate"])
     score = judgment.score
     oriented = None if score is None else (score if system.higher_is_better else -score)
     raw_expert = doc["expert_score"]  # None where the expert annotation could not be read
     expert = None if raw_expert is None else (raw_expert if doc["expert_higher_is_better"] else -raw_expert)
-    significant = getattr(judgment, "significant", None) or judgment.details.get("significant")
-    predicted_errors = float(sum(significant.values())) if significant and judgment.parsed else None
+    significant = significant_counts(judgment)
+    predicted_errors = float(sum(significant.values())) if significant else None
     expert_errors = float(sum(doc["expert_significant"])) if doc.get("expert_significant") else None
     return {
         "kendall_tau": (oriented, expert),

@@ -92,11 +92,8 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             judgments[i].details["attempts"] = history
     # Systems whose result depends on the reports as well as the judge text (FineRadScore applies its
     # line corrections to the candidate) finish each parsed judgment here.
-    finalize = getattr(system, "finalize", None)
-    if finalize:
-        for i in rows:
-            if judgments[i].parsed:
-                judgments[i] = finalize(judgments[i], references[i], candidates[i])
+    for i in rows:
+        judgments[i] = _finalize(system, judgments[i], references[i], candidates[i])
     for i, note in warnings.items():
         judgments[i].details["warnings"] = note
     return judgments  # type: ignore[return-value]
@@ -109,6 +106,24 @@ def _parse(system, text: str) -> Judgment:
         return system.parse(text)
     except Exception as e:  # a parser bug must not lose the other rows
         return Judgment.unscored(f"parser error ({type(e).__name__}: {e})", raw=text)
+
+
+def _finalize(system, judgment: Judgment, reference: str, candidate: str) -> Judgment:
+    finalize = getattr(system, "finalize", None)
+    return finalize(judgment, reference, candidate) if finalize and judgment.parsed else judgment
+
+
+def read_answer(system, text: str, reference: str, candidate: str) -> Judgment:
+    """One judge answer to a Judgment, as judge_pairs reads it (never raises; finalized). For callers that get
+    the text elsewhere, e.g. lm-eval's process_results."""
+    return _finalize(system, _parse(system, text), reference, candidate)
+
+
+def significant_counts(judgment: Judgment) -> dict[str, int] | None:
+    """Counts of clinically significant errors per category (a)-(f), when the judge wrote them."""
+    if not judgment.parsed:
+        return None
+    return getattr(judgment, "significant", None) or judgment.details.get("significant") or None
 
 
 def _generate(judge, prompts: list[str], config: GenerationConfig, progress: bool, rows: list[int],

@@ -52,7 +52,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
     from pathlib import Path
 
     import radmetrics
-    from radmetrics.cli.score import parse_options
+    from radmetrics.cli.score import judge_settings
     from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
     from radmetrics.types import GenerationConfig
 
@@ -65,11 +65,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
         import datasets
 
         data = datasets.load_dataset(dataset, split="test")
-    options = parse_options(judge_option)
-    if replay:
-        backend, options["path"] = "replay", replay
-    if base_url:
-        options["base_url"] = base_url
+    backend, options = judge_settings(backend, judge_option, replay, base_url)
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
                     "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
     known = set(radmetrics.list_scoring_systems())
@@ -103,7 +99,7 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
 
     import datasets
 
-    from radmetrics.cli.score import parse_options
+    from radmetrics.cli.score import judge_settings
     from radmetrics.data import steps
     from radmetrics.judge import get_judge
     from radmetrics.types import GenerationConfig
@@ -118,9 +114,7 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
         data = datasets.Dataset.from_list(rows)
     if column not in data.column_names:
         raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
-    options = parse_options(judge_option)
-    if base_url:
-        options["base_url"] = base_url
+    backend, options = judge_settings(backend, judge_option, base_url=base_url)
     the_judge = get_judge(backend, model=judge, **options)
     config = GenerationConfig(max_new_tokens=max_new_tokens)
     reports = list(data[column])

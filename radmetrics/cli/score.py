@@ -23,6 +23,19 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def judge_settings(backend: str, judge_option: tuple[str, ...], replay: str | None = None,
+                   base_url: str | None = None, revision: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(backend, backend options) from the judge flags every command shares; --replay implies the replay backend."""
+    options = parse_options(judge_option)
+    if replay:
+        backend, options["path"] = "replay", replay
+    if revision:
+        options["revision"] = revision
+    if base_url:
+        options["base_url"] = base_url
+    return backend, options
+
+
 def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
     data = judgment.to_dict()
     out = dict(row)
@@ -82,14 +95,7 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
                f"candidate = '{pairs.candidate_column}'", err=True)
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
-    options = parse_options(judge_option)
-    if replay:
-        backend = "replay"
-        options["path"] = replay
-    if revision:
-        options["revision"] = revision
-    if base_url:
-        options["base_url"] = base_url
+    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
     cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
     model = judge or (None if backend == "replay" else system.default_judge)
     if engine == "ray":

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from radmetrics.rubrics.radcliq_system import RADCLIQ_KEYS
+
 # ER²Score App. A.4, the scoring samples' text format.
 INPUT_TEMPLATE = ("Human: 'The ground truth report is: {reference}, Assistant: 'The predicted report is: "
                   "{candidate}', Human: 'Please evaluate the quality of the assistant's predicted radiology report "
                   "based on the ground truth provided.'")
 
 CRITERIA = {
-    "radcliq": ("false_prediction", "omission", "incorrect_location", "incorrect_severity",
-                "comparison_not_present", "omission_of_comparison"),
+    "radcliq": RADCLIQ_KEYS,
     "mrscore": ("impression_consistency", "impression_organ", "description_of_lesion", "clinical_history",
                 "completeness", "grammar", "medical_terminology"),
 }

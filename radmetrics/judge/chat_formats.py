@@ -45,6 +45,15 @@ def render(prompt: str, chat_format: str, tokenizer: Any) -> tuple[str, bool]:
                                          add_generation_prompt=True), False
 
 
+def encode_prompt(prompt: str, chat_format: str, tokenizer: Any) -> list[int]:
+    """Token ids an in-process backend feeds the model: the rendered chat text, plus GREEN's EOS."""
+    text, append_eos = render(prompt, chat_format, tokenizer)
+    ids = tokenizer(text, add_special_tokens=True)["input_ids"]
+    if append_eos and (not ids or ids[-1] != tokenizer.eos_token_id):
+        ids = ids + [tokenizer.eos_token_id]
+    return ids
+
+
 def render_text(prompt: str, chat_format: str, eos_token: str = "</s>") -> str:
     """The model input as text, without a tokenizer (for lm-eval tasks, which send text to the model).
 

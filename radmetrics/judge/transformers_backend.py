@@ -13,7 +13,7 @@ from typing import Any
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import JudgeBackend, OnResult
-from radmetrics.judge.chat_formats import render, resolve_chat_format
+from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
@@ -110,10 +110,7 @@ class TransformersJudge(JudgeBackend):
     def encode(self, prompt: str) -> list[int]:
         """Token ids the model sees for a scoring-system prompt (chat format applied)."""
         self.load()  # the chat format is known only once the tokenizer is loaded
-        text, append_eos = render(prompt, self.chat_format, self._tokenizer)
-        ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
-        if append_eos and (not ids or ids[-1] != self.tokenizer.eos_token_id):
-            ids = ids + [self.tokenizer.eos_token_id]
+        ids = encode_prompt(prompt, self.chat_format, self._tokenizer)
         if self.max_input_tokens and len(ids) > self.max_input_tokens:
             ids = ids[-self.max_input_tokens :]  # keep the end: the instructions and answer slot
         return ids

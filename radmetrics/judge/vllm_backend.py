@@ -12,7 +12,7 @@ from typing import Any
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import JudgeBackend, OnResult
-from radmetrics.judge.chat_formats import render, resolve_chat_format
+from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 
@@ -59,12 +59,7 @@ class VLLMJudge(JudgeBackend):
             return self._llm
 
     def encode(self, prompt: str) -> list[int]:
-        tokenizer = self.load().get_tokenizer()
-        text, append_eos = render(prompt, self.chat_format, tokenizer)
-        ids = tokenizer(text, add_special_tokens=True)["input_ids"]
-        if append_eos and (not ids or ids[-1] != tokenizer.eos_token_id):
-            ids = ids + [tokenizer.eos_token_id]
-        return ids
+        return encode_prompt(prompt, self.chat_format, self.load().get_tokenizer())
 
     def _sampling(self, config: GenerationConfig):
         from vllm import SamplingParams

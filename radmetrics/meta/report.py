@@ -30,12 +30,13 @@ class MetricRun:
 
 def run_radmetrics_metric(name: str, data, judge_kwargs: dict[str, Any]) -> MetricRun:
     import radmetrics
+    from radmetrics.runner import significant_counts
 
     result = radmetrics.score(name, data["reference"], data["candidate"], **judge_kwargs)
     counts = []
     for j in result.judgments:
-        sig = getattr(j, "significant", None) or j.details.get("significant")
-        counts.append([int(sig.get(x, 0)) for x in LETTERS] if sig and j.parsed else None)
+        sig = significant_counts(j)
+        counts.append([int(sig.get(x, 0)) for x in LETTERS] if sig else None)
     return MetricRun(name, result.scores, radmetrics.get_scoring_system(name).higher_is_better, counts,
                      result.fingerprint, [j.reason for j in result.judgments])
 
