@@ -1,8 +1,11 @@
 """`transformers`: in-process batched greedy generation (the default backend).
 
-Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens), left
-padded; bf16 on GPU, fp32 on CPU. A CUDA out-of-memory halves the batch and retries instead of ending
-the run. Weights load on first use, once per process (see `radmetrics.judge.get_judge`).
+Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens); bf16 on
+GPU, fp32 on CPU. The token prefix every prompt shares (a scoring system's instructions) is computed once
+per call. Greedy decoding runs on `greedy_engine` (bucketed prefill, one static KV cache, attention that
+reads the shared prefix once per step); sampling, and models the engine cannot serve, use `generate`.
+A CUDA out-of-memory halves the batch and retries instead of ending the run. Weights load on first use,
+once per process (see `radmetrics.judge.get_judge`).
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ class TransformersJudge(JudgeBackend):
         trust_remote_code: bool = False,
         attn_implementation: str | None = None,
         prefix_cache: bool = True,
+        engine: bool = True,
+        prefill_chunk_tokens: int | None = None,
     ):
         if not model:
             raise JudgeError("The transformers backend needs model= (a Hub id or a local folder), e.g. "
@@ -49,6 +54,8 @@ class TransformersJudge(JudgeBackend):
         self.trust_remote_code = trust_remote_code
         self.attn_implementation = attn_implementation
         self.prefix_cache = prefix_cache
+        self.engine = engine  # False: always HF generate (the reference path)
+        self.prefill_chunk_tokens = prefill_chunk_tokens
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
@@ -194,8 +201,35 @@ class TransformersJudge(JudgeBackend):
             return None
         return cache, length
 
+    def _uses_engine(self, config: GenerationConfig) -> bool:
+        from radmetrics.judge.greedy_engine import supports_engine
+
+        if not self.engine or (config.temperature and config.temperature > 0):
+            return False
+        if not supports_engine(self._model):
+            log.info("greedy engine unavailable for %s; using generate", self.model)
+            self.engine = False
+            return False
+        return True
+
     def _generate_batch(self, batch_ids: list[list[int]], config: GenerationConfig,
                         prefix: tuple[Any, int] | None = None) -> list[str]:
+        tok = self._tokenizer
+        if self._uses_engine(config):
+            from radmetrics.judge.greedy_engine import SharedPrefix, greedy_generate
+
+            chunk = self.prefill_chunk_tokens or (16384 if str(self.device).startswith("cuda") else 2048)
+            new_ids = greedy_generate(self._model, batch_ids, max_new_tokens=config.max_new_tokens,
+                                      min_new_tokens=config.min_new_tokens or 0, eos_token_id=tok.eos_token_id,
+                                      pad_token_id=tok.pad_token_id, prefix=SharedPrefix(*prefix) if prefix else None,
+                                      prefill_chunk_tokens=chunk)
+            texts = tok.batch_decode(new_ids, skip_special_tokens=True)
+            return [_apply_stop(t, config.stop) for t in texts]
+        return self._generate_with_hf(batch_ids, config, prefix)
+
+    def _generate_with_hf(self, batch_ids: list[list[int]], config: GenerationConfig,
+                          prefix: tuple[Any, int] | None = None) -> list[str]:
+        """`model.generate`: sampling, and models the greedy engine cannot serve."""
         import copy
 
         import torch

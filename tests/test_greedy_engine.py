@@ -1,0 +1,115 @@
+"""The greedy engine (bucketed prefill, one static cache, shared-prefix attention, finished rows leaving the
+batch) answers exactly as HF `generate` does, on the tiny trained judge and on random models of both
+attention shapes; the shared-prefix attention equals attention over the concatenated keys; models the engine
+must not serve (logit-altering generation settings) and sampling go through `generate`."""
+from __future__ import annotations
+
+import pytest
+from tiny_judge import training_pairs
+
+import radmetrics
+from radmetrics.judge import greedy_engine
+
+
+def _green_prompts(n_copies: int = 2) -> list[str]:
+    system = radmetrics.get_scoring_system("green")
+    pairs = training_pairs()
+    # vary the candidate so rows differ in length and answer length
+    return [system.build_prompt(r, " ".join(c.split()[: len(c.split()) - k]))
+            for k in range(n_copies) for r, c, _ in pairs]
+
+
+@pytest.mark.parametrize("prefix_cache", [True, False])
+def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache):
+    """Answers end at EOS at different steps (rows leave the batch as they finish); equal to generate."""
+    prompts = _green_prompts()
+    config = radmetrics.GenerationConfig(max_new_tokens=400)
+    reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, engine=False,
+                                     prefix_cache=prefix_cache, max_batch_size=3)
+    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, prefix_cache=prefix_cache,
+                                  max_batch_size=12, prefill_chunk_tokens=700)
+    expected = reference.generate(prompts, config, progress=False)
+    got = engine.generate(prompts, config, progress=False)
+    assert got == expected
+    lengths = {len(reference.backend.tokenizer(t)["input_ids"]) for t in expected}
+    assert len(lengths) > 2  # really different stopping points
+    assert "[Matched Findings]" in got[0]
+
+
+def test_engine_min_and_max_new_tokens(tiny_judge):
+    prompts = _green_prompts(1)
+    for config in (radmetrics.GenerationConfig(max_new_tokens=7),
+                   radmetrics.GenerationConfig(max_new_tokens=300, min_new_tokens=300)):
+        reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, engine=False)
+        engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+        assert engine.generate(prompts, config, progress=False) == reference.generate(prompts, config, progress=False)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 4])
+def test_engine_equals_generate_on_random_models(kv_heads):
+    """GQA (1 KV head for 4 query heads) and multi-head KV, prompts sharing a long prefix, forced length."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(kv_heads)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256,
+                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=kv_heads,
+                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval()
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randint(3, 300, (40,), generator=g).tolist()
+    rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
+    with torch.inference_mode():
+        past = model(input_ids=torch.tensor([shared]), use_cache=True).past_key_values
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
+                                        pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40),
+                                        prefill_chunk_tokens=64)
+    for row, new in zip(rows, got):  # one at a time, no padding at all: the plainest reference
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row]), max_new_tokens=24, min_new_tokens=24, do_sample=False,
+                                 eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
+def test_shared_prefix_attention_equals_attention_over_all_keys():
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    class Module:
+        layer_idx = 0
+
+    torch.manual_seed(0)
+    batch, heads, kv_heads, dim, n_prefix, own = 3, 8, 2, 16, 11, 9
+    query = torch.randn(batch, heads, 1, dim)
+    prefix_k, prefix_v = torch.randn(1, kv_heads, n_prefix, dim), torch.randn(1, kv_heads, n_prefix, dim)
+    own_k, own_v = torch.randn(batch, kv_heads, own, dim), torch.randn(batch, kv_heads, own, dim)
+    allowed = torch.rand(batch, 1, 1, own) > 0.3
+    allowed[..., -1] = True
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query, own_k, own_v, allowed,
+                                                   shared_prefix_kv=[(prefix_k, prefix_v)])
+    keys = torch.cat([prefix_k.expand(batch, -1, -1, -1), own_k], 2).repeat_interleave(heads // kv_heads, 1)
+    values = torch.cat([prefix_v.expand(batch, -1, -1, -1), own_v], 2).repeat_interleave(heads // kv_heads, 1)
+    mask = torch.cat([torch.ones(batch, 1, 1, n_prefix, dtype=torch.bool), allowed], -1)
+    expected = scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_logit_altering_settings_and_sampling_use_generate(tiny_judge, monkeypatch):
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+    backend = judge.backend
+    backend.load()
+    calls = []
+    real = greedy_engine.greedy_generate
+    monkeypatch.setattr(greedy_engine, "greedy_generate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    prompts = _green_prompts(1)[:2]
+    judge.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=5), progress=False)
+    assert calls == [1]
+    judge.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=5, temperature=0.7, seed=1), progress=False)
+    assert calls == [1]  # sampling: generate
+    assert greedy_engine.supports_engine(backend._model)
+    backend._model.generation_config.repetition_penalty = 1.3
+    try:
+        assert not greedy_engine.supports_engine(backend._model)
+        judge.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=6), progress=False)
+        assert calls == [1] and backend.engine is False
+    finally:
+        backend._model.generation_config.repetition_penalty = 1.0
