@@ -30,8 +30,10 @@ def test_official_loop_and_fast_path_agree_token_for_token(tiny_judge):
 
 def test_harness_prints_the_table(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "judge_throughput.py"), "--preset", "cpu-tiny",
-                          "--n", "16", "--out-tokens", "4", "--json", str(tmp_path / "b.json")],
+                          "--n", "16", "--out-tokens", "4", "--rounds", "1", "--json", str(tmp_path / "b.json")],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "| official GREEN loop (baseline) |" in out.stdout and "ratio to baseline" in out.stdout
-    assert '"identical_outputs": "16/16"' in out.stdout
+    assert '"identical_outputs": "16/16"' in out.stdout  # every contender, token for token
+    assert "| radmetrics transformers (greedy engine, default) |" in out.stdout
+    assert "| radmetrics transformers, engine off (generate) |" in out.stdout

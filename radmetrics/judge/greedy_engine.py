@@ -121,6 +121,9 @@ def _decode(model, cache, logits, mask, next_position, max_new_tokens, min_new_t
     import torch
 
     first_free = int(cache.layers[0].cumulative_length)
+    # With the shared-prefix attention the mask goes in ready-made ([batch, 1, 1, slots], True = attend), so
+    # no causal mask is rebuilt per step: that attention reads only filled slots, all before the query.
+    step_mask = mask[:, None, None, :].bool() if step_kwargs else mask
     batch = logits.shape[0]
     produced: list[list[int]] = [[] for _ in range(batch)]
     alive = torch.arange(batch, device=logits.device)  # original row of each live batch slot
@@ -139,15 +142,12 @@ def _decode(model, cache, logits, mask, next_position, max_new_tokens, min_new_t
             if keep.numel() == 0:
                 break
             # Finished rows leave the batch now; cheap next to a step once a few have finished.
-            alive, tokens, mask, next_position = alive[keep], tokens[keep], mask[keep], next_position[keep]
+            alive, tokens, step_mask, next_position = alive[keep], tokens[keep], step_mask[keep], next_position[keep]
             for layer in cache.layers:
                 layer.keys = layer.keys.index_select(0, keep)
                 layer.values = layer.values.index_select(0, keep)
         if step_kwargs:
             step_kwargs["own_slots"] = first_free + step + 1  # filled after this step's write
-        # With the shared-prefix attention the mask goes in ready-made ([batch, 1, 1, slots], True = attend),
-        # so no causal mask is rebuilt per step: the attention reads only filled slots, all before the query.
-        step_mask = mask[:, None, None, :].bool() if step_kwargs else mask
         out = model(input_ids=tokens[:, None], attention_mask=step_mask, position_ids=next_position[:, None],
                     past_key_values=cache, use_cache=True, **step_kwargs)
         logits = out.logits[:, -1].float()
@@ -164,8 +164,8 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     """Decode attention over [shared prefix (one copy for the batch)] + [each row's own cache].
 
     The scores against the prefix are one matrix product for the whole batch instead of every row re-reading
-    the same keys ("cascade" attention); one softmax runs over both parts as if the keys were contiguous. Used for single-token steps;
-    anything else goes to PyTorch SDPA unchanged."""
+    the same keys ("cascade" attention); one softmax runs over both parts as if the keys were contiguous.
+    Used for single-token steps; anything else goes to PyTorch SDPA unchanged."""
     import torch
 
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
