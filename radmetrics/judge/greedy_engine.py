@@ -182,23 +182,25 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     kv_heads = key.shape[1]
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
-    q = query.reshape(batch, kv_heads, group, dim).float()  # query heads grouped by the KV head they read
+    # Products run in the model's dtype and the softmax in float32, as transformers' eager attention does (on a
+    # GPU, upcasting the whole KV cache each step would triple its memory traffic); fp32 models: all fp32.
+    q = query.reshape(batch, kv_heads, group, dim)  # query heads grouped by the KV head they read
 
     # prefix scores: one [kv_heads, batch*group, d] x [kv_heads, d, P] product for the whole batch
     q_by_head = q.transpose(0, 1).reshape(kv_heads, batch * group, dim)
-    s_prefix = torch.matmul(q_by_head, prefix_keys[0].float().transpose(1, 2))
+    s_prefix = torch.matmul(q_by_head, prefix_keys[0].transpose(1, 2))
     n_prefix = s_prefix.shape[-1]
     s_prefix = s_prefix.reshape(kv_heads, batch, group, n_prefix).transpose(0, 1)
     # own scores: [batch, kv_heads, group, d] x [batch, kv_heads, d, S], masked
-    s_own = torch.matmul(q, key.float().transpose(2, 3))
+    s_own = torch.matmul(q, key.transpose(2, 3))
     if attention_mask is not None:
         allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
         s_own = s_own.masked_fill(~allowed[:, :, -1:, :], float("-inf"))  # [batch, 1, 1, S] over all heads
     # one softmax over both parts, as if the keys were contiguous
-    p = torch.softmax(torch.cat([s_prefix, s_own], dim=-1) * scale, dim=-1)
+    p = torch.softmax(torch.cat([s_prefix, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(value.dtype)
     p_prefix = p[..., :n_prefix].transpose(0, 1).reshape(kv_heads, batch * group, n_prefix)
-    out = torch.matmul(p_prefix, prefix_values[0].float()).reshape(kv_heads, batch, group, dim).transpose(0, 1)
-    out = out + torch.matmul(p[..., n_prefix:], value.float())
+    out = torch.matmul(p_prefix, prefix_values[0]).reshape(kv_heads, batch, group, dim).transpose(0, 1)
+    out = out + torch.matmul(p[..., n_prefix:], value)
     # [batch, kv_heads, group, d] -> [batch, 1, heads, d], the layout attention modules expect
     return out.reshape(batch, 1, heads, dim).to(query.dtype), None
 
