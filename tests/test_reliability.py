@@ -90,23 +90,28 @@ def test_two_runs_share_one_cache_concurrently(tmp_path):
         assert len(rows) == 120 and all(r["parsed"] for r in rows)
 
 
-def test_cuda_oom_halves_the_batch_and_loses_nothing(tiny_judge, monkeypatch):
+@pytest.mark.parametrize("engine", [True, False])
+def test_cuda_oom_halves_the_batch_and_loses_nothing(tiny_judge, monkeypatch, engine):
+    """OOM raised by whichever path generates (the greedy engine, or HF generate with engine off)."""
     import torch
 
-    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=8)
+    from radmetrics.judge import greedy_engine
+
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=8, engine=engine)
     backend = judge.backend
     backend.load()
-    real_generate = backend._model.generate
+    owner, name = (greedy_engine, "greedy_generate") if engine else (backend._model, "generate")
+    real = getattr(owner, name)
     sizes = []
 
-    def generate_with_small_memory(*args, **kwargs):
-        rows = kwargs["input_ids"].shape[0]
+    def with_small_memory(*args, **kwargs):
+        rows = len(args[1]) if engine else kwargs["input_ids"].shape[0]
         sizes.append(rows)
         if rows > 2:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real_generate(*args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(backend._model, "generate", generate_with_small_memory)
+    monkeypatch.setattr(owner, name, with_small_memory)
     system = radmetrics.get_scoring_system("green")
     from tiny_judge import training_pairs
 
@@ -115,7 +120,7 @@ def test_cuda_oom_halves_the_batch_and_loses_nothing(tiny_judge, monkeypatch):
     texts = judge.generate(prompts, config, progress=False)
     # 6 rows fail, 3 fail, then batches of 1: every row answered, no batch over the learned ceiling.
     assert sizes == [6, 3] + [1] * 6 and backend._oom_cap == 1
-    monkeypatch.setattr(backend._model, "generate", real_generate)
+    monkeypatch.setattr(owner, name, real)
     one_by_one = [judge.generate([p], config, progress=False)[0] for p in prompts]
     assert texts == one_by_one
 
