@@ -7,11 +7,12 @@ stack per token, and must pad every prompt of the batch to the longest. Here:
 * **prefill** runs in chunks of similar length (prompts sorted by length, a token budget per chunk), so almost no
   padding is computed; the shared prefix (the scoring system's instructions, computed once per call by the
   caller) is never recomputed, and only the last position's logits are taken;
-* every chunk's keys/values are copied into **one static cache** per decode batch, laid out as
-  ``[shared prefix][padding][own tokens][generated]`` with explicit position ids, so each row's real tokens keep
-  the positions (hence RoPE angles) they would have alone: the same answers as plain left padding;
-* the **decode loop** writes one slot per step in place (no re-allocation), takes the argmax, and drops finished
-  rows from the batch as they accumulate, so long answers do not keep short ones' slots busy.
+* every chunk's own keys/values are copied into **one static cache** per decode batch, laid out as
+  ``[padding][own tokens][generated]`` with explicit position ids, so each row's real tokens keep the positions
+  (hence RoPE angles) they would have alone: the same answers as plain left padding;
+* the **decode loop** writes one slot per step in place (no re-allocation), reads the shared prefix once per step
+  for the whole batch (`shared_prefix_attention`), takes the argmax, and drops rows as they finish, so long
+  answers do not keep short ones' slots busy.
 
 Greedy semantics match `generate(do_sample=False, min_new_tokens=m, max_new_tokens=n)` with one EOS id: the EOS
 logit is suppressed until m new tokens exist, a row stops at EOS, and its remaining tokens are padding.
