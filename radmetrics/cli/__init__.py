@@ -7,6 +7,7 @@ import click
 
 from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.hub import hub_group
+from radmetrics.cli.reward import reward_check_command
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
 from radmetrics.errors import RadmetricsError
@@ -23,6 +24,7 @@ cli.add_command(data_group)
 cli.add_command(meta_eval_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
+cli.add_command(reward_check_command)
 
 
 @cli.command("list")
