@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from radmetrics.cli.compare import compare_command
 from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
@@ -21,6 +22,7 @@ def cli() -> None:
 cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
+cli.add_command(compare_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 
