@@ -9,7 +9,7 @@ from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
-from radmetrics.errors import RadmetricsError
+from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
 @click.group()
@@ -38,8 +38,10 @@ def list_command() -> None:
 def install_metrics_command() -> None:
     """Register every metric's evaluate module in evaluate's local cache, so that
     evaluate.load("radmetrics/<metric>") works from any directory without network."""
+    from radmetrics.errors import optional_import
     from radmetrics.evaluate_modules import install_evaluate_modules
 
+    optional_import("evaluate", "evaluate", "by install-metrics")
     for name, path in install_evaluate_modules().items():
         click.echo(f"radmetrics/{name} -> {path}")
 
@@ -63,6 +65,12 @@ def main() -> None:
         sys.exit(e.exit_code)
     except RadmetricsError as e:
         click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+    except ModuleNotFoundError as e:  # an optional dependency imported lazily: one line naming the extra
+        missing = MissingExtraError.from_import_error(e)
+        if missing is None:
+            raise
+        click.echo(f"Error: {missing}", err=True)
         sys.exit(2)
 
 
