@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
+
 from pathlib import Path
 
 import pytest
@@ -109,6 +109,7 @@ def test_every_extra_named_in_errors_exists_and_declares_the_module():
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
     if not pyproject.exists():
         pytest.skip("pyproject.toml is not shipped with an installed wheel")
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
 
     def requirements(extra, seen=()):
