@@ -54,6 +54,17 @@ def lm_eval_path_command() -> None:
     click.echo(package_folder("lm_eval_tasks"))
 
 
+@cli.command("sample-path")
+@click.argument("name", required=False, type=click.Choice(["pairs.jsonl", "green_replay.jsonl"]))
+def sample_path_command(name: str | None) -> None:
+    """Print the bundled sample data folder, or the path of one sample file in it (from any directory, also
+    when radmetrics is installed as a wheel): pairs.jsonl (8 report pairs), green_replay.jsonl (their recorded
+    GREEN judge answers, for --replay)."""
+    from radmetrics.hub_cards import sample_path
+
+    click.echo(sample_path(name))
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
