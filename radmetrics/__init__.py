@@ -2,8 +2,9 @@
 
 Importing radmetrics imports no torch, transformers or evaluate; models load on first use.
 """
-from radmetrics.errors import InputError, JudgeError, RadmetricsError, UnknownNameError
+from radmetrics.errors import InputError, JudgeError, MissingExtraError, RadmetricsError, UnknownNameError
 from radmetrics.hookspecs import hookimpl
+from radmetrics.hub_cards import sample_path
 from radmetrics.judge import get_judge
 from radmetrics.plugins import get_scoring_system, list_judge_backends, list_scoring_systems, register_plugin
 from radmetrics.runner import ScoreResult, judge_pairs, score
@@ -18,8 +19,9 @@ def compare(systems, references, metrics, ids=None, **kwargs):
 
     return _compare(systems, references, metrics, ids, **kwargs)
 
+
 __all__ = [
-    "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "RadmetricsError",
+    "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError", "RadmetricsError",
     "ScoreResult", "UnknownNameError", "__version__", "compare", "get_judge", "get_scoring_system", "hookimpl",
-    "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "score",
+    "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]

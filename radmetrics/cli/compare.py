@@ -51,6 +51,10 @@ def compare_command(system_files, references, metrics, output, id_column, refere
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
     references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT."""
     from radmetrics.cli.score import judge_settings
+    from radmetrics.errors import optional_import
+
+    for module in ("scipy", "matplotlib"):  # before any judging, not after it
+        optional_import(module, "meta", "by compare")
     from radmetrics.meta.compare import compare, load_systems, write_outputs
     from radmetrics.types import GenerationConfig
 

@@ -173,6 +173,10 @@ def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - one metric's failure must not lose the others
+        if isinstance(e, ModuleNotFoundError):  # name the extra that installs the library
+            from radmetrics.errors import MissingExtraError
+
+            e = MissingExtraError.from_import_error(e) or e
         message = " ".join(str(e).split())[:300] or type(e).__name__
         log.warning("metric %s failed: %s", spec, message)
         direction = None
