@@ -93,7 +93,11 @@ def main() -> None:
         return [x for b in batches for x in green(completions=[c for _, c in b], reference=[r for r, _ in b])]
 
     def radmetrics_er2score():
-        return [x for b in batches for x in er2(completions=[c for _, c in b], reference=[r for r, _ in b])]
+        out = []
+        for b in batches:
+            er2.shared._memo = None  # the last-batch memo serves the per-criterion functions; RL batches are new
+            out += er2(completions=[c for _, c in b], reference=[r for r, _ in b])
+        return out
 
     contenders = {"official GREEN loop per reward batch (baseline)": baseline,
                   "radmetrics GREEN reward (greedy engine)": radmetrics_green,
