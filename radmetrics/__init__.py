@@ -24,6 +24,7 @@ def compare(systems, references, metrics, ids=None, **kwargs):
 
 __all__ = [
     "ErrorCounts", "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError",
-    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare", "get_judge", "get_scoring_system", "hookimpl",
+    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare", "get_judge",
+    "get_scoring_system", "hookimpl",
     "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]
