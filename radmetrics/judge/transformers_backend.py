@@ -1,6 +1,7 @@
 """`transformers`: in-process batched greedy generation (the default backend).
 
-Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens); bf16 on
+Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens; planned by
+`radmetrics.judge.batching`); bf16 on
 GPU, fp32 on CPU. The token prefix every prompt shares (a scoring system's instructions) is computed once
 per call. Greedy decoding runs on `greedy_engine` (bucketed prefill, one static KV cache, attention that
 reads the shared prefix once per step); sampling, and models the engine cannot serve, use `generate`.
@@ -16,6 +17,7 @@ from typing import Any
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
@@ -124,20 +126,10 @@ class TransformersJudge(JudgeBackend):
 
     # -- generation --------------------------------------------------------------------------------------
     def plan_batches(self, lengths: list[int], max_new_tokens: int) -> list[list[int]]:
-        """Indices grouped longest-first into batches that fit the token budget and the size cap."""
-        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-        cap = min(self.max_batch_size, self._oom_cap or self.max_batch_size)
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:
-            width = (lengths[current[0]] if current else lengths[i]) + max_new_tokens
-            if current and (len(current) + 1 > cap or (len(current) + 1) * width > self.max_batch_tokens):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+        """Indices grouped longest-first into batches that fit the token budget and the size cap
+        (radmetrics.judge.batching)."""
+        return BatchPlan.make(lengths, max_new_tokens, self.max_batch_size, self.max_batch_tokens,
+                              self._oom_cap).pending
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
@@ -147,22 +139,21 @@ class TransformersJudge(JudgeBackend):
         encoded = [self.encode(p) for p in prompts]
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
-        pending = self.plan_batches([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens)
+        plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
+                              self.max_batch_size, self.max_batch_tokens, self._oom_cap)
         with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
-            while pending:
-                batch = pending.pop(0)
+            while plan:
+                batch = plan.next()
                 try:
                     texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e) or len(batch) == 1:
                         raise
                     self._free_memory()
-                    self._oom_cap = len(batch) // 2
+                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
+                    self._oom_cap = plan.out_of_memory(batch)
                     log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
                                 len(batch), self._oom_cap)
-                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
-                    rest = [i for b in [batch, *pending] for i in b]
-                    pending = [rest[k : k + self._oom_cap] for k in range(0, len(rest), self._oom_cap)]
                     continue
                 for i, text in zip(batch, texts):
                     out[i] = text
