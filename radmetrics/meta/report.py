@@ -16,7 +16,6 @@ from radmetrics.meta import stats
 from radmetrics.taxonomy import LETTERS
 
 
-
 @dataclass
 class MetricRun:
     name: str
