@@ -154,16 +154,20 @@ def test_grpo_with_green_from_the_tiny_judge(policy, tiny_judge, tmp_path, caplo
         trainer = train_grpo(policy, [green, seen], report_dataset(), tmp_path / "grpo", weights=[1.0, 0.0])
     steps = [h for h in trainer.state.log_history if "rewards/green/mean" in h]
     assert len(steps) == 2 and len(seen.batches) == 2  # both steps ran
-    unscored = 0
+    everything = []
     for (completions, references), logged in zip(seen.batches, steps):
         expected = radmetrics.score("green", references, completions, judge=str(tiny_judge), cache=False,
                                     config=config, progress=False).scores
         scored = [s for s in expected if s is not None]
-        assert logged["rewards/green/mean"] == pytest.approx(sum(scored) / len(scored))
-        unscored += sum(s is None for s in expected)
+        if scored:
+            assert logged["rewards/green/mean"] == pytest.approx(sum(scored) / len(scored))
+        else:
+            assert math.isnan(logged["rewards/green/mean"])
+        everything += expected
     # the last step's per-completion rewards as TRL keeps them (None -> NaN)
     assert nan_to_none(list(trainer._logs["rewards"]["green"])) == pytest.approx(expected)
-    assert unscored >= 4  # the empty-reference prompt's 4 completions came back None
+    assert any(s is not None for s in everything)  # the judge scored completions...
+    assert sum(s is None for s in everything) >= 4  # ...and the empty-reference prompt's 4 came back None
     assert "reference is empty (x4)" in caplog.text
     assert green.calls == 2 and green.completions == 16
 
@@ -313,12 +317,12 @@ def test_reward_check_samples_the_policy(fake_judge, policy, tmp_path):
     import json
 
     from click.testing import CliRunner
-    from tiny_policy import PROMPTS
+    from tiny_policy import policy_pairs
 
     from radmetrics.cli import cli
 
     src = tmp_path / "prompts.jsonl"
-    src.write_text("\n".join(json.dumps({"prompt": p, "reference": r}) for p, r in PROMPTS))
+    src.write_text("\n".join(json.dumps({"prompt": p, "reference": r}) for p, r, _ in policy_pairs()))
     out = tmp_path / "check.json"
     result = CliRunner().invoke(cli, ["reward-check", "-m", "finerad_score", "-i", str(src), "--policy", str(policy),
                                       "-g", "4", "--max-new-tokens", "8", "--backend", "fake", "--no-cache",
