@@ -82,6 +82,8 @@ class RadmetricsReward:
     """Base of the reward callables (see module docstring). `__name__` is what TRL logs the reward under."""
 
     higher_is_better: bool = True
+    #: False when the last batch's answers came from another reward function's computation (shared forward pass)
+    _computed: bool = True
 
     def __init__(self, name: str, reference_column: str = "reference", on_unscored: Any = "none",
                  scale: Any = None):
@@ -114,7 +116,7 @@ class RadmetricsReward:
         seconds = time.perf_counter() - start
         rewards = [self.fallback if s is None else orient(s, self.higher_is_better, self.scale) for s in scores]
         batch = RewardBatch(rewards=rewards, scores=scores, reasons=reasons, seconds=seconds,
-                            step=self.calls if step is None else step)
+                            step=self.calls if step is None else step, extra={"computed": self._computed})
         self.calls += 1
         self.completions += len(scores)
         self.unscored += batch.unscored
@@ -136,7 +138,8 @@ class RadmetricsReward:
                         self.__name__, batch.step, k, n, returned, listed)
         if callable(log_metric) and n:
             log_metric(f"{self.__name__}/unscored_frac", k / n)
-            log_metric(f"{self.__name__}/judge_samples_per_s", n / batch.seconds if batch.seconds > 0 else 0.0)
+            if batch.extra.get("computed", True):  # not for answers another reward function already computed
+                log_metric(f"{self.__name__}/samples_per_s", n / batch.seconds if batch.seconds > 0 else 0.0)
         if callable(log_extra):  # every call, so that the completions table's column stays aligned
             log_extra(f"{self.__name__}_unscored_reason", [r if s is None else None
                                                          for s, r in zip(batch.scores, batch.reasons)])

@@ -128,7 +128,9 @@ class ER2ScoreReward(RadmetricsReward):
                                scale=self.scale, _shared=self.shared) for c in self.criteria]
 
     def _score(self, references: list[Any], candidates: list[Any]) -> tuple[list[float | None], list[str | None]]:
+        before = self.shared.forward_passes
         values, reasons = self.shared.rewards(references, candidates)
+        self._computed = self.shared.forward_passes > before or not values
         if self.criterion is None:
             return [None if v is None else float(sum(v)) for v in values], reasons
         if self.criterion not in self.criteria:
