@@ -1,6 +1,8 @@
 """`radmetrics data ...`: expert datasets to HF datasets with cards."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -33,47 +35,125 @@ def convert_command(name: str, source: str, output: str) -> None:
 @click.command("meta-eval")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, or any evaluate module (rouge, a local path) as a baseline; repeatable.")
-@click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
-@click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
+@click.option("--dataset", "-d", required=True,
+              help="Converted dataset folder (radmetrics data convert), the original files, or a Hub dataset id.")
+@click.option("--dataset-name", default=None,
+              help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
+                   "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@click.option("--backend", "-b", default="transformers", show_default=True,
+              help="Judge backend for radmetrics metrics (see `radmetrics list`).")
+@click.option("--judge", "-j", default=None, help="Judge model id or path (default: each metric's published judge).")
+@click.option("--replay", default=None, type=click.Path(dir_okay=False),
+              help="Recorded {prompt, response} JSONL; implies --backend replay.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai).")
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
+              help="Extra backend option, repeatable (e.g. max_batch_size=16).")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int, help="Generation limit per judgment.")
+@click.option("--cache", "cache_path", default=None, help="Response cache file (default ~/.cache/radmetrics).")
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
 def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, replay, base_url, judge_option,
                       max_new_tokens, cache_path, resamples, seed) -> None:
-    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
-    and summary.md to OUTPUT."""
-    from pathlib import Path
+    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
+    summary.md and a self-contained report.html to OUTPUT.
+
+    A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
+    metrics are kept; the command then exits with code 2."""
+    from radmetrics.cli.score import judge_settings
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.meta.report import MetricRun, run_evaluate_metric, run_radmetrics_metric, write_report
+    from radmetrics.types import GenerationConfig
+
+    # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
+    judge_metrics, baselines = split_metric_names(metrics)
+    if Path(output).exists() and not Path(output).is_dir():
+        raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
+    data = load_meta_eval_data(dataset, dataset_name)
+    backend, options = judge_settings(backend, judge_option, replay, base_url)
+    modules = {name: load_baseline(name) for name in baselines}
+    if judge_metrics:
+        check_judges(judge_metrics, backend, judge, options)
+
+    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
+                    "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    runs, failed = [], []
+    for name in metrics:
+        try:
+            run = (run_radmetrics_metric(name, data, judge_kwargs) if name in judge_metrics
+                   else run_evaluate_metric(name, data, modules[name]))
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # one metric's failure must not lose the others' finished work
+            reason = f"{type(e).__name__}: {e}" if not isinstance(e, RadmetricsError) else str(e)
+            reason = reason.strip().splitlines()[0][:400] if reason.strip() else type(e).__name__
+            click.echo(f"meta-eval: {name} failed: {reason}", err=True)
+            run = MetricRun.failed(name, len(data), reason)
+            failed.append(name)
+        runs.append(run)
+    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
+    click.echo((folder / "summary.md").read_text())
+    click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
+    if failed:
+        raise RadmetricsError(f"{len(failed)} of {len(metrics)} metrics failed ({', '.join(failed)}); the report "
+                              f"in {folder} has the others and says why.")
+
+
+def split_metric_names(metrics) -> tuple[list[str], list[str]]:
+    """(radmetrics scoring systems, evaluate baselines); a near-miss of a radmetrics name is a typo, not a baseline."""
+    import difflib
 
     import radmetrics
-    from radmetrics.cli.score import judge_settings
-    from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
-    from radmetrics.types import GenerationConfig
+    from radmetrics.errors import UnknownNameError
+
+    known = set(radmetrics.list_scoring_systems())
+    judge_metrics = [m for m in metrics if m in known]
+    baselines = [m for m in metrics if m not in known]
+    for name in baselines:
+        if not Path(name).exists() and difflib.get_close_matches(name, known, n=1, cutoff=0.75):
+            raise UnknownNameError("metric", name, known)
+    return judge_metrics, baselines
+
+
+def load_meta_eval_data(dataset: str, dataset_name: str | None):
+    """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
+    from radmetrics.errors import InputError
 
     source = Path(dataset)
     if source.exists():
         from radmetrics.data import load_expert_dataset
 
-        data = load_expert_dataset(dataset_name, source)
-    else:
-        import datasets
+        return load_expert_dataset(dataset_name or "rexval", source)
+    if dataset.startswith((".", "/", "~")) or dataset.count("/") > 1:
+        raise InputError(f"--dataset {dataset}: no such folder")
+    import datasets
 
-        data = datasets.load_dataset(dataset, split="test")
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
-    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
-                    "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
-    known = set(radmetrics.list_scoring_systems())
-    runs = [run_radmetrics_metric(m, data, judge_kwargs) if m in known else run_evaluate_metric(m, data)
-            for m in metrics]
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
-    click.echo((folder / "summary.md").read_text())
-    click.echo(f"Report: {folder}")
+    try:
+        return datasets.load_dataset(dataset, split="test")
+    except Exception as e:  # datasets raises many types for "not reachable / not found"
+        raise InputError(f"--dataset {dataset} is not a local folder and could not be loaded from the Hub "
+                         f"({type(e).__name__}); pass a folder written by `radmetrics data convert`, or check the "
+                         "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
+
+
+def load_baseline(name: str):
+    from radmetrics.meta.report import load_evaluate_module
+
+    return load_evaluate_module(name)
+
+
+def check_judges(names, backend: str, judge: str | None, options) -> None:
+    """Each judge metric's judge is reachable, or it says plainly that it needs one: before any judging."""
+    import radmetrics
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.judge.preflight import check_judge
+
+    for name in names:
+        model = judge or (None if backend == "replay" else radmetrics.get_scoring_system(name).default_judge)
+        if model is None and backend in ("transformers", "vllm", "openai"):
+            raise RadmetricsError(f"{name} has no published default judge: name one with --judge MODEL "
+                                  "(a Hub id or local folder; with --backend openai, the served model name).")
+        check_judge(backend, model, options)
 
 
 @data_group.command("transform")
