@@ -9,7 +9,7 @@ from typing import Any
 from radmetrics.errors import InputError
 from radmetrics.scoring import ScoringSystem
 from radmetrics.types import Judgment
-from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score
+from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score_with_form
 from radmetrics.vert.prompt import (
     ERROR_ILLUSTRATIONS,
     PROMPT_VERSION,
@@ -89,10 +89,10 @@ class VertSystem(ScoringSystem):
 
     def parse(self, text: str) -> Judgment:
         try:
-            score = read_overall_score(text)
+            score, written = read_overall_score_with_form(text)
         except VertParseError as e:
             return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
-        return Judgment(score=score, parsed=True, raw=text, details=read_counts(text))
+        return Judgment(score=score, parsed=True, raw=text, details={**read_counts(text), "score_written": written})
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)
