@@ -101,3 +101,12 @@ def test_corpus_summary_counts_each_leniency_and_logs_one_warning(caplog):
     assert len(warnings) == 1 and "3 of 4 analyses" in warnings[0].getMessage()
     details = judgments[0].details
     assert details["official_reading"]["matched_findings"] == 1 and judgments[0].matched_findings > 1
+
+
+def test_card_and_readme_name_every_leniency():
+    """The docs say exactly where radmetrics reads more than the official code: every rule is in the card."""
+    from conftest import REPO
+
+    card = (REPO / "radmetrics/green/README.md").read_text()
+    assert all(f"`{name}`" in card for name in LENIENCY), [n for n in LENIENCY if f"`{name}`" not in card]
+    assert "Where radmetrics reads **more** than the official code" in (REPO / "README.md").read_text()
