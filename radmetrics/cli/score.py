@@ -87,9 +87,15 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     from radmetrics.io import read_pairs, write_rows
     from radmetrics.judge import _USE_DEFAULT, get_judge
     from radmetrics.runner import fingerprint, judge_pairs
+    from radmetrics.errors import optional_import
     from radmetrics.types import GenerationConfig, Judgment
 
     system = radmetrics.get_scoring_system(metric)
+    if summary:  # checked before any judging, not after it
+        for module in ("sklearn", "sentence_transformers", "scipy"):
+            optional_import(module, "summary", "by --summary")
+    if engine == "ray":
+        optional_import("ray", "ray", "by --engine ray")
     pairs = read_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
