@@ -75,7 +75,7 @@ class GreenSystem(ScoringSystem):
             for letter in LETTERS
         }
         result["derived"] = {name: _mean([j.details["derived"][name] for j in scored])
-                             for name in ("green_ec", "green_f1", "green_formula")}
+                             for name in ("green_ec", "green_total_errors", "green_f1", "green_formula")}
         if summary:
             from radmetrics.green.summary import green_summary
 
@@ -144,11 +144,23 @@ class GreenF1System(_DerivedSystem):
 
 
 class GreenECSystem(_DerivedSystem):
-    """GREEN-EC: the number of clinically significant errors (lower is better)."""
+    """GREEN-EC as VERT prints it (Sec. 5.1, App. B): the number of clinically SIGNIFICANT errors (lower is
+    better). For significant + insignificant see green_total_errors."""
 
     name = score_key = derived_key = "green_ec"
     evaluate_module = None
     higher_is_better = False
+
+
+class GreenTotalErrorsSystem(_DerivedSystem):
+    """GREEN's total error count (GREEN paper Sec. 4.3.1): clinically significant + insignificant errors, the
+    quantity compared with radiologists' total error counts on ReXVal (lower is better). Unscored when the
+    analysis has no [Clinically Insignificant Errors] section (I unknown, not 0)."""
+
+    name = score_key = derived_key = "green_total_errors"
+    evaluate_module = None
+    higher_is_better = False
+    missing_reason = "no [Clinically Insignificant Errors] section: the total error count needs I"
 
 
 class GreenFormulaSystem(_DerivedSystem):
