@@ -61,7 +61,10 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
     A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
     metrics are kept; the command then exits with code 2."""
     from radmetrics.cli.score import judge_settings
-    from radmetrics.errors import RadmetricsError
+    from radmetrics.errors import RadmetricsError, optional_import
+
+    for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
+        optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta.report import MetricRun, run_evaluate_metric, run_radmetrics_metric, write_report
     from radmetrics.types import GenerationConfig
 

@@ -17,17 +17,10 @@ from typing import Any
 from radmetrics.meta import stats
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html, to_markdown
 
-LETTERS = "abcdef"
+from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-#: GREEN's wording of the six error categories (GREEN App. A.1), for plot and table labels
-CATEGORY_NAMES = {
-    "a": "False report of a finding",
-    "b": "Missing a finding",
-    "c": "Misidentified location",
-    "d": "Misassessed severity",
-    "e": "False comparison",
-    "f": "Omitted comparison",
-}
+#: the six error categories in full (GREEN's wording) for plots and tables
+CATEGORY_NAMES = GREEN_NAMES
 
 
 @dataclass
@@ -49,13 +42,9 @@ class MetricRun:
 
 def run_radmetrics_metric(name: str, data, judge_kwargs: dict[str, Any]) -> MetricRun:
     import radmetrics
-    from radmetrics.runner import significant_counts
 
     result = radmetrics.score(name, data["reference"], data["candidate"], **judge_kwargs)
-    counts = []
-    for j in result.judgments:
-        sig = significant_counts(j)
-        counts.append([int(sig.get(x, 0)) for x in LETTERS] if sig else None)
+    counts = [j.significant_errors() for j in result.judgments]
     return MetricRun(name, result.scores, radmetrics.get_scoring_system(name).higher_is_better, counts,
                      result.fingerprint, [j.reason for j in result.judgments])
 
@@ -219,7 +208,7 @@ def _plots(runs: list[MetricRun], data, folder: Path) -> list[tuple[str, str]]:
         if idx:
             detected = [sum(run.counts[i][k] for i in idx) for k in range(6)]
             annotated = [sum(data[i]["expert_significant"][k] for i in idx) for k in range(6)]
-            fig, ax = plt.subplots(figsize=(8, 4.5))
+            fig, ax = plt.subplots(figsize=(10, 4.5))
             y = list(range(6))
             ax.barh([v - 0.2 for v in y], annotated, height=0.4, label="annotated (expert mean)")
             ax.barh([v + 0.2 for v in y], detected, height=0.4, label=f"detected by {label}")
