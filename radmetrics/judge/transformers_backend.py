@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
@@ -24,40 +25,51 @@ from radmetrics.types import GenerationConfig
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class TransformersOptions(BackendOptions):
+    """Options of the transformers backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
+
+    #: "auto" (bf16 on GPU, fp32 on CPU), "bf16", "fp16" or "fp32"
+    dtype: str = "auto"
+    #: "auto" (CUDA when there is one), "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    #: "auto" (GREEN's format for GREEN models, else the tokenizer's template), "green", "none", or a Jinja template
+    chat_template: str = "auto"
+    max_batch_size: int = 32
+    #: padded tokens (prompt + new tokens) one batch may hold
+    max_batch_tokens: int = 65536
+    #: keep only the last this many prompt tokens
+    max_input_tokens: int | None = None
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    #: compute the token prefix every prompt shares once per call
+    prefix_cache: bool = True
+    #: False: always HF generate (the reference path)
+    engine: bool = True
+    prefill_chunk_tokens: int | None = None
+
+
 class TransformersJudge(JudgeBackend):
     backend_name = "transformers"
+    options_class = TransformersOptions
 
-    def __init__(
-        self,
-        model: str | None = None,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        chat_template: str = "auto",
-        max_batch_size: int = 32,
-        max_batch_tokens: int = 65536,
-        max_input_tokens: int | None = None,
-        trust_remote_code: bool = False,
-        attn_implementation: str | None = None,
-        prefix_cache: bool = True,
-        engine: bool = True,
-        prefill_chunk_tokens: int | None = None,
-    ):
+    def __init__(self, model: str | None = None, **options: Any):
         if not model:
             raise JudgeError("The transformers backend needs model= (a Hub id or a local folder), e.g. "
                              "'StanfordAIMI/GREEN-RadLlama2-7b'.")
-        super().__init__(model=model, revision=revision)
-        self.dtype_name = dtype
-        self.device_name = device
-        self.chat_template = chat_template
-        self.max_batch_size = max_batch_size
-        self.max_batch_tokens = max_batch_tokens
-        self.max_input_tokens = max_input_tokens
-        self.trust_remote_code = trust_remote_code
-        self.attn_implementation = attn_implementation
-        self.prefix_cache = prefix_cache
-        self.engine = engine  # False: always HF generate (the reference path)
-        self.prefill_chunk_tokens = prefill_chunk_tokens
+        super().__init__(model=model, **options)
+        settings: TransformersOptions = self.settings  # type: ignore[assignment]
+        self.dtype_name = settings.dtype
+        self.device_name = settings.device
+        self.chat_template = settings.chat_template
+        self.max_batch_size = settings.max_batch_size
+        self.max_batch_tokens = settings.max_batch_tokens
+        self.max_input_tokens = settings.max_input_tokens
+        self.trust_remote_code = settings.trust_remote_code
+        self.attn_implementation = settings.attn_implementation
+        self.prefix_cache = settings.prefix_cache
+        self.engine = settings.engine
+        self.prefill_chunk_tokens = settings.prefill_chunk_tokens
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
