@@ -65,35 +65,29 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
-    from radmetrics.meta.report import MetricRun, run_evaluate_metric, run_radmetrics_metric, write_report
+    from radmetrics.meta.report import write_report
+    from radmetrics.meta.runs import run_metric
     from radmetrics.types import GenerationConfig
 
     # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
-    judge_metrics, baselines = split_metric_names(metrics)
+    judge_metrics, modules = split_metric_names(metrics)
     if Path(output).exists() and not Path(output).is_dir():
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
     backend, options = judge_settings(backend, judge_option, replay, base_url)
-    modules = {name: load_baseline(name) for name in baselines}
+    for module in modules:
+        load_baseline(module)
     if judge_metrics:
         check_judges(judge_metrics, backend, judge, options)
 
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
                     "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
-    runs, failed = [], []
-    for name in metrics:
-        try:
-            run = (run_radmetrics_metric(name, data, judge_kwargs) if name in judge_metrics
-                   else run_evaluate_metric(name, data, modules[name]))
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # one metric's failure must not lose the others' finished work
-            reason = f"{type(e).__name__}: {e}" if not isinstance(e, RadmetricsError) else str(e)
-            reason = reason.strip().splitlines()[0][:400] if reason.strip() else type(e).__name__
-            click.echo(f"meta-eval: {name} failed: {reason}", err=True)
-            run = MetricRun.failed(name, len(data), reason)
-            failed.append(name)
-        runs.append(run)
+    # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
+    runs = [run_metric(name, data["reference"], data["candidate"], judge_kwargs) for name in metrics]
+    failed = [run.name for run in runs if run.error]
+    for run in runs:
+        if run.error:
+            click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
     folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
@@ -103,19 +97,15 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 
 
 def split_metric_names(metrics) -> tuple[list[str], list[str]]:
-    """(radmetrics scoring systems, evaluate baselines); a near-miss of a radmetrics name is a typo, not a baseline."""
-    import difflib
-
+    """(radmetrics scoring systems, evaluate modules to load); radmetrics' own baselines need neither."""
     import radmetrics
-    from radmetrics.errors import UnknownNameError
+    from radmetrics import baselines
+    from radmetrics.meta.runs import EvaluateSpec
 
     known = set(radmetrics.list_scoring_systems())
     judge_metrics = [m for m in metrics if m in known]
-    baselines = [m for m in metrics if m not in known]
-    for name in baselines:
-        if not Path(name).exists() and difflib.get_close_matches(name, known, n=1, cutoff=0.75):
-            raise UnknownNameError("metric", name, known)
-    return judge_metrics, baselines
+    modules = [EvaluateSpec.parse(m).module for m in metrics if m not in known and not baselines.is_baseline(m)]
+    return judge_metrics, modules
 
 
 def load_meta_eval_data(dataset: str, dataset_name: str | None):
@@ -139,10 +129,23 @@ def load_meta_eval_data(dataset: str, dataset_name: str | None):
                          "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
 
 
-def load_baseline(name: str):
+def load_baseline(module: str) -> None:
+    """Load an evaluate module now, in seconds, rather than fail after the judge metrics ran; a name that is
+    not loadable but close to a radmetrics metric is most likely a typo of it."""
+    import difflib
+
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.errors import RadmetricsError
     from radmetrics.meta.report import load_evaluate_module
 
-    return load_evaluate_module(name)
+    try:
+        load_evaluate_module(module)
+    except RadmetricsError as e:
+        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
+        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
+        hint = f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        raise RadmetricsError(f"{e}{hint}") from e
 
 
 def check_judges(names, backend: str, judge: str | None, options) -> None:

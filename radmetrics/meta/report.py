@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from radmetrics.meta import stats
+from radmetrics.meta.runs import MetricRun
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html, to_markdown
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
@@ -23,30 +23,11 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 CATEGORY_NAMES = GREEN_NAMES
 
 
-@dataclass
-class MetricRun:
-    name: str
-    scores: list[float | None]
-    higher_is_better: bool
-    #: per sample significant counts (a)-(f), when the metric's judge writes them
-    counts: list[list[int] | None] = field(default_factory=list)
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    reasons: list[str | None] = field(default_factory=list)
-    #: why the whole metric could not run (the report keeps the other metrics)
-    failure: str | None = None
-
-    @classmethod
-    def failed(cls, name: str, n: int, reason: str) -> MetricRun:
-        return cls(name, [None] * n, True, [None] * n, {}, [reason] * n, failure=reason)
-
-
 def run_radmetrics_metric(name: str, data, judge_kwargs: dict[str, Any]) -> MetricRun:
-    import radmetrics
+    """A radmetrics scoring system over an expert dataset's pairs (raises; `runs.run_metric` does not)."""
+    from radmetrics.meta import runs
 
-    result = radmetrics.score(name, data["reference"], data["candidate"], **judge_kwargs)
-    counts = [j.significant_errors() for j in result.judgments]
-    return MetricRun(name, result.scores, radmetrics.get_scoring_system(name).higher_is_better, counts,
-                     result.fingerprint, [j.reason for j in result.judgments])
+    return runs.run_radmetrics_metric(name, data["reference"], data["candidate"], judge_kwargs)
 
 
 def load_evaluate_module(name: str):
@@ -61,22 +42,9 @@ def load_evaluate_module(name: str):
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RadmetricsError(
             f"baseline '{name}' could not be loaded through evaluate ({type(e).__name__}: {first[:300]}). "
-            "Offline, evaluate's Hub modules (rouge, bleu, ...) must be in its cache; pass a local module folder "
-            "instead, or run once with network.") from e
-
-
-def run_evaluate_metric(name: str, data, module=None) -> MetricRun:
-    """Any other evaluate module (rouge, bertscore, a local path) as a baseline: per-sample scores from
-    its list output, or one compute() per sample when it only returns a corpus value."""
-    module = module or load_evaluate_module(name)
-    preds, refs = list(data["candidate"]), list(data["reference"])
-    out = module.compute(predictions=preds, references=refs)
-    per_sample = next((v for v in out.values() if isinstance(v, list) and len(v) == len(preds)), None)
-    if per_sample is None:
-        key = next(k for k, v in out.items() if isinstance(v, (int, float)))
-        per_sample = [module.compute(predictions=[p], references=[r])[key] for p, r in zip(preds, refs)]
-    return MetricRun(name, [float(v) for v in per_sample], True, [None] * len(preds),
-                     {"evaluate_module": name}, [None] * len(preds))
+            "Offline (no network, or HF_HUB_OFFLINE=1), evaluate's Hub modules must already be in its cache: use "
+            "radmetrics' own baselines (rouge-l, bleu-2, bleu-4, meteor, ...: `radmetrics list`), a local module "
+            "folder, or run once with network.") from e
 
 
 def _oriented(values, higher_is_better):
@@ -110,9 +78,9 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
                            "orientation": "scores and expert values oriented so positive correlation = agreement",
                            "metrics": {}, "warnings": []}
     for run in runs:
-        if run.failure:
-            out["metrics"][run.name] = {"failed": run.failure, "n_scored": 0, "num_unscored": len(expert)}
-            out["warnings"].append(f"{run.name}: not computed: {run.failure}")
+        if run.error:
+            out["metrics"][run.name] = {"failed": run.error, "n_scored": 0, "num_unscored": len(expert)}
+            out["warnings"].append(f"{run.name}: not computed: {run.error}")
             continue
         judge_up = _oriented(run.scores, run.higher_is_better)
         n_scored = sum(s is not None for s in run.scores)
@@ -141,7 +109,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
                 [[round(v) for v in h] for h in human], model)))
             entry["n_with_error_counts"] = len(idx)
         out["metrics"][run.name] = entry
-    ok = [r for r in runs if not r.failure]
+    ok = [r for r in runs if not r.error]
     if len(ok) > 1:
         out["pairwise_randomization"] = []
         for i, a in enumerate(ok):
@@ -184,7 +152,7 @@ def _plots(runs: list[MetricRun], data, folder: Path) -> list[tuple[str, str]]:
     written: list[tuple[str, str]] = []
     expert = list(data["expert_score"])
     meaning = expert_meaning(data)
-    ok = [r for r in runs if not r.failure]
+    ok = [r for r in runs if not r.error]
     for run in ok:
         label = short_label(run.name)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
