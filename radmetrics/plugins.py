@@ -26,7 +26,7 @@ DEFAULT_PLUGINS = (
     "radmetrics.green.plugin",
     "radmetrics.vert.plugin",
     "radmetrics.finerad_score.plugin",
-    "radmetrics.rubrics.plugin",
+    "radmetrics.radcliq_rubric.plugin",
 )
 
 _lock = threading.RLock()

@@ -1,6 +1,6 @@
 """Registers the built-in rubric scoring systems as default plugins."""
 from radmetrics.hookspecs import hookimpl
-from radmetrics.rubrics.radcliq_system import RadCliQSystem
+from radmetrics.radcliq_rubric.system import RadCliQSystem
 
 
 @hookimpl

@@ -89,7 +89,7 @@ class RadCliQSystem(ScoringSystem):
     score_key = "radcliq_errors"
     prompt_version = PROMPT_VERSION
     parser_version = PARSER_VERSION
-    evaluate_module = str(Path(__file__).with_name("radcliq.py"))
+    evaluate_module = str(Path(__file__).with_name("radcliq_rubric.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         return PROMPT.format(reference=reference, candidate=candidate)
