@@ -1,4 +1,5 @@
-"""Rubric scoring systems: an LLM judge fills a fixed rubric (RadCliQ error counts; MRScore is a plugin)."""
-from radmetrics.radcliq_rubric.system import RADCLIQ_KEYS, RadCliQSystem, RubricJudgment, parse_radcliq
+"""The RadCliQ rubric (ER²Score's RadCliQ-criteria error counts by an LLM judge; not RadCliQ-v1)."""
+from radmetrics.radcliq_rubric.parse import RubricJudgment, parse_radcliq
+from radmetrics.radcliq_rubric.system import RadCliQRubricSystem
 
-__all__ = ["RADCLIQ_KEYS", "RadCliQSystem", "RubricJudgment", "parse_radcliq"]
+__all__ = ["RadCliQRubricSystem", "RubricJudgment", "parse_radcliq"]

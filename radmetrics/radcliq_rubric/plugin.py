@@ -1,8 +1,8 @@
-"""Registers the built-in rubric scoring systems as default plugins."""
+"""Registers the RadCliQ rubric as a default plugin."""
 from radmetrics.hookspecs import hookimpl
-from radmetrics.radcliq_rubric.system import RadCliQSystem
+from radmetrics.radcliq_rubric.system import RadCliQRubricSystem
 
 
 @hookimpl
 def register_scoring_systems(register):
-    register(RadCliQSystem())
+    register(RadCliQRubricSystem())

@@ -1,98 +1,35 @@
-"""RadCliQ error-count rubric (Yu et al. 2023; the scoring system ER²Score trains on, ER²Score App. A.2).
+"""The RadCliQ rubric as a scoring system: ER²Score's RadCliQ-criteria error counts judged by an LLM.
 
-Six error categories, each counted as clinically significant or insignificant; the total is the sum of
-all counts (ER²Score Sec. 2.1: "The total score is the sum of the error counts"). The prompt turns A.2's
-"error counting rule" (written there for generating training data) into a judging prompt for one pair.
+Not RadCliQ-v1 (Yu et al. 2023's composite of BLEU, BERTScore, CheXbert and RadGraph): this room counts
+errors in RadCliQ's six categories with ER²Score's App. A.2 rule (see README.md). Registered as
+`radcliq_rubric`; the old name `radcliq` still works, with a DeprecationWarning.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.radcliq_rubric.parse import PARSER_VERSION, RubricJudgment, parse_radcliq
+from radmetrics.radcliq_rubric.prompt import PROMPT_VERSION, build_radcliq_rubric_prompt
 from radmetrics.scoring import ScoringSystem, mean_std_summary, word_comparison
-from radmetrics.taxonomy import RADCLIQ_KEYS, radcliq_error_list, read_radcliq_errors
+from radmetrics.taxonomy import RADCLIQ_KEYS
 from radmetrics.types import Judgment
 
-PROMPT_VERSION = "radcliq-er2score-A2-1"
-PARSER_VERSION = "1"
 
+class RadCliQRubricSystem(ScoringSystem):
+    """Total error count in RadCliQ's six categories (lower is better), significant and insignificant."""
 
-PROMPT = """Given a ground truth diagnostic report and a predicted report, score the predicted report based on these error categories, each with significant and non-significant errors:
-""" + radcliq_error_list() + """
-
-For each error category, count the clinically significant errors and the clinically non-significant errors. The total score is the sum of these counts.
-
-ground_truth_report: {reference}
-predicted_report: {candidate}
-
-Output format:
-```json
-{{
-  "errors": {{
-    "false_prediction": {{"significant": 0, "insignificant": 0}},
-    "omission": {{"significant": 0, "insignificant": 0}},
-    "incorrect_location": {{"significant": 0, "insignificant": 0}},
-    "incorrect_severity": {{"significant": 0, "insignificant": 0}},
-    "comparison_not_present": {{"significant": 0, "insignificant": 0}},
-    "omission_of_comparison": {{"significant": 0, "insignificant": 0}}
-  }},
-  "total_score": 0
-}}
-```
-Please directly output the json file, no other contents"""
-
-
-@dataclass
-class RubricJudgment(Judgment):
-    significant: dict[str, int] = field(default_factory=dict)
-    insignificant: dict[str, int] = field(default_factory=dict)
-    judge_total: float | None = None
-
-
-def parse_radcliq(text: str) -> RubricJudgment:
-    try:
-        data = load_json_tolerant(text) if isinstance(text, str) and text.strip() else None
-    except AnswerError as e:
-        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text,
-                              details={"retryable": e.retryable})
-    if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
-        return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
-    try:
-        counts = read_radcliq_errors(data["errors"])
-    except ValueError as e:
-        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text)
-    significant, insignificant = counts.by_radcliq_key("significant"), counts.by_radcliq_key("insignificant")
-    total = sum(significant.values()) + sum(insignificant.values())
-    judge_total = data.get("total_score")
-    details = {}
-    try:
-        judge_total = None if judge_total is None else float(judge_total)
-    except (TypeError, ValueError):
-        judge_total = None
-    if judge_total is not None and judge_total != total:
-        # The total is defined as the sum: we use the sum and record the judge's arithmetic slip.
-        details["warnings"] = [f"judge total_score {judge_total:g} != sum of counts {total}"]
-    return RubricJudgment(score=float(total), parsed=True, raw=text, details=details, significant=significant,
-                          insignificant=insignificant, judge_total=judge_total,
-                          error_counts=counts)
-
-
-class RadCliQSystem(ScoringSystem):
-    """Total RadCliQ error count (lower is better) with per-category significant/insignificant counts."""
     higher_is_better = False
-
-    name = "radcliq"
-    score_key = "radcliq_errors"
+    name = "radcliq_rubric"
+    score_key = "radcliq_rubric_errors"
     prompt_version = PROMPT_VERSION
     parser_version = PARSER_VERSION
     evaluate_module = str(Path(__file__).with_name("radcliq_rubric.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
-        return PROMPT.format(reference=reference, candidate=candidate)
+        return build_radcliq_rubric_prompt(reference, candidate)
 
     def sample_answer(self, reference: str, candidate: str) -> str:
         """Every reference word the candidate lacks counted as a significant omission."""
