@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from radmetrics.vert.prompt import (
     build_vert_prompt,
     sample_shots,
     shots_block,
+    vert_user_turn,
 )
 
 
@@ -116,3 +118,42 @@ class VertSystem(ScoringSystem):
         clone = super().configure(**options)
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
         return clone
+
+
+class VertFormulaSystem(VertSystem):
+    name = score_key = "vert_formula"
+    variant = "formula"
+    evaluate_module = None
+
+
+class VertRubricSystem(VertSystem):
+    name = score_key = "vert_rubric"
+    variant = "rubric"
+    evaluate_module = None
+
+
+class VertFineTunedSystem(VertSystem):
+    """For judges fine-tuned with the VERT recipe (radmetrics train judge --recipe vert): the short user turn
+    they were trained on, and a bare score in [0, 1] as the answer (VERT Sec. 4.1.4)."""
+
+    name = score_key = "vert_ft"
+    evaluate_module = None
+
+    @property
+    def prompt_version(self) -> str:  # type: ignore[override]
+        return "vert-ft-1"
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        return vert_user_turn(" ".join(reference.split()[: self.max_words]), " ".join(candidate.split()[: self.max_words]))
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        return f"{sample_overall_score(reference, candidate):.1f}"
+
+    def parse(self, text: str) -> Judgment:
+        match = re.match(r"^\s*(-?\d+(?:\.\d+)?)", text or "")
+        if not match:
+            return Judgment.unscored("no score at the start of the answer", raw=text or "")
+        value = float(match.group(1))
+        if not 0 <= value <= 1:
+            return Judgment.unscored(f"score {match.group(1)} outside [0, 1]", raw=text)
+        return Judgment(score=value, parsed=True, raw=text)
