@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,13 @@ from radmetrics.green.prompt import sample_green_analysis, truncate_words
 from radmetrics.scoring import ScoringSystem, word_comparison
 from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import Judgment
-from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score
+from radmetrics.vert.parse import (
+    PARSER_VERSION,
+    VertParseError,
+    read_bare_score,
+    read_counts,
+    read_overall_score_with_form,
+)
 from radmetrics.vert.prompt import (
     ERROR_ILLUSTRATIONS,
     PROMPT_VERSION,
@@ -106,13 +111,14 @@ class VertSystem(ScoringSystem):
 
     def parse(self, text: str) -> Judgment:
         try:
-            score = read_overall_score(text)
+            score, written = read_overall_score_with_form(text)
         except VertParseError as e:
             return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
         counts = read_counts(text)
         error_counts = (ErrorCounts.from_letters(counts["significant"], counts["insignificant"] or None)
                         if counts else None)
-        return Judgment(score=score, parsed=True, raw=text, details=counts, error_counts=error_counts)
+        return Judgment(score=score, parsed=True, raw=text, details={**counts, "score_written": written},
+                        error_counts=error_counts)
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)
@@ -150,10 +156,8 @@ class VertFineTunedSystem(VertSystem):
         return f"{sample_overall_score(reference, candidate):.1f}"
 
     def parse(self, text: str) -> Judgment:
-        match = re.match(r"^\s*(-?\d+(?:\.\d+)?)", text or "")
-        if not match:
-            return Judgment.unscored("no score at the start of the answer", raw=text or "")
-        value = float(match.group(1))
-        if not 0 <= value <= 1:
-            return Judgment.unscored(f"score {match.group(1)} outside [0, 1]", raw=text)
-        return Judgment(score=value, parsed=True, raw=text)
+        try:
+            value, written = read_bare_score(text)
+        except VertParseError as e:
+            return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
+        return Judgment(score=value, parsed=True, raw=text, details={"score_written": written})
