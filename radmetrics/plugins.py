@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ DEFAULT_PLUGINS = (
     "radmetrics.green.plugin",
     "radmetrics.vert.plugin",
     "radmetrics.finerad_score.plugin",
-    "radmetrics.rubrics.plugin",
+    "radmetrics.radcliq_rubric.plugin",
 )
 
 _lock = threading.RLock()
@@ -84,9 +85,20 @@ def list_scoring_systems() -> list[str]:
     return sorted(scoring_systems())
 
 
+#: old name -> new name; the old names keep working, with a DeprecationWarning
+DEPRECATED_NAMES = {
+    # "radcliq" is RadCliQ-v1 (BLEU + BERTScore + CheXbert + RadGraph) in RadEval and the literature
+    "radcliq": "radcliq_rubric",
+}
+
+
 def get_scoring_system(name: str, **options: Any):
     """The scoring system called `name`; options (e.g. ``max_words``) configure a fresh instance."""
     systems = scoring_systems()
+    if name in DEPRECATED_NAMES and name not in systems:
+        warnings.warn(f"Scoring system '{name}' is now called '{DEPRECATED_NAMES[name]}'; the old name will go.",
+                      DeprecationWarning, stacklevel=2)
+        name = DEPRECATED_NAMES[name]
     if name not in systems:
         raise UnknownNameError("scoring system", name, systems)
     system = systems[name]
