@@ -17,6 +17,7 @@ from typing import Any
 
 import pluggy
 
+import radmetrics.judge as _judge_package
 from radmetrics import hookspecs
 from radmetrics.errors import RadmetricsError, UnknownNameError
 from radmetrics.scoring import ScoringSystem
@@ -107,3 +108,7 @@ def get_scoring_system(name: str, **options: Any):
 
 def list_judge_backends() -> list[str]:
     return sorted(judge_backends())
+
+
+# radmetrics.judge.get_judge finds backends here; the judge package does not import the registry.
+_judge_package.backend_factories = judge_backends
