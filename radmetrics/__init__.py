@@ -12,8 +12,16 @@ from radmetrics.types import GenerationConfig, GreenJudgment, Judgment
 
 __version__ = "0.1.0"
 
+
+def compare(systems, references, metrics, ids=None, **kwargs):
+    """Compare report generators on the same references (see radmetrics.meta.compare.compare)."""
+    from radmetrics.meta.compare import compare as _compare
+
+    return _compare(systems, references, metrics, ids, **kwargs)
+
+
 __all__ = [
     "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError", "RadmetricsError",
-    "ScoreResult", "UnknownNameError", "__version__", "get_judge", "get_scoring_system", "hookimpl",
+    "ScoreResult", "UnknownNameError", "__version__", "compare", "get_judge", "get_scoring_system", "hookimpl",
     "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]

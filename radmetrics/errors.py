@@ -66,11 +66,12 @@ OPTIONAL_MODULES = {
     "lm_eval": "lm-eval", "jinja2": "lm-eval",
     "peft": "train", "trl": "train",
     "vllm": "vllm",
+    "sacrebleu": "baselines", "rouge_score": "baselines", "nltk": "baselines",
 }
 
 #: pip distribution names where they differ from the import name (for the message)
 _DISTRIBUTIONS = {"yaml": "PyYAML", "sklearn": "scikit-learn", "sentence_transformers": "sentence-transformers",
-                  "huggingface_hub": "huggingface_hub", "lm_eval": "lm-eval"}
+                  "huggingface_hub": "huggingface_hub", "lm_eval": "lm-eval", "rouge_score": "rouge-score"}
 
 
 class MissingExtraError(RadmetricsError, ImportError):

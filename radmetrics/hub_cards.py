@@ -19,7 +19,7 @@ def load_template(kind: str) -> str:
     return (package_folder("hub_cards") / f"{kind}.md").read_text(encoding="utf-8")
 
 
-SAMPLE_FILES = ("pairs.jsonl", "green_replay.jsonl")
+SAMPLE_FILES = ("pairs.jsonl", "green_replay.jsonl", "system_b.jsonl")
 
 
 def sample_path(name: str | None = None) -> Path:

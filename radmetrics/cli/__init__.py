@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from radmetrics.cli.compare import compare_command
 from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
@@ -21,6 +22,7 @@ def cli() -> None:
 cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
+cli.add_command(compare_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 
@@ -55,11 +57,12 @@ def lm_eval_path_command() -> None:
 
 
 @cli.command("sample-path")
-@click.argument("name", required=False, type=click.Choice(["pairs.jsonl", "green_replay.jsonl"]))
+@click.argument("name", required=False, type=click.Choice(["pairs.jsonl", "green_replay.jsonl", "system_b.jsonl"]))
 def sample_path_command(name: str | None) -> None:
     """Print the bundled sample data folder, or the path of one sample file in it (from any directory, also
     when radmetrics is installed as a wheel): pairs.jsonl (8 report pairs), green_replay.jsonl (their recorded
-    GREEN judge answers, for --replay)."""
+    GREEN judge answers, for --replay), system_b.jsonl (a second system's candidates for the same ids, for
+    `radmetrics compare`)."""
     from radmetrics.hub_cards import sample_path
 
     click.echo(sample_path(name))
