@@ -70,7 +70,7 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
 
     import evaluate
     from click.testing import CliRunner
-    from conftest import REPO
+    from conftest import PACKAGE
 
     from radmetrics.cli import cli
 
@@ -83,7 +83,7 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
                                       "--steps", "30", "--batch-size", "6", "--learning-rate", "5e-3"])
     assert result.exit_code == 0, result.output
     assert json.loads((out / "training.json").read_text())["pairs"] == len(pairs)
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(PACKAGE.parent)
     er2 = evaluate.load("radmetrics/er2score/er2score.py", model=str(out))
     scored = er2.compute(predictions=[pairs[0]["accepted"], pairs[0]["rejected"]],
                          references=[pairs[0]["reference"]] * 2)
