@@ -35,12 +35,16 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     return {"url": str(url), "commit": getattr(commit, "oid", None), "private": not public, "gated": gated or False}
 
 
-def validate_card(card: Path, repo_type: str = "model") -> None:
-    """Ask the Hub's own card check (POST /api/validate-yaml, huggingface_hub's RepoCard.validate) before
-    creating or uploading anything, so a card the Hub would refuse is one clear error, not a half push."""
-    from huggingface_hub import RepoCard
+def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None) -> None:
+    """Ask the Hub's own card check (POST /api/validate-yaml, as huggingface_hub's RepoCard.validate does)
+    before creating or uploading anything, so a card the Hub would refuse is one clear error, not a half push.
+    Posted to the configured endpoint (HF_ENDPOINT): older huggingface_hub versions always ask huggingface.co."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session, hf_raise_for_status
 
-    try:
-        RepoCard(card.read_text(encoding="utf-8")).validate(repo_type)
-    except ValueError as e:
-        raise RadmetricsError(f"The Hub refuses the card {card}: {' '.join(str(e).split())}") from e
+    url = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/api/validate-yaml"
+    body = {"repoType": repo_type, "content": card.read_text(encoding="utf-8")}
+    response = get_session().post(url, json=body, headers={"Accept": "text/plain"})
+    if response.status_code == 400:
+        raise RadmetricsError(f"The Hub refuses the card {card}: {' '.join(response.text.split())}")
+    hf_raise_for_status(response)
