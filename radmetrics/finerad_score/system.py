@@ -1,6 +1,8 @@
 """FineRadScore as a scoring system: line-level corrections with clinical severity."""
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from radmetrics.finerad_score.parse import (
     PARSER_VERSION,
     FineRadParseError,
     apply_corrections,
-    parse_corrections,
+    read_corrections,
 )
 from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
 from radmetrics.scoring import ScoringSystem, mean_std_summary
@@ -48,12 +50,36 @@ class FineRadScoreSystem(ScoringSystem):
     def build_prompt(self, reference: str, candidate: str) -> str:
         return build_finerad_prompt(reference, candidate, self.few_shot)
 
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """Corrections that delete every candidate line with a word the reference does not have, as an urgent
+        false prediction (a fenced JSON object, as judges often write it)."""
+        truth = " ".join(reference.split()).lower()
+        corrections = {
+            str(i): {"corrections": "[delete]", "clinical severity": "Urgent error", "comments": "not in reference",
+                     "error category": [CATEGORIES[0]]}
+            for i, line in enumerate(split_lines(candidate))
+            if any(word not in truth for word in re.findall(r"[a-z0-9]+", line.lower()))
+        }
+        return "```json\n" + json.dumps(corrections) + "\n```"
+
+    def pair_in_prompt(self, prompt: str) -> tuple[str, str] | None:
+        """The candidate comes back from its numbered lines, the reference from "Ground Truth Text:"."""
+        template = self.build_prompt("reference", "candidate")
+        prefix = template[: template.rindex("Generated Text: ")]
+        query = re.match(r"Generated Text: (.*?)\nGround Truth Text: (.*?)\nCorrections:",
+                         prompt[len(prefix):], re.S) if prompt.startswith(prefix) else None
+        if not query:
+            return None
+        lines = [re.sub(r"^\[\d+\] ", "", line) for line in query.group(1).split("\n")]
+        pair = query.group(2), " ".join(lines)
+        return pair if prompt.startswith(self.build_prompt(*pair)) else None
+
     def retry_prompt(self, prompt: str, judgment: Judgment, attempt: int) -> str:
         return prompt + retry_suffix(judgment.raw, judgment.reason or "unreadable")
 
     def parse(self, text: str) -> Judgment:
         try:
-            corrections = parse_corrections(text)
+            corrections, repairs = read_corrections(text)
         except FineRadParseError as e:
             judgment = Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
             judgment.details["retryable"] = e.retryable
@@ -69,6 +95,7 @@ class FineRadScoreSystem(ScoringSystem):
             corrections=[asdict(c) for c in corrections], severity_sum=total, severity_max=worst,
             corrected_lines=sum(1 for c in corrections if c.line is not None),
             inserted_lines=sum(1 for c in corrections if c.line is None), category_counts=categories,
+            details={"repairs": repairs} if repairs else {},
         )
 
     def finalize(self, judgment: Judgment, reference: str, candidate: str) -> Judgment:
@@ -82,7 +109,10 @@ class FineRadScoreSystem(ScoringSystem):
         if beyond:
             return Judgment.unscored(f"corrections for line(s) {beyond} but the candidate has {len(lines)} lines",
                                      raw=judgment.raw)
-        judgment.corrected_report = apply_corrections(lines, corrections)  # type: ignore[attr-defined]
+        try:
+            judgment.corrected_report = apply_corrections(lines, corrections)  # type: ignore[attr-defined]
+        except ValueError as e:  # scored (both errors count), but no single corrected report exists
+            judgment.details["corrected_report_missing"] = str(e)
         return judgment
 
     def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
