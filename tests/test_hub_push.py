@@ -70,7 +70,7 @@ def test_publish_metrics_uploads_each_module_as_a_space_that_can_start(hub, tmp_
         pytest.skip("the default wheel is built from a checkout")
     out = publish(hub, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    for name in ("green", "vert", "finerad_score", "radcliq", "er2score"):
+    for name in ("green", "vert", "finerad_score", "radcliq_rubric", "er2score"):
         files = set(hub.files("space", f"lab/{name}"))
         assert {f"{name}.py", "README.md", "app.py", "requirements.txt"} <= files, (name, files)
         wheels = [f for f in files if f.startswith("radmetrics-") and f.endswith(".whl")]
