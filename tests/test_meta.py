@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, LM_EVAL_TASKS, REPO
 from scipy import stats as sp
 
 from radmetrics.meta import stats
@@ -214,7 +214,7 @@ def test_rate_eval_converter_round_trips(tmp_path):
 @pytest.mark.parametrize("dataset, key, folder, n", [("radeval", "radeval_path", "radeval", 12),
                                                     ("rate_eval", "rate_eval_path", "rate_eval", 6)])
 def test_lm_eval_loaders_for_every_dataset(dataset, key, folder, n):
-    sys.path.insert(0, str(REPO / "lm_eval_tasks"))
+    sys.path.insert(0, str(LM_EVAL_TASKS))
     import utils
 
     docs = utils.load_judge_dataset(dataset=dataset, scoring_system="green", chat_format="green",
