@@ -27,13 +27,13 @@ def test_reward_matches_score_plain_and_conversational(fake_judge, caplog):
     reward = reward_function("green", backend="fake", cache=False)
     assert reward.__name__ == "green"
     expected = radmetrics.score("green", REFS, CANDS, backend="fake", cache=False, progress=False).scores
-    assert expected[0] is not None and expected[2] is None and expected[3] is None
+    assert expected[0] is not None and expected[2] is None  # GARBLED: the judge's answer is unreadable
+    assert expected[3] == 0.0  # an empty completion is judged as written: it counts against the policy
     with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
         plain = reward(prompts=["p"] * 4, completions=CANDS, reference=REFS, other_column=[1, 2, 3, 4])
     assert plain == expected  # unscored -> None, the rest the metric's own score
     lines = [r.getMessage() for r in caplog.records if r.name == "radmetrics.rewards"]
-    assert len(lines) == 1 and "2 of 4 completions unscored" in lines[0]
-    assert "candidate is empty (x1)" in lines[0] and "(x1)" in lines[0]
+    assert len(lines) == 1 and "1 of 4 completions unscored" in lines[0] and "(x1)" in lines[0]
     conversational = [[{"role": "assistant", "content": c}] for c in CANDS[:3]]
     conversational.append([{"role": "assistant", "content": [{"type": "text", "text": ""}]}])
     assert reward(prompts=[[{"role": "user", "content": "p"}]] * 4, completions=conversational,
@@ -48,7 +48,7 @@ def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
     monkeypatch.setattr(backend, "generate", lambda prompts, *a, **k: calls.append(len(prompts)) or
                         original(prompts, *a, **k))
     reward(prompts=["p"] * 4, completions=CANDS, reference=REFS)
-    assert calls == [3]  # every judgeable row (the empty one is not sent) in one call
+    assert calls == [4]  # every row in one call
 
 
 def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
@@ -66,8 +66,8 @@ def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
     got = fallback(completions=CANDS, reference=REFS, log_metric=metrics.__setitem__,
                    log_extra=extra.__setitem__, trainer_state=type("S", (), {"global_step": 7})())
     assert got == [g * 10 if g is not None else -1.0 for g in green]
-    assert metrics["green/unscored_frac"] == 0.5 and metrics["green/samples_per_s"] > 0
-    assert extra["green_unscored_reason"][3] == "row 3: candidate is empty"
+    assert metrics["green/unscored_frac"] == 0.25 and metrics["green/samples_per_s"] > 0
+    assert extra["green_unscored_reason"][0] is None and "GREEN format" in extra["green_unscored_reason"][2]
     assert "step 7" in caplog.text and "returned the fallback -1.0" in caplog.text
     with pytest.raises(RadmetricsError, match="on_unscored"):
         reward_function("green", on_unscored="zero")
@@ -236,15 +236,15 @@ def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_p
     for (completions, references), logged in zip(seen.batches, steps):
         assert isinstance(completions[0], list) and completions[0][0]["role"] == "assistant"
         texts = [c[0]["content"] for c in completions]
-        official_scores = official.score([r or "x" for r in references], [t or "x" for t in texts])
-        # rows with an empty reference or completion are None for the reward (the reward model would score them)
-        scored = [o["er2score"] for o, r, t in zip(official_scores, references, texts) if r.strip() and t.strip()]
+        official_scores = official.score([r or "x" for r in references], texts)
+        # rows with an empty reference are None for the reward (nothing to score against)
+        scored = [o["er2score"] for o, r in zip(official_scores, references) if r.strip()]
         assert logged["rewards/er2score/mean"] == pytest.approx(sum(scored) / len(scored), abs=1e-4)
         assert logged["reward"] == pytest.approx(logged["rewards/er2score/mean"], abs=1e-4)
     last = nan_to_none(list(trainer._logs["rewards"]["er2score"]))
     assert last == pytest.approx(total.last.rewards)
     assert sum(1 for b in seen.batches for r in b[1] if not r) == 4  # the empty reference's group
-    assert total.unscored >= 4
+    assert total.unscored == 4
 
 
 # -- a judge behind an OpenAI-compatible server, with faults ----------------------------------------------------
@@ -296,7 +296,8 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
     rows = [{"prompt": "A", "reference": "Normal chest.", "completion": "Normal chest."} for _ in range(3)]  # flat
     rows += [{"prompt": "B", "reference": "Small left effusion.", "completion": c}
              for c in ["Small left effusion.", "Small effusion. Nodule.", "Large right effusion."]]
-    rows += [{"prompt": "C", "reference": "Cardiomegaly.", "completion": c} for c in ["Cardiomegaly.", "", "GARBLED"]]
+    rows += [{"prompt": "C", "reference": "Cardiomegaly.", "completion": c}
+             for c in ["Cardiomegaly.", "GARBLED", "GARBLED again"]]
     src = tmp_path / "completions.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows))
     out = tmp_path / "check.json"
@@ -310,7 +311,7 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
     assert groups["C"]["flat"] and groups["C"]["scored"] == 1 and groups["C"]["unscored"] == 2  # one left: flat
     assert report["flat_groups"] == 2 and report["completions"] == 9
     assert report["unscored_share"] == pytest.approx(2 / 9)
-    assert report["unscored_reasons"]["candidate is empty"] == 1 and report["reward_samples_per_s"] > 0
+    assert sum(report["unscored_reasons"].values()) == 2 and report["reward_samples_per_s"] > 0
     assert "teach GRPO nothing" in result.output
 
 
@@ -326,7 +327,7 @@ def test_reward_check_samples_the_policy(fake_judge, policy, tmp_path):
     src.write_text("\n".join(json.dumps({"prompt": p, "reference": r}) for p, r, _ in policy_pairs()))
     out = tmp_path / "check.json"
     result = CliRunner().invoke(cli, ["reward-check", "-m", "finerad_score", "-i", str(src), "--policy", str(policy),
-                                      "-g", "4", "--max-new-tokens", "8", "--backend", "fake", "--no-cache",
+                                      "-g", "4", "--completion-tokens", "8", "--backend", "fake", "--no-cache",
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())

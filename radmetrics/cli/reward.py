@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from radmetrics.cli.score import judge_settings, parse_options
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.errors import InputError
 
 
@@ -57,36 +57,25 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
 @click.option("--samples", default=16, show_default=True, type=int, help="Prompts to sample (random, seeded).")
 @click.option("--num-generations", "-g", default=8, show_default=True, type=int,
               help="Completions per prompt (GRPO's group size).")
-@click.option("--max-new-tokens", default=256, show_default=True, type=int, help="Policy completion length.")
+@click.option("--completion-tokens", default=256, show_default=True, type=int,
+              help="Longest policy completion (new tokens).")
 @click.option("--temperature", default=1.0, show_default=True, type=float)
 @click.option("--top-p", default=1.0, show_default=True, type=float)
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--batch-size", default=None, type=int,
               help="Completions per reward call (default: all in one call, like one GRPO generation batch).")
-@click.option("--backend", "-b", default="transformers", show_default=True, help="Judge backend.")
-@click.option("--judge", "-j", default=None, help="Judge model (default: the metric's published judge).")
-@click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Recorded answers; implies replay.")
-@click.option("--revision", default=None, help="Judge revision.")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai).")
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE", help="Backend option.")
-@click.option("--system-option", "system_option", multiple=True, metavar="KEY=VALUE",
-              help="Scoring-system option, e.g. report_score=max.")
-@click.option("--judge-max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None, help="Response cache file.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@judge_flags()
 @click.option("--output", "-o", "output_path", default=None, type=click.Path(dir_okay=False),
               help="Write the full report (per-group spreads) as JSON here.")
 def reward_check_command(metric, input_path, policy, given, prompt_column, reference_column, completion_column,
-                         samples, num_generations, max_new_tokens, temperature, top_p, seed, batch_size, backend,
-                         judge, replay, revision, base_url, judge_option, system_option, judge_max_new_tokens,
-                         cache_path, no_cache, output_path) -> None:
+                         samples, num_generations, completion_tokens, temperature, top_p, seed, batch_size,
+                         judge_flags: JudgeFlags, output_path) -> None:
     """Score a sample of the base policy's completions with a reward and report what GRPO would learn from it:
     the spread of rewards within each prompt's group (a group whose rewards are all equal teaches nothing),
     the unscored share and the judge's speed."""
     from radmetrics.errors import RadmetricsError
     from radmetrics.rewards import reward_function
     from radmetrics.rewards.check import check_reward, sample_completions
-    from radmetrics.types import GenerationConfig
 
     if bool(policy) == bool(given):
         raise RadmetricsError("give either --policy (sample completions now) or --completions (INPUT has them)")
@@ -113,16 +102,14 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         click.echo(f"Sampling {num_generations} completions for each of {len(chosen)} prompts from {policy}...",
                    err=True)
         completions, generation_seconds = sample_completions(
-            policy, [g["prompt"] for g in chosen], num_generations=num_generations, max_new_tokens=max_new_tokens,
+            policy, [g["prompt"] for g in chosen], num_generations=num_generations, max_new_tokens=completion_tokens,
             temperature=temperature, top_p=top_p, seed=seed)
-    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
-    reward = reward_function(metric, reference_column="reference", backend=backend, judge=judge,
-                             judge_options=options, system_options=parse_options(system_option) or None,
-                             cache=False if no_cache else cache_path,
-                             config=GenerationConfig(max_new_tokens=judge_max_new_tokens))
+    flags = judge_flags
+    reward = reward_function(metric, backend=flags.backend, judge=flags.model, judge_options=flags.options,
+                             system_options=flags.system_options or None, cache=flags.cache, config=flags.config())
     settings = {"metric": metric, "input": input_path, "policy": policy, "num_generations": num_generations,
-                "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
-                "backend": backend, "judge": judge}
+                "completion_tokens": completion_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
+                "backend": flags.backend, "judge": flags.model}
     report = check_reward(reward, [g["prompt"] for g in chosen], [g["reference"] for g in chosen], completions,
                           batch_size=batch_size, generation_seconds=generation_seconds, settings=settings)
     data = report.to_dict()

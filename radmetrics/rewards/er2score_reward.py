@@ -68,7 +68,10 @@ class _SharedModel:
         reasons: list[str | None] = [None] * len(references)
         texts, rows = [], []
         for i, (ref, cand) in enumerate(zip(references, candidates)):
-            problem = row_problem(ref, "reference") or row_problem(cand, "candidate")
+            # as the runner does: an empty completion is scored as written (it counts against the policy);
+            # an empty reference leaves nothing to score against
+            empty = isinstance(cand, str) and not cand.strip()
+            problem = row_problem(ref, "reference") or (None if empty else row_problem(cand, "candidate"))
             if problem:
                 reasons[i] = f"row {i}: {problem}"
                 continue
