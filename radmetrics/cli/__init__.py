@@ -6,7 +6,7 @@ import sys
 import click
 
 from radmetrics.cli.compare import compare_command
-from radmetrics.cli.data import data_group, meta_eval_command
+from radmetrics.cli.data import data_group, meta_eval_command, preference_eval_command
 from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
@@ -23,6 +23,7 @@ cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
 cli.add_command(compare_command)
+cli.add_command(preference_eval_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 

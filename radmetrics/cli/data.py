@@ -32,23 +32,35 @@ def convert_command(name: str, source: str, output: str) -> None:
 
 @click.command("meta-eval")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
-              help="radmetrics metric, or any evaluate module (rouge, a local path) as a baseline; repeatable.")
+              help="radmetrics metric, named baseline (rouge-l, bleu-2, bertscore, er2score:model=DIR, ...) or any "
+                   "evaluate module (name:key:option=value); repeatable.")
 @click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
 @click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
+@click.option("--target", type=click.Choice(["score", "significant", "total", "per-category"]), default="score",
+              show_default=True, help="Expert judgment to grade against: the dataset's expert_score, significant "
+              "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
+@click.option("--split", default=None, help="Grade on a seeded held-out subset: a row count (40) or share (0.2); "
+              "linear ensembles are fitted on the other rows.")
+@click.option("--split-seed", default=0, show_default=True, type=int)
+@click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
+              help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
 @click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
+@click.option("--judge", "-j", "judges", multiple=True,
+              help="Judge model; repeat to grade several judges in one run (a judge x metric table).")
 @click.option("--replay", default=None, type=click.Path(dir_okay=False))
 @click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
+              help="Backend option, e.g. extra_body='{\"reasoning_effort\": \"low\"}' for API judges.")
 @click.option("--max-new-tokens", default=1024, show_default=True, type=int)
 @click.option("--cache", "cache_path", default=None)
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=int)
-def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, replay, base_url, judge_option,
-                      max_new_tokens, cache_path, resamples, seed) -> None:
+def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles, backend, judges,
+                      replay, base_url, judge_option, max_new_tokens, cache_path, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
-    and summary.md to OUTPUT."""
+    and summary.md to OUTPUT. A metric that fails (e.g. a library that needs a download, offline) is reported
+    as n/a with its reason; the others are kept."""
     from pathlib import Path
 
     import radmetrics
@@ -57,9 +69,13 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
-    from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
+    from radmetrics.meta import targets
+    from radmetrics.meta.report import Ensemble, write_report
+    from radmetrics.meta.runs import run_metric
     from radmetrics.types import GenerationConfig
 
+    ensemble_specs = [Ensemble.parse(e) for e in ensembles]
+    split_size = _split_size(split)
     source = Path(dataset)
     if source.exists():
         from radmetrics.data import load_expert_dataset
@@ -69,15 +85,50 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
         import datasets
 
         data = datasets.load_dataset(dataset, split="test")
+    targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
+    targets.held_out(len(data), split_size, split_seed)
     backend, options = judge_settings(backend, judge_option, replay, base_url)
-    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
-                    "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
     known = set(radmetrics.list_scoring_systems())
-    runs = [run_radmetrics_metric(m, data, judge_kwargs) if m in known else run_evaluate_metric(m, data)
-            for m in metrics]
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
+    labels = _judge_labels(judges)
+    refs, cands = list(data["reference"]), list(data["candidate"])
+    runs = []
+    for metric in metrics:
+        for judge, label in (labels.items() if metric in known else [(None, None)]):
+            judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
+                            "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+            run = run_metric(metric, refs, cands, judge_kwargs)
+            if label:
+                run.name, run.judge_label = f"{metric}@{label}", label
+            if run.error:
+                click.echo(f"Note: {run.name} failed ({run.error}); reported as n/a, the other metrics are kept.",
+                           err=True)
+            runs.append(run)
+    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
+                          split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder}")
+
+
+def _split_size(split: str | None) -> float | int | None:
+    from radmetrics.errors import InputError
+
+    if split is None:
+        return None
+    try:
+        value = float(split)
+    except ValueError:
+        raise InputError(f"--split takes a row count (40) or a share (0.2), not {split!r}") from None
+    return value if 0 < value < 1 else int(value)
+
+
+def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
+    """judge -> the label its runs carry (None with one judge: metric names stay plain)."""
+    if len(judges) <= 1:
+        return {judges[0] if judges else None: None}
+    short = {j: j.rstrip("/").rsplit("/", 1)[-1] for j in judges}
+    if len(set(short.values())) < len(short):
+        short = {j: j for j in judges}
+    return short
 
 
 @data_group.command("transform")
@@ -167,3 +218,52 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None) -> 
     result = push_folder(folder, repo_id, repo_type="dataset", public=public, gated=gated)
     click.echo(f"Pushed {folder} to {result['url']} ({'private' if result['private'] else 'public'}"
                f"{', gated ' + gated if gated else ''})")
+
+
+@click.command("preference-eval")
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
+@click.option("--metric", "-m", "metrics", multiple=True, required=True)
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--backend", "-b", default="transformers", show_default=True)
+@click.option("--judge", "-j", default=None)
+@click.option("--replay", default=None, type=click.Path(dir_okay=False))
+@click.option("--base-url", default=None)
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
+@click.option("--cache", "cache_path", default=None)
+@click.option("--resamples", default=1000, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int)
+def preference_eval_command(input_path, metrics, output, backend, judge, replay, base_url, judge_option,
+                            max_new_tokens, cache_path, resamples, seed) -> None:
+    """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred."""
+    import json
+    from pathlib import Path
+
+    from radmetrics.cli.score import judge_settings
+    from radmetrics.errors import optional_import
+
+    optional_import("scipy", "meta", "by preference-eval")
+    from radmetrics.meta.compare import _strict
+    from radmetrics.meta.preference import preference_accuracy, read_preferences
+    from radmetrics.types import GenerationConfig
+
+    rows = read_preferences(input_path)
+    backend, options = judge_settings(backend, judge_option, replay, base_url)
+    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options, "cache": cache_path,
+                    "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    results = _strict(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
+    lines = [f"# Preference accuracy ({results['n_pairs']} pairs; {results['rule']})", "",
+             "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]
+    for name, m in results["metrics"].items():
+        if m["error"]:
+            lines.append(f"| {name} | n/a: {m['error'][:120]} | | |")
+        else:
+            ci = "" if m["ci_low"] is None else f" [{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
+            lines.append(f"| {name} | {m['accuracy']:.2f}{ci} | {m['ties']} | {m['unscored_pairs']} |")
+    (folder / "summary.md").write_text("\n".join(lines) + "\n")
+    click.echo("\n".join(lines))
+    click.echo(f"Report: {folder}")
