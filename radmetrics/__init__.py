@@ -8,6 +8,8 @@ from radmetrics.hub_cards import sample_path
 from radmetrics.judge import get_judge
 from radmetrics.plugins import get_scoring_system, list_judge_backends, list_scoring_systems, register_plugin
 from radmetrics.runner import ScoreResult, judge_pairs, score
+from radmetrics.scoring import ScoringSystem
+from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import GenerationConfig, GreenJudgment, Judgment
 
 __version__ = "0.1.0"
@@ -21,7 +23,8 @@ def compare(systems, references, metrics, ids=None, **kwargs):
 
 
 __all__ = [
-    "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError", "RadmetricsError",
-    "ScoreResult", "UnknownNameError", "__version__", "compare", "get_judge", "get_scoring_system", "hookimpl",
+    "ErrorCounts", "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError",
+    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare", "get_judge",
+    "get_scoring_system", "hookimpl",
     "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]

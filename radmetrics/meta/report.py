@@ -17,7 +17,8 @@ import numpy as np
 
 from radmetrics.meta import runs as runs_module
 from radmetrics.meta import stats, targets
-from radmetrics.meta.runs import LETTERS, MetricRun
+from radmetrics.meta.runs import MetricRun
+from radmetrics.taxonomy import LETTERS
 
 __all__ = ["Ensemble", "MetricRun", "analyse", "run_evaluate_metric", "run_radmetrics_metric", "write_report"]
 

@@ -22,9 +22,6 @@ from radmetrics.errors import RadmetricsError
 
 log = logging.getLogger(__name__)
 
-LETTERS = "abcdef"
-
-
 @dataclass
 class MetricRun:
     name: str
@@ -88,13 +85,9 @@ def _clean(value: Any) -> float | None:
 def run_radmetrics_metric(name: str, references: Sequence[Any], candidates: Sequence[Any],
                           judge_kwargs: dict[str, Any]) -> MetricRun:
     import radmetrics
-    from radmetrics.runner import significant_counts
 
     result = radmetrics.score(name, references, candidates, **judge_kwargs)
-    counts = []
-    for j in result.judgments:
-        sig = significant_counts(j)
-        counts.append([int(sig.get(x, 0)) for x in LETTERS] if sig else None)
+    counts = [j.significant_errors() for j in result.judgments]
     return MetricRun(name, result.scores, result.scoring_system.higher_is_better, counts,
                      result.fingerprint, [j.reason for j in result.judgments])
 
