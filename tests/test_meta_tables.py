@@ -94,14 +94,15 @@ def test_meta_eval_offline_baselines_with_a_judge_total_target_split_and_ensembl
     # METEOR cannot run here (no WordNet): an n/a with its reason; every finished metric is kept
     assert metrics["meteor"]["error"] and metrics["meteor"]["kendall_tau_b"]["value"] is None
     for name in ("rouge-l", "bleu-2", "green", "average(green+rouge-l)", "linear(green+bleu-2)"):
-        assert metrics[name]["error"] is None and metrics[name]["kendall_tau_b"]["n"] == 12, name
+        assert metrics[name]["error"] is None, name
+        assert metrics[name]["kendall_tau_b"]["n"] == 12 - metrics[name]["num_unscored"] >= 10, name
     # τ on the held-out rows against the total error count, recomputed from per_sample.csv
     with (out / "per_sample.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     test_rows = [r for r in rows if r["split"] == "test"]
     assert len(test_rows) == 12 and {r["id"] for r in test_rows} == set(results["split"]["test_ids"])
     for name in ("rouge-l", "green", "linear(green+bleu-2)"):
-        ours = [float(r[name]) for r in test_rows]
+        ours = [float(r[name]) if r[name] else None for r in test_rows]
         expert = [-float(r["expert_target"]) for r in test_rows]  # errors: fewer = better
         assert metrics[name]["kendall_tau_b"]["value"] == pytest.approx(
             stats.kendall_tau(ours, expert, resamples=0).value)

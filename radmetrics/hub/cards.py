@@ -24,6 +24,8 @@ def evaluations_from_files(paths: list[str | Path]) -> list[dict[str, Any]]:
         elif "metrics" in data:  # meta-eval
             for metric, stats in data["metrics"].items():
                 for key in ("kendall_tau_b", "spearman"):
+                    if not isinstance(stats.get(key), dict) or stats[key].get("value") is None:
+                        continue  # a metric that failed (n/a) or a file without correlations (compare)
                     found.append({"dataset": data.get("dataset", "expert set"), "metric": f"{metric} {key}",
                                   "value": float(stats[key]["value"]), "source": "radmetrics meta-eval"})
     return found
