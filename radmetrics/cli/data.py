@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+
 
 @click.group("data")
 def data_group() -> None:
@@ -45,26 +47,17 @@ def convert_command(name: str, source: str, output: str) -> None:
 @click.option("--split-seed", default=0, show_default=True, type=int)
 @click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
               help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", "judges", multiple=True,
-              help="Judge model; repeat to grade several judges in one run (a judge x metric table).")
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
-              help="Backend option, e.g. extra_body='{\"reasoning_effort\": \"low\"}' for API judges.")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@judge_flags(several_judges=True)
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=int)
-def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles, backend, judges,
-                      replay, base_url, judge_option, max_new_tokens, cache_path, resamples, seed) -> None:
+def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
+                      judge_flags: JudgeFlags, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
     and summary.md to OUTPUT. A metric that fails (e.g. a library that needs a download, offline) is reported
     as n/a with its reason; the others are kept."""
     from pathlib import Path
 
     import radmetrics
-    from radmetrics.cli.score import judge_settings
     from radmetrics.errors import optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
@@ -72,7 +65,6 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
     from radmetrics.meta import targets
     from radmetrics.meta.report import Ensemble, write_report
     from radmetrics.meta.runs import run_metric
-    from radmetrics.types import GenerationConfig
 
     ensemble_specs = [Ensemble.parse(e) for e in ensembles]
     split_size = _split_size(split)
@@ -87,15 +79,15 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
         data = datasets.load_dataset(dataset, split="test")
     targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
     targets.held_out(len(data), split_size, split_seed)
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
     known = set(radmetrics.list_scoring_systems())
-    labels = _judge_labels(judges)
+    labels = _judge_labels(judge_flags.judges)
     refs, cands = list(data["reference"]), list(data["candidate"])
     runs = []
     for metric in metrics:
         for judge, label in (labels.items() if metric in known else [(None, None)]):
-            judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
-                            "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+            # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
+            judge_kwargs = {**judge_flags.score_kwargs(), "judge": judge,
+                            "system_options": judge_flags.system_options}
             run = run_metric(metric, refs, cands, judge_kwargs)
             if label:
                 run.name, run.judge_label = f"{metric}@{label}", label
@@ -142,22 +134,23 @@ def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-def transform_command(step, input_path, column, output, error_type, k, modality, region, seed, backend, judge,
-                      base_url, judge_option, max_new_tokens) -> None:
-    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns."""
+@judge_flags()
+def transform_command(step, input_path, column, output, error_type, k, modality, region, seed,
+                      judge_flags: JudgeFlags) -> None:
+    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.
+    --system-option sets the step's own settings (inject: max_attempts, validate)."""
     from pathlib import Path
 
     import datasets
 
-    from radmetrics.cli.score import judge_settings
     from radmetrics.data import steps
-    from radmetrics.judge import get_judge
-    from radmetrics.types import GenerationConfig
+    from radmetrics.errors import InputError
+
+    step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
+    unknown = sorted(set(judge_flags.system_options) - set(step_options))
+    if unknown:
+        raise InputError(f"data transform {step} has no option '{unknown[0]}'; its options: "
+                         f"{', '.join(step_options) or 'none'}")
 
     source = Path(input_path)
     if source.is_dir():
@@ -169,14 +162,14 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
         data = datasets.Dataset.from_list(rows)
     if column not in data.column_names:
         raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
-    backend, options = judge_settings(backend, judge_option, base_url=base_url)
-    the_judge = get_judge(backend, model=judge, **options)
-    config = GenerationConfig(max_new_tokens=max_new_tokens)
+    the_judge = judge_flags.build_judge()
+    config = judge_flags.config()
     reports = list(data[column])
     if step == "standardize":
         results = steps.standardize(the_judge, reports, config)
     elif step == "inject":
-        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config)
+        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config,
+                                      **judge_flags.system_options)
     else:
         results = steps.green_modify(the_judge, reports, seed=seed, config=config)
     out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])
@@ -225,33 +218,22 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None) -> 
               help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True)
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@judge_flags()
 @click.option("--resamples", default=1000, show_default=True, type=int)
 @click.option("--seed", default=0, show_default=True, type=int)
-def preference_eval_command(input_path, metrics, output, backend, judge, replay, base_url, judge_option,
-                            max_new_tokens, cache_path, resamples, seed) -> None:
+def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
     """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred."""
     import json
     from pathlib import Path
 
-    from radmetrics.cli.score import judge_settings
     from radmetrics.errors import optional_import
 
     optional_import("scipy", "meta", "by preference-eval")
     from radmetrics.meta.compare import _strict
     from radmetrics.meta.preference import preference_accuracy, read_preferences
-    from radmetrics.types import GenerationConfig
 
     rows = read_preferences(input_path)
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
-    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options, "cache": cache_path,
-                    "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = _strict(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+
 
 @click.command("rexamine")
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
@@ -11,31 +13,24 @@ import click
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None,
-              help="The judge that scores judge metrics and writes missing standardized references / candidates.")
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@judge_flags()
 @click.option("--alpha", default=0.05, show_default=True, type=float, help="Family-wise α (Bonferroni).")
 @click.option("--resamples", default=1000, show_default=True, type=int)
 @click.option("--seed", default=0, show_default=True, type=int)
-def rexamine_command(input_path, metrics, output, expert_column, backend, judge, replay, base_url, judge_option,
-                     max_new_tokens, cache_path, alpha, resamples, seed) -> None:
+def rexamine_command(input_path, metrics, output, expert_column, judge_flags: JudgeFlags, alpha, resamples,
+                     seed) -> None:
     """Score every candidate against its original and its standardized reference with each METRIC, per site:
     paired t-tests (Bonferroni), means ± std, Spearman with experts, largest disagreements. Missing standardized
     references and candidates are written through the judge with ReXamine-Global's App. A prompts."""
-    from radmetrics.cli.score import judge_settings
     from radmetrics.errors import optional_import
     from radmetrics.meta.rexamine_run import run_rexamine
 
     for module in ("scipy", "matplotlib"):
         optional_import(module, "meta", "by rexamine")
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
-    folder = run_rexamine(input_path, list(metrics), output, expert_column=expert_column, backend=backend,
-                          judge=judge, judge_options=options, cache=cache_path, max_new_tokens=max_new_tokens,
-                          alpha=alpha, resamples=resamples, seed=seed, echo=lambda m: click.echo(m, err=True))
+    folder = run_rexamine(input_path, list(metrics), output, expert_column=expert_column,
+                          backend=judge_flags.backend, judge=judge_flags.model, judge_options=judge_flags.options,
+                          cache=judge_flags.cache, max_new_tokens=judge_flags.max_new_tokens,
+                          system_options=judge_flags.system_options, alpha=alpha, resamples=resamples, seed=seed,
+                          echo=lambda m: click.echo(m, err=True))
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder}")

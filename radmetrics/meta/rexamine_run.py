@@ -54,7 +54,8 @@ def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max
 
 def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, expert_column: str = "expert_errors",
                  backend: str = "transformers", judge: str | None = None, judge_options: dict[str, Any] | None = None,
-                 cache: Any = None, max_new_tokens: int = 1024, alpha: float = 0.05, resamples: int = 1000,
+                 cache: Any = None, max_new_tokens: int = 1024, system_options: dict[str, Any] | None = None,
+                 alpha: float = 0.05, resamples: int = 1000,
                  seed: int = 0, echo: Callable[[str], None] = print) -> Path:
     from radmetrics.meta.compare import _read_rows, _strict
     from radmetrics.types import GenerationConfig
@@ -69,6 +70,8 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
         row["site"] = str(row.get("site") or "unknown")
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": dict(judge_options or {}), "cache": cache,
                     "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    if system_options:
+        judge_kwargs["system_options"] = dict(system_options)
     provenance = _write_missing(rows, judge_kwargs, max_new_tokens, echo)
     sites = [r["site"] for r in rows]
     for site in sorted(set(sites)):
