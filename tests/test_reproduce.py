@@ -76,7 +76,8 @@ def test_reproduce_command_runs_on_the_fixtures(title, command, tmp_path, er2_mo
         args = adapt(command, server.base_url, str(er2_model), str(out), str(tmp_path / "c.sqlite"))
         run = subprocess.run([sys.executable, "-m", "radmetrics.cli", *args], capture_output=True, text=True,
                              cwd=REPO, env=os.environ.copy(), timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
+    # exit 2 when a metric could not run (here: clinical baselines without their Hub weights); the report is written
+    assert run.returncode in (0, 2), run.stderr[-3000:]
     assert "Traceback" not in run.stderr
     results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert (out / "summary.md").read_text().startswith("# ")
@@ -86,6 +87,7 @@ def test_reproduce_command_runs_on_the_fixtures(title, command, tmp_path, er2_mo
         return
     for metric in results["metrics"].values():
         # every metric is a table row: computed, or n/a with its reason (clinical weights are not downloadable here)
-        assert metric["error"] or metric.get("kendall_tau_b") or metric.get("accuracy") is not None
-    computed = [m for m, v in results["metrics"].items() if not v["error"]]
+        assert metric.get("failed") or metric.get("error") or metric.get("kendall_tau_b") \
+            or metric.get("accuracy") is not None
+    computed = [m for m, v in results["metrics"].items() if not (v.get("failed") or v.get("error"))]
     assert computed, f"{title}: nothing computed"

@@ -15,7 +15,7 @@ from radmetrics.cli.train import train_group
 from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radmetrics")
 def cli() -> None:
     """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""

@@ -1,6 +1,8 @@
 """`radmetrics data ...`: expert datasets to HF datasets with cards."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
@@ -34,10 +36,12 @@ def convert_command(name: str, source: str, output: str) -> None:
 
 @click.command("meta-eval")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
-              help="radmetrics metric, named baseline (rouge-l, bleu-2, bertscore, er2score:model=DIR, ...) or any "
-                   "evaluate module (name:key:option=value); repeatable.")
-@click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
-@click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
+              help="radmetrics metric, or any evaluate module (rouge, a local path) as a baseline; repeatable.")
+@click.option("--dataset", "-d", required=True,
+              help="Converted dataset folder (radmetrics data convert), the original files, or a Hub dataset id.")
+@click.option("--dataset-name", default=None,
+              help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
+                   "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
 @click.option("--target", type=click.Choice(["score", "significant", "total", "per-category"]), default="score",
               show_default=True, help="Expert judgment to grade against: the dataset's expert_score, significant "
@@ -49,16 +53,15 @@ def convert_command(name: str, source: str, output: str) -> None:
               help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
 @judge_flags(several_judges=True)
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
 def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
                       judge_flags: JudgeFlags, resamples, seed) -> None:
-    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
-    and summary.md to OUTPUT. A metric that fails (e.g. a library that needs a download, offline) is reported
-    as n/a with its reason; the others are kept."""
-    from pathlib import Path
+    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
+    summary.md and a self-contained report.html to OUTPUT.
 
-    import radmetrics
-    from radmetrics.errors import optional_import
+    A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
+    metrics are kept; the command then exits with code 2."""
+    from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
@@ -68,37 +71,43 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
 
     ensemble_specs = [Ensemble.parse(e) for e in ensembles]
     split_size = _split_size(split)
-    source = Path(dataset)
-    if source.exists():
-        from radmetrics.data import load_expert_dataset
 
-        data = load_expert_dataset(dataset_name, source)
-    else:
-        import datasets
-
-        data = datasets.load_dataset(dataset, split="test")
+    # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
+    judge_metrics, modules = split_metric_names(metrics)
+    if Path(output).exists() and not Path(output).is_dir():
+        raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
+    data = load_meta_eval_data(dataset, dataset_name)
     targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
     targets.held_out(len(data), split_size, split_seed)
-    known = set(radmetrics.list_scoring_systems())
+    for module in modules:
+        load_baseline(module)
     labels = _judge_labels(judge_flags.judges)
-    refs, cands = list(data["reference"]), list(data["candidate"])
+    if judge_metrics:
+        for judge in labels:
+            check_judges(judge_metrics, judge_flags.backend, judge, judge_flags.options)
+
     runs = []
-    for metric in metrics:
-        for judge, label in (labels.items() if metric in known else [(None, None)]):
+    for name in metrics:
+        # one run per judge for judge metrics when several --judge are given (named metric@judge)
+        for judge, label in (labels.items() if name in judge_metrics else [(judge_flags.model, None)]):
             # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
-            judge_kwargs = {**judge_flags.score_kwargs(), "judge": judge,
-                            "system_options": judge_flags.system_options}
-            run = run_metric(metric, refs, cands, judge_kwargs)
+            judge_kwargs = {**judge_flags.score_kwargs(), "judge": judge, "system_options": judge_flags.system_options}
+            # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
+            run = run_metric(name, data["reference"], data["candidate"], judge_kwargs)
             if label:
-                run.name, run.judge_label = f"{metric}@{label}", label
-            if run.error:
-                click.echo(f"Note: {run.name} failed ({run.error}); reported as n/a, the other metrics are kept.",
-                           err=True)
+                run.name, run.judge_label = f"{name}@{label}", label
             runs.append(run)
+    failed = [run.name for run in runs if run.error]
+    for run in runs:
+        if run.error:
+            click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
     folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
                           split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
     click.echo((folder / "summary.md").read_text())
-    click.echo(f"Report: {folder}")
+    click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
+    if failed:
+        raise RadmetricsError(f"{len(failed)} of {len(runs)} metric runs failed ({', '.join(failed)}); the report "
+                              f"in {folder} has the others and says why.")
 
 
 def _split_size(split: str | None) -> float | int | None:
@@ -121,6 +130,72 @@ def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
     if len(set(short.values())) < len(short):
         short = {j: j for j in judges}
     return short
+
+
+def split_metric_names(metrics) -> tuple[list[str], list[str]]:
+    """(radmetrics scoring systems, evaluate modules to load); radmetrics' own baselines need neither."""
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.meta.runs import EvaluateSpec
+
+    known = set(radmetrics.list_scoring_systems())
+    judge_metrics = [m for m in metrics if m in known]
+    modules = [EvaluateSpec.parse(m).module for m in metrics if m not in known and not baselines.is_baseline(m)]
+    return judge_metrics, modules
+
+
+def load_meta_eval_data(dataset: str, dataset_name: str | None):
+    """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
+    from radmetrics.errors import InputError
+
+    source = Path(dataset)
+    if source.exists():
+        from radmetrics.data import load_expert_dataset
+
+        return load_expert_dataset(dataset_name or "rexval", source)
+    if dataset.startswith((".", "/", "~")) or dataset.count("/") > 1:
+        raise InputError(f"--dataset {dataset}: no such folder")
+    import datasets
+
+    try:
+        return datasets.load_dataset(dataset, split="test")
+    except Exception as e:  # datasets raises many types for "not reachable / not found"
+        raise InputError(f"--dataset {dataset} is not a local folder and could not be loaded from the Hub "
+                         f"({type(e).__name__}); pass a folder written by `radmetrics data convert`, or check the "
+                         "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
+
+
+def load_baseline(module: str) -> None:
+    """Load an evaluate module now, in seconds, rather than fail after the judge metrics ran; a name that is
+    not loadable but close to a radmetrics metric is most likely a typo of it."""
+    import difflib
+
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.meta.report import load_evaluate_module
+
+    try:
+        load_evaluate_module(module)
+    except RadmetricsError as e:
+        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
+        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
+        hint = f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        raise RadmetricsError(f"{e}{hint}") from e
+
+
+def check_judges(names, backend: str, judge: str | None, options) -> None:
+    """Each judge metric's judge is reachable, or it says plainly that it needs one: before any judging."""
+    import radmetrics
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.judge.preflight import check_judge
+
+    for name in names:
+        model = judge or (None if backend == "replay" else radmetrics.get_scoring_system(name).default_judge)
+        if model is None and backend in ("transformers", "vllm", "openai"):
+            raise RadmetricsError(f"{name} has no published default judge: name one with --judge MODEL "
+                                  "(a Hub id or local folder; with --backend openai, the served model name).")
+        check_judge(backend, model, options)
 
 
 @data_group.command("transform")

@@ -39,7 +39,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
-@click.option("--progress/--no-progress", default=True)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
                   reference_column, candidate_column, engine, actors, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,

@@ -1,34 +1,53 @@
 """`radmetrics meta-eval`: score an expert dataset with one or more metrics and write a report folder.
 
-results.json (every statistic with its settings), per_sample.csv, PNG plots (metric vs expert scatter;
-detected vs annotated significant errors per category, like VERT Fig. 2; per-site box plots, like
-ReXamine-Global Fig. 3) and summary.md with the tables.
+results.json (every statistic with its settings and the rows it used; strict JSON), per_sample.csv, PNG plots
+(metric vs expert scatter; detected vs annotated significant errors per category, like VERT Fig. 2; per-site
+Spearman with CIs, like ReXamine-Global Fig. 3), summary.md and one self-contained report.html with the same
+tables. A metric that fails (a baseline that cannot load offline, a judge that cannot be reached) is reported
+with its reason; the metrics that finished are kept.
 """
 from __future__ import annotations
 
 import csv
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from radmetrics.meta import runs as runs_module
 from radmetrics.meta import stats, targets
 from radmetrics.meta.runs import MetricRun
-from radmetrics.taxonomy import LETTERS
+from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html, to_markdown
 
-__all__ = ["Ensemble", "MetricRun", "analyse", "run_evaluate_metric", "run_radmetrics_metric", "write_report"]
+from radmetrics.taxonomy import GREEN_NAMES, LETTERS
+
+#: the six error categories in full (GREEN's wording) for plots and tables
+CATEGORY_NAMES = GREEN_NAMES
 
 
 def run_radmetrics_metric(name: str, data, judge_kwargs: dict[str, Any]) -> MetricRun:
-    return runs_module.run_radmetrics_metric(name, list(data["reference"]), list(data["candidate"]), judge_kwargs)
+    """A radmetrics scoring system over an expert dataset's pairs (raises; `runs.run_metric` does not)."""
+    from radmetrics.meta import runs
+
+    return runs.run_radmetrics_metric(name, data["reference"], data["candidate"], judge_kwargs)
 
 
-def run_evaluate_metric(name: str, data) -> MetricRun:
-    return runs_module.run_evaluate_metric(name, list(data["reference"]), list(data["candidate"]))
+def load_evaluate_module(name: str):
+    """evaluate.load, with the failure (offline, no such module) as one RadmetricsError line."""
+    import evaluate
+
+    from radmetrics.errors import RadmetricsError
+
+    try:
+        return evaluate.load(name)
+    except Exception as e:  # evaluate raises FileNotFoundError/ConnectionError/ImportError/... for one cause
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RadmetricsError(
+            f"baseline '{name}' could not be loaded through evaluate ({type(e).__name__}: {first[:300]}). "
+            "Offline (no network, or HF_HUB_OFFLINE=1), evaluate's Hub modules must already be in its cache: use "
+            "radmetrics' own baselines (rouge-l, bleu-2, bleu-4, meteor, ...: `radmetrics list`), a local module "
+            "folder, or run once with network.") from e
 
 
 def _oriented(values, higher_is_better):
@@ -115,51 +134,93 @@ def _per_category(run: MetricRun, data, rows, resamples, seed) -> dict[str, Any]
     return out
 
 
+def dataset_label(data, fallback: str) -> str:
+    """The dataset's own name (its `dataset` column), not the converter default."""
+    names = sorted({n for n in data["dataset"] if n}) if "dataset" in data.column_names else []
+    return ", ".join(names) if names else fallback
+
+
+def expert_meaning(data) -> str:
+    """What the expert score is, for axis labels: the converter card's wording where the dataset is known."""
+    from radmetrics.data import CONVERTERS, converter
+
+    names = sorted({n for n in data["dataset"] if n}) if "dataset" in data.column_names else []
+    if len(names) == 1 and names[0] in CONVERTERS:
+        return converter(names[0])[1]["expert_score_meaning"]
+    better = "higher" if data[0]["expert_higher_is_better"] else "lower"
+    return f"expert score ({better} is better)"
+
+
 def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, target: str = "score",
             split: float | int | None = None, split_seed: int = 0, ensembles: list[Ensemble] | None = None,
             ) -> dict[str, Any]:
-    expert, expert_higher, meaning = targets.expert_target(data, target)
-    expert_up = _oriented(expert, expert_higher)
+    """Every statistic on the graded rows: all rows, or the seeded held-out subset (`split`), against the expert
+    `target` (targets.TARGETS). Ensembles are added as runs; "_runs" carries every run for the outputs."""
+    expert_all, expert_higher, meaning = targets.expert_target(data, target)
+    expert_up_all = _oriented(expert_all, expert_higher)
     train, test = targets.held_out(len(data), split, split_seed)
-    extra_runs, ensemble_details = ensemble_runs(runs, ensembles or [], expert_up, train, seed)
+    extra_runs, ensemble_details = ensemble_runs(runs, ensembles or [], expert_up_all, train, seed)
     all_runs = list(runs) + extra_runs
-    annotated = ([v is not None and len(v) == 6 for v in data["expert_significant"]]
-                 if "expert_significant" in data.column_names else [False] * len(expert))
-    out: dict[str, Any] = {
-        "n": len(test), "n_dataset": len(data), "resamples": resamples, "seed": seed, "target": target,
-        "target_meaning": meaning,
-        "split": None if split is None else {"held_out": len(test), "train": len(train), "seed": split_seed,
-                                             "test_ids": [data[i]["id"] for i in test]},
-        "orientation": "scores and expert values oriented so positive correlation = agreement",
-        "metrics": {}}
-    for run in all_runs:
-        entry: dict[str, Any] = {"higher_is_better": run.higher_is_better, "error": run.error,
-                                 "num_unscored": sum(run.scores[i] is None for i in test),
-                                 "fingerprint": run.fingerprint}
-        entry.update(_correlations(_oriented(run.scores, run.higher_is_better), expert_up, test, resamples, seed))
-        idx = [i for i in test if run.counts and run.counts[i] is not None and annotated[i]]
+    expert, expert_up = _subset(expert_all, test), _subset(expert_up_all, test)
+    annotated_all = ([x is not None and len(x) == 6 for x in data["expert_significant"]]
+                     if "expert_significant" in data.column_names else [False] * len(data))
+    annotated = _subset(annotated_all, test)
+    n_expert = sum(e is not None for e in expert)
+    out: dict[str, Any] = {"n": len(expert), "n_dataset": len(data), "n_with_expert_score": n_expert,
+                           "resamples": resamples, "seed": seed, "target": target, "target_meaning": meaning,
+                           "split": None if split is None else {"held_out": len(test), "train": len(train),
+                                                                "seed": split_seed,
+                                                                "test_ids": [data[i]["id"] for i in test]},
+                           "orientation": "scores and expert values oriented so positive correlation = agreement",
+                           "metrics": {}, "warnings": []}
+    for full_run in all_runs:
+        if full_run.error:
+            out["metrics"][full_run.name] = {"failed": full_run.error, "n_scored": 0, "num_unscored": len(expert)}
+            out["warnings"].append(f"{full_run.name}: not computed: {full_run.error}")
+            continue
+        run = MetricRun(full_run.name, _subset(full_run.scores, test), full_run.higher_is_better,
+                        _subset(full_run.counts, test) if full_run.counts else [], full_run.fingerprint,
+                        _subset(full_run.reasons, test) if full_run.reasons else [])
+        judge_up = _oriented(run.scores, run.higher_is_better)
+        n_scored = sum(s is not None for s in run.scores)
+        entry: dict[str, Any] = {
+            "n_scored": n_scored, "num_unscored": len(expert) - n_scored,
+            # the correlations use the rows with both a score and an expert value (their "n")
+            "kendall_tau_b": stats.kendall_tau(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
+            "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
+            "fingerprint": run.fingerprint,
+        }
+        if target == "per-category" or full_run.extra:
+            per_category = _per_category(full_run, data, test, resamples, seed)
+            if per_category:
+                entry["per_category"] = per_category
+        if full_run.extra:
+            entry["criteria"] = {name: _correlations(vals, expert_up_all, test, resamples, seed)
+                                 for name, vals in full_run.extra.items()}
+        if n_scored == 0:
+            out["warnings"].append(f"{run.name}: every row is unscored ({_top_reason(run)}); it has no statistics")
+        elif entry["kendall_tau_b"]["n"] < 3:
+            out["warnings"].append(f"{run.name}: only {entry['kendall_tau_b']['n']} rows with a score and an expert "
+                                   "value; correlations need at least 3")
+        elif n_scored < len(expert):
+            out["warnings"].append(f"{run.name}: {len(expert) - n_scored} of {len(expert)} rows unscored "
+                                   f"({_top_reason(run)}); its statistics use the {n_scored} scored rows")
+        idx = [i for i, c in enumerate(run.counts) if c is not None and annotated[i]]
         if idx:
-            human = [data[i]["expert_significant"] for i in idx]
+            human = [data[test[i]]["expert_significant"] for i in idx]
             model = [run.counts[i] for i in idx]
             entry["mae_significant_errors"] = stats.mae([sum(m) for m in model], [sum(h) for h in human])
             entry["category_accuracy"] = dict(zip(LETTERS, stats.category_accuracy(model, human)))
             entry["error_type_f1"] = dict(zip(LETTERS, stats.error_type_f1(
                 [[round(v) for v in h] for h in human], model)))
-        if target == "per-category" or run.extra:
-            per_category = _per_category(run, data, test, resamples, seed)
-            if per_category:
-                entry["per_category"] = per_category
-        if run.extra:
-            entry["criteria"] = {name: _correlations(vals, expert_up, test, resamples, seed)
-                                 for name, vals in run.extra.items()}
+            entry["n_with_error_counts"] = len(idx)
         out["metrics"][run.name] = entry
     if ensemble_details:
         out["ensembles"] = ensemble_details
     raters = targets.inter_rater(data, "total" if target == "total" else "significant")
     if raters and target != "per-category":
-        rows = {}
-        for name in [k for k in raters if k.startswith("rater ")]:
-            rows[name] = _correlations(raters[name], raters[f"others of {name}"], test, resamples, seed)
+        rows = {name: _correlations(raters[name], raters[f"others of {name}"], test, resamples, seed)
+                for name in raters if name.startswith("rater ")}
         taus = [r["kendall_tau_b"]["value"] for r in rows.values()]
         out["inter_rater"] = {"meaning": "each rater's error count against the mean of the other raters",
                               "raters": rows, "mean_kendall_tau_b": float(np.nanmean(taus)) if taus else None,
@@ -168,187 +229,226 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
     if judged:
         table: dict[str, dict[str, Any]] = {}
         for r in judged:
-            metric = r.name[: -len(r.judge_label) - 1]
-            table.setdefault(r.judge_label, {})[metric] = out["metrics"][r.name]["kendall_tau_b"]["value"]
+            value = out["metrics"][r.name].get("kendall_tau_b", {}).get("value")
+            table.setdefault(r.judge_label, {})[r.name[: -len(r.judge_label) - 1]] = value
         out["judge_metric_kendall_tau_b"] = table
-    ok = [r for r in all_runs if not r.error]
+    ok = [MetricRun(r.name, _subset(r.scores, test), r.higher_is_better) for r in all_runs if not r.error]
     if len(ok) > 1:
         out["pairwise_randomization"] = []
         for i, a in enumerate(ok):
             for b in ok[i + 1:]:
-                keep = [k for k in test if a.scores[k] is not None and b.scores[k] is not None
+                keep = [k for k in range(len(expert)) if a.scores[k] is not None and b.scores[k] is not None
                         and expert_up[k] is not None]
+                entry = {"a": a.name, "b": b.name, "n": len(keep)}
                 if len(keep) >= 3:
-                    test_result = stats.paired_randomization_test(
+                    entry.update(stats.paired_randomization_test(
                         [_oriented(a.scores, a.higher_is_better)[k] for k in keep],
                         [_oriented(b.scores, b.higher_is_better)[k] for k in keep],
-                        [expert_up[k] for k in keep], trials=resamples, seed=seed)
-                    out["pairwise_randomization"].append({"a": a.name, "b": b.name, **test_result})
+                        [expert_up[k] for k in keep], trials=resamples, seed=seed))
+                else:
+                    entry["skipped"] = f"only {len(keep)} rows scored by both; the test needs at least 3"
+                out["pairwise_randomization"].append(entry)
     if "site" in data.column_names and len(set(data["site"])) > 1:
-        sites = [data["site"][i] for i in test]
         out["per_site_spearman"] = {run.name: stats.per_site_spearman(
-            _subset(_oriented(run.scores, run.higher_is_better), test), _subset(expert_up, test), sites,
+            _oriented(run.scores, run.higher_is_better), expert_up, _subset(list(data["site"]), test),
             resamples=resamples, seed=seed) for run in ok}
     out["_runs"] = all_runs  # for the outputs; removed before writing
     return out
 
 
-def _file_safe(name: str) -> str:
-    import re
+def _top_reason(run: MetricRun) -> str:
+    reasons: dict[str, int] = {}
+    for s, r in zip(run.scores, run.reasons or []):
+        if s is None and r:
+            reasons[r] = reasons.get(r, 0) + 1
+    if not reasons:
+        return "no reason recorded"
+    reason, count = max(reasons.items(), key=lambda kv: kv[1])
+    return f"most often: {reason[:160]} ×{count}"
 
-    return re.sub(r"[^A-Za-z0-9_.+@()=-]+", "_", name)[-120:]
 
-
-def _plots(runs: list[MetricRun], data, folder: Path) -> list[str]:
+def _plots(runs: list[MetricRun], data, folder: Path) -> list[tuple[str, str]]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
+    written: list[tuple[str, str]] = []
     expert = list(data["expert_score"])
-    for run in runs:
-        fig, ax = plt.subplots(figsize=(4.5, 4))
-        pts = [(e, s) for e, s in zip(expert, run.scores) if s is not None]
+    meaning = expert_meaning(data)
+    ok = [r for r in runs if not r.error]
+    for run in ok:
+        label = short_label(run.name)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        pts = [(e, s) for e, s in zip(expert, run.scores) if s is not None and e is not None]
         if pts:
             ax.scatter(*zip(*pts), alpha=0.7)
-        ax.set_xlabel("expert score")
-        ax.set_ylabel(run.name)
-        ax.set_title(f"{run.name} vs experts (n={len(pts)})")
+        else:
+            ax.text(0.5, 0.5, "no scored rows", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel(_wrap(meaning, 60), fontsize=9)
+        direction = "higher" if run.higher_is_better else "lower"
+        ax.set_ylabel(f"{label} ({direction} is better)")
+        ax.set_title(f"{label} vs experts (n = {len(pts)})")
         fig.tight_layout()
-        name = f"scatter_{_file_safe(run.name)}.png"
+        name = f"scatter_{safe}.png"
         fig.savefig(folder / name, dpi=120)
         plt.close(fig)
-        written.append(name)
+        written.append((name, f"{label} against the expert score, one point per scored report"))
         idx = [i for i, c in enumerate(run.counts) if c is not None
                and "expert_significant" in data.column_names and len(data[i]["expert_significant"]) == 6]
         if idx:
             detected = [sum(run.counts[i][k] for i in idx) for k in range(6)]
             annotated = [sum(data[i]["expert_significant"][k] for i in idx) for k in range(6)]
-            fig, ax = plt.subplots(figsize=(5, 3.5))
-            x = range(6)
-            ax.bar([v - 0.2 for v in x], annotated, width=0.4, label="annotated (expert mean)")
-            ax.bar([v + 0.2 for v in x], detected, width=0.4, label=f"detected ({run.name})")
-            ax.set_xticks(list(x), [f"({c})" for c in LETTERS])
-            ax.set_ylabel("clinically significant errors")
-            ax.legend()
+            fig, ax = plt.subplots(figsize=(10, 4.5))
+            y = list(range(6))
+            ax.barh([v - 0.2 for v in y], annotated, height=0.4, label="annotated (expert mean)")
+            ax.barh([v + 0.2 for v in y], detected, height=0.4, label=f"detected by {label}")
+            ax.set_yticks(y, [f"({c}) {CATEGORY_NAMES[c]}" for c in LETTERS])
+            ax.invert_yaxis()
+            ax.set_xlabel(f"clinically significant errors, summed over {len(idx)} reports")
+            ax.set_title(f"Significant errors per category: {label} vs experts")
+            ax.legend(loc="lower right", fontsize=8)
             fig.tight_layout()
-            name = f"error_counts_{_file_safe(run.name)}.png"
+            name = f"error_counts_{safe}.png"
             fig.savefig(folder / name, dpi=120)
             plt.close(fig)
-            written.append(name)
-    if "site" in data.column_names and len(set(data["site"])) > 1:
+            written.append((name, f"significant errors per category, {label} against the expert annotation"))
+    if "site" in data.column_names and len(set(data["site"])) > 1 and ok:
+        import numpy as np
+
+        results = {run.name: stats.per_site_spearman(
+            _oriented(run.scores, run.higher_is_better), _oriented(expert, bool(data[0]["expert_higher_is_better"])),
+            list(data["site"]), resamples=200, seed=0) for run in ok}
         sites = sorted(set(data["site"]))
-        fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.5), squeeze=False)
-        for ax, run in zip(axes[0], runs):
-            ax.boxplot([[s for s, site in zip(run.scores, data["site"]) if site == t and s is not None]
-                        for t in sites], tick_labels=sites)
-            ax.set_title(run.name)
+        width = 0.8 / len(ok)
+        fig, ax = plt.subplots(figsize=(max(5.5, 1.6 * len(sites) * len(ok) ** 0.5), 4.5))
+        for j, run in enumerate(ok):
+            vals = [results[run.name][s]["value"] for s in sites]
+            low = [results[run.name][s]["ci_low"] for s in sites]
+            high = [results[run.name][s]["ci_high"] for s in sites]
+            x = np.arange(len(sites)) + (j - (len(ok) - 1) / 2) * width
+            err = np.array([[max(v - lo, 0) if v == v and lo == lo else 0 for v, lo in zip(vals, low)],
+                            [max(hi - v, 0) if v == v and hi == hi else 0 for v, hi in zip(vals, high)]])
+            ax.bar(x, [v if v == v else 0 for v in vals], width=width, yerr=err, capsize=3,
+                   label=short_label(run.name))
+        ax.set_xticks(range(len(sites)), sites)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_ylabel("Spearman ρ with experts (higher = agrees)")
+        ax.set_xlabel("site")
+        ax.set_title("Per-site agreement with experts (95% bootstrap CI)")
+        ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(folder / "per_site.png", dpi=120)
         plt.close(fig)
-        written.append("per_site.png")
+        written.append(("per_site.png", "Spearman ρ between each metric and the experts within each site"))
     return written
 
 
-def _num(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}"
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def _corr_cell(c: dict[str, Any]) -> str:
-    if c["value"] is None or (isinstance(c["value"], float) and math.isnan(c["value"])):
-        return f"n/a (n = {c['n']})"
-    return f"{_num(c['value'])} [{_num(c['ci_low'])}, {_num(c['ci_high'])}]"
-
-
-def _summary_markdown(results: dict[str, Any], dataset_name: str, plots: list[str]) -> str:
-    split = results.get("split")
-    rows_note = (f"held-out subset of {split['held_out']} of {results['n_dataset']} rows (seed {split['seed']})"
-                 if split else f"all {results['n']} rows")
-    lines = [f"# Meta-evaluation on {dataset_name} (n = {results['n']})", "",
-             f"Target: {results['target']} ({results['target_meaning']}); {rows_note}.",
-             f"Correlations: {results['orientation']}; 95% percentile bootstrap CIs over "
-             f"{results['resamples']} resamples (seed {results['seed']}).", "",
-             "| metric | Kendall τ-b [95% CI] | p | Spearman ρ [95% CI] | MAE sig. errors | unscored |",
-             "| --- | --- | ---: | --- | --- | ---: |"]
+def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[str, str]]) -> Report:
+    report = Report(
+        title=f"Meta-evaluation on {dataset_name}",
+        intro=[f"Target: {results.get('target', 'score')} ({results.get('target_meaning', 'expert score')})"
+               + (f"; graded on a held-out subset of {results['split']['held_out']} of {results['n_dataset']} rows "
+                  f"(seed {results['split']['seed']})" if results.get("split") else "") + ".",
+               f"{results['n']} reports, {results.get('n_with_expert_score', results['n'])} with an expert score. "
+               f"Correlations: {results['orientation']}; 95% percentile bootstrap CIs over {results['resamples']} "
+               f"resamples (seed {results['seed']}). Each statistic uses only the rows its metric scored: its n is shown."],
+        warnings=list(results.get("warnings", [])), plots=plots)
+    rows = []
     for name, m in results["metrics"].items():
-        if m.get("error"):
-            lines.append(f"| {name} | n/a: {m['error'][:120]} | | | | {m['num_unscored']} |")
+        if "failed" in m:
+            rows.append([short_label(name), "failed", "n/a", "n/a", "n/a", "n/a", m["failed"]])
             continue
         k, s = m["kendall_tau_b"], m["spearman"]
         mae = m.get("mae_significant_errors")
-        mae_text = "n/a" if not mae else f"{mae['mae']:.2f} ± {mae['std']:.2f}"
-        p = k["p_value"]
-        p_text = "n/a" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.2g}"
-        lines.append(f"| {name} | {_corr_cell(k)} | {p_text} | {_corr_cell(s)} | {mae_text} | {m['num_unscored']} |")
+        mae_text = "n/a" if not mae or mae.get("mae") is None else f"{mae['mae']:.2f} ± {mae['std']:.2f} (n={mae['n']})"
+        rows.append([short_label(name), f"{m['n_scored']}/{results['n']}", k.get("n"), interval_text(k), interval_text(s),
+                     mae_text, m["num_unscored"]])
+    report.tables.append(Table(
+        "Agreement with experts", ["metric", "scored", "n (corr.)", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]",
+                                   "MAE sig. errors", "unscored"], rows,
+        note="n (corr.): rows with both a metric score and an expert value, used by τ and ρ. "
+             "Local module paths are shortened here; results.json has the full names.", numeric={2, 6}))
     inter = results.get("inter_rater")
     if inter:
-        lines += ["", f"Inter-rater baseline ({inter['meaning']}); mean τ-b {_num(inter['mean_kendall_tau_b'])}, "
-                      f"mean ρ {_num(inter['mean_spearman'])}:", "",
-                  "| rater | Kendall τ-b [95% CI] | Spearman ρ [95% CI] |", "| --- | --- | --- |"]
-        lines += [f"| {name} | {_corr_cell(r['kendall_tau_b'])} | {_corr_cell(r['spearman'])} |"
-                  for name, r in inter["raters"].items()]
+        report.tables.append(Table(
+            "Inter-rater baseline", ["rater", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]"],
+            [[name, interval_text(r["kendall_tau_b"]), interval_text(r["spearman"])] for name, r in inter["raters"].items()],
+            note=f"{inter['meaning']}; mean τ-b {inter['mean_kendall_tau_b']:.3f}, mean ρ {inter['mean_spearman']:.3f}."))
     table = results.get("judge_metric_kendall_tau_b")
     if table:
-        metrics = sorted({m for row in table.values() for m in row})
-        lines += ["", "Kendall τ-b by judge and metric:", "", "| judge | " + " | ".join(metrics) + " |",
-                  "| --- | " + " | ".join("---:" for _ in metrics) + " |"]
-        lines += [f"| {judge} | " + " | ".join(_num(row.get(m)) for m in metrics) + " |" for judge, row in table.items()]
+        names = sorted({m for row in table.values() for m in row})
+        report.tables.append(Table("Kendall τ-b by judge and metric", ["judge"] + names,
+                                   [[judge] + [row.get(m) for m in names] for judge, row in table.items()],
+                                   numeric=set(range(1, len(names) + 1))))
     for name, m in results["metrics"].items():
         for key, title in (("per_category", "per error category (expert mean count per category)"),
                            ("criteria", "per criterion against the expert target")):
             if key in m:
-                lines += ["", f"{name}, {title}:", "", "| | source | Kendall τ-b [95% CI] | Spearman ρ [95% CI] |",
-                          "| --- | --- | --- | --- |"]
-                lines += [f"| {c} | {v.get('source', '')} | {_corr_cell(v['kendall_tau_b'])} | {_corr_cell(v['spearman'])} |"
-                          for c, v in m[key].items()]
-    for name, m in results["metrics"].items():
-        if "error_type_f1" in m:
-            lines += ["", f"Error-type F1 for {name} (VERT App. C):", "", "| category | precision | recall | F1 | accuracy |",
-                      "| --- | ---: | ---: | ---: | ---: |"]
-            for c in LETTERS:
-                f = m["error_type_f1"][c]
-                lines.append(f"| ({c}) | {f['precision']:.2f} | {f['recall']:.2f} | {f['f1']:.2f} | "
-                             f"{m['category_accuracy'][c]:.2f} |")
+                report.tables.append(Table(
+                    f"{short_label(name)}, {title}", ["", "source", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]"],
+                    [[c, v.get("source", ""), interval_text(v["kendall_tau_b"]), interval_text(v["spearman"])]
+                     for c, v in m[key].items()]))
     for name, e in (results.get("ensembles") or {}).items():
         if "error" not in e:
-            weights = "" if "weights" not in e or e["weights"] is None else \
+            weights = "" if e.get("weights") is None else \
                 f"; weights {', '.join(f'{w:.3g}' for w in e['weights'])}, intercept {e['intercept']:.3g} ({e['scheme']})"
-            lines += ["", f"Ensemble {name}: {e['method']}{weights}."]
+            report.intro.append(f"Ensemble {name}: {e['method']}{weights}.")
+    for name, m in results["metrics"].items():
+        if "error_type_f1" in m:
+            report.tables.append(Table(
+                f"Error-type F1 for {short_label(name)} (VERT App. C)", ["category", "precision", "recall", "F1", "accuracy"],
+                [[f"({c}) {CATEGORY_NAMES[c]}", m["error_type_f1"][c]["precision"], m["error_type_f1"][c]["recall"],
+                  m["error_type_f1"][c]["f1"], m["category_accuracy"][c]] for c in LETTERS],
+                note=f"Over the {m['n_with_error_counts']} reports with both expert and judge error counts.",
+                numeric={1, 2, 3, 4}))
     if results.get("pairwise_randomization"):
-        lines += ["", "Paired approximate-randomization tests (difference in Kendall τ):", "",
-                  "| A | B | τ(A) − τ(B) | p |", "| --- | --- | ---: | ---: |"]
-        lines += [f"| {t['a']} | {t['b']} | {_num(t['difference'])} | {_num(t['p_value'])} |"
-                  for t in results["pairwise_randomization"]]
-    lines += ["", "Plots: " + ", ".join(f"![{p}]({p})" for p in plots), ""]
-    return "\n".join(lines)
+        report.tables.append(Table(
+            "Paired approximate-randomization tests (difference in Kendall τ)", ["A", "B", "n", "τ(A) − τ(B)", "p"],
+            [[short_label(t["a"]), short_label(t["b"]), t["n"], t.get("difference"), t.get("p_value") if "skipped" not in t else t["skipped"]]
+             for t in results["pairwise_randomization"]],
+            note="n: rows scored by both metrics (and with an expert value); the test uses only those.",
+            numeric={2, 3, 4}))
+    if results.get("per_site_spearman"):
+        sites = sorted({s for per in results["per_site_spearman"].values() for s in per})
+        report.tables.append(Table(
+            "Per-site Spearman ρ with experts (ReXamine-Global)", ["metric"] + sites,
+            [[short_label(name)] + [f"{interval_text(per.get(s))} (n={per.get(s, {}).get('n', 0)})" for s in sites]
+             for name, per in results["per_site_spearman"].items()]))
+    return report
 
 
-def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str, resamples: int = 1000,
-                 seed: int = 0, target: str = "score", split: float | int | None = None, split_seed: int = 0,
-                 ensembles: list[Ensemble] | None = None) -> Path:
-    from radmetrics.meta.compare import _strict
-
+def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
+                 resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
+                 split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    label = dataset_label(data, dataset_name or "expert dataset")
     results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
                       split_seed=split_seed, ensembles=ensembles)
-    all_runs = results.pop("_runs")
-    results["dataset"] = dataset_name
-    results = _strict(results)
+    runs = results.pop("_runs")  # the ensembles included
+    results["dataset"] = label
+    results = strict_json_ready(results)
     (folder / "results.json").write_text(json.dumps(results, indent=2, default=str, allow_nan=False))
     held = set(results["split"]["test_ids"]) if results.get("split") else None
-    expert, _, _ = targets.expert_target(data, target)
+    expert_target, _, _ = targets.expert_target(data, target)
     with (folder / "per_sample.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["id", "split", "expert_score", "expert_target"] + [r.name for r in all_runs]
-                        + [f"{r.name}_reason" for r in all_runs])
+        writer.writerow(["id", "split", "expert_score", "expert_target"] + [f"{r.name}" for r in runs]
+                        + [f"{r.name}_reason" for r in runs])
         for i in range(len(data)):
             part = "all" if held is None else ("test" if data[i]["id"] in held else "train")
-            writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert[i]] + [r.scores[i] for r in all_runs]
-                            + [r.reasons[i] if r.reasons else None for r in all_runs])
-    plots = _plots([r for r in all_runs if not r.error], data, folder)
-    (folder / "summary.md").write_text(_summary_markdown(results, dataset_name, plots))
+            writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert_target[i]]
+                            + [r.scores[i] for r in runs] + [r.reasons[i] if r.reasons else None for r in runs])
+    plots = _plots(runs, data, folder)
+    report = build_report(results, label, plots)
+    (folder / "summary.md").write_text(to_markdown(report))
+    (folder / "report.html").write_text(to_html(report, folder), encoding="utf-8")
     return folder
