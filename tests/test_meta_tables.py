@@ -88,7 +88,7 @@ def test_meta_eval_offline_baselines_with_a_judge_total_target_split_and_ensembl
                       "--ensemble", "linear:green,bleu-2", "--resamples", "200", "--cache", tmp_path / "c.sqlite",
                       "-o", out)
     # METEOR cannot run here (no WordNet): the report is written with the others, then exit code 2
-    assert run.returncode == 2 and "1 of 4 metric runs failed (meteor)" in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 2 and "1 of 4 metrics failed (meteor)" in run.stderr, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert results["target"] == "total" and results["n"] == 12 and results["split"]["train"] == 8
     metrics = results["metrics"]
@@ -145,7 +145,7 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
     out = tmp_path / "er2-report"
     run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}", "-m", "er2score",
                   "--target", "per-category", "--resamples", "50", "-o", out)
-    assert run.returncode == 2 and "1 of 2 metric runs failed (er2score)" in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 2 and "1 of 2 metrics failed (er2score)" in run.stderr, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     entry = results["metrics"][f"er2score:model={folder}"]
     assert "failed" not in entry and set(entry["criteria"]) == set(CRITERIA["radcliq"])

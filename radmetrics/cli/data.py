@@ -48,7 +48,7 @@ def convert_command(name: str, source: str, output: str) -> None:
               "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
 @click.option("--split", default=None, help="Grade on a seeded held-out subset: a row count (40) or share (0.2); "
               "linear ensembles are fitted on the other rows.")
-@click.option("--split-seed", default=0, show_default=True, type=int)
+@click.option("--split-seed", default=0, show_default=True, type=int, help="Seed that draws the --split subset.")
 @click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
               help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
 @judge_flags(several_judges=True)
@@ -106,7 +106,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
     if failed:
-        raise RadmetricsError(f"{len(failed)} of {len(runs)} metric runs failed ({', '.join(failed)}); the report "
+        raise RadmetricsError(f"{len(failed)} of {len(runs)} metrics failed ({', '.join(failed)}); the report "
                               f"in {folder} has the others and says why.")
 
 
@@ -291,11 +291,13 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None) -> 
 @click.command("preference-eval")
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
-@click.option("--metric", "-m", "metrics", multiple=True, required=True)
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--metric", "-m", "metrics", multiple=True, required=True,
+              help="radmetrics metric, named baseline or evaluate module; repeatable.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="Folder for results.json and summary.md.")
 @judge_flags()
-@click.option("--resamples", default=1000, show_default=True, type=int)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for the CI.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
     """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred."""
     import json

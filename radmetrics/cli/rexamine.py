@@ -9,14 +9,15 @@ from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 @click.command("rexamine")
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL/CSV: id, site, reference[, reference_standardized][, candidate][, expert_errors].")
-@click.option("--metric", "-m", "metrics", multiple=True, required=True)
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--metric", "-m", "metrics", multiple=True, required=True,
+              help="radmetrics metric, named baseline or evaluate module; repeatable.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
 @judge_flags()
 @click.option("--alpha", default=0.05, show_default=True, type=float, help="Family-wise α (Bonferroni).")
-@click.option("--resamples", default=1000, show_default=True, type=int)
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 def rexamine_command(input_path, metrics, output, expert_column, judge_flags: JudgeFlags, alpha, resamples,
                      seed) -> None:
     """Score every candidate against its original and its standardized reference with each METRIC, per site:
