@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -77,24 +78,24 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
+@click.option("--chunk-rows", default=4096, show_default=True, type=int,
+              help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")
 @click.option("--progress/--no-progress", default=True)
 def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
                   max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
-                  candidate_column, engine, actors, progress) -> None:
+                  candidate_column, engine, actors, chunk_rows, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
     unscored, with their reason."""
     import radmetrics
-    from radmetrics.io import read_pairs, write_rows
     from radmetrics.judge import _USE_DEFAULT, get_judge
-    from radmetrics.runner import fingerprint, judge_pairs
-    from radmetrics.types import GenerationConfig, Judgment
+    from radmetrics.runner import fingerprint
+    from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
+    from radmetrics.types import GenerationConfig
 
     system = radmetrics.get_scoring_system(metric)
-    pairs = read_pairs(input_path, reference_column, candidate_column)
-    click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
+    pairs = open_pairs(input_path, reference_column, candidate_column)
+    click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
-    if pairs.decoding_errors:
-        click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
     backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
     cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
     model = judge or (None if backend == "replay" else system.default_judge)
@@ -107,23 +108,75 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     else:
         the_judge = get_judge(backend, model=model, cache=cache, **options)
     config = GenerationConfig(max_new_tokens=max_new_tokens)
-
-    good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
-    refs = [pairs.rows[i].get(pairs.reference_column) for i in good]
-    cands = [pairs.rows[i].get(pairs.candidate_column) for i in good]
-    judged = judge_pairs(system, the_judge, refs, cands, config, progress=progress, row_ids=good)
-    judgments: list[Judgment] = [Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()]
-    by_row = dict(zip(pairs.bad_rows, judgments))
-    by_row.update({i: j for i, j in zip(good, judged)})
-    ordered = [by_row[i] for i in range(len(pairs.rows))]
     fp = fingerprint(system, the_judge, config)
-    write_rows(output_path, [result_row(r, j, system.score_key, fp) for r, j in zip(pairs.rows, ordered)])
+    stat = os.stat(input_path)
+    writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
+                                             "mtime": stat.st_mtime_ns, "fingerprint": fp,
+                                             "columns": [pairs.reference_column, pairs.candidate_column]})
+    running = RunningSummary(system, keep_all=summary)
+    try:
+        total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress)
+    except BaseException:
+        writer.close()  # the part file keeps every finished chunk; the next run continues after them
+        raise
+    writer.finish()
+    if pairs.decoding_errors:
+        click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
+    click.echo(f"Scored {total} rows from {input_path}", err=True)
     kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
-    corpus = system.aggregate(ordered, **kwargs)
+    corpus = running.result(**kwargs)
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
     print_summary(system, corpus, output_path, summary_path)
+
+
+def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, Any], chunk_rows: int,
+                 progress: bool) -> int:
+    """Judge the input chunk by chunk, appending each chunk's result rows in input order; rows a previous run
+    already wrote (same input and settings) are read back into the summary, not judged again. Returns the
+    number of rows."""
+    from radmetrics.runner import judge_pairs, read_answer
+    from radmetrics.types import Judgment
+
+    chunk: list[tuple[int, dict[str, Any], str | None]] = []
+
+    def flush() -> None:
+        good = [(i, row) for i, row, problem in chunk if problem is None]
+        judged = judge_pairs(system, judge, [row.get(pairs.reference_column) for _, row in good],
+                             [row.get(pairs.candidate_column) for _, row in good], config, progress=progress,
+                             row_ids=[i for i, _ in good]) if good else []
+        by_row = dict(zip((i for i, _ in good), judged))
+        out = []
+        for i, row, problem in chunk:
+            judgment = by_row.get(i) or Judgment.unscored(f"row {i}: {problem}")
+            running.add(judgment)
+            out.append(result_row(row, judgment, system.score_key, fp))
+        writer.write(out)
+        chunk.clear()
+
+    resumed = writer.done_rows
+    for i, ((row, problem), done) in enumerate(_with_resumed(pairs.rows(), writer)):
+        if done is not None:  # written by an earlier run: its judgment read back from the row
+            raw = done.get("judge_output") or ""
+            ref, cand = row.get(pairs.reference_column), row.get(pairs.candidate_column)
+            running.add(read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or ""))
+            continue
+        chunk.append((i, row, problem))
+        if len(chunk) >= chunk_rows:
+            flush()
+    if chunk:
+        flush()
+    if resumed:
+        click.echo(f"Continued an interrupted run: {resumed} rows were already written.", err=True)
+    return writer.done_rows
+
+
+def _with_resumed(records, writer):
+    """Input records paired with the row an earlier run wrote for them (None past the resumed ones)."""
+    written = writer.resumed_rows()
+    for record in records:
+        yield record, next(written, None)
 
 
 def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
