@@ -141,9 +141,12 @@ class RunningSummary:
                     acc[0] += value
                     acc[1] += 1
 
-    def result(self, **kwargs: Any) -> dict[str, Any]:
+    def result(self, **options: Any) -> dict[str, Any]:
+        """The summary; ``options`` go to the system's aggregate as `runner.aggregate` passes them."""
         if self.kept is not None:
-            return self.system.aggregate(self.kept, **kwargs)
+            from radmetrics.runner import aggregate
+
+            return aggregate(self.system, self.kept, **options)
         n = len(self.scores)
         mean = sum(self.scores) / n if n else None
         result = {self.key: mean, f"{self.key}_std": (sum((s - mean) ** 2 for s in self.scores) / n) ** 0.5 if n

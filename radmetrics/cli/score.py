@@ -88,11 +88,17 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     unscored, with their reason."""
     import radmetrics
     from radmetrics.judge import _USE_DEFAULT, get_judge
+    from radmetrics.errors import optional_import
     from radmetrics.runner import fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
     from radmetrics.types import GenerationConfig
 
     system = radmetrics.get_scoring_system(metric)
+    if summary:  # checked before any judging, not after it
+        for module in ("sklearn", "sentence_transformers", "scipy"):
+            optional_import(module, "summary", "by --summary")
+    if engine == "ray":
+        optional_import("ray", "ray", "by --engine ray")
     pairs = open_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
@@ -123,8 +129,7 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
     click.echo(f"Scored {total} rows from {input_path}", err=True)
-    kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
-    corpus = running.result(**kwargs)
+    corpus = running.result(summary=summary, summary_model=summary_model)
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)

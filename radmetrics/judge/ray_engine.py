@@ -34,26 +34,24 @@ class _JudgeActor:
 
 
 class RayShardedJudge:
-    """Same interface as a judge (`generate`, `identity`); the work runs on `actors` Ray actors, created on the
-    first call and kept for later ones (the CLI calls once per chunk of the input)."""
+    """A `Judge` (radmetrics.judge.base) whose work runs on `actors` Ray actors, created on the first call and
+    kept for later ones (the CLI calls once per chunk of the input)."""
 
     #: rows per actor call at most (the engine refills its slots within a call; several times its table)
     max_batch_rows = 2048
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
                  batch_size: int | None = None, gpus_per_actor: float | None = None, **options: Any):
+        from radmetrics.judge import get_judge
+
         self.backend_name, self.model, self.cache, self.options = backend, model, cache, options
         self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
-        self._identity: dict[str, Any] | None = None
+        # Built here (weights load lazily, in the actors): a bad option fails now, not in every actor.
+        self._identity = get_judge(backend, model=model, cache=None, **options).identity()
         self._pool: list[Any] | None = None
 
     def identity(self) -> dict[str, Any]:
-        from radmetrics.judge import get_judge
-
-        if self._identity is None:
-            self._identity = {**get_judge(self.backend_name, model=self.model, cache=None, **self.options).identity(),
-                              "engine": "ray", "actors": self.actors}
-        return self._identity
+        return {**self._identity, "engine": "ray", "actors": self.actors}
 
     def _actors(self) -> list[Any]:
         import ray

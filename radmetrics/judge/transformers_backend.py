@@ -14,55 +14,72 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
+from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class TransformersOptions(BackendOptions):
+    """Options of the transformers backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
+
+    #: "auto" (fp32 on CPU; on a GPU the checkpoint's fp16/bf16, fp16 for GREEN models), "bf16", "fp16" or "fp32"
+    dtype: str = "auto"
+    #: "auto" (CUDA when there is one), "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    #: "auto" (GREEN's format for GREEN models, else the tokenizer's template), "green", "none", or a Jinja template
+    chat_template: str = "auto"
+    #: rows decoded together; None: the engine sizes its slot table from free memory (generate path: 32)
+    max_batch_size: int | None = None
+    #: KV tokens (own prompt + answer slots) the engine's table / one generate batch may hold; None: from free
+    #: device memory (generate path: 65,536)
+    max_batch_tokens: int | None = None
+    #: keep only the last this many prompt tokens
+    max_input_tokens: int | None = None
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    #: compute the token prefix every prompt shares once per call
+    prefix_cache: bool = True
+    #: False: always HF generate (the reference path)
+    engine: bool = True
+    prefill_chunk_tokens: int | None = None
+    #: answer tokens the engine reserves a slot for before it has seen 16 answers (then their p95)
+    answer_tokens: int = 512
+    #: decode steps as CUDA graphs (one per batch bucket) on a GPU
+    cuda_graphs: bool = True
+
+
 class TransformersJudge(JudgeBackend):
     backend_name = "transformers"
+    options_class = TransformersOptions
 
-    def __init__(
-        self,
-        model: str | None = None,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        chat_template: str = "auto",
-        max_batch_size: int | None = None,
-        max_batch_tokens: int | None = None,
-        max_input_tokens: int | None = None,
-        trust_remote_code: bool = False,
-        attn_implementation: str | None = None,
-        prefix_cache: bool = True,
-        engine: bool = True,
-        prefill_chunk_tokens: int | None = None,
-        answer_tokens: int = 512,
-        cuda_graphs: bool = True,
-    ):
+    def __init__(self, model: str | None = None, **options: Any):
         if not model:
             raise JudgeError("The transformers backend needs model= (a Hub id or a local folder), e.g. "
                              "'StanfordAIMI/GREEN-RadLlama2-7b'.")
-        super().__init__(model=model, revision=revision)
-        self.dtype_name = dtype
-        self.device_name = device
-        self.chat_template = chat_template
-        self.max_batch_size = max_batch_size
-        self.max_batch_tokens = max_batch_tokens
-        self.max_input_tokens = max_input_tokens
-        self.trust_remote_code = trust_remote_code
-        self.attn_implementation = attn_implementation
-        self.prefix_cache = prefix_cache
-        self.engine = engine  # False: always HF generate (the reference path)
-        self.prefill_chunk_tokens = prefill_chunk_tokens
+        super().__init__(model=model, **options)
+        settings: TransformersOptions = self.settings  # type: ignore[assignment]
+        self.dtype_name = settings.dtype
+        self.device_name = settings.device
+        self.chat_template = settings.chat_template
+        self.max_batch_size = settings.max_batch_size
+        self.max_batch_tokens = settings.max_batch_tokens
+        self.max_input_tokens = settings.max_input_tokens
+        self.trust_remote_code = settings.trust_remote_code
+        self.attn_implementation = settings.attn_implementation
+        self.prefix_cache = settings.prefix_cache
+        self.engine = settings.engine
+        self.prefill_chunk_tokens = settings.prefill_chunk_tokens
         # KV slots the engine reserves per answer before it has seen any: then the p95 of answers so far
-        self.answer_tokens = answer_tokens
-        self.cuda_graphs = cuda_graphs
+        self.answer_tokens = settings.answer_tokens
+        self.cuda_graphs = settings.cuda_graphs
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
         self._model = None
@@ -152,22 +169,10 @@ class TransformersJudge(JudgeBackend):
     GENERATE_BATCH_TOKENS = 65536
 
     def plan_batches(self, lengths: list[int], max_new_tokens: int) -> list[list[int]]:
-        """Indices grouped longest-first into batches that fit the token budget and the size cap."""
-        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-        size = self.max_batch_size or self.GENERATE_BATCH_SIZE
-        budget = self.max_batch_tokens or self.GENERATE_BATCH_TOKENS
-        cap = min(size, self._oom_cap or size)
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:
-            width = (lengths[current[0]] if current else lengths[i]) + max_new_tokens
-            if current and (len(current) + 1 > cap or (len(current) + 1) * width > budget):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+        """Indices grouped longest-first into batches that fit the token budget and the size cap
+        (radmetrics.judge.batching); the generate path's defaults when none are set."""
+        return BatchPlan.make(lengths, max_new_tokens, self.max_batch_size or self.GENERATE_BATCH_SIZE,
+                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap).pending
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
@@ -179,22 +184,22 @@ class TransformersJudge(JudgeBackend):
         prefix = self._shared_prefix(encoded)
         if self._uses_engine(config):
             return self._generate_engine(encoded, config, prefix, on_result, progress)
-        pending = self.plan_batches([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens)
+        plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
+                              self.max_batch_size or self.GENERATE_BATCH_SIZE,
+                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap)
         with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
-            while pending:
-                batch = pending.pop(0)
+            while plan:
+                batch = plan.next()
                 try:
                     texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e) or len(batch) == 1:
                         raise
                     self._free_memory()
-                    self._oom_cap = len(batch) // 2
+                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
+                    self._oom_cap = plan.out_of_memory(batch)
                     log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
                                 len(batch), self._oom_cap)
-                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
-                    rest = [i for b in [batch, *pending] for i in b]
-                    pending = [rest[k : k + self._oom_cap] for k in range(0, len(rest), self._oom_cap)]
                     continue
                 for i, text in zip(batch, texts):
                     out[i] = text
