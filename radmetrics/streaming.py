@@ -92,74 +92,114 @@ def _records(path: Path, counter: Any = None) -> Iterator[tuple[dict[str, Any], 
 
 class RunningSummary:
     """The corpus summary of a scoring system, accumulated row by row: equal to ``system.aggregate(all)``
-    without holding the judgments. Exact for the shared mean/std summary (scores kept as a float array, summed
-    in row order as `mean_std_summary` does) and GREEN's extras (error-free shares, derived means); a system
-    with another aggregate gets light copies of its judgments (raw text dropped) and its own `aggregate`."""
+    without holding the judgments.
+
+    Running totals cover the shared mean/std summary (the scores kept as a float array, 8 bytes a row, summed in
+    row order as `mean_std_summary` does) and GREEN's extras (leniency counts, error-free shares, derived means).
+    They are checked once against the system's own ``aggregate`` on the first ``VERIFY_ROWS`` rows: when they
+    agree the rows are dropped and only totals are kept; when they do not (a system with another aggregate), or
+    with ``keep_all`` (GREEN's clustered summary needs every explanation), light copies of the judgments (raw
+    text dropped) are kept and the system's aggregate runs at the end."""
+
+    VERIFY_ROWS = 2048
 
     def __init__(self, system: Any, keep_all: bool = False):
-        from radmetrics.scoring import ScoringSystem, count_reasons, mean_std_summary
+        from collections import Counter
 
         self.system, self.key = system, system.score_key
-        self._count_reasons, self._mean_std = count_reasons, mean_std_summary
         self.scores = array("d")
         self.total = 0
         self.reasons: dict[str, int] = {}
-        from radmetrics.green import system as green
-
-        # systems whose aggregate is the shared mean/std summary (GREEN-derived scores too)
-        plain = {ScoringSystem.aggregate, getattr(getattr(green, "_DerivedSystem", None), "aggregate", None)}
-        self.kind = "generic" if type(system).aggregate in plain else None
-        if self.kind is None:
-            if type(system).aggregate is getattr(getattr(green, "GreenSystem", None), "aggregate", None):
-                from radmetrics.green.parse import LETTERS
-
-                self.kind = "green"
-                self.letters = LETTERS
-                self.error_free = dict.fromkeys(LETTERS, 0)
-                self.green_scored = 0
-                self.derived = {name: [0.0, 0] for name in ("green_ec", "green_f1", "green_formula")}
-        self.kept: list[Judgment] | None = [] if (keep_all or self.kind is None) else None
+        self.leniency: Counter[str] = Counter()
+        self.lenient = self.differ = 0
+        self.error_free: dict[str, int] = {}
+        self.green_scored = 0
+        self.derived: dict[str, list[float]] = {}
+        self.kept: list[Judgment] | None = []
+        self.mode = "keep" if keep_all else "verify"
+        self.keys: list[str] | None = None
 
     def add(self, judgment: Judgment) -> None:
+        from radmetrics.scoring import count_reasons
+        from radmetrics.types import GreenJudgment
+
         self.total += 1
         if judgment.score is None:
-            for reason, n in self._count_reasons([judgment]).items():
+            for reason, n in count_reasons([judgment]).items():
                 self.reasons[reason] = self.reasons.get(reason, 0) + n
         else:
             self.scores.append(judgment.score)
+            names = judgment.details.get("leniency") or []
+            self.leniency.update(names)
+            self.lenient += bool(names)
+            if names:
+                self.differ += not judgment.details.get("official_reading", {}).get("same_counts", True)
+            if isinstance(judgment, GreenJudgment):
+                self.green_scored += 1
+                for letter in _letters():
+                    if judgment.significant.get(letter, 0) == 0:
+                        self.error_free[letter] = self.error_free.get(letter, 0) + 1
+                for name, value in (judgment.details.get("derived") or {}).items():
+                    acc = self.derived.setdefault(name, [0.0, 0])
+                    if value is not None:
+                        acc[0] += value
+                        acc[1] += 1
         if self.kept is not None:
             self.kept.append(_light(judgment))
-            return
-        if self.kind == "green" and judgment.score is not None and hasattr(judgment, "significant"):
-            self.green_scored += 1
-            for letter in self.letters:
-                if judgment.significant.get(letter, 0) == 0:
-                    self.error_free[letter] += 1
-            for name, acc in self.derived.items():
-                value = judgment.details["derived"][name]
-                if value is not None:
-                    acc[0] += value
-                    acc[1] += 1
+            if self.mode == "verify" and len(self.kept) >= self.VERIFY_ROWS:
+                self._verify()
+
+    def _verify(self) -> None:
+        """Running totals replace the judgments once they give exactly the system's own aggregate."""
+        import logging
+
+        from radmetrics.runner import aggregate
+
+        logger = logging.getLogger("radmetrics")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # the check must not repeat the aggregate's warnings
+        try:
+            expected = aggregate(self.system, self.kept)
+        finally:
+            logger.setLevel(level)
+        totals = self._totals(list(expected))
+        if totals == expected:
+            self.mode, self.kept, self.keys = "totals", None, list(expected)
+        else:
+            self.mode = "keep"
+
+    def _totals(self, keys: list[str]) -> dict[str, Any] | None:
+        n = len(self.scores)
+        mean = sum(self.scores) / n if n else None
+        out: dict[str, Any] = {
+            self.key: mean, f"{self.key}_std": (sum((s - mean) ** 2 for s in self.scores) / n) ** 0.5 if n else None,
+            "num_scored": n, "num_unscored": self.total - n, "unscored_reasons": dict(self.reasons),
+            "leniency": dict(self.leniency.most_common()), "num_lenient": self.lenient,
+            "num_official_would_differ": self.differ,
+            "derived": {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()}}
+        if "error_free_share" in keys:
+            from radmetrics.green.parse import SUB_CATEGORIES
+
+            out["error_free_share"] = {f"({letter}) {SUB_CATEGORIES[letter]}": (
+                self.error_free.get(letter, 0) / self.green_scored if self.green_scored else None)
+                for letter in _letters()}
+        if any(k not in out for k in keys):
+            return None
+        return {k: out[k] for k in keys}
 
     def result(self, **options: Any) -> dict[str, Any]:
         """The summary; ``options`` go to the system's aggregate as `runner.aggregate` passes them."""
-        if self.kept is not None:
-            from radmetrics.runner import aggregate
+        if self.mode == "totals" and not any(options.values()):
+            return self._totals(self.keys)  # type: ignore[arg-type, return-value]
+        from radmetrics.runner import aggregate
 
-            return aggregate(self.system, self.kept, **options)
-        n = len(self.scores)
-        mean = sum(self.scores) / n if n else None
-        result = {self.key: mean, f"{self.key}_std": (sum((s - mean) ** 2 for s in self.scores) / n) ** 0.5 if n
-                  else None, "num_scored": n, "num_unscored": self.total - n, "unscored_reasons": dict(self.reasons)}
-        if self.kind == "green":
-            from radmetrics.green.parse import SUB_CATEGORIES
+        return aggregate(self.system, self.kept, **options)
 
-            scored = self.green_scored
-            result["error_free_share"] = {f"({letter}) {SUB_CATEGORIES[letter]}": (self.error_free[letter] / scored
-                                                                                    if scored else None)
-                                          for letter in self.letters}
-            result["derived"] = {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()}
-        return result
+
+def _letters() -> tuple[str, ...]:
+    from radmetrics.green.parse import LETTERS
+
+    return tuple(LETTERS)
 
 
 def _light(judgment: Judgment) -> Judgment:
