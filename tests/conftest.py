@@ -33,6 +33,9 @@ def tiny_judge(tmp_path_factory) -> Path:
     """A tiny Llama fine-tuned (300 steps, ~15 s on 2 CPU cores) to answer GREEN prompts in GREEN format."""
     from tiny_judge import build_tiny_judge
 
+    prebuilt = os.environ.get("RADMETRICS_TEST_TINY_JUDGE")  # a folder built by build_tiny_judge(steps=300)
+    if prebuilt and (Path(prebuilt) / "config.json").exists() and "green" in Path(prebuilt).name:
+        return Path(prebuilt)
     return build_tiny_judge(tmp_path_factory.mktemp("models") / "tiny-green-judge", steps=300)
 
 

@@ -97,8 +97,8 @@ def kv_bytes_per_token(model: Any) -> int:
     return 2 * config.num_hidden_layers * kv_heads * head_dim * dtype_bytes
 
 
-#: CPU: the batch that measured fastest on 2-16 cores for 7B-shaped and tiny judges (BENCHMARKS.md); beyond it
-#: per-row attention over the window outweighs the weights' amortization.
+#: CPU: rows per table. On the cpu-tiny benchmark 96 rows ran 1.44x faster than 32 (weights read once per step
+#: for more rows); past ~128 the per-row attention over the window and the logits rows outweigh that gain.
 CPU_MAX_ROWS = 128
 CPU_PREFILL_CHUNK_TOKENS = 2048
 #: CUDA: rows per table (batch buckets are powers of two below), and the prefill chunk
@@ -259,7 +259,7 @@ class _SlotEngine:
         kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
         dtype = next(model.parameters()).dtype
         B, W, dev = plan.rows, plan.window, self.device
-        # one scratch column past the window: where inactive slots write (see _step_eager)
+        # column 0 is scratch: where inactive slots write (see _step_eager); rows use columns 1..W
         self.cache = SlotCache([(torch.zeros(B, kv_heads, W + 1, head_dim, dtype=dtype, device=dev),
                                  torch.zeros(B, kv_heads, W + 1, head_dim, dtype=dtype, device=dev))
                                 for _ in range(config.num_hidden_layers)])
@@ -334,14 +334,14 @@ class _SlotEngine:
                          past_key_values=past, use_cache=True, logits_to_keep=1)
         index = torch.tensor(slots, device=self.device)
         for (keys, values), (k, v) in zip(self.cache.layers, _layer_tensors(out.past_key_values)):
-            # the chunk's own tokens, right-aligned in columns [0, w); the padding columns stay masked
-            keys[index, :, :w] = k[:, :, n_prefix:]
-            values[index, :, :w] = v[:, :, n_prefix:]
+            # the chunk's own tokens, right-aligned in columns [1, 1 + w); the padding columns stay masked
+            keys[index, :, 1 : 1 + w] = k[:, :, n_prefix:]
+            values[index, :, 1 : 1 + w] = v[:, :, n_prefix:]
         logits = out.logits[:, -1].float()
         del out, past
         lengths = torch.tensor([len(r.own) for r in rows], device=self.device)
-        self.start[index] = w - lengths
-        self.end[index] = w
+        self.start[index] = 1 + w - lengths
+        self.end[index] = 1 + w
         self.position[index] = n_prefix + lengths
         self.generated[index] = 0
         self.state[index] = ACTIVE
@@ -357,13 +357,13 @@ class _SlotEngine:
                 r.produced.append(t)
 
     def _restore(self, r: _Pending, slot: int) -> None:
-        """A continued row: its keys/values into columns [0, n), its last token as the next input."""
+        """A continued row: its keys/values into columns [1, 1 + n), its last token as the next input."""
         n = r.columns
         for (keys, values), (k, v) in zip(self.cache.layers, r.kv):
-            keys[slot, :, :n] = k
-            values[slot, :, :n] = v
+            keys[slot, :, 1 : 1 + n] = k
+            values[slot, :, 1 : 1 + n] = v
         r.kv = None
-        self.start[slot], self.end[slot], self.position[slot] = 0, n, r.position
+        self.start[slot], self.end[slot], self.position[slot] = 1, 1 + n, r.position
         self.generated[slot], self.tokens[slot], self.state[slot] = len(r.produced), r.pending_token, ACTIVE
 
     def _pick(self, logits, generated):
@@ -435,12 +435,15 @@ class _SlotEngine:
         torch = self.torch
         state, end = self.state[:b], self.end[:b]
         active = state == ACTIVE
-        # inactive slots (free, finished, set aside) write into the scratch column past the window and read only
-        # it: their output is never used, and a set-aside row's last column stays intact until it is copied
-        write = torch.where(active, end, self.plan.window)
-        mask = ((self.columns >= self.start[:b, None]) & (self.columns <= end[:, None]) & active[:, None]) | (
-            self.columns == write[:, None])
-        self.cache.bind(b, write)
+        # inactive slots (free, finished, set aside) write into scratch column 0 and read only it: their output is
+        # never used, and a set-aside row's last column stays intact until it is copied
+        write = torch.where(active, end, 0)
+        # CPU (a host check every step anyway): read only the columns some row has filled; CUDA graphs: all
+        cols = int(end.max()) + 1 if self.plan.check_every == 1 and not self.plan.cuda_graphs else len(self.columns)
+        columns = self.columns[:cols]
+        mask = ((columns >= self.start[:b, None]) & (columns <= end[:, None]) & active[:, None]) | (
+            columns == write[:, None])
+        self.cache.bind(b, write, cols)
         out = self.model(input_ids=self.tokens[:b, None], attention_mask=mask[:, None, None, :],
                          position_ids=self.position[:b, None], past_key_values=self.cache, use_cache=True,
                          shared_prefix_kv=self.prefix_kv)
@@ -451,7 +454,7 @@ class _SlotEngine:
         next_end = end + active.long()
         finished = active & ((picked == self.eos) | (generated >= self.max_new))
         # the next step would write past the window: set the row aside to continue it elsewhere
-        overflow = active & ~finished & (next_end >= self.plan.window)
+        overflow = active & ~finished & (next_end > self.plan.window)
         self.history[k, :b] = torch.where(counted, picked, -1)
         self.tokens[:b] = torch.where(active, picked, self.tokens[:b])
         self.generated[:b] = generated
@@ -496,24 +499,25 @@ class SlotCache:
         self.layers = layers
         self.is_compileable = True
         self._bucket = len(layers[0][0]) if layers else 0
+        self._cols = layers[0][0].shape[2] if layers else 0
         self._end = None
         self._rows = None
         self._rows_by_bucket: dict[int, Any] = {}  # fixed per bucket: CUDA graphs keep their addresses
 
-    def bind(self, bucket: int, end: Any) -> None:
+    def bind(self, bucket: int, end: Any, cols: int) -> None:
         import torch
 
         if bucket not in self._rows_by_bucket:
             self._rows_by_bucket[bucket] = torch.arange(bucket, device=end.device)
         self._rows = self._rows_by_bucket[bucket]
-        self._bucket, self._end = bucket, end
+        self._bucket, self._end, self._cols = bucket, end, cols
 
     def update(self, key_states, value_states, layer_idx: int, cache_kwargs: dict | None = None):
         keys, values = self.layers[layer_idx]
         keys, values = keys[: self._bucket], values[: self._bucket]
         keys[self._rows, :, self._end] = key_states[:, :, 0]
         values[self._rows, :, self._end] = value_states[:, :, 0]
-        return keys, values
+        return keys[:, :, : self._cols], values[:, :, : self._cols]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return 0
