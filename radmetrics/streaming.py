@@ -267,6 +267,11 @@ class OrderedPartWriter:
                     writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
             os.replace(tmp, self.output)
             self.part.unlink()
+        elif self.output.suffix.lower() == ".parquet":
+            from radmetrics.io import write_rows
+
+            write_rows(self.output, list(self._part_rows()))  # one schema for all rows: read back whole
+            self.part.unlink()
         else:
             os.replace(self.part, self.output)
         self.stamp_file.unlink(missing_ok=True)

@@ -18,9 +18,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import pytest  # noqa: E402
 
+import radmetrics  # noqa: E402
+from radmetrics.hub_cards import package_folder  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "radmetrics" / "sample_data"
 FIXTURES = Path(__file__).parent / "fixtures"
+# What the package ships, wherever radmetrics is imported from (this checkout, or an installed wheel when the
+# suite runs against one: .ci/run's wheel job sets RADMETRICS_TEST_INSTALLED=1 and runs from another directory).
+PACKAGE = Path(radmetrics.__file__).resolve().parent
+SAMPLE = PACKAGE / "sample_data"
+HUB_CARDS = package_folder("hub_cards")
+LM_EVAL_TASKS = package_folder("lm_eval_tasks")
+if os.environ.get("RADMETRICS_TEST_INSTALLED") == "1" and PACKAGE.parent == REPO:
+    raise RuntimeError(f"RADMETRICS_TEST_INSTALLED=1 but radmetrics is imported from the checkout {PACKAGE}")
 
 
 @pytest.fixture(scope="session")
@@ -31,12 +41,30 @@ def session_home() -> Path:
 @pytest.fixture(scope="session")
 def tiny_judge(tmp_path_factory) -> Path:
     """A tiny Llama fine-tuned (300 steps, ~15 s on 2 CPU cores) to answer GREEN prompts in GREEN format."""
-    from tiny_judge import build_tiny_judge
+    import tiny_judge as recipe
 
-    prebuilt = os.environ.get("RADMETRICS_TEST_TINY_JUDGE")  # a folder built by build_tiny_judge(steps=300)
-    if prebuilt and (Path(prebuilt) / "config.json").exists() and "green" in Path(prebuilt).name:
-        return Path(prebuilt)
-    return build_tiny_judge(tmp_path_factory.mktemp("models") / "tiny-green-judge", steps=300)
+    build = tmp_path_factory.mktemp("models") / "tiny-green-judge"
+    shared = os.environ.get("RADMETRICS_TEST_MODELS")
+    if not shared:  # CI and a first run: train it here
+        return recipe.build_tiny_judge(build, steps=300)
+    # Developers running many sessions side by side reuse one build per recipe and library version
+    # (training is deterministic); set RADMETRICS_TEST_MODELS to a folder to opt in.
+    import hashlib
+
+    import torch
+    import transformers
+
+    key = hashlib.sha256(Path(recipe.__file__).read_bytes()
+                         + f"{torch.__version__}/{transformers.__version__}".encode()).hexdigest()[:16]
+    target = Path(shared) / f"tiny-green-judge-{key}"
+    if not (target / "training.json").exists():
+        recipe.build_tiny_judge(build, steps=300)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(build, target)  # atomic: a concurrent session either sees the whole model or builds its own
+        except OSError:
+            return build
+    return target
 
 
 @pytest.fixture(autouse=True)

@@ -7,20 +7,24 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SAMPLE
 
 import radmetrics
 
 
-def test_none_empty_and_non_string_rows_are_unscored(fake_judge):
+def test_none_empty_and_non_string_rows_are_unscored_but_an_empty_candidate_is_judged(fake_judge):
     refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly"]
     cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild"]
     result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
     reasons = [j.reason for j in result.judgments]
     assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
-                       "row 3: candidate is empty", "row 4: reference is int, not text", None]
+                       None, "row 4: reference is int, not text", None]
+    # the empty generated report is judged as the official GREEN code judges it: nothing matches, GREEN 0,
+    # and it counts in the mean against its generator
+    assert result.scores[3] == 0.0 and result.judgments[3].details["empty_candidate"] is True
     assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(0.5)
-    assert result.summary["num_unscored"] == 4 and fake_judge.calls == 2
+    assert result.summary["num_unscored"] == 3 and fake_judge.calls == 3
+    assert result.summary["num_empty_candidates"] == 1 and result.summary["green"] == pytest.approx(1.5 / 3)
 
 
 def test_mismatched_lengths_is_a_clear_error(fake_judge):
@@ -45,7 +49,7 @@ def test_cli_csv_missing_column_is_one_line_error(tmp_path):
     src = tmp_path / "p.csv"
     src.write_text("reference,notes\nabc,def\n")
     out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "replay",
-              "--replay", REPO / "radmetrics/sample_data/green_replay.jsonl")
+              "--replay", SAMPLE / "green_replay.jsonl")
     assert out.returncode == 2
     assert "no candidate column" in out.stderr and "columns are: reference, notes" in out.stderr
     assert "Traceback" not in out.stderr
@@ -58,7 +62,7 @@ def test_cli_unknown_metric_suggests(tmp_path):
 
 def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     """Malformed JSON lines, empty reports, a 100k-character report and bad bytes: all rows come out."""
-    sample = [json.loads(x) for x in (REPO / "radmetrics/sample_data/pairs.jsonl").read_text().splitlines()]
+    sample = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
     huge = "effusion " * 12000  # ~108k characters: cut to 300 words by the GREEN prompt, with a warning
     lines = [json.dumps(sample[5]).encode(), b"{not json", json.dumps({"reference": "", "candidate": "x"}).encode(),
              json.dumps({"reference": huge, "candidate": "effusion"}).encode(),
@@ -69,7 +73,7 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     # Answers for the rows that reach the judge: the A.2 one from the sample replay, the rest unparseable.
     system = radmetrics.get_scoring_system("green")
     replay = tmp_path / "replay.jsonl"
-    sample_replay = (REPO / "radmetrics/sample_data/green_replay.jsonl").read_text().splitlines()
+    sample_replay = (SAMPLE / "green_replay.jsonl").read_text().splitlines()
     extra = [{"prompt": system.build_prompt(huge, "effusion"), "response": "[Explanation]: cut"},
              {"prompt": system.build_prompt("caf\u00e9 effusion", "effusion\ufffd"), "response": ""}]
     replay.write_text("\n".join(sample_replay + [json.dumps(e) for e in extra]) + "\n")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
@@ -13,7 +14,7 @@ from radmetrics.cli.train import train_group
 from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radmetrics")
 def cli() -> None:
     """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""
@@ -69,6 +70,8 @@ def sample_path_command(name: str | None) -> None:
 
 
 def main() -> None:
+    # Deprecated names (e.g. --metric radcliq) say so on the command line too.
+    warnings.filterwarnings("default", category=DeprecationWarning, module="radmetrics")
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -1,7 +1,11 @@
 """`radmetrics data ...`: expert datasets to HF datasets with cards."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
 
 @click.group("data")
@@ -33,51 +37,113 @@ def convert_command(name: str, source: str, output: str) -> None:
 @click.command("meta-eval")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, or any evaluate module (rouge, a local path) as a baseline; repeatable.")
-@click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
-@click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
+@click.option("--dataset", "-d", required=True,
+              help="Converted dataset folder (radmetrics data convert), the original files, or a Hub dataset id.")
+@click.option("--dataset-name", default=None,
+              help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
+                   "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@judge_flags()
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int)
-def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, replay, base_url, judge_option,
-                      max_new_tokens, cache_path, resamples, seed) -> None:
-    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
-    and summary.md to OUTPUT."""
-    from pathlib import Path
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
+def meta_eval_command(metrics, dataset, dataset_name, output, judge_flags: JudgeFlags, resamples, seed) -> None:
+    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
+    summary.md and a self-contained report.html to OUTPUT.
 
-    import radmetrics
-    from radmetrics.cli.score import judge_settings
-    from radmetrics.errors import optional_import
+    A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
+    metrics are kept; the command then exits with code 2."""
+    from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
-    from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
-    from radmetrics.types import GenerationConfig
+    from radmetrics.meta.report import write_report
+    from radmetrics.meta.runs import run_metric
+
+    # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
+    judge_metrics, modules = split_metric_names(metrics)
+    if Path(output).exists() and not Path(output).is_dir():
+        raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
+    data = load_meta_eval_data(dataset, dataset_name)
+    for module in modules:
+        load_baseline(module)
+    if judge_metrics:
+        check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
+
+    # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
+    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
+    # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
+    runs = [run_metric(name, data["reference"], data["candidate"], judge_kwargs) for name in metrics]
+    failed = [run.name for run in runs if run.error]
+    for run in runs:
+        if run.error:
+            click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
+    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
+    click.echo((folder / "summary.md").read_text())
+    click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
+    if failed:
+        raise RadmetricsError(f"{len(failed)} of {len(metrics)} metrics failed ({', '.join(failed)}); the report "
+                              f"in {folder} has the others and says why.")
+
+
+def split_metric_names(metrics) -> tuple[list[str], list[str]]:
+    """(radmetrics scoring systems, evaluate modules to load); radmetrics' own baselines need neither."""
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.meta.runs import EvaluateSpec
+
+    known = set(radmetrics.list_scoring_systems())
+    judge_metrics = [m for m in metrics if m in known]
+    modules = [EvaluateSpec.parse(m).module for m in metrics if m not in known and not baselines.is_baseline(m)]
+    return judge_metrics, modules
+
+
+def load_meta_eval_data(dataset: str, dataset_name: str | None):
+    """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
+    from radmetrics.errors import InputError
 
     source = Path(dataset)
     if source.exists():
         from radmetrics.data import load_expert_dataset
 
-        data = load_expert_dataset(dataset_name, source)
-    else:
-        import datasets
+        return load_expert_dataset(dataset_name or "rexval", source)
+    if dataset.startswith((".", "/", "~")) or dataset.count("/") > 1:
+        raise InputError(f"--dataset {dataset}: no such folder")
+    import datasets
 
-        data = datasets.load_dataset(dataset, split="test")
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
-    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
-                    "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
-    known = set(radmetrics.list_scoring_systems())
-    runs = [run_radmetrics_metric(m, data, judge_kwargs) if m in known else run_evaluate_metric(m, data)
-            for m in metrics]
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
-    click.echo((folder / "summary.md").read_text())
-    click.echo(f"Report: {folder}")
+    try:
+        return datasets.load_dataset(dataset, split="test")
+    except Exception as e:  # datasets raises many types for "not reachable / not found"
+        raise InputError(f"--dataset {dataset} is not a local folder and could not be loaded from the Hub "
+                         f"({type(e).__name__}); pass a folder written by `radmetrics data convert`, or check the "
+                         "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
+
+
+def load_baseline(module: str) -> None:
+    """Load an evaluate module now, in seconds, rather than fail after the judge metrics ran; a name that is
+    not loadable but close to a radmetrics metric is most likely a typo of it."""
+    import difflib
+
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.meta.report import load_evaluate_module
+
+    try:
+        load_evaluate_module(module)
+    except RadmetricsError as e:
+        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
+        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
+        hint = f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        raise RadmetricsError(f"{e}{hint}") from e
+
+
+def check_judges(names, backend: str, judge: str | None, options) -> None:
+    """Each judge metric's judge is reachable, or it says plainly that it needs one: before any judging."""
+    import radmetrics
+    from radmetrics.runner import preflight_judge
+
+    for name in names:
+        preflight_judge(backend, judge, options, radmetrics.get_scoring_system(name))
 
 
 @data_group.command("transform")
@@ -91,22 +157,23 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-def transform_command(step, input_path, column, output, error_type, k, modality, region, seed, backend, judge,
-                      base_url, judge_option, max_new_tokens) -> None:
-    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns."""
+@judge_flags()
+def transform_command(step, input_path, column, output, error_type, k, modality, region, seed,
+                      judge_flags: JudgeFlags) -> None:
+    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.
+    --system-option sets the step's own settings (inject: max_attempts, validate)."""
     from pathlib import Path
 
     import datasets
 
-    from radmetrics.cli.score import judge_settings
     from radmetrics.data import steps
-    from radmetrics.judge import get_judge
-    from radmetrics.types import GenerationConfig
+    from radmetrics.errors import InputError
+
+    step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
+    unknown = sorted(set(judge_flags.system_options) - set(step_options))
+    if unknown:
+        raise InputError(f"data transform {step} has no option '{unknown[0]}'; its options: "
+                         f"{', '.join(step_options) or 'none'}")
 
     source = Path(input_path)
     if source.is_dir():
@@ -118,14 +185,14 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
         data = datasets.Dataset.from_list(rows)
     if column not in data.column_names:
         raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
-    backend, options = judge_settings(backend, judge_option, base_url=base_url)
-    the_judge = get_judge(backend, model=judge, **options)
-    config = GenerationConfig(max_new_tokens=max_new_tokens)
+    the_judge = judge_flags.build_judge()
+    config = judge_flags.config()
     reports = list(data[column])
     if step == "standardize":
         results = steps.standardize(the_judge, reports, config)
     elif step == "inject":
-        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config)
+        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config,
+                                      **judge_flags.system_options)
     else:
         results = steps.green_modify(the_judge, reports, seed=seed, config=config)
     out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])

@@ -7,34 +7,7 @@ from typing import Any
 
 import click
 
-from radmetrics.errors import RadmetricsError
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """--judge-option key=value (value read as JSON when it parses, else kept as text)."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise RadmetricsError(f"--judge-option takes key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
-
-
-def judge_settings(backend: str, judge_option: tuple[str, ...], replay: str | None = None,
-                   base_url: str | None = None, revision: str | None = None) -> tuple[str, dict[str, Any]]:
-    """(backend, backend options) from the judge flags every command shares; --replay implies the replay backend."""
-    options = parse_options(judge_option)
-    if replay:
-        backend, options["path"] = "replay", replay
-    if revision:
-        options["revision"] = revision
-    if base_url:
-        options["base_url"] = base_url
-    return backend, options
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
 
 def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
@@ -58,18 +31,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
               help="JSONL or CSV with reference and candidate columns (aliases accepted).")
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False),
               help="Results file (.jsonl, or .csv).")
-@click.option("--backend", "-b", default="transformers", show_default=True,
-              help="Judge backend: transformers, openai, replay, or a plugin's (see `radmetrics list`).")
-@click.option("--judge", "-j", default=None, help="Judge model id or path (default: the metric's published judge).")
-@click.option("--replay", type=click.Path(dir_okay=False), default=None,
-              help="Recorded {prompt, response} JSONL; implies --backend replay.")
-@click.option("--revision", default=None, help="Model revision (commit, tag or branch) of the judge.")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai).")
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
-              help="Extra backend option, repeatable (e.g. max_batch_size=16).")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None, help="Response cache file (default ~/.cache/radmetrics).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@judge_flags()
 @click.option("--summary/--no-summary", default=False, show_default=True,
               help="Add the GREEN summary (clustered error explanations; loads an embedding model).")
 @click.option("--summary-model", default=None, help="sentence-transformers model for --summary.")
@@ -80,40 +42,30 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
 @click.option("--chunk-rows", default=4096, show_default=True, type=int,
               help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")
-@click.option("--progress/--no-progress", default=True)
-def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
-                  max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
-                  candidate_column, engine, actors, chunk_rows, progress) -> None:
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
+def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
+                  reference_column, candidate_column, engine, actors, chunk_rows, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
-    unscored, with their reason."""
+    unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming)."""
     import radmetrics
-    from radmetrics.judge import _USE_DEFAULT, get_judge
     from radmetrics.errors import optional_import
-    from radmetrics.runner import fingerprint
+    from radmetrics.io import check_output_path
+    from radmetrics.runner import build_judge, fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
-    from radmetrics.types import GenerationConfig
 
-    system = radmetrics.get_scoring_system(metric)
+    system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
+    check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
+    the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
+                            engine=engine, actors=actors)
+    config = judge_flags.config()
     pairs = open_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
-    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
-    cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
-    model = judge or (None if backend == "replay" else system.default_judge)
-    if engine == "ray":
-        from radmetrics.judge.cache import default_cache_path
-        from radmetrics.judge.ray_engine import RayShardedJudge
-
-        shared = None if no_cache else (cache_path or default_cache_path())
-        the_judge = RayShardedJudge(backend, model=model, cache=shared, actors=actors, **options)
-    else:
-        the_judge = get_judge(backend, model=model, cache=cache, **options)
-    config = GenerationConfig(max_new_tokens=max_new_tokens)
     fp = fingerprint(system, the_judge, config)
     stat = os.stat(input_path)
     writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
@@ -133,7 +85,7 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
-    print_summary(system, corpus, output_path, summary_path)
+    print_summary(system, corpus, output_path, summary_path, fp.get("judge"))
 
 
 def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, Any], chunk_rows: int,
@@ -184,7 +136,8 @@ def _with_resumed(records, writer):
         yield record, next(written, None)
 
 
-def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
+def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,
+                  judge: dict[str, Any] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -196,12 +149,16 @@ def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path
     def fmt(value: Any) -> str:
         return "n/a" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
+    if judge:
+        who = judge.get("model") or judge.get("path") or "?"
+        revision = f"@{judge['revision']}" if judge.get("revision") else ""
+        table.add_row("judge", f"{judge.get('backend', '?')}: {who}{revision}")
     table.add_row(key, fmt(corpus.get(key)))
     table.add_row(f"{key}_std", fmt(corpus.get(f"{key}_std")))
     table.add_row("scored", fmt(corpus.get("num_scored")))
     table.add_row("unscored", fmt(corpus.get("num_unscored")))
     for name, share in (corpus.get("error_free_share") or {}).items():
-        table.add_row(f"no significant error {name[:60]}", fmt(share))
+        table.add_row(f"no significant error: {name}", fmt(share))
     for reason, count in sorted((corpus.get("unscored_reasons") or {}).items(), key=lambda kv: -kv[1])[:5]:
         table.add_row(f"unscored: {reason[:70]}", str(count))
     console = Console(stderr=True)
