@@ -91,7 +91,7 @@ def _records(path: Path, counter: Any = None) -> Iterator[tuple[dict[str, Any], 
 
 
 class RunningSummary:
-    """The corpus summary of a scoring system, accumulated row by row: equal to ``system.aggregate(all)``
+    """The corpus summary of a scoring system, accumulated row by row: equal to ``runner.aggregate(system, all)``
     without holding the judgments.
 
     Running totals cover the shared mean/std summary (the scores kept as a float array, 8 bytes a row, summed in
@@ -111,7 +111,7 @@ class RunningSummary:
         self.total = 0
         self.reasons: dict[str, int] = {}
         self.leniency: Counter[str] = Counter()
-        self.lenient = self.differ = 0
+        self.lenient = self.differ = self.empty_candidates = 0
         self.error_free: dict[str, int] = {}
         self.green_scored = 0
         self.derived: dict[str, list[float]] = {}
@@ -124,6 +124,7 @@ class RunningSummary:
         from radmetrics.types import GreenJudgment
 
         self.total += 1
+        self.empty_candidates += bool(judgment.details.get("empty_candidate"))
         if judgment.score is None:
             for reason, n in count_reasons([judgment]).items():
                 self.reasons[reason] = self.reasons.get(reason, 0) + n
@@ -175,7 +176,7 @@ class RunningSummary:
             self.key: mean, f"{self.key}_std": (sum((s - mean) ** 2 for s in self.scores) / n) ** 0.5 if n else None,
             "num_scored": n, "num_unscored": self.total - n, "unscored_reasons": dict(self.reasons),
             "leniency": dict(self.leniency.most_common()), "num_lenient": self.lenient,
-            "num_official_would_differ": self.differ,
+            "num_official_would_differ": self.differ, "num_empty_candidates": self.empty_candidates,
             "derived": {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()}}
         if "error_free_share" in keys:
             from radmetrics.green.parse import SUB_CATEGORIES
