@@ -6,7 +6,7 @@ CSV record by record), prompts built and tokenized only for that chunk, judged t
 ``OUTPUT.part`` (flushed per chunk). The corpus summary is kept as running totals (`RunningSummary`): the scores
 of scored rows as a float array (8 bytes a row) and counters, never the judgments. At the end the part file is
 renamed over OUTPUT in one step (a CSV output is written from the part file in two streaming passes, header
-first); a run that dies leaves OUTPUT untouched and ``OUTPUT.part`` holding every finished chunk, and the next
+first; Parquet, which needs one schema, reads the part file back whole); a run that dies leaves OUTPUT untouched and ``OUTPUT.part`` holding every finished chunk, and the next
 run with the same input and settings continues after it (the part file's rows are re-read, not re-judged).
 """
 from __future__ import annotations
