@@ -79,14 +79,14 @@ def test_two_runs_share_one_cache_concurrently(tmp_path):
     write_pairs(srcs[0], 120)
     write_pairs(srcs[1], 120)  # the same pairs: both runs race on the same keys
     with FakeOpenAIServer(slow_answer) as server:
-        procs = [subprocess.Popen(cli_args(s, s.with_suffix(".out"), server, cache, concurrency=4),
+        procs = [subprocess.Popen(cli_args(s, s.with_name(s.stem + ".out.jsonl"), server, cache, concurrency=4),
                                   stderr=subprocess.PIPE, text=True, env=os.environ.copy()) for s in srcs]
         errors = [p.communicate()[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
     store = ResponseCache(cache)
     assert store.integrity_ok() and len(store) == 120
     for s in srcs:
-        rows = [json.loads(x) for x in s.with_suffix(".out").read_text().splitlines()]
+        rows = [json.loads(x) for x in s.with_name(s.stem + ".out.jsonl").read_text().splitlines()]
         assert len(rows) == 120 and all(r["parsed"] for r in rows)
 
 
