@@ -161,8 +161,8 @@ def test_grpo_with_green_from_the_tiny_judge(policy, tiny_judge, tmp_path, caplo
         scored = [s for s in expected if s is not None]
         if scored:
             assert logged["rewards/green/mean"] == pytest.approx(sum(scored) / len(scored))
-        else:
-            assert math.isnan(logged["rewards/green/mean"])
+        else:  # TRL logs the mean of an all-None step as None
+            assert logged["rewards/green/mean"] is None or math.isnan(logged["rewards/green/mean"])
         everything += expected
     # the last step's per-completion rewards as TRL keeps them (None -> NaN)
     assert nan_to_none(list(trainer._logs["rewards"]["green"])) == pytest.approx(expected)
