@@ -33,7 +33,27 @@ def tiny_judge(tmp_path_factory) -> Path:
     """A tiny Llama fine-tuned (300 steps, ~15 s on 2 CPU cores) to answer GREEN prompts in GREEN format."""
     from tiny_judge import build_tiny_judge
 
-    return build_tiny_judge(tmp_path_factory.mktemp("models") / "tiny-green-judge", steps=300)
+    # RADMETRICS_TEST_TINY_JUDGE: a folder to build it in once and reuse across runs (mutation runs, bug
+    # re-introduction); built there if missing. Default: a fresh one per session.
+    reuse = os.environ.get("RADMETRICS_TEST_TINY_JUDGE")
+    if reuse and (Path(reuse) / "config.json").is_file():
+        return Path(reuse)
+    target = Path(reuse) if reuse else tmp_path_factory.mktemp("models") / "tiny-green-judge"
+    return build_tiny_judge(target, steps=300)
+
+
+@pytest.fixture(autouse=True)
+def _seeded_randomness():
+    """Global random state seeded before every test (the openai backend's retry jitter, anything drawing from
+    `random` or numpy's global generator), so a failing test reproduces. Tests that draw on purpose use their
+    own seeded generators (kill points, fuzzing, bootstrap)."""
+    import random
+
+    import numpy as np
+
+    random.seed(18)
+    np.random.seed(18)
+    yield
 
 
 @pytest.fixture(autouse=True)

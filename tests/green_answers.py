@@ -59,3 +59,32 @@ def f1_score(significant: dict[str, int], matched: int) -> float:
     if matched == 0:
         return 0.0
     return 2 * matched / (2 * matched + sum(significant.values()))
+
+
+def read_official_answer(text: str) -> tuple[dict[str, int], int] | None:
+    """(significant counts, matched findings) of an answer in exactly the App. A.1 layout, or None when it
+    is not in that layout (a section missing, a count unreadable). Written from the template, not from
+    radmetrics, for checks that must not reuse radmetrics' parser (lm-eval's τ, meta-eval's τ).
+    A section that starts with "No" ("No clinically significant errors.") counts zero, as in GREEN's outputs."""
+    import re
+
+    def section(name: str) -> str | None:
+        found = re.search(r"\[" + re.escape(name) + r"\]:[ \t]*\n?(.*?)(?:\n[ \t]*\n|\Z)", text, re.S)
+        return found.group(1).strip() if found else None
+
+    significant, matched = section("Clinically Significant Errors"), section("Matched Findings")
+    if significant is None or matched is None:
+        return None
+    counts = dict.fromkeys(ERROR_TYPES, 0)
+    if not significant.startswith("No"):
+        for letter in ERROR_TYPES:
+            line = re.search(r"^\(" + letter + r"\) [^\n:]*: (\S*)", significant, re.M)
+            if line:
+                number = re.match(r"(\d+)\.?$", line.group(1))
+                if number is None:
+                    return None
+                counts[letter] = int(number.group(1))
+    if matched.startswith("No"):
+        return counts, 0
+    number = re.match(r"(\d+)\.", matched)
+    return (counts, int(number.group(1))) if number else None
