@@ -34,6 +34,21 @@ def test_green_derived_scores(case, f1, ec, formula):
     assert radmetrics.get_scoring_system("green_formula").parse(text).score == pytest.approx(formula)
 
 
+@pytest.mark.parametrize("case, significant, total", [
+    ("paper-A2", 1, 1),  # S=1, I=0
+    ("assistant-echo", 2, 3),  # S=2, I=1: GREEN-EC counts significant only, the total both
+    ("published-radllama2-0", 6, 6),
+])
+def test_green_ec_is_significant_and_total_errors_adds_insignificant(case, significant, total):
+    text = OFFICIAL[case]["text"]
+    assert radmetrics.get_scoring_system("green_ec").parse(text).score == significant
+    total_system = radmetrics.get_scoring_system("green_total_errors")
+    assert total_system.parse(text).score == total and total_system.higher_is_better is False
+    no_insignificant = text.split("[Clinically Insignificant Errors]")[0] + "[Matched Findings]:\n3. a; b; c."
+    judgment = total_system.parse(no_insignificant)
+    assert judgment.score is None and "needs I" in judgment.reason
+
+
 def test_green_formula_needs_insignificant_section():
     text = OFFICIAL["paper-A2"]["text"].split("[Clinically Insignificant Errors]")[0] + \
         "[Matched Findings]:\n3. a; b; c."

@@ -86,10 +86,16 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     import radmetrics
     from radmetrics.io import read_pairs, write_rows
     from radmetrics.judge import _USE_DEFAULT, get_judge
-    from radmetrics.runner import fingerprint, judge_pairs
+    from radmetrics.errors import optional_import
+    from radmetrics.runner import aggregate, fingerprint, judge_pairs
     from radmetrics.types import GenerationConfig, Judgment
 
     system = radmetrics.get_scoring_system(metric)
+    if summary:  # checked before any judging, not after it
+        for module in ("sklearn", "sentence_transformers", "scipy"):
+            optional_import(module, "summary", "by --summary")
+    if engine == "ray":
+        optional_import("ray", "ray", "by --engine ray")
     pairs = read_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
@@ -118,8 +124,7 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     ordered = [by_row[i] for i in range(len(pairs.rows))]
     fp = fingerprint(system, the_judge, config)
     write_rows(output_path, [result_row(r, j, system.score_key, fp) for r, j in zip(pairs.rows, ordered)])
-    kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
-    corpus = system.aggregate(ordered, **kwargs)
+    corpus = aggregate(system, ordered, summary=summary, summary_model=summary_model)
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
