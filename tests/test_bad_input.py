@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import REPO
+from fake_judge import expected_score
 
 import radmetrics
 
@@ -19,7 +20,9 @@ def test_none_empty_and_non_string_rows_are_unscored(fake_judge):
     reasons = [j.reason for j in result.judgments]
     assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
                        "row 3: candidate is empty", "row 4: reference is int, not text", None]
-    assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(0.5)
+    # identical reports: no error, GREEN 1; "cardiomegaly mild": 1 matched, seeded errors in every category
+    assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(expected_score(refs[5], cands[5]))
+    assert 0 < result.scores[5] < 1
     assert result.summary["num_unscored"] == 4 and fake_judge.calls == 2
 
 
