@@ -13,17 +13,22 @@ from fake_judge import expected_score
 import radmetrics
 
 
-def test_none_empty_and_non_string_rows_are_unscored(fake_judge):
+def test_none_empty_and_non_string_rows_are_unscored_but_an_empty_candidate_is_judged(fake_judge):
     refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly"]
     cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild"]
     result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
     reasons = [j.reason for j in result.judgments]
     assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
-                       "row 3: candidate is empty", "row 4: reference is int, not text", None]
+                       None, "row 4: reference is int, not text", None]
+    # the empty generated report is judged as the official GREEN code judges it: nothing matches, GREEN 0,
+    # and it counts in the mean against its generator
+    assert result.scores[3] == 0.0 and result.judgments[3].details["empty_candidate"] is True
     # identical reports: no error, GREEN 1; "cardiomegaly mild": 1 matched, seeded errors in every category
-    assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(expected_score(refs[5], cands[5]))
-    assert 0 < result.scores[5] < 1
-    assert result.summary["num_unscored"] == 4 and fake_judge.calls == 2
+    expected_5 = expected_score(refs[5], cands[5])
+    assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(expected_5) and 0 < expected_5 < 1
+    assert result.summary["num_unscored"] == 3 and fake_judge.calls == 3
+    assert result.summary["num_empty_candidates"] == 1
+    assert result.summary["green"] == pytest.approx((1.0 + 0.0 + expected_5) / 3)
 
 
 def test_mismatched_lengths_is_a_clear_error(fake_judge):

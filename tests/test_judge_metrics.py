@@ -145,7 +145,7 @@ FRS = radmetrics.get_scoring_system("finerad_score")
 
 
 @pytest.mark.parametrize("index, total, worst, corrected", [
-    (0, 5.0, 2, 3), (2, 5.0, 3, 3), (3, 4.0, 2, 2), (4, 0.0, 0, 0)])
+    (0, 5.0, 2, 3), (1, 6.0, 3, 3), (2, 5.0, 3, 3), (3, 4.0, 2, 2), (4, 0.0, 0, 0)])
 def test_finerad_paper_examples(index, total, worst, corrected):
     lines, truth, corrections = FEW_SHOT_EXAMPLES[index]
     judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
@@ -160,10 +160,14 @@ def test_finerad_corrected_report_of_example_3_is_the_ground_truth():
     assert judgment.category_counts["False prediction of finding"] == 1
 
 
-def test_finerad_paper_example_2_swapped_fields_are_flagged_not_guessed():
-    judgment = FRS.parse(json.dumps(FEW_SHOT_EXAMPLES[1][2]))
-    assert judgment.score is None and "look swapped" in judgment.reason
-    assert judgment.details["retryable"] is False
+def test_finerad_paper_example_2_swapped_fields_are_repaired_with_a_note():
+    lines, truth, corrections = FEW_SHOT_EXAMPLES[1]
+    judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
+    # line 1: corrections "Not actionable", clinical severity "[delete]" -> a Not actionable deletion
+    assert judgment.details["repairs"] == ["line 1: 'corrections' ('Not actionable') and 'clinical severity' "
+                                           "('[delete]') were swapped; swapped back"]
+    assert judgment.corrections[2]["severity"] == 1 and judgment.corrections[2]["corrections"] == "[delete]"
+    assert judgment.corrected_report == truth
 
 
 @pytest.mark.parametrize("text, score", [
@@ -260,20 +264,20 @@ def radcliq_json(sig=None, insig=None, total=None, drop=None):
 
 
 def test_radcliq_counts_and_total():
-    judgment = radmetrics.get_scoring_system("radcliq").parse(
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(
         radcliq_json({"omission": 2, "false_prediction": 1}, {"incorrect_severity": 1}, total=4))
     assert judgment.score == 4.0 and judgment.significant["omission"] == 2
     assert judgment.insignificant["incorrect_severity"] == 1 and "warnings" not in judgment.details
 
 
 def test_radcliq_total_mismatch_uses_sum_and_warns():
-    judgment = radmetrics.get_scoring_system("radcliq").parse(radcliq_json({"omission": 2}, total=5))
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(radcliq_json({"omission": 2}, total=5))
     assert judgment.score == 2.0 and judgment.details["warnings"] == ["judge total_score 5 != sum of counts 2"]
 
 
 def test_radcliq_er2score_single_number_format():
     text = json.dumps({"errors": dict.fromkeys(KEYS, "1"), "total_score": "6"})
-    assert radmetrics.get_scoring_system("radcliq").parse(text).score == 6.0
+    assert radmetrics.get_scoring_system("radcliq_rubric").parse(text).score == 6.0
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -289,5 +293,5 @@ def test_radcliq_er2score_single_number_format():
     pytest.param('{"errors": {"omission": {"significant": ', "not closed", id="truncated"),
 ])
 def test_radcliq_unreadable(text, reason):
-    judgment = radmetrics.get_scoring_system("radcliq").parse(text)
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(text)
     assert judgment.score is None and reason in judgment.reason

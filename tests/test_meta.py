@@ -88,6 +88,18 @@ def test_rexamine_paired_t_test_with_bonferroni():
     expected = sp.ttest_rel(original["green"]["A"], standardized["green"]["A"])
     assert first["p_value"] == pytest.approx(expected.pvalue) and first["t"] == pytest.approx(expected.statistic)
     assert first["significant"] == (expected.pvalue < 0.05 / 4)
+    # the paper's sign (ReXamine-Global Sec. 2): scores oriented higher = worse, t of standardized - original.
+    # GREEN is higher-is-better: standardized references raise it, so oriented scores fall: t < 0, as Table 2.
+    assert first["t"] < 0 and first["t_convention"] == "paper"
+    # a lower-is-better metric (an error count) that falls against standardized references: also t < 0 ...
+    errors = {"green_ec": {"A": [3, 2, 4, 3]}}
+    fewer = {"green_ec": {"A": [2, 1, 2, 2]}}
+    paper = stats.rexamine_site_tests(errors, fewer, higher_is_better={"green_ec": False})[0]
+    assert paper["t"] < 0
+    assert paper["t"] == pytest.approx(sp.ttest_rel(fewer["green_ec"]["A"], errors["green_ec"]["A"]).statistic)
+    # ... where the raw convention (original - standardized on the scores as given) flips its sign
+    raw = stats.rexamine_site_tests(errors, fewer, higher_is_better={"green_ec": False}, convention="raw")[0]
+    assert raw["t"] == pytest.approx(-paper["t"]) and raw["p_value"] == pytest.approx(paper["p_value"])
 
 
 def test_ensembles():

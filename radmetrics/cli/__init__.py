@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
@@ -69,6 +70,8 @@ def sample_path_command(name: str | None) -> None:
 
 
 def main() -> None:
+    # Deprecated names (e.g. --metric radcliq) say so on the command line too.
+    warnings.filterwarnings("default", category=DeprecationWarning, module="radmetrics")
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -104,15 +104,18 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 @click.option("--learning-rate", default=1e-4, show_default=True, type=float)
 @click.option("--lam", default=1.0, show_default=True, type=float, help="λ of the MRE loss.")
 @click.option("--lora-r", default=8, show_default=True, type=int)
+@click.option("--radcliq-convention", type=click.Choice(["paper", "quality"]), default="paper", show_default=True,
+              help="RadCliQ pair direction: 'paper' (as ER2Score A.4: the chosen report has more errors; the score "
+                   "predicts errors, lower is better) or 'quality' (fewer errors chosen; higher is better).")
 def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
-                           output, steps, batch_size, learning_rate, lam, lora_r) -> None:
+                           output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
     require_training_extra("train er2score")
     from pathlib import Path
 
     from radmetrics.er2score.data import generate_pairs
     from radmetrics.er2score.model import MultiRewardModel
-    from radmetrics.er2score.pairs import CRITERIA
+    from radmetrics.er2score.pairs import CRITERIA, higher_is_better
     from radmetrics.er2score.train import train_reward_model
     from radmetrics.judge import get_judge
 
@@ -130,7 +133,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
 
         references = read_references(references_path)
         judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
-        pairs, problems = generate_pairs(judge, references)
+        pairs, problems = generate_pairs(judge, references, convention=radcliq_convention)
         for problem in problems:
             click.echo(f"teacher answer dropped: {problem}", err=True)
         out = Path(output)
@@ -139,8 +142,12 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     else:
         raise click.ClickException("give --references (the teacher writes pairs) or --pairs")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
+    # ready pairs carry their own direction; teacher pairs follow --radcliq-convention
+    model.higher_is_better = higher_is_better(system, radcliq_convention)
     losses = train_reward_model(model, pairs, steps=steps, batch_size=batch_size, lr=learning_rate, lam=lam)
     folder = model.save(output)
     (folder / "training.json").write_text(json.dumps({"base_model": base_model, "system": system, "pairs": len(pairs),
+                                                      "radcliq_convention": radcliq_convention,
+                                                      "higher_is_better": model.higher_is_better,
                                                       "steps": steps, "lambda": lam, "losses": losses}, indent=2))
     click.echo(f"ER2Score trained on {len(pairs)} pairs; loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved {folder}")

@@ -87,7 +87,8 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
 
 def check_range(value: float, written: str) -> None:
     if not 0.0 <= value <= 1.0:  # App. D.2: "a continuous number in [0.00, 1.00]" - not clamped
-        raise VertParseError(f"overall score {value:g} outside [0, 1] ({written})")
+        how = "" if written == "plain" else f" ({written})"
+        raise VertParseError(f"overall score {value:g} outside [0, 1]{how}")
 
 
 def read_bare_score(text: str) -> tuple[float, str]:
