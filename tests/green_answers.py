@@ -79,8 +79,8 @@ def read_official_answer(text: str) -> tuple[dict[str, int], int] | None:
     if not significant.startswith("No"):
         for letter in ERROR_TYPES:
             line = re.search(r"^\(" + letter + r"\) [^\n:]*: (\S*)", significant, re.M)
-            if line:
-                number = re.match(r"(\d+)\.?$", line.group(1))
+            if line:  # the count is the whole number the text after the colon starts with ("2.", "3-moderate")
+                number = re.match(r"(\d+)(?!\d)", line.group(1))
                 if number is None:
                     return None
                 counts[letter] = int(number.group(1))

@@ -165,7 +165,7 @@ def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
     with (out / "per_sample.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     kept = [(float(r["green"]), -float(r["expert_score"])) for r in rows if r["green"]]
-    assert len(kept) >= 10
+    assert len(kept) >= 5
     assert green["kendall_tau_b"]["value"] == pytest.approx(sp.kendalltau(*zip(*kept), variant="b").statistic,
                                                            abs=1e-12)
     assert green["kendall_tau_b"]["n"] == len(kept)
