@@ -95,9 +95,30 @@ def read_references(path: str | os.PathLike, column: str | None = None) -> list[
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
 
 
+#: results formats, by the output file's extension
+OUTPUT_FORMATS = {".jsonl": "JSON lines", ".json": "JSON lines", ".csv": "CSV", ".parquet": "Parquet"}
+
+
+def check_output_path(path: str | os.PathLike) -> str:
+    """The results format the extension names; anything else is refused before any work is done (a
+    `.parquet` file must not silently hold JSON lines)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_FORMATS:
+        raise InputError(f"--output {path}: unknown results format '{suffix or '(no extension)'}'; use one of "
+                         f"{', '.join(sorted(OUTPUT_FORMATS))}")
+    if suffix == ".parquet":
+        from radmetrics.errors import optional_import
+
+        optional_import("pyarrow", "evaluate", "to write .parquet results")
+    return suffix
+
+
 def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
-    """Write atomically (temp file + rename) so a killed run never leaves half a results file."""
+    """Write atomically (temp file + rename) so a killed run never leaves half a results file.
+    The format follows the extension (check_output_path)."""
     path = Path(path)
+    if check_output_path(path) == ".parquet":
+        return _write_parquet(path, rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -111,6 +132,28 @@ def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
             else:
                 for row in rows:
                     fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Parquet through pyarrow; nested fields (details, fingerprint, counts) as JSON text, so that rows
+    whose details differ in shape still share one schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = [{k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
+             for k, v in r.items()} for r in rows]
+    fields = list(dict.fromkeys(k for r in flat for k in r))
+    table = pa.Table.from_pylist([{k: r.get(k) for k in fields} for r in flat])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

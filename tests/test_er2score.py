@@ -70,7 +70,7 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
 
     import evaluate
     from click.testing import CliRunner
-    from conftest import REPO
+    from conftest import PACKAGE
 
     from radmetrics.cli import cli
 
@@ -84,7 +84,7 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
     assert result.exit_code == 0, result.output
     training = json.loads((out / "training.json").read_text())
     assert training["pairs"] == len(pairs) and training["radcliq_convention"] == "paper"
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(PACKAGE.parent)
     er2 = evaluate.load("radmetrics/er2score/er2score.py", model=str(out))
     scored = er2.compute(predictions=[pairs[0]["accepted"], pairs[0]["rejected"]],
                          references=[pairs[0]["reference"]] * 2)

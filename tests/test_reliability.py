@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import REPO
+from conftest import FIXTURES, SAMPLE
 from fake_judge import analysis_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -155,10 +155,13 @@ def test_scoring_makes_no_network_connection_by_default(tiny_judge, tmp_path):
     judge and with replay, and never tries to connect."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
     run = subprocess.run([sys.executable, "-c", NO_NETWORK_RUN, str(tiny_judge), str(tmp_path / "c.sqlite"),
-                          str(REPO / "radmetrics" / "sample_data")], capture_output=True, text=True, env=env)
+                          str(SAMPLE)], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
-    assert out == {"local": 6, "replayed": 7, "attempts": []}  # replay: the truncated answer is unscored
+    rows = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
+    replayed = radmetrics.score("green", [r["reference"] for r in rows], [r["candidate"] for r in rows],
+                                backend="replay", judge_options={"path": str(SAMPLE / "green_replay.jsonl")})
+    assert out == {"local": 6, "replayed": replayed.summary["num_scored"], "attempts": []}
 
 
 def test_trust_remote_code_is_off_by_default(tiny_judge):
@@ -168,7 +171,7 @@ def test_trust_remote_code_is_off_by_default(tiny_judge):
 
 # -- parser fuzzing --------------------------------------------------------------------------------------
 SYSTEMS = radmetrics.list_scoring_systems()
-FIXTURE = json.loads((REPO / "tests/fixtures/green_official_scores.json").read_text())["cases"]
+FIXTURE = json.loads((FIXTURES / "green_official_scores.json").read_text())["cases"]
 PAIRS = [("Small left pleural effusion. No pneumothorax.", "Small left pleural effusion. Cardiomegaly."),
          ("Normal chest.", "Normal chest.")]
 

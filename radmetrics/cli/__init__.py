@@ -7,14 +7,15 @@ import warnings
 import click
 
 from radmetrics.cli.compare import compare_command
-from radmetrics.cli.data import data_group, meta_eval_command
+from radmetrics.cli.data import data_group, meta_eval_command, preference_eval_command
 from radmetrics.cli.hub import hub_group
+from radmetrics.cli.rexamine import rexamine_command
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
 from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radmetrics")
 def cli() -> None:
     """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""
@@ -24,6 +25,8 @@ cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
 cli.add_command(compare_command)
+cli.add_command(preference_eval_command)
+cli.add_command(rexamine_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 
@@ -89,6 +92,34 @@ def main() -> None:
             raise
         click.echo(f"Error: {missing}", err=True)
         sys.exit(2)
+    except Exception as e:
+        if not is_network_error(e):
+            raise
+        detail = " ".join(str(e).split())[:200] or type(e).__name__
+        click.echo(f"Error: a network request failed ({type(e).__name__}: {detail}). Check the network, the server "
+                   "URL or HF_ENDPOINT; for the Hub, offline use needs local folders or cached models.", err=True)
+        sys.exit(2)
+
+
+def is_network_error(error: BaseException) -> bool:
+    """Connection and timeout errors of the HTTP stacks radmetrics and huggingface_hub use (httpx, requests,
+    urllib3) and of the socket layer: the user's network, not a bug, so one line instead of a traceback."""
+    import socket
+
+    seen = set()
+    while error is not None and id(error) not in seen:  # also when wrapped (raise ... from ...)
+        seen.add(id(error))
+        module = type(error).__module__.split(".")[0]
+        name = type(error).__name__
+        if isinstance(error, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        if module in ("httpx", "httpcore", "requests", "urllib3") and ("Connect" in name or "Timeout" in name
+                                                                     or "Network" in name):
+            return True
+        if module == "huggingface_hub" and name in ("OfflineModeIsEnabled", "LocalEntryNotFoundError"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 if __name__ == "__main__":

@@ -39,18 +39,19 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
-@click.option("--progress/--no-progress", default=True)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
                   reference_column, candidate_column, engine, actors, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
     unscored, with their reason."""
     import radmetrics
     from radmetrics.errors import optional_import
-    from radmetrics.io import read_pairs, write_rows
+    from radmetrics.io import check_output_path, read_pairs, write_rows
     from radmetrics.runner import aggregate, build_judge
     from radmetrics.types import Judgment
 
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
+    check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
@@ -79,10 +80,11 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
-    print_summary(system, corpus, output_path, summary_path)
+    print_summary(system, corpus, output_path, summary_path, fp.get("judge"))
 
 
-def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
+def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,
+                  judge: dict[str, Any] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -94,12 +96,16 @@ def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path
     def fmt(value: Any) -> str:
         return "n/a" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
+    if judge:
+        who = judge.get("model") or judge.get("path") or "?"
+        revision = f"@{judge['revision']}" if judge.get("revision") else ""
+        table.add_row("judge", f"{judge.get('backend', '?')}: {who}{revision}")
     table.add_row(key, fmt(corpus.get(key)))
     table.add_row(f"{key}_std", fmt(corpus.get(f"{key}_std")))
     table.add_row("scored", fmt(corpus.get("num_scored")))
     table.add_row("unscored", fmt(corpus.get("num_unscored")))
     for name, share in (corpus.get("error_free_share") or {}).items():
-        table.add_row(f"no significant error {name[:60]}", fmt(share))
+        table.add_row(f"no significant error: {name}", fmt(share))
     for reason, count in sorted((corpus.get("unscored_reasons") or {}).items(), key=lambda kv: -kv[1])[:5]:
         table.add_row(f"unscored: {reason[:70]}", str(count))
     console = Console(stderr=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -12,8 +13,6 @@ def train_group() -> None:
 
 
 def _load_pairs_source(path: str):
-    from pathlib import Path
-
     import datasets
 
     if Path(path).is_dir():
@@ -24,6 +23,13 @@ def _load_pairs_source(path: str):
     rows = [r for i, r in enumerate(pairs.rows) if i not in pairs.bad_rows]
     return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
                                         "candidate": r[pairs.candidate_column]} for r in rows])
+
+
+def describe_judge(identity: dict) -> str:
+    """A judge's identity in a card's words: backend and model name, never a local path."""
+    model = identity.get("model")
+    name = Path(str(model)).name if model and Path(str(model)).expanduser().exists() else model
+    return f"{name} ({identity.get('backend')} backend)" if name else f"({identity.get('backend')} backend)"
 
 
 def require_training_extra(command: str) -> None:
@@ -41,17 +47,22 @@ def require_training_extra(command: str) -> None:
               help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
-@click.option("--max-steps", type=int, default=None)
-@click.option("--epochs", type=float, default=None)
-@click.option("--learning-rate", type=float, default=None)
-@click.option("--lora-r", type=int, default=None)
-@click.option("--lora-alpha", type=int, default=None)
-@click.option("--batch-size", type=int, default=None)
+@click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
+@click.option("--epochs", type=float, default=None, help="Training epochs.")
+@click.option("--learning-rate", type=float, default=None, help="Learning rate.")
+@click.option("--lora-r", type=int, default=None, help="LoRA rank.")
+@click.option("--lora-alpha", type=int, default=None, help="LoRA alpha.")
+@click.option("--batch-size", type=int, default=None, help="Examples per optimizer step.")
 @click.option("--teacher-backend", default="transformers", help="green recipe: the teacher judge's backend.")
 @click.option("--teacher", default=None, help="green recipe: teacher model (or --teacher-replay).")
-@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="green recipe: recorded teacher answers ({prompt, response} JSONL) instead of a live teacher.")
+@click.option("--teacher-base-url", default=None,
+              help="green recipe: an OpenAI-compatible server serving --teacher (implies --teacher-backend openai; "
+                   "the key comes from OPENAI_API_KEY).")
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
-                        lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay) -> None:
+                        lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay,
+                        teacher_base_url) -> None:
     """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
     require_training_extra("train judge")
     from radmetrics.judge import get_judge
@@ -69,17 +80,27 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
     data = _load_pairs_source(data_path)
     if config.recipe == "vert":
         rows = vert_examples(data["reference"], data["candidate"], data["expert_score"])
-        description = f"{len(rows)} expert-scored pairs from {data_path}"
+        description = f"{len(rows)} expert-scored pairs from `{Path(data_path).name}`"
     else:
         options = {"path": teacher_replay} if teacher_replay else {}
         backend = "replay" if teacher_replay else teacher_backend
+        if teacher_base_url and not teacher_replay:
+            backend = "openai" if teacher_backend == "transformers" else teacher_backend
+            options["base_url"] = teacher_base_url
+        if backend != "replay" and not teacher:
+            from radmetrics.errors import InputError
+
+            raise InputError("the green recipe needs a teacher: --teacher MODEL (with --teacher-base-url for an "
+                             "OpenAI-compatible server) or --teacher-replay FILE")
         judge = get_judge(backend, model=teacher, **options)
         rows, dropped = green_examples(data["reference"], data["candidate"], judge)
         for problem in dropped:
             click.echo(f"teacher answer dropped: {problem}", err=True)
-        description = f"{len(rows)} GREEN analyses by {judge.identity()} on pairs from {data_path}"
+        description = (f"{len(rows)} GREEN analyses by the teacher {describe_judge(judge.identity())} on the "
+                       f"report pairs of `{Path(data_path).name}`")
     summary = train_judge(config, rows)
     summary["data_description"] = description
+    summary["base_model_is_local"] = Path(config.base_model).expanduser().exists()  # the card's base_model
     with open(f"{output}/training.json", "w") as fh:
         json.dump(summary, fh, indent=2)
     click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
@@ -111,8 +132,6 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
                            output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
     require_training_extra("train er2score")
-    from pathlib import Path
-
     from radmetrics.er2score.data import generate_pairs
     from radmetrics.er2score.model import MultiRewardModel
     from radmetrics.er2score.pairs import CRITERIA, higher_is_better

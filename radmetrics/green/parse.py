@@ -103,10 +103,12 @@ _NAMES = {
 }
 _KIND_NAME = {"significant": SIGNIFICANT, "insignificant": INSIGNIFICANT, "matched": MATCHED}
 # The official form "[Name]:" anywhere; other forms only as a line of their own ("**Matched Findings**:",
-# "### Matched findings", "Matched Findings:"), so that prose mentioning a category is no header.
+# "### Matched findings", "Matched Findings:", "[Matched Findings]"), so that prose mentioning a category
+# ("see the [Matched Findings] below") is no header.
 _HEADER = re.compile(
     "|".join(
-        rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:?)|(?P<{kind}_l>^[ \t>#*\-]*\**\s*{name}\s*\**[ \t]*(?::|(?=\n)|\Z)\**)"
+        rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:)"
+        rf"|(?P<{kind}_l>^[ \t>#*\-]*\**[ \t]*\[?[ \t]*{name}[ \t]*\]?[ \t]*\**[ \t]*(?::|(?=\n)|\Z)\**)"
         for kind, name in _NAMES.items()
     ),
     re.I | re.M,
@@ -211,8 +213,9 @@ def _word_or_digits(token: str) -> int:
     return int(token) if token[0].isdigit() else _WORDS[token.lower()]
 
 
-# "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" is no marker
-_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:|\s+[-–]\s|\s+\()"
+# "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" and a time such as
+# "3:05" are no markers (a finding may start with a number: "2. 3:05 pm film; 3 mm nodule")
+_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()"
 
 
 def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,

@@ -22,6 +22,9 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"Nothing to push: {folder} is not a folder")
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
+    card = folder / "README.md"
+    if card.is_file():
+        validate_card(card, repo_type)
     api = HfApi(token=token)
     extra = {"space_sdk": "gradio"} if repo_type == "space" else {}  # our Spaces are evaluate Gradio widgets
     url = api.create_repo(repo_id, repo_type=repo_type, private=not public, exist_ok=exist_ok, **extra)
@@ -30,3 +33,18 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     if gated:
         api.update_repo_settings(repo_id, repo_type=repo_type, gated=gated)
     return {"url": str(url), "commit": getattr(commit, "oid", None), "private": not public, "gated": gated or False}
+
+
+def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None) -> None:
+    """Ask the Hub's own card check (POST /api/validate-yaml, as huggingface_hub's RepoCard.validate does)
+    before creating or uploading anything, so a card the Hub would refuse is one clear error, not a half push.
+    Posted to the configured endpoint (HF_ENDPOINT): older huggingface_hub versions always ask huggingface.co."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    url = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/api/validate-yaml"
+    body = {"repoType": repo_type, "content": card.read_text(encoding="utf-8")}
+    response = get_session().post(url, json=body, headers={"Accept": "text/plain"})
+    if response.status_code == 400:
+        raise RadmetricsError(f"The Hub refuses the card {card}: {' '.join(response.text.split())}")
+    hf_raise_for_status(response)

@@ -39,6 +39,8 @@ class OpenAIOptions(BackendOptions):
     backoff: float = 1.0
     max_backoff: float = 60.0
     system_prompt: str | None = None
+    #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
+    extra_body: dict | None = None
 
 
 class OpenAIJudge(JudgeBackend):
@@ -65,13 +67,21 @@ class OpenAIJudge(JudgeBackend):
         self.backoff = settings.backoff
         self.max_backoff = settings.max_backoff
         self.system_prompt = settings.system_prompt
+        if settings.extra_body is not None and not isinstance(settings.extra_body, dict):
+            raise JudgeError(f"extra_body must be a JSON object of extra request fields, got {settings.extra_body!r}")
+        #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
+        #: answers, so they are part of the identity and of every cache key
+        self.extra_body = dict(settings.extra_body or {})
         self._client_lock = threading.Lock()
         self._client = None
 
     def identity(self) -> dict[str, Any]:
         # Keyed on the model name (+ revision), not the server address: the same model served on another
         # port or host reuses cached answers. Give a revision to tell apart different weights with one name.
-        return {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
+        identity = {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
+        if self.extra_body:
+            identity["extra_body"] = self.extra_body
+        return identity
 
     def __repr__(self) -> str:  # never shows the key
         return f"<OpenAIJudge model={self.model!r} base_url={self.base_url!r}>"
@@ -98,6 +108,7 @@ class OpenAIJudge(JudgeBackend):
             body["seed"] = config.seed
         if config.min_new_tokens:
             body["min_tokens"] = config.min_new_tokens  # a vLLM / SGLang extension of the API
+        body.update(self.extra_body)
         if self.mode == "chat":
             messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
             body["messages"] = messages + [{"role": "user", "content": prompt}]
