@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -39,16 +40,18 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
+@click.option("--chunk-rows", default=4096, show_default=True, type=int,
+              help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
-                  reference_column, candidate_column, engine, actors, progress) -> None:
+                  reference_column, candidate_column, engine, actors, chunk_rows, progress) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
-    unscored, with their reason."""
+    unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming)."""
     import radmetrics
     from radmetrics.errors import optional_import
-    from radmetrics.io import check_output_path, read_pairs, write_rows
-    from radmetrics.runner import aggregate, build_judge
-    from radmetrics.types import Judgment
+    from radmetrics.io import check_output_path
+    from radmetrics.runner import build_judge, fingerprint
+    from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
     check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
@@ -59,28 +62,78 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
         optional_import("ray", "ray", "by --engine ray")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
                             engine=engine, actors=actors)
-    # read
-    pairs = read_pairs(input_path, reference_column, candidate_column)
-    click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
+    config = judge_flags.config()
+    pairs = open_pairs(input_path, reference_column, candidate_column)
+    click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
+    fp = fingerprint(system, the_judge, config)
+    stat = os.stat(input_path)
+    writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
+                                             "mtime": stat.st_mtime_ns, "fingerprint": fp,
+                                             "columns": [pairs.reference_column, pairs.candidate_column]})
+    running = RunningSummary(system, keep_all=summary)
+    try:
+        total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress)
+    except BaseException:
+        writer.close()  # the part file keeps every finished chunk; the next run continues after them
+        raise
+    writer.finish()
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
-    good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
-    # score (rows that could not be read stay, unscored, with the reader's reason)
-    result = radmetrics.score(system, [pairs.rows[i].get(pairs.reference_column) for i in good],
-                              [pairs.rows[i].get(pairs.candidate_column) for i in good], judge=the_judge,
-                              config=judge_flags.config(), progress=progress, row_ids=good)
-    by_row = {i: Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()}
-    by_row.update(zip(good, result.judgments))
-    ordered = [by_row[i] for i in range(len(pairs.rows))]
-    corpus = aggregate(system, ordered, summary=summary, summary_model=summary_model)
-    # write
-    fp = result.fingerprint
-    write_rows(output_path, [result_row(r, j, system.score_key, fp) for r, j in zip(pairs.rows, ordered)])
+    click.echo(f"Scored {total} rows from {input_path}", err=True)
+    corpus = running.result(summary=summary, summary_model=summary_model)
     summary_path = output_path + ".summary.json"
     with open(summary_path, "w", encoding="utf-8") as fh:
         json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
     print_summary(system, corpus, output_path, summary_path, fp.get("judge"))
+
+
+def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, Any], chunk_rows: int,
+                 progress: bool) -> int:
+    """Judge the input chunk by chunk, appending each chunk's result rows in input order; rows a previous run
+    already wrote (same input and settings) are read back into the summary, not judged again. Returns the
+    number of rows."""
+    from radmetrics.runner import judge_pairs, read_answer
+    from radmetrics.types import Judgment
+
+    chunk: list[tuple[int, dict[str, Any], str | None]] = []
+
+    def flush() -> None:
+        good = [(i, row) for i, row, problem in chunk if problem is None]
+        judged = judge_pairs(system, judge, [row.get(pairs.reference_column) for _, row in good],
+                             [row.get(pairs.candidate_column) for _, row in good], config, progress=progress,
+                             row_ids=[i for i, _ in good]) if good else []
+        by_row = dict(zip((i for i, _ in good), judged))
+        out = []
+        for i, row, problem in chunk:
+            judgment = by_row.get(i) or Judgment.unscored(f"row {i}: {problem}")
+            running.add(judgment)
+            out.append(result_row(row, judgment, system.score_key, fp))
+        writer.write(out)
+        chunk.clear()
+
+    resumed = writer.done_rows
+    for i, ((row, problem), done) in enumerate(_with_resumed(pairs.rows(), writer)):
+        if done is not None:  # written by an earlier run: its judgment read back from the row
+            raw = done.get("judge_output") or ""
+            ref, cand = row.get(pairs.reference_column), row.get(pairs.candidate_column)
+            running.add(read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or ""))
+            continue
+        chunk.append((i, row, problem))
+        if len(chunk) >= chunk_rows:
+            flush()
+    if chunk:
+        flush()
+    if resumed:
+        click.echo(f"Continued an interrupted run: {resumed} rows were already written.", err=True)
+    return writer.done_rows
+
+
+def _with_resumed(records, writer):
+    """Input records paired with the row an earlier run wrote for them (None past the resumed ones)."""
+    written = writer.resumed_rows()
+    for record in records:
+        yield record, next(written, None)
 
 
 def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,
