@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import tempfile
@@ -44,28 +45,79 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
     )
 
 
-def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
-               candidate_column: str | None = None) -> PairFile:
+#: first bytes of files people pass by mistake (compressed, spreadsheets, databases, images, Arrow/Parquet)
+_BINARY_MAGIC = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive (an .xlsx workbook?)",
+                 b"%PDF": "a PDF", b"SQLite format 3\x00": "an SQLite database", b"\x89PNG": "a PNG image",
+                 b"PAR1": "a Parquet file", b"ARROW1": "an Arrow file", b"\xff\xd8\xff": "a JPEG image",
+                 b"BZh": "bzip2 data", b"\xfd7zXZ": "xz data", b"\x28\xb5\x2f\xfd": "zstd data"}
+
+
+def read_text(path: str | os.PathLike) -> tuple[str, int]:
+    """The file's text exactly as written (a leading BOM dropped) and how many bytes were not UTF-8.
+
+    Binary files (a known magic number, NUL bytes >= 1% of the file, or mostly undecodable bytes) are refused
+    with a one-line error rather than read as a table of nothing. Stray non-UTF-8 bytes in a text file are
+    replaced (U+FFFD) and counted: one bad byte must not stop a run."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
     if not path.is_file():
         raise InputError(f"Input file not found: {path}")
     raw = path.read_bytes()
-    text = raw.decode("utf-8", errors="replace")  # a stray byte must not stop a run; counted below
+    for magic, what in _BINARY_MAGIC.items():
+        if raw.startswith(magic):
+            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
+    if raw.startswith(b"\xef\xbb\xbf"):  # spreadsheet exports start with a BOM; it is not part of column 1
+        raw = raw[3:]
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
+    nul = raw.count(b"\x00")
+    if raw and nul * 100 >= len(raw):
+        raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
+    text = raw.decode("utf-8", errors="replace")
     decoding_errors = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+    if raw and decoding_errors * 10 > len(raw):
+        raise InputError(f"{path} is not UTF-8 text ({decoding_errors} of {len(raw)} bytes are not UTF-8); "
+                         "radmetrics reads UTF-8 JSONL or CSV")
+    if not text.strip():
+        raise InputError(f"{path} is empty")
+    return text, decoding_errors
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """Lines of JSONL split on "\\n" only: U+2028, U+0085, form feed and the other characters that
+    str.splitlines() treats as line breaks are text inside a record, never record boundaries."""
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def csv_rows(text: str, delimiter: str = ",") -> tuple[list[str], list[dict[str, Any]]]:
+    """(columns, rows) through the csv module itself, so quoted fields keep their newlines exactly."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
+    return list(reader.fieldnames or []), rows
+
+
+def _parse_json_line(line: str) -> Any:
+    # strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
+    return json.JSONDecoder(strict=False).decode(line)
+
+
+def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
+               candidate_column: str | None = None) -> PairFile:
+    path = Path(path)
+    text, decoding_errors = read_text(path)
     rows: list[dict[str, Any]] = []
     bad: dict[int, str] = {}
     if path.suffix.lower() in {".csv", ".tsv"}:
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-        columns = reader.fieldnames or []
-        for row in reader:
-            rows.append({k: v for k, v in row.items() if k is not None})
+        columns, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
     else:
         columns_seen: dict[str, None] = {}
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(jsonl_lines(text), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _parse_json_line(line)
                 if not isinstance(row, dict):
                     raise ValueError(f"a JSON {type(row).__name__}, not an object")
             except ValueError as e:
@@ -83,13 +135,20 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:
     """Reports of one column (a reference alias by default) from JSONL or CSV; empty ones are dropped."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Input file not found: {path}")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(text.splitlines()))
+    text, _ = read_text(path)
+    if path.suffix.lower() in {".csv", ".tsv"}:
+        _, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
     else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        rows = []
+        for lineno, line in enumerate(jsonl_lines(text), 1):
+            if not line.strip():
+                continue
+            try:
+                row = _parse_json_line(line)
+            except ValueError as e:
+                raise InputError(f"{path}: line {lineno} is not JSON ({str(e)[:80]})") from None
+            if isinstance(row, dict):
+                rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     name = _pick(columns, REFERENCE_ALIASES, column, "reference", path)
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
