@@ -154,24 +154,143 @@ def read_references(path: str | os.PathLike, column: str | None = None) -> list[
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
 
 
+def check_output_path(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
+    """Refuse outputs that would destroy something: the input itself, or a symlink (written through, a planted
+    link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
+    output = Path(output)
+    for candidate in (output, summary_path(output)):
+        if candidate.is_symlink():
+            raise InputError(f"{candidate} is a symbolic link; radmetrics does not write through links "
+                             "(remove it or give another --output)")
+        if candidate.is_dir():
+            raise InputError(f"{candidate} is a folder; --output must be a file path")
+        for source in inputs:
+            if source is None:
+                continue
+            source = Path(source)
+            same = (candidate.exists() and source.exists() and os.path.samefile(candidate, source)) or \
+                candidate.resolve() == source.resolve()
+            if same:
+                raise InputError(f"--output {output} would overwrite the input {source}; give another --output")
+
+
+def summary_path(output: str | os.PathLike) -> Path:
+    return Path(f"{os.fspath(output)}.summary.json")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
+    """Delete temp files a killed run left beside PATH (`.<name>.<pid>.<random>.tmp` whose process is gone)."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)) and not tmp.is_symlink():
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+class AtomicFile:
+    """Write PATH all at once: a temp file beside it (created O_EXCL, named with our pid so a later run can
+    clean it up after a kill), fsync, then rename over PATH. The rename replaces a symlink at PATH instead of
+    writing through it; a reader never sees half a file.
+
+    >>> # with AtomicFile(out) as fh: fh.write(...)        # committed on success, removed on error
+    >>> # part = AtomicFile(out).open(); ...; part.commit() # for streaming writers (append, then rename)
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.tmp: Path | None = None
+        self.fh = None
+
+    def open(self) -> AtomicFile:
+        if self.path.is_symlink():
+            raise InputError(f"{self.path} is a symbolic link; radmetrics does not write through links")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_tmp(self.path)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp")
+        self.tmp = Path(tmp)
+        self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        return self
+
+    def write(self, text: str) -> None:
+        self.fh.write(text)
+
+    def close_tmp(self) -> None:
+        """Flush and close the temp file (a multi-file commit renames several prepared temps in a row)."""
+        if self.fh is not None and not self.fh.closed:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            self.fh.close()
+
+    def commit(self) -> None:
+        self.close_tmp()
+        os.replace(self.tmp, self.path)
+        self.tmp = None
+
+    def discard(self) -> None:
+        if self.fh is not None and not self.fh.closed:
+            self.fh.close()
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+    def __enter__(self):
+        return self.open().fh
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def _write_table(fh, path: Path, rows: list[dict[str, Any]]) -> None:
+    if path.suffix.lower() == ".csv":
+        flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
+        fields = list(dict.fromkeys(k for r in flat for k in r))
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(flat)
+    else:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+
 def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
     """Write atomically (temp file + rename) so a killed run never leaves half a results file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with AtomicFile(path) as fh:
+        _write_table(fh, path, rows)
+
+
+def write_results(path: str | os.PathLike, rows: list[dict[str, Any]], summary: dict[str, Any]) -> Path:
+    """Results and their summary as one unit: both prepared as temp files, the old summary removed, then the
+    results and the summary renamed into place. A kill at any point leaves either the old pair, new results
+    without a summary, or the new pair — never new results beside an old summary (both carry `run_id`)."""
+    path = Path(path)
+    results, corpus = AtomicFile(path).open(), AtomicFile(summary_path(path)).open()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            if path.suffix.lower() == ".csv":
-                flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
-                fields = list(dict.fromkeys(k for r in flat for k in r))
-                writer = csv.DictWriter(fh, fieldnames=fields)
-                writer.writeheader()
-                writer.writerows(flat)
-            else:
-                for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, path)
+        _write_table(results.fh, path, rows)
+        json.dump(summary, corpus.fh, indent=2, default=str, ensure_ascii=False)
+        results.close_tmp()
+        corpus.close_tmp()
+        summary_path(path).unlink(missing_ok=True)
+        results.commit()
+        corpus.commit()
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        results.discard()
+        corpus.discard()
         raise
+    return summary_path(path)

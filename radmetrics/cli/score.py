@@ -78,18 +78,29 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
 @click.option("--progress/--no-progress", default=True)
+@click.option("--retry-unscored", is_flag=True,
+              help="Ask again for rows whose (cached) judge answer could not be scored, replacing it in the cache.")
+@click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
+              help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
+                   "(a run where every row failed always exits 1). Input problems are not counted.")
 def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
                   max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
-                  candidate_column, engine, actors, progress) -> None:
+                  candidate_column, engine, actors, progress, retry_unscored, max_failures) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
-    unscored, with their reason."""
+    unscored, with their reason. Exit codes: 0 done; 1 the judge failed every row (or over --max-failures);
+    2 bad input or usage; 130 / 143 interrupted (every answer received is cached: rerun to resume)."""
+    import uuid
+
     import radmetrics
-    from radmetrics.io import read_pairs, write_rows
+    from radmetrics.cli.exit_status import JUDGE_FAILED, failure_message
+    from radmetrics.io import check_output_path, read_pairs, write_results
     from radmetrics.judge import _USE_DEFAULT, get_judge
     from radmetrics.runner import fingerprint, judge_pairs
     from radmetrics.types import GenerationConfig, Judgment
 
     system = radmetrics.get_scoring_system(metric)
+    check_output_path(output_path, input_path, replay)
+    run_id = uuid.uuid4().hex
     pairs = read_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
@@ -112,18 +123,41 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     refs = [pairs.rows[i].get(pairs.reference_column) for i in good]
     cands = [pairs.rows[i].get(pairs.candidate_column) for i in good]
     judged = judge_pairs(system, the_judge, refs, cands, config, progress=progress, row_ids=good)
+    if retry_unscored:
+        judged = _retry_unscored(system, the_judge, refs, cands, judged, config, progress, good)
     judgments: list[Judgment] = [Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()]
     by_row = dict(zip(pairs.bad_rows, judgments))
     by_row.update({i: j for i, j in zip(good, judged)})
     ordered = [by_row[i] for i in range(len(pairs.rows))]
     fp = fingerprint(system, the_judge, config)
-    write_rows(output_path, [result_row(r, j, system.score_key, fp) for r, j in zip(pairs.rows, ordered)])
     kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
     corpus = system.aggregate(ordered, **kwargs)
-    summary_path = output_path + ".summary.json"
-    with open(summary_path, "w", encoding="utf-8") as fh:
-        json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
-    print_summary(system, corpus, output_path, summary_path)
+    rows = [{**result_row(r, j, system.score_key, fp), "run_id": run_id} for r, j in zip(pairs.rows, ordered)]
+    summary_path = write_results(output_path, rows, {"run_id": run_id, "summary": corpus, "fingerprint": fp,
+                                                     "input": str(input_path)})
+    print_summary(system, corpus, output_path, str(summary_path))
+    failed = failure_message(ordered, max_failures)
+    if failed:
+        click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
+        raise SystemExit(JUDGE_FAILED)
+
+
+def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_ids):
+    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
+    forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
+    from radmetrics.runner import judge_pairs
+
+    redo = [k for k, j in enumerate(judged)
+            if not j.parsed and j.raw and not (j.reason or "").startswith(("row ", "judge call failed"))]
+    if not redo or not hasattr(judge, "forget"):
+        return judged
+    judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
+    again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
+                        progress=progress, row_ids=[row_ids[k] for k in redo])
+    judged = list(judged)
+    for k, judgment in zip(redo, again):
+        judged[k] = judgment
+    return judged
 
 
 def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
