@@ -57,7 +57,7 @@ def load_judge_dataset(**metadata):
 def process_results(doc, results):
     import radmetrics
 
-    from radmetrics.runner import read_answer, significant_counts
+    from radmetrics.runner import read_answer
 
     system = radmetrics.get_scoring_system(doc["scoring_system"])
     judgment = read_answer(system, results[0], doc["reference"], doc["candidate"])
@@ -65,8 +65,8 @@ def process_results(doc, results):
     oriented = None if score is None else (score if system.higher_is_better else -score)
     raw_expert = doc["expert_score"]  # None where the expert annotation could not be read
     expert = None if raw_expert is None else (raw_expert if doc["expert_higher_is_better"] else -raw_expert)
-    significant = significant_counts(judgment)
-    predicted_errors = float(sum(significant.values())) if significant else None
+    significant = judgment.significant_errors()
+    predicted_errors = float(sum(significant)) if significant is not None else None
     expert_errors = float(sum(doc["expert_significant"])) if doc.get("expert_significant") else None
     return {
         "kendall_tau": (oriented, expert),

@@ -2,17 +2,29 @@
 
 Importing radmetrics imports no torch, transformers or evaluate; models load on first use.
 """
-from radmetrics.errors import InputError, JudgeError, RadmetricsError, UnknownNameError
+from radmetrics.errors import InputError, JudgeError, MissingExtraError, RadmetricsError, UnknownNameError
 from radmetrics.hookspecs import hookimpl
+from radmetrics.hub_cards import sample_path
 from radmetrics.judge import get_judge
 from radmetrics.plugins import get_scoring_system, list_judge_backends, list_scoring_systems, register_plugin
 from radmetrics.runner import ScoreResult, judge_pairs, score
+from radmetrics.scoring import ScoringSystem
+from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import GenerationConfig, GreenJudgment, Judgment
 
 __version__ = "0.1.0"
 
+
+def compare(systems, references, metrics, ids=None, **kwargs):
+    """Compare report generators on the same references (see radmetrics.meta.compare.compare)."""
+    from radmetrics.meta.compare import compare as _compare
+
+    return _compare(systems, references, metrics, ids, **kwargs)
+
+
 __all__ = [
-    "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "RadmetricsError",
-    "ScoreResult", "UnknownNameError", "__version__", "get_judge", "get_scoring_system", "hookimpl",
-    "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "score",
+    "ErrorCounts", "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError",
+    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare", "get_judge",
+    "get_scoring_system", "hookimpl",
+    "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]

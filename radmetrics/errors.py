@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Iterable
+from types import ModuleType
 
 
 class RadmetricsError(Exception):
@@ -81,3 +83,65 @@ def redact(text: str, secrets: Iterable[object]) -> str:
                     i += 1
             text = "".join(out)
     return text
+
+
+#: Optional third-party module (top-level import name) -> the radmetrics extra that installs it
+#: (pyproject.toml [project.optional-dependencies]; a test checks each extra declares its modules).
+OPTIONAL_MODULES = {
+    "torch": "transformers", "transformers": "transformers", "accelerate": "transformers",
+    "tokenizers": "transformers", "safetensors": "transformers",
+    "evaluate": "evaluate",
+    "datasets": "meta", "scipy": "meta", "matplotlib": "meta", "pyarrow": "meta",
+    "huggingface_hub": "hub", "yaml": "hub",
+    "sentence_transformers": "summary", "sklearn": "summary",
+    "ray": "ray",
+    "lm_eval": "lm-eval", "jinja2": "lm-eval",
+    "peft": "train", "trl": "train",
+    "vllm": "vllm",
+    "sacrebleu": "baselines", "rouge_score": "baselines", "nltk": "baselines",
+}
+
+#: pip distribution names where they differ from the import name (for the message)
+_DISTRIBUTIONS = {"yaml": "PyYAML", "sklearn": "scikit-learn", "sentence_transformers": "sentence-transformers",
+                  "huggingface_hub": "huggingface_hub", "lm_eval": "lm-eval", "rouge_score": "rouge-score"}
+
+
+class MissingExtraError(RadmetricsError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it (one line).
+
+    Also an ImportError, so code that falls back on a missing import keeps working."""
+
+    def __init__(self, module: str, extra: str | None = None, purpose: str | None = None):
+        top = module.split(".")[0]
+        self.module = top
+        self.extra = extra or OPTIONAL_MODULES.get(top, "all")
+        needed = f" (needed {purpose})" if purpose else ""
+        self.message = (f"{_DISTRIBUTIONS.get(top, top)} is not installed{needed}: "
+                        f'pip install "radmetrics[{self.extra}]"')
+        super().__init__(self.message)
+        self.name = top
+
+    def __str__(self) -> str:
+        return self.message
+
+    @classmethod
+    def from_import_error(cls, error: ModuleNotFoundError, purpose: str | None = None) -> MissingExtraError | None:
+        """The one-line error for a ModuleNotFoundError raised by a missing optional module; None when the
+        missing module is radmetrics' own (a bug, not a missing extra) or the error names no module."""
+        name = (error.name or "").split(".")[0]
+        if not name or name == "radmetrics":
+            return None
+        return cls(name, purpose=purpose)
+
+
+def optional_import(module: str, extra: str | None = None, purpose: str | None = None) -> ModuleType:
+    """import `module`, or raise MissingExtraError naming `pip install "radmetrics[<extra>]"`.
+
+    A dependency of `module` that is missing (e.g. torch under transformers) is reported by its own name."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        missing = (e.name or module).split(".")[0]
+        if missing == "radmetrics":
+            raise
+        raise MissingExtraError(missing, extra if missing == module.split(".")[0] else None, purpose) from e

@@ -5,6 +5,7 @@ card text; loading options (backend, judge, cache...) and `_compute` live here, 
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import datasets
@@ -41,6 +42,15 @@ class JudgeMetric(evaluate.Metric):
                  judge_options: dict[str, Any] | None = None, cache: Any = None, max_new_tokens: int = 1024,
                  summary: bool = False, summary_model: str | None = None, progress: bool = True,
                  system_options: dict[str, Any] | None = None, **kwargs: Any):
+        # evaluate.EvaluationModule takes **kwargs and drops what it does not know: a misspelt option
+        # (judgee=...) would be ignored without a word. Only evaluate's own arguments pass.
+        known = [p for p in inspect.signature(evaluate.EvaluationModule.__init__).parameters if p not in ("self", "kwargs")]
+        unknown = sorted(set(kwargs) - set(known))
+        if unknown:
+            from radmetrics.errors import UnknownNameError
+
+            ours = [p for p in inspect.signature(JudgeMetric.__init__).parameters if p not in ("self", "kwargs")]
+            raise UnknownNameError(f"radmetrics/{self.scoring_system_name} option", unknown[0], ours + known)
         super().__init__(**kwargs)
         self.backend = backend
         self.judge = judge

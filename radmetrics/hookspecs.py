@@ -9,8 +9,9 @@ hookimpl = pluggy.HookimplMarker("radmetrics")
 
 @hookspec
 def register_scoring_systems(register):
-    """Call ``register(system)`` for each scoring system: an object with ``name``,
-    ``build_prompt(reference, candidate) -> str`` and ``parse(text) -> Judgment``."""
+    """Call ``register(system)`` for each scoring system: an instance of a
+    ``radmetrics.scoring.ScoringSystem`` subclass (``name``, ``build_prompt``, ``parse``, ``sample_answer``;
+    the optional parts have defaults there)."""
 
 
 @hookspec

@@ -1,4 +1,5 @@
-"""Locating the top-level hub_cards/ and lm_eval_tasks/ folders, from a checkout or an installed wheel."""
+"""Locating files shipped with radmetrics (hub_cards/, lm_eval_tasks/, the sample data), from a checkout or an
+installed wheel alike."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,3 +17,19 @@ def package_folder(name: str) -> Path:
 
 def load_template(kind: str) -> str:
     return (package_folder("hub_cards") / f"{kind}.md").read_text(encoding="utf-8")
+
+
+SAMPLE_FILES = ("pairs.jsonl", "green_replay.jsonl", "system_b.jsonl")
+
+
+def sample_path(name: str | None = None) -> Path:
+    """The bundled sample data folder, or one file in it (pairs.jsonl: 8 report pairs; green_replay.jsonl: the
+    recorded GREEN judge answers for them). Works the same from a checkout and from an installed wheel."""
+    from radmetrics.errors import InputError
+
+    folder = _PACKAGE / "sample_data"
+    if name is None:
+        return folder
+    if name not in SAMPLE_FILES:
+        raise InputError(f"No sample file {name!r}; the samples are {', '.join(SAMPLE_FILES)}")
+    return folder / name

@@ -18,6 +18,7 @@ import pluggy
 
 from radmetrics import hookspecs
 from radmetrics.errors import RadmetricsError, UnknownNameError
+from radmetrics.scoring import ScoringSystem
 
 # Modules that ship the built-ins; each has hookimpls, registered exactly like third-party plugins.
 DEFAULT_PLUGINS = (
@@ -61,6 +62,9 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
         name = name_or_obj if pairs else getattr(name_or_obj, "name", None)
         if not isinstance(name, str) or not name:
             raise RadmetricsError(f"A plugin registered a {hook_name} entry without a name: {name_or_obj!r}")
+        if not pairs and not isinstance(name_or_obj, ScoringSystem):
+            raise RadmetricsError(f"Scoring system '{name}' ({type(name_or_obj).__name__}) must subclass "
+                                  "radmetrics.scoring.ScoringSystem, the contract the runner calls.")
         found[name] = factory if pairs else name_or_obj
 
     getattr(get_plugin_manager().hook, hook_name)(register=register_one)

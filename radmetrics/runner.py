@@ -66,7 +66,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         if problem:
             judgments[i] = Judgment.unscored(f"row {row_ids[i]}: {problem}")
             continue
-        note = getattr(system, "input_warnings", lambda r, c: [])(ref, cand)
+        note = system.input_warnings(ref, cand)
         if note:
             warnings[i] = note
         prompts.append(system.build_prompt(ref, cand))
@@ -76,15 +76,14 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     texts = _generate(judge, prompts, config, progress, rows, row_ids)
     for i, text in zip(rows, texts):
         judgments[i] = _parse(system, text)
-    # Re-asks (FineRadScore: malformed JSON): systems that define `retry_prompt` get up to `max_retries`
-    # further prompts for rows whose output they could not read; every attempt is kept in details.
-    retry_prompt = getattr(system, "retry_prompt", None)
-    for attempt in range(1, (getattr(system, "max_retries", 0) if retry_prompt else 0) + 1):
+    # Re-asks (FineRadScore: malformed JSON): up to `max_retries` further prompts for rows whose output the
+    # system could not read and says a re-ask can help; every attempt is kept in details.
+    for attempt in range(1, system.max_retries + 1):
         redo = [(pos, i) for pos, i in enumerate(rows)
                 if not judgments[i].parsed and judgments[i].details.get("retryable")]
         if not redo:
             break
-        more = [retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
+        more = [system.retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
         answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_ids)
         for (_, i), text in zip(redo, answers):
             history = judgments[i].details.get("attempts", []) + [judgments[i].raw]
@@ -109,8 +108,7 @@ def _parse(system, text: str) -> Judgment:
 
 
 def _finalize(system, judgment: Judgment, reference: str, candidate: str) -> Judgment:
-    finalize = getattr(system, "finalize", None)
-    return finalize(judgment, reference, candidate) if finalize and judgment.parsed else judgment
+    return system.finalize(judgment, reference, candidate) if judgment.parsed else judgment
 
 
 def read_answer(system, text: str, reference: str, candidate: str) -> Judgment:
@@ -119,11 +117,14 @@ def read_answer(system, text: str, reference: str, candidate: str) -> Judgment:
     return _finalize(system, _parse(system, text), reference, candidate)
 
 
-def significant_counts(judgment: Judgment) -> dict[str, int] | None:
-    """Counts of clinically significant errors per category (a)-(f), when the judge wrote them."""
-    if not judgment.parsed:
-        return None
-    return getattr(judgment, "significant", None) or judgment.details.get("significant") or None
+def aggregate(system, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
+    """system.aggregate with the options it declares; an option it does not take is reported, not passed
+    (e.g. --summary, GREEN's clustered summary, asked of VERT)."""
+    unknown = sorted(k for k, v in options.items() if k not in system.aggregate_options and v not in (None, False))
+    if unknown:
+        log.warning("%s has no aggregate option %s (it takes: %s); ignored", system.name, ", ".join(unknown),
+                    ", ".join(system.aggregate_options) or "none")
+    return system.aggregate(judgments, **{k: v for k, v in options.items() if k in system.aggregate_options})
 
 
 def _generate(judge, prompts: list[str], config: GenerationConfig, progress: bool, rows: list[int],
@@ -163,6 +164,6 @@ def score(metric: str, references: Sequence[Any], candidates: Sequence[Any], *, 
                           **(judge_options or {}))
     config = config or GenerationConfig()
     judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress)
-    kwargs = {"summary": summary, "summary_model": summary_model} if summary else {}
-    return ScoreResult(judgments=judgments, summary=system.aggregate(judgments, **kwargs),
+    return ScoreResult(judgments=judgments,
+                       summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -1,6 +1,20 @@
-"""Base class for scoring systems: prompt in, Judgment out, and the corpus aggregate.
+"""The scoring contract: every part a scoring system may provide, with its default. Nothing here calls a model.
 
-Subclasses implement `build_prompt` and `parse` as pure functions of strings. Nothing here calls a model.
+A scoring system turns a (reference, candidate) pair into a judge prompt and the judge's text into a
+Judgment, and the Judgments into a corpus summary. Subclasses must implement `build_prompt` and `parse`
+(pure functions of strings) and `sample_answer`; everything else has a default the runner relies on:
+
+    build_prompt(reference, candidate) -> str          required
+    parse(text) -> Judgment                            required; never raises for bad text (unscored + reason)
+    sample_answer(reference, candidate) -> str         a realistic answer in this system's format
+    input_warnings(reference, candidate) -> list[str]  default: none
+    max_retries / retry_prompt(prompt, judgment, n)    default: no re-asks; re-asks go to rows whose
+                                                       judgment has details["retryable"] = True
+    finalize(judgment, reference, candidate)           default: the judgment as parsed
+    aggregate(judgments, **options) -> dict            default: mean, std, unscored counts;
+                                                       options it takes are listed in `aggregate_options`
+    pair_in_prompt(prompt) -> (reference, candidate)   which pair a prompt of this system is about
+    configure(**options) -> copy                       system options (`--system-option KEY=VALUE`)
 """
 from __future__ import annotations
 
@@ -27,12 +41,40 @@ class ScoringSystem:
     default_judge: str | None = None
     #: direction of `score`: meta-evaluation orients correlations so that positive means agreement
     higher_is_better: bool = True
+    #: re-asks for an answer that could not be read and whose judgment says `retryable` (see retry_prompt)
+    max_retries: int = 0
+    #: the keyword options `aggregate` understands (e.g. GREEN's "summary"); others are reported and dropped
+    aggregate_options: tuple[str, ...] = ()
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         raise NotImplementedError
 
     def parse(self, text: str) -> Judgment:
         raise NotImplementedError
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """A realistic judge answer for this pair in this system's format, read as a real one by `parse`
+        (documentation, and the fake judge of the tests)."""
+        raise NotImplementedError(f"scoring system '{self.name}' ships no sample answer")
+
+    def input_warnings(self, reference: str, candidate: str) -> list[str]:
+        """What the prompt changes about the reports (e.g. cut to a length limit); kept in the row's details."""
+        return []
+
+    def retry_prompt(self, prompt: str, judgment: Judgment, attempt: int) -> str:
+        """The prompt of re-ask number `attempt` after `judgment` could not be read (used when max_retries > 0)."""
+        return prompt
+
+    def finalize(self, judgment: Judgment, reference: str, candidate: str) -> Judgment:
+        """A parsed judgment completed with what depends on the reports as well as the judge's text."""
+        return judgment
+
+    def pair_in_prompt(self, prompt: str) -> tuple[str, str] | None:
+        """The (reference, candidate) that `build_prompt` (or a re-ask built on it) turned into `prompt`;
+        None when `prompt` is not one of this system's. Checked by rebuilding the prompt, so a match is exact.
+        Works for prompts laid out as text + reference + text + candidate + text (either order); systems
+        that rewrite the reports more deeply override it."""
+        return _pair_by_template(self, prompt)
 
     def configure(self, **options: Any) -> ScoringSystem:
         """A copy with options set as attributes; unknown options are an error naming the valid ones."""
@@ -49,9 +91,41 @@ class ScoringSystem:
         return {"scoring_system": self.name, "prompt_version": self.prompt_version,
                 "parser_version": self.parser_version}
 
-    def aggregate(self, judgments: Sequence[Judgment]) -> dict[str, Any]:
+    def aggregate(self, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
         """Corpus summary: mean and population std (ddof=0, as GREEN's np.std) over scored rows."""
         return mean_std_summary(self.score_key, judgments)
+
+
+_REF_MARK, _CAND_MARK = "\x00reference\x00", "\x00candidate\x00"
+
+
+def _pair_by_template(system: ScoringSystem, prompt: str) -> tuple[str, str] | None:
+    template = system.build_prompt(_REF_MARK, _CAND_MARK)
+    if template.count(_REF_MARK) != 1 or template.count(_CAND_MARK) != 1:
+        return None
+    first, second = sorted((_REF_MARK, _CAND_MARK), key=template.index)
+    prefix, rest = template.split(first)
+    middle, suffix = rest.split(second)
+    if not prompt.startswith(prefix):
+        return None
+    body = prompt[len(prefix):]
+    cut = body.find(middle)
+    # the text after the second report starts with the template's next line (few-shot blocks may follow)
+    line = re.search(r"\S[^\n]*", suffix)
+    head = suffix[: line.end()] if line else ""
+    end = body.find(head, cut + len(middle)) if head else len(body)
+    if cut < 0 or end < 0:
+        return None
+    values = {first: body[:cut], second: body[cut + len(middle):end]}
+    pair = values[_REF_MARK], values[_CAND_MARK]
+    return pair if prompt.startswith(system.build_prompt(*pair)) else None
+
+
+def word_comparison(reference: str, candidate: str) -> tuple[list[str], list[str], list[str]]:
+    """(shared, candidate-only, reference-only) lower-cased words of two reports, sorted: the plain comparison
+    the rooms' sample answers are made of (a stand-in for a judge's findings, not a judgment)."""
+    ref, cand = set(reference.lower().split()), set(candidate.lower().split())
+    return sorted(ref & cand), sorted(cand - ref), sorted(ref - cand)
 
 
 def mean_std_summary(key: str, judgments: Sequence[Judgment]) -> dict[str, Any]:

@@ -5,12 +5,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from radmetrics.taxonomy import ErrorCounts
+
 
 @dataclass
 class Judgment:
     """What a scoring system read from one judge output.
 
     `score is None` means unscored; `reason` then says why. `raw` always keeps the judge's text.
+    `error_counts`: the errors per category (radmetrics.taxonomy) the judge counted; None for systems that
+    count none (or an answer that has no counts).
     """
 
     score: float | None
@@ -18,6 +22,7 @@ class Judgment:
     reason: str | None = None
     raw: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    error_counts: ErrorCounts | None = None
 
     @classmethod
     def unscored(cls, reason: str, raw: str = "", **details: Any) -> Judgment:
@@ -25,6 +30,13 @@ class Judgment:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def significant_errors(self) -> list[int] | None:
+        """Clinically significant errors per category (a)-(f) of a read answer; None when the answer was not
+        read or its system counts no errors. What meta-eval and lm-eval compare with expert counts."""
+        if not self.parsed or self.error_counts is None:
+            return None
+        return self.error_counts.significant_list()
 
 
 @dataclass

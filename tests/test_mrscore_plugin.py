@@ -40,7 +40,7 @@ def test_plugin_is_discovered_and_scores(plugin_env):
     assert "'mrscore'" in out[0]
     assert out[1] == "65.0"  # 100 - 30 - 5
     assert out[2] == "item 'impression_consistency' = 2: expected 0/1 (or its weight 30)"
-    assert out[3] == "no 'Scoring' object in the output"
+    assert out[3] == "no JSON object in the output"
 
 
 def test_plugin_card_has_required_sections():

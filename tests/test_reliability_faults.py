@@ -127,7 +127,10 @@ def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=30)
         took = time.time() - sent_at
-        late = [r for r in server.requests if r["t_start"] > sent_at + 0.05]
+        # Python runs a signal handler when the main thread next gets the interpreter: on a loaded machine a
+        # worker may start one more request in that gap; after it, nothing new may start.
+        late = [r for r in server.requests if r["t_start"] > sent_at + 0.25]
+        gap = [r for r in server.requests if sent_at < r["t_start"] <= sent_at + 0.25]
         asked_before = len(server.requests)
         assert proc.returncode == code, stderr[-3000:]
         line = stderr.strip().splitlines()[-1]
@@ -147,9 +150,9 @@ def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path
     twice = sum(c - 1 for c in asked.values())
     assert len(asked) == n and twice <= concurrency  # only requests cancelled in flight are asked again
     (tmp_path / "outcome.json").write_text(json.dumps({"exit_s": took, "cached": cached, "asked_before": asked_before,
-                                                       "twice": twice}))
+                                                       "twice": twice, "in_handler_gap": len(gap)}))
     print(f"\n{signal.Signals(signum).name}: exit {code} after {took:.2f}s; {asked_before} requests, {cached} answers "
-          f"cached, 0 started after the signal; rerun asked {len(server.requests) - asked_before}, {twice} twice")
+          f"cached, {len(gap)} started before the handler ran, 0 after; rerun asked {len(server.requests) - asked_before}, {twice} twice")
 
 
 # -- cache ---------------------------------------------------------------------------------------------------------

@@ -6,11 +6,12 @@ import sys
 
 import click
 
+from radmetrics.cli.compare import compare_command
 from radmetrics.cli.data import data_group, meta_eval_command
 from radmetrics.cli.hub import hub_group
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
-from radmetrics.errors import RadmetricsError
+from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
 class _Group(click.Group):
@@ -33,6 +34,7 @@ def cli() -> None:
 cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
+cli.add_command(compare_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 
@@ -50,8 +52,10 @@ def list_command() -> None:
 def install_metrics_command() -> None:
     """Register every metric's evaluate module in evaluate's local cache, so that
     evaluate.load("radmetrics/<metric>") works from any directory without network."""
+    from radmetrics.errors import optional_import
     from radmetrics.evaluate_modules import install_evaluate_modules
 
+    optional_import("evaluate", "evaluate", "by install-metrics")
     for name, path in install_evaluate_modules().items():
         click.echo(f"radmetrics/{name} -> {path}")
 
@@ -62,6 +66,18 @@ def lm_eval_path_command() -> None:
     from radmetrics.hub_cards import package_folder
 
     click.echo(package_folder("lm_eval_tasks"))
+
+
+@cli.command("sample-path")
+@click.argument("name", required=False, type=click.Choice(["pairs.jsonl", "green_replay.jsonl", "system_b.jsonl"]))
+def sample_path_command(name: str | None) -> None:
+    """Print the bundled sample data folder, or the path of one sample file in it (from any directory, also
+    when radmetrics is installed as a wheel): pairs.jsonl (8 report pairs), green_replay.jsonl (their recorded
+    GREEN judge answers, for --replay), system_b.jsonl (a second system's candidates for the same ids, for
+    `radmetrics compare`)."""
+    from radmetrics.hub_cards import sample_path
+
+    click.echo(sample_path(name))
 
 
 def main() -> None:
@@ -81,6 +97,12 @@ def main() -> None:
         sys.exit(e.exit_code)
     except RadmetricsError as e:
         click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+    except ModuleNotFoundError as e:  # an optional dependency imported lazily: one line naming the extra
+        missing = MissingExtraError.from_import_error(e)
+        if missing is None:
+            raise
+        click.echo(f"Error: {missing}", err=True)
         sys.exit(2)
 
 

@@ -53,6 +53,10 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 
     import radmetrics
     from radmetrics.cli.score import judge_settings
+    from radmetrics.errors import optional_import
+
+    for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
+        optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
     from radmetrics.types import GenerationConfig
 

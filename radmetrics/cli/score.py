@@ -95,12 +95,18 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     from radmetrics.cli.exit_status import JUDGE_FAILED, failure_message
     from radmetrics.io import check_output_path, read_pairs, write_results
     from radmetrics.judge import _USE_DEFAULT, get_judge
-    from radmetrics.runner import fingerprint, judge_pairs
+    from radmetrics.errors import optional_import
+    from radmetrics.runner import aggregate, fingerprint, judge_pairs
     from radmetrics.types import GenerationConfig, Judgment
 
     system = radmetrics.get_scoring_system(metric)
     check_output_path(output_path, input_path, replay)
     run_id = uuid.uuid4().hex
+    if summary:  # checked before any judging, not after it
+        for module in ("sklearn", "sentence_transformers", "scipy"):
+            optional_import(module, "summary", "by --summary")
+    if engine == "ray":
+        optional_import("ray", "ray", "by --engine ray")
     pairs = read_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
@@ -130,8 +136,7 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
     by_row.update({i: j for i, j in zip(good, judged)})
     ordered = [by_row[i] for i in range(len(pairs.rows))]
     fp = fingerprint(system, the_judge, config)
-    kwargs = {"summary": True, "summary_model": summary_model} if summary else {}
-    corpus = system.aggregate(ordered, **kwargs)
+    corpus = aggregate(system, ordered, summary=summary, summary_model=summary_model)
     rows = [{**result_row(r, j, system.score_key, fp), "run_id": run_id} for r, j in zip(pairs.rows, ordered)]
     summary_path = write_results(output_path, rows, {"run_id": run_id, "summary": corpus, "fingerprint": fp,
                                                      "input": str(input_path)})

@@ -26,6 +26,14 @@ def _load_pairs_source(path: str):
                                         "candidate": r[pairs.candidate_column]} for r in rows])
 
 
+def require_training_extra(command: str) -> None:
+    """Fail before reading data or asking a teacher when the train extra is not installed."""
+    from radmetrics.errors import optional_import
+
+    for module in ("torch", "transformers", "peft", "trl", "datasets"):
+        optional_import(module, "train", f"by {command}")
+
+
 @train_group.command("judge")
 @click.option("--base", "base_model", default=None, help="Base model id or folder.")
 @click.option("--recipe", type=click.Choice(["vert", "green"]), default=None)
@@ -45,6 +53,7 @@ def _load_pairs_source(path: str):
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
                         lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay) -> None:
     """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
+    require_training_extra("train judge")
     from radmetrics.judge import get_judge
     from radmetrics.train.judge_sft import JudgeSFTConfig, green_examples, train_judge, vert_examples
 
@@ -98,6 +107,7 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
                            output, steps, batch_size, learning_rate, lam, lora_r) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
+    require_training_extra("train er2score")
     from pathlib import Path
 
     from radmetrics.er2score.data import generate_pairs

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radmetrics.finerad_score.parse import FineRadParseError, load_json_tolerant
+from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.taxonomy import CATEGORIES
 from radmetrics.types import GenerationConfig, GenerationFailure
 
 STEPS_VERSION = "1"
@@ -103,12 +104,8 @@ Body region: {region}
 Report: {report}
 Modifications: {modifications}"""
 
-# GREEN App. A.4 `get_prompt`, with its error categories (GREEN Sec. 3.1).
-GREEN_CATEGORIES = (
-    "False report of a finding", "Missing a finding", "Misidentification of a finding's anatomic location/position",
-    "Misassessment of the severity of a finding", "Mentioning a comparison that isn't in the reference",
-    "Omitting a comparison detailing a change from a prior study",
-)
+# GREEN App. A.4 `get_prompt`, with its error categories (GREEN Sec. 3.1; wording in radmetrics.taxonomy).
+GREEN_CATEGORIES = tuple(c.green_modify for c in CATEGORIES)
 
 
 def green_modify_prompt(report: str, error_types: str, subtle: bool) -> str:
@@ -156,7 +153,7 @@ def standardize(judge, reports: Sequence[str], config: GenerationConfig | None =
 def _check_injection(text: str, k: int) -> tuple[dict[str, Any] | None, str | None]:
     try:
         data = load_json_tolerant(text)
-    except FineRadParseError as e:
+    except AnswerError as e:
         return None, str(e)
     if not isinstance(data, dict) or not isinstance(data.get("modified report"), str):
         return None, "no 'modified report' in the answer"
@@ -208,7 +205,7 @@ def inject_errors(judge, reports: Sequence[str], error_type: str, k: int, modali
                 try:
                     parsed = load_json_tolerant(verdict)
                     plausible, why = bool(parsed.get("plausible")), str(parsed.get("reason", ""))
-                except (FineRadParseError, AttributeError):
+                except (AnswerError, AttributeError):
                     plausible, why = False, "validation answer unreadable"
                 if not plausible:
                     last_reason[i] = f"judged implausible: {why}"

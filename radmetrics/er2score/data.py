@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from radmetrics.er2score.pairs import CRITERIA, ScoredReport, build_pairs, quality_scores
-from radmetrics.finerad_score.parse import FineRadParseError, load_json_tolerant
+from radmetrics.er2score.pairs import ScoredReport, build_pairs, radcliq_sub_scores
+from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.taxonomy import radcliq_error_list, read_radcliq_errors
 from radmetrics.types import GenerationConfig, GenerationFailure
 
 # ER²Score App. A.2 "Prompt for RadCliQ Scoring System" (its error list restored to all six categories
@@ -17,12 +18,7 @@ RADCLIQ_GENERATION_PROMPT = """Given a ground truth diagnostic report, generate 
 3rd level has 5 or 6 errors.
 
 Error counting rule: Given a ground truth diagnostic report and a predicted report score the predicted report based on these error categories, each with significant and non-significant errors:
-- False prediction of a finding
-- Omission of a finding
-- Incorrect location/position of a finding
-- Incorrect severity of a finding
-- Mention of a comparison not present in the reference impression
-- Omission of a comparison describing a change from a previous study
+""" + radcliq_error_list() + """
 
 For each error category, assign 1 point for significant errors and 1 point for non significant errors.
 The find score is the sum of these points.
@@ -47,17 +43,18 @@ def parse_generation(text: str) -> list[ScoredReport]:
     data = load_json_tolerant(text)
     reports = data.get("predicted reports") if isinstance(data, dict) else None
     if not isinstance(reports, list) or not reports:
-        raise FineRadParseError("no 'predicted reports' list", retryable=True)
+        raise AnswerError("no 'predicted reports' list", retryable=True)
     out = []
     for item in reports:
         errors = item.get("errors") if isinstance(item, dict) else None
         if not isinstance(errors, dict) or not isinstance(item.get("predicted_report"), str):
-            raise FineRadParseError("a predicted report lacks text or errors", retryable=True)
+            raise AnswerError("a predicted report lacks text or errors", retryable=True)
         try:
-            out.append(ScoredReport(item["predicted_report"], quality_scores("radcliq", {
-                k: float(errors.get(k, 0)) for k in CRITERIA["radcliq"]})))
-        except (TypeError, ValueError) as e:
-            raise FineRadParseError(f"non-numeric error score ({e})", retryable=True) from e
+            # A.2's format elides the categories of reports 2 and 3 ("{...}"): a category left out counts 0.
+            counts = read_radcliq_errors(errors, missing_as_zero=True)
+        except ValueError as e:
+            raise AnswerError(f"unreadable error score ({e})", retryable=True) from e
+        out.append(ScoredReport(item["predicted_report"], radcliq_sub_scores(counts)))
     return out
 
 
@@ -73,6 +70,6 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
             continue
         try:
             pairs.extend(build_pairs(reference, parse_generation(answer)))
-        except FineRadParseError as e:
+        except AnswerError as e:
             problems.append(f"row {i}: {e}")
     return pairs, problems

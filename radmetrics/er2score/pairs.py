@@ -12,19 +12,15 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from radmetrics.rubrics.radcliq_system import RADCLIQ_KEYS
+from radmetrics.taxonomy import LETTERS, MRSCORE_KEYS, MRSCORE_WEIGHTS, RADCLIQ_KEYS, ErrorCounts
 
 # ER²Score App. A.4, the scoring samples' text format.
 INPUT_TEMPLATE = ("Human: 'The ground truth report is: {reference}, Assistant: 'The predicted report is: "
                   "{candidate}', Human: 'Please evaluate the quality of the assistant's predicted radiology report "
                   "based on the ground truth provided.'")
 
-CRITERIA = {
-    "radcliq": RADCLIQ_KEYS,
-    "mrscore": ("impression_consistency", "impression_organ", "description_of_lesion", "clinical_history",
-                "completeness", "grammar", "medical_terminology"),
-}
-MRSCORE_WEIGHTS = (30, 20, 20, 10, 10, 5, 5)
+#: the reward head's outputs per scoring system, in the order of radmetrics.taxonomy
+CRITERIA = {"radcliq": RADCLIQ_KEYS, "mrscore": MRSCORE_KEYS}
 
 
 def reward_input(reference: str, candidate: str) -> str:
@@ -38,6 +34,12 @@ def quality_scores(system: str, errors: dict[str, float]) -> list[float]:
     if system == "mrscore":
         return [-float(errors[k]) * w for k, w in zip(CRITERIA["mrscore"], MRSCORE_WEIGHTS)]
     raise ValueError(f"unknown scoring system {system!r}: {sorted(CRITERIA)}")
+
+
+def radcliq_sub_scores(counts: ErrorCounts) -> list[float]:
+    """RadCliQ sub-scores of one report: minus its errors (significant + insignificant) per category."""
+    insignificant = counts.insignificant or {}
+    return [-float(counts.significant.get(x, 0) + insignificant.get(x, 0)) for x in LETTERS]
 
 
 @dataclass

@@ -6,12 +6,12 @@ report without corrections scores 0. Report scores: the sum (Sec. 7) and the max
 """
 from __future__ import annotations
 
-import ast
-import json
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
+from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.taxonomy import FINERAD_LABELS
 
 PARSER_VERSION = "1"
 
@@ -19,18 +19,13 @@ SEVERITY = {"not actionable": 1, "invalid comparison": 1, "actionable nonurgent 
             "actionable non-urgent error": 2, "actionable nonurgent": 2, "urgent error": 3, "urgent": 3,
             "emergent error": 4, "emergent": 4}
 NO_ERROR = {"no error", "none", ""}
-CATEGORIES = (
-    "False prediction of finding", "Omission of finding", "Incorrect location/position of finding",
-    "Incorrect severity of finding", "Mention of comparison that is not present in the reference impression",
-    "Omission of comparison describing a change from a previous study",
-)
+#: the six error categories in FineRadScore's wording (radmetrics.taxonomy)
+CATEGORIES = FINERAD_LABELS
 _CATEGORY_BY_KEY = {c.lower(): c for c in CATEGORIES}
 
 
-class FineRadParseError(ValueError):
-    def __init__(self, message: str, retryable: bool):
-        super().__init__(message)
-        self.retryable = retryable
+#: why corrections cannot be read, and whether a re-ask can help (`retryable`)
+FineRadParseError = AnswerError
 
 
 @dataclass
@@ -45,50 +40,6 @@ class Correction:
     @property
     def deletes(self) -> bool:
         return self.corrections.strip().lower() in {"[delete]", "delete", "[deleted]"}
-
-
-def _json_text(text: str) -> str:
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    body = fenced.group(1) if fenced else text
-    start = body.find("{")
-    if start < 0:
-        raise FineRadParseError("no JSON object in the output", retryable=True)
-    depth, in_string, escape = 0, None, False
-    for end in range(start, len(body)):  # the matching brace, skipping braces inside strings
-        ch = body[end]
-        if in_string:
-            escape = ch == "\\" and not escape
-            if ch == in_string and not escape:
-                in_string = None
-            elif ch != "\\":
-                escape = False
-        elif ch in "\"'":
-            in_string = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return body[start : end + 1]
-    raise FineRadParseError("JSON object is not closed (truncated output?)", retryable=True)
-
-
-def load_json_tolerant(text: str) -> Any:
-    """json.loads, then with trailing commas removed, then as a Python literal (single quotes)."""
-    raw = _json_text(text)
-    attempts = [raw, re.sub(r",\s*([}\]])", r"\1", raw)]
-    for candidate in attempts:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            pass
-    try:
-        literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempts[1])))
-        with warnings.catch_warnings():  # odd escapes in judge text warn (and may one day be errors)
-            warnings.simplefilter("ignore")
-            return ast.literal_eval(literal)
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
-        raise FineRadParseError(f"malformed JSON ({type(e).__name__})", retryable=True) from e
 
 
 def _severity(label: Any) -> int | None:

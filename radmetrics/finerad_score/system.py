@@ -1,6 +1,8 @@
 """FineRadScore as a scoring system: line-level corrections with clinical severity."""
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +49,30 @@ class FineRadScoreSystem(ScoringSystem):
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         return build_finerad_prompt(reference, candidate, self.few_shot)
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """Corrections that delete every candidate line with a word the reference does not have, as an urgent
+        false prediction (a fenced JSON object, as judges often write it)."""
+        truth = " ".join(reference.split()).lower()
+        corrections = {
+            str(i): {"corrections": "[delete]", "clinical severity": "Urgent error", "comments": "not in reference",
+                     "error category": [CATEGORIES[0]]}
+            for i, line in enumerate(split_lines(candidate))
+            if any(word not in truth for word in re.findall(r"[a-z0-9]+", line.lower()))
+        }
+        return "```json\n" + json.dumps(corrections) + "\n```"
+
+    def pair_in_prompt(self, prompt: str) -> tuple[str, str] | None:
+        """The candidate comes back from its numbered lines, the reference from "Ground Truth Text:"."""
+        template = self.build_prompt("reference", "candidate")
+        prefix = template[: template.rindex("Generated Text: ")]
+        query = re.match(r"Generated Text: (.*?)\nGround Truth Text: (.*?)\nCorrections:",
+                         prompt[len(prefix):], re.S) if prompt.startswith(prefix) else None
+        if not query:
+            return None
+        lines = [re.sub(r"^\[\d+\] ", "", line) for line in query.group(1).split("\n")]
+        pair = query.group(2), " ".join(lines)
+        return pair if prompt.startswith(self.build_prompt(*pair)) else None
 
     def retry_prompt(self, prompt: str, judgment: Judgment, attempt: int) -> str:
         return prompt + retry_suffix(judgment.raw, judgment.reason or "unreadable")

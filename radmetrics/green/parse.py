@@ -18,22 +18,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from radmetrics.taxonomy import GREEN_NAMES, LETTERS
+
 PARSER_VERSION = "2"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
 MATCHED = "Matched Findings"
 CATEGORIES = (SIGNIFICANT, INSIGNIFICANT, MATCHED)
-LETTERS = ("a", "b", "c", "d", "e", "f")
-#: the six error categories (GREEN Sec. 3.1; upstream `self.sub_categories`)
-SUB_CATEGORIES = {
-    "a": "False report of a finding in the candidate",
-    "b": "Missing a finding present in the reference",
-    "c": "Misidentification of a finding's anatomic location/position",
-    "d": "Misassessment of the severity of a finding",
-    "e": "Mentioning a comparison that isn't in the reference",
-    "f": "Omitting a comparison detailing a change from a prior study",
-}
+#: the six error categories (GREEN Sec. 3.1; upstream `self.sub_categories`), from radmetrics.taxonomy
+SUB_CATEGORIES = GREEN_NAMES
 
 
 class GreenParseError(ValueError):

@@ -23,3 +23,30 @@ def truncate_words(text: str, max_words: int = MAX_WORDS) -> str:
 
 def build_green_prompt(reference: str, candidate: str, max_words: int = MAX_WORDS) -> str:
     return _HEAD + truncate_words(reference, max_words) + _MIDDLE + truncate_words(candidate, max_words) + _TAIL
+
+
+def green_answer(explanation: str, significant: dict[str, list[str]], insignificant: dict[str, list[str]] | None,
+                 matched: list[str]) -> str:
+    """An answer in the format GREEN's prompt asks for (section 4 above; GREEN App. A.2), from the errors per
+    category letter and the matched findings; `insignificant=None` writes "No clinically insignificant errors."."""
+    from radmetrics.taxonomy import CATEGORIES
+
+    def section(errors: dict[str, list[str]]) -> str:
+        return "\n".join(f"({c.letter}) {c.green}: {len(errors.get(c.letter, []))}."
+                         + (" " + "; ".join(errors[c.letter]) if errors.get(c.letter) else "") for c in CATEGORIES)
+
+    insignificant_text = section(insignificant) if insignificant else "No clinically insignificant errors."
+    return (f"[Explanation]:\n{explanation}\n\n[Clinically Significant Errors]:\n{section(significant)}\n\n"
+            f"[Clinically Insignificant Errors]:\n{insignificant_text}\n\n"
+            f"[Matched Findings]:\n{len(matched)}." + (" " + "; ".join(matched) if matched else ""))
+
+
+def sample_green_analysis(reference: str, candidate: str) -> str:
+    """A GREEN analysis that counts shared words as matched findings and candidate-only words as (a) errors
+    (the rooms' sample answer: a stand-in for a judge, in the real format)."""
+    from radmetrics.scoring import word_comparison
+
+    shared, false, _ = word_comparison(reference, candidate)
+    explanation = (f"The candidate shares {len(shared)} findings with the reference and reports {len(false)} "
+                   "that the reference does not mention.")
+    return green_answer(explanation, {"a": [w.strip(".,;:") for w in false]}, None, [w.strip(".,;:") for w in shared])

@@ -7,8 +7,15 @@ from typing import Any
 
 from radmetrics.green.derived import derived_scores
 from radmetrics.green.parse import LETTERS, PARSER_VERSION, SUB_CATEGORIES, GreenParseError, parse_green
-from radmetrics.green.prompt import MAX_WORDS, PROMPT_VERSION, build_green_prompt
+from radmetrics.green.prompt import (
+    MAX_WORDS,
+    PROMPT_VERSION,
+    build_green_prompt,
+    sample_green_analysis,
+    truncate_words,
+)
 from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import GreenJudgment, Judgment
 
 
@@ -21,9 +28,14 @@ class GreenSystem(ScoringSystem):
     #: the judge GREEN's authors selected (GREEN Sec. 4); the default for `--judge` with this metric
     default_judge = "StanfordAIMI/GREEN-RadLlama2-7b"
     evaluate_module = str(Path(__file__).with_name("green.py"))
+    aggregate_options = ("summary", "summary_model")
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         return build_green_prompt(reference, candidate, self.max_words)
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """A GREEN analysis counting shared words as matched findings and candidate-only words as (a) errors."""
+        return sample_green_analysis(truncate_words(reference, self.max_words), truncate_words(candidate, self.max_words))
 
     def input_warnings(self, reference: str, candidate: str) -> list[str]:
         out = []
@@ -46,6 +58,7 @@ class GreenSystem(ScoringSystem):
             insignificant=analysis.insignificant or {},
             matched_findings=analysis.matched_findings,
             explanation=analysis.explanation,
+            error_counts=ErrorCounts.from_letters(analysis.significant, analysis.insignificant),
             details={"format": analysis.format, "error_sentences": analysis.significant_sentences,
                      "insignificant_section": analysis.insignificant is not None,
                      "derived": derived_scores(
@@ -54,7 +67,7 @@ class GreenSystem(ScoringSystem):
         )
 
     def aggregate(self, judgments: Sequence[Judgment], summary: bool = False,
-                  summary_model: str | None = None) -> dict[str, Any]:
+                  summary_model: str | None = None, **options: Any) -> dict[str, Any]:
         """Mean, std (ddof=0 as upstream np.std), unscored count, and per category the share of scored
         reports with no clinically significant error of that category (upstream `compute_accuracy`).
         With summary=True, the GREEN summary (see radmetrics/green/summary.py)."""
@@ -98,7 +111,9 @@ class _DerivedSystem(GreenSystem):
             judgment.score = value
         return judgment
 
-    def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
+    aggregate_options = ()
+
+    def aggregate(self, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
         return mean_std_summary(self.score_key, judgments)
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import JudgeError, UnknownNameError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, Judge, JudgeBackend, JudgeOptionError, OnResult
 from radmetrics.judge.cache import ResponseCache, cache_key, default_cache_path, usable_answer
 from radmetrics.types import GenerationConfig, GenerationFailure
 
-__all__ = ["CachedJudge", "JudgeBackend", "ResponseCache", "get_judge", "clear_judges"]
+__all__ = ["BackendOptions", "CachedJudge", "Judge", "JudgeBackend", "JudgeOptionError", "ResponseCache", "get_judge",
+           "clear_judges"]
 
 _USE_DEFAULT = object()
 _instances: dict[str, Any] = {}
@@ -31,7 +32,7 @@ run_tally = {"answered": 0, "cached": 0}
 
 
 class CachedJudge:
-    """A backend behind the response cache. Answers already in the cache are not asked again; each new
+    """A `Judge`: a backend behind the response cache. Answers already in the cache are not asked again; each new
     answer is written as soon as the backend hands it over, so an interrupted run keeps them all. With a cache,
     prompts are claimed before they are asked (in windows for backends with a `concurrency`), so concurrent
     runs on one cache file wait for each other's answers instead of asking twice."""
@@ -174,7 +175,8 @@ def get_judge(backend: str = "transformers", model: str | None = None, cache: An
     """The shared judge for (backend, model, options).
 
     cache: default ($RADMETRICS_CACHE or ~/.cache/radmetrics/judgments.sqlite), a path, or None/False to
-    turn it off. Options go to the backend (e.g. revision, batch size, base_url, replay path).
+    turn it off. Options go to the backend (e.g. revision, batch size, base_url, replay path) and are checked
+    against its options dataclass: an unknown or mistyped one is a JudgeOptionError naming the valid ones.
     """
     from radmetrics.plugins import judge_backends
 

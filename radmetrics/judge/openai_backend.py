@@ -15,12 +15,12 @@ import json
 import os
 import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import JudgeError, redact
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
 from radmetrics.types import GenerationConfig, GenerationFailure
@@ -34,46 +34,56 @@ class _Unusable(ValueError):
     """A 200 response whose body is no answer (read as a retryable failure)."""
 
 
+@dataclass(frozen=True)
+class OpenAIOptions(BackendOptions):
+    """Options of the openai backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
+
+    #: the server, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL; nothing is sent anywhere otherwise)
+    base_url: str | None = None
+    #: prefer api_key_env: a key given here is never logged or written, but may sit in shell history; a
+    #: numeric key (--judge-option api_key=123... reads as a number) is a key too
+    api_key: str | int | None = field(default=None, repr=False)
+    api_key_env: str = "OPENAI_API_KEY"
+    #: "chat" (/chat/completions) or "completions" (/completions)
+    mode: str = "chat"
+    concurrency: int = 8
+    timeout: float = 120.0
+    max_retries: int = 5
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+    system_prompt: str | None = None
+    #: a 200 body longer than this is junk, not an answer: retried, never cached
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    #: after Ctrl-C / SIGTERM, how long requests in flight may still finish (their answers are cached)
+    cancel_grace: float = 1.0
+
+
 class OpenAIJudge(JudgeBackend):
     backend_name = "openai"
+    options_class = OpenAIOptions
 
-    def __init__(
-        self,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        mode: str = "chat",
-        concurrency: int = 8,
-        timeout: float = 120.0,
-        max_retries: int = 5,
-        backoff: float = 1.0,
-        max_backoff: float = 60.0,
-        system_prompt: str | None = None,
-        revision: str | None = None,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        cancel_grace: float = 1.0,
-    ):
+    def __init__(self, model: str | None = None, **options: Any):
         if not model:
             raise JudgeError("The openai backend needs model= (the model name the server serves).")
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        super().__init__(model=model, **options)
+        settings: OpenAIOptions = self.settings  # type: ignore[assignment]
+        base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise JudgeError("The openai backend needs base_url= (e.g. http://127.0.0.1:8000/v1) or "
                              "$OPENAI_BASE_URL. Nothing is sent anywhere by default.")
-        if mode not in {"chat", "completions"}:
-            raise JudgeError(f"mode must be 'chat' or 'completions', not {mode!r}")
-        super().__init__(model=model, revision=revision)
+        if settings.mode not in {"chat", "completions"}:
+            raise JudgeError(f"mode must be 'chat' or 'completions', not {settings.mode!r}")
         self.base_url = base_url.rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get(api_key_env)
-        self.mode = mode
-        self.concurrency = max(1, int(concurrency))
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.system_prompt = system_prompt
-        self.max_response_bytes = int(max_response_bytes)
-        self.cancel_grace = float(cancel_grace)
+        self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
+        self.mode = settings.mode
+        self.concurrency = max(1, int(settings.concurrency))
+        self.timeout = settings.timeout
+        self.max_retries = settings.max_retries
+        self.backoff = settings.backoff
+        self.max_backoff = settings.max_backoff
+        self.system_prompt = settings.system_prompt
+        self.max_response_bytes = int(settings.max_response_bytes)
+        self.cancel_grace = float(settings.cancel_grace)
         self._budget = RequestBudget()
         self._client_lock = threading.Lock()
         self._client = None

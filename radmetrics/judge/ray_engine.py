@@ -29,18 +29,19 @@ class _JudgeActor:
 
 
 class RayShardedJudge:
-    """Same interface as a judge (`generate`, `identity`); the work runs on `actors` Ray actors."""
+    """A `Judge` (radmetrics.judge.base) whose work runs on `actors` Ray actors."""
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
                  batch_size: int = 16, gpus_per_actor: float | None = None, **options: Any):
-        self.backend_name, self.model, self.cache, self.options = backend, model, cache, options
-        self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
-
-    def identity(self) -> dict[str, Any]:
         from radmetrics.judge import get_judge
 
-        return {**get_judge(self.backend_name, model=self.model, cache=None, **self.options).identity(),
-                "engine": "ray", "actors": self.actors}
+        self.backend_name, self.model, self.cache, self.options = backend, model, cache, options
+        self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
+        # Built here (weights load lazily, in the actors): a bad option fails now, not in every actor.
+        self._identity = get_judge(backend, model=model, cache=None, **options).identity()
+
+    def identity(self) -> dict[str, Any]:
+        return {**self._identity, "engine": "ray", "actors": self.actors}
 
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
         import ray

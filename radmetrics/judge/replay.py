@@ -7,20 +7,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.types import GenerationConfig
+
+
+@dataclass(frozen=True)
+class ReplayOptions(BackendOptions):
+    #: the JSONL file of {"prompt", "response"} lines (or give it as model=)
+    path: str | None = None
+    #: another name for path
+    replay: str | None = None
 
 
 class ReplayJudge(JudgeBackend):
     backend_name = "replay"
+    options_class = ReplayOptions
     cache_by_default = False
 
-    def __init__(self, model: str | None = None, path: str | None = None, **options: Any):
-        path = path or options.pop("replay", None) or model
+    def __init__(self, model: str | None = None, **options: Any):
+        settings = ReplayOptions.from_dict(options, self.backend_name)
+        path = settings.path or settings.replay or model
         if not path:
             raise JudgeError("The replay backend needs a JSONL file: get_judge('replay', path='answers.jsonl').")
         self.path = Path(path)

@@ -1,6 +1,7 @@
 """`transformers`: in-process batched greedy generation (the default backend).
 
-Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens); bf16 on
+Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens; planned by
+`radmetrics.judge.batching`); bf16 on
 GPU, fp32 on CPU. The token prefix every prompt shares (a scoring system's instructions) is computed once
 per call. Greedy decoding runs on `greedy_engine` (bucketed prefill, one static KV cache, attention that
 reads the shared prefix once per step); sampling, and models the engine cannot serve, use `generate`.
@@ -12,50 +13,63 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
+from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class TransformersOptions(BackendOptions):
+    """Options of the transformers backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
+
+    #: "auto" (bf16 on GPU, fp32 on CPU), "bf16", "fp16" or "fp32"
+    dtype: str = "auto"
+    #: "auto" (CUDA when there is one), "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    #: "auto" (GREEN's format for GREEN models, else the tokenizer's template), "green", "none", or a Jinja template
+    chat_template: str = "auto"
+    max_batch_size: int = 32
+    #: padded tokens (prompt + new tokens) one batch may hold
+    max_batch_tokens: int = 65536
+    #: keep only the last this many prompt tokens
+    max_input_tokens: int | None = None
+    trust_remote_code: bool = False
+    attn_implementation: str | None = None
+    #: compute the token prefix every prompt shares once per call
+    prefix_cache: bool = True
+    #: False: always HF generate (the reference path)
+    engine: bool = True
+    prefill_chunk_tokens: int | None = None
+
+
 class TransformersJudge(JudgeBackend):
     backend_name = "transformers"
+    options_class = TransformersOptions
 
-    def __init__(
-        self,
-        model: str | None = None,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        chat_template: str = "auto",
-        max_batch_size: int = 32,
-        max_batch_tokens: int = 65536,
-        max_input_tokens: int | None = None,
-        trust_remote_code: bool = False,
-        attn_implementation: str | None = None,
-        prefix_cache: bool = True,
-        engine: bool = True,
-        prefill_chunk_tokens: int | None = None,
-    ):
+    def __init__(self, model: str | None = None, **options: Any):
         if not model:
             raise JudgeError("The transformers backend needs model= (a Hub id or a local folder), e.g. "
                              "'StanfordAIMI/GREEN-RadLlama2-7b'.")
-        super().__init__(model=model, revision=revision)
-        self.dtype_name = dtype
-        self.device_name = device
-        self.chat_template = chat_template
-        self.max_batch_size = max_batch_size
-        self.max_batch_tokens = max_batch_tokens
-        self.max_input_tokens = max_input_tokens
-        self.trust_remote_code = trust_remote_code
-        self.attn_implementation = attn_implementation
-        self.prefix_cache = prefix_cache
-        self.engine = engine  # False: always HF generate (the reference path)
-        self.prefill_chunk_tokens = prefill_chunk_tokens
+        super().__init__(model=model, **options)
+        settings: TransformersOptions = self.settings  # type: ignore[assignment]
+        self.dtype_name = settings.dtype
+        self.device_name = settings.device
+        self.chat_template = settings.chat_template
+        self.max_batch_size = settings.max_batch_size
+        self.max_batch_tokens = settings.max_batch_tokens
+        self.max_input_tokens = settings.max_input_tokens
+        self.trust_remote_code = settings.trust_remote_code
+        self.attn_implementation = settings.attn_implementation
+        self.prefix_cache = settings.prefix_cache
+        self.engine = settings.engine
+        self.prefill_chunk_tokens = settings.prefill_chunk_tokens
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
@@ -124,20 +138,10 @@ class TransformersJudge(JudgeBackend):
 
     # -- generation --------------------------------------------------------------------------------------
     def plan_batches(self, lengths: list[int], max_new_tokens: int) -> list[list[int]]:
-        """Indices grouped longest-first into batches that fit the token budget and the size cap."""
-        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-        cap = min(self.max_batch_size, self._oom_cap or self.max_batch_size)
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:
-            width = (lengths[current[0]] if current else lengths[i]) + max_new_tokens
-            if current and (len(current) + 1 > cap or (len(current) + 1) * width > self.max_batch_tokens):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+        """Indices grouped longest-first into batches that fit the token budget and the size cap
+        (radmetrics.judge.batching)."""
+        return BatchPlan.make(lengths, max_new_tokens, self.max_batch_size, self.max_batch_tokens,
+                              self._oom_cap).pending
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
@@ -147,22 +151,21 @@ class TransformersJudge(JudgeBackend):
         encoded = [self.encode(p) for p in prompts]
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
-        pending = self.plan_batches([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens)
+        plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
+                              self.max_batch_size, self.max_batch_tokens, self._oom_cap)
         with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
-            while pending:
-                batch = pending.pop(0)
+            while plan:
+                batch = plan.next()
                 try:
                     texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e) or len(batch) == 1:
                         raise
                     self._free_memory()
-                    self._oom_cap = len(batch) // 2
+                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
+                    self._oom_cap = plan.out_of_memory(batch)
                     log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
                                 len(batch), self._oom_cap)
-                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
-                    rest = [i for b in [batch, *pending] for i in b]
-                    pending = [rest[k : k + self._oom_cap] for k in range(0, len(rest), self._oom_cap)]
                     continue
                 for i, text in zip(batch, texts):
                     out[i] = text

@@ -8,30 +8,47 @@ Prefix caching is on: the GREEN instructions shared by every prompt are computed
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 
+@dataclass(frozen=True)
+class VLLMOptions(BackendOptions):
+    """Options of the vllm backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
+
+    dtype: str = "auto"
+    chat_template: str = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int = 1
+    enable_prefix_caching: bool = True
+    trust_remote_code: bool = False
+    #: constrain every answer to this regular expression (vLLM structured output)
+    guided_regex: str | None = None
+    seed: int = 0
+    #: further keyword arguments for vllm.LLM (e.g. {"enforce_eager": true})
+    engine_options: dict | None = None
+
+
 class VLLMJudge(JudgeBackend):
     backend_name = "vllm"
+    options_class = VLLMOptions
 
-    def __init__(self, model: str | None = None, revision: str | None = None, dtype: str = "auto",
-                 chat_template: str = "auto", max_model_len: int | None = None,
-                 gpu_memory_utilization: float | None = None, tensor_parallel_size: int = 1,
-                 enable_prefix_caching: bool = True, trust_remote_code: bool = False,
-                 guided_regex: str | None = None, seed: int = 0, **engine_options: Any):
+    def __init__(self, model: str | None = None, **options: Any):
         if not model:
             raise JudgeError("The vllm backend needs model= (a Hub id or a local folder).")
-        super().__init__(model=model, revision=revision)
-        self.dtype, self.chat_template = dtype, chat_template
-        self.engine_options = dict(max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-                                   tensor_parallel_size=tensor_parallel_size, enable_prefix_caching=enable_prefix_caching,
-                                   trust_remote_code=trust_remote_code, seed=seed, **engine_options)
-        self.guided_regex = guided_regex
+        super().__init__(model=model, **options)
+        s: VLLMOptions = self.settings  # type: ignore[assignment]
+        self.dtype, self.chat_template = s.dtype, s.chat_template
+        self.engine_options = dict(max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization,
+                                   tensor_parallel_size=s.tensor_parallel_size, enable_prefix_caching=s.enable_prefix_caching,
+                                   trust_remote_code=s.trust_remote_code, seed=s.seed, **(s.engine_options or {}))
+        self.guided_regex = s.guided_regex
         self._lock = threading.Lock()
         self._llm = None
         self.chat_format: str | None = None

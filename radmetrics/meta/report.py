@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.meta import stats
-
-LETTERS = "abcdef"
+from radmetrics.taxonomy import LETTERS
 
 
 @dataclass
@@ -30,13 +29,9 @@ class MetricRun:
 
 def run_radmetrics_metric(name: str, data, judge_kwargs: dict[str, Any]) -> MetricRun:
     import radmetrics
-    from radmetrics.runner import significant_counts
 
     result = radmetrics.score(name, data["reference"], data["candidate"], **judge_kwargs)
-    counts = []
-    for j in result.judgments:
-        sig = significant_counts(j)
-        counts.append([int(sig.get(x, 0)) for x in LETTERS] if sig else None)
+    counts = [j.significant_errors() for j in result.judgments]
     return MetricRun(name, result.scores, radmetrics.get_scoring_system(name).higher_is_better, counts,
                      result.fingerprint, [j.reason for j in result.judgments])
 

@@ -6,30 +6,23 @@ all counts (ER²Score Sec. 2.1: "The total score is the sum of the error counts"
 """
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radmetrics.finerad_score.parse import FineRadParseError, load_json_tolerant
-from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.scoring import ScoringSystem, mean_std_summary, word_comparison
+from radmetrics.taxonomy import RADCLIQ_KEYS, radcliq_error_list, read_radcliq_errors
 from radmetrics.types import Judgment
 
 PROMPT_VERSION = "radcliq-er2score-A2-1"
 PARSER_VERSION = "1"
 
-#: JSON keys of ER²Score A.2, in RadCliQ's category order
-RADCLIQ_KEYS = ("false_prediction", "omission", "incorrect_location", "incorrect_severity",
-                "comparison_not_present", "omission_of_comparison")
 
 PROMPT = """Given a ground truth diagnostic report and a predicted report, score the predicted report based on these error categories, each with significant and non-significant errors:
-- False prediction of a finding
-- Omission of a finding
-- Incorrect location/position of a finding
-- Incorrect severity of a finding
-- Mention of a comparison not present in the reference impression
-- Omission of a comparison describing a change from a previous study
+""" + radcliq_error_list() + """
 
 For each error category, count the clinically significant errors and the clinically non-significant errors. The total score is the sum of these counts.
 
@@ -60,36 +53,19 @@ class RubricJudgment(Judgment):
     judge_total: float | None = None
 
 
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{where} is not a number: {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or number != int(number):  # NaN, Infinity, 1e999, -1, 1.5
-        raise ValueError(f"{where} = {value!r}: counts are whole numbers >= 0")
-    return int(number)
-
-
 def parse_radcliq(text: str) -> RubricJudgment:
     try:
         data = load_json_tolerant(text) if isinstance(text, str) and text.strip() else None
-    except FineRadParseError as e:
-        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text)
+    except AnswerError as e:
+        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text,
+                              details={"retryable": e.retryable})
     if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
         return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
-    errors = data["errors"]
-    significant, insignificant = {}, {}
     try:
-        for key in RADCLIQ_KEYS:
-            entry = errors.get(key)
-            if entry is None:
-                raise ValueError(f"category '{key}' missing")
-            if isinstance(entry, dict):  # {"significant": n, "insignificant": n}
-                significant[key] = _count(entry.get("significant", 0), f"{key}.significant")
-                insignificant[key] = _count(entry.get("insignificant", 0), f"{key}.insignificant")
-            else:  # A.2's single score per category: counted as significant
-                significant[key], insignificant[key] = _count(entry, key), 0
+        counts = read_radcliq_errors(data["errors"])
     except ValueError as e:
         return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text)
+    significant, insignificant = counts.by_radcliq_key("significant"), counts.by_radcliq_key("insignificant")
     total = sum(significant.values()) + sum(insignificant.values())
     judge_total = data.get("total_score")
     details = {}
@@ -101,7 +77,8 @@ def parse_radcliq(text: str) -> RubricJudgment:
         # The total is defined as the sum: we use the sum and record the judge's arithmetic slip.
         details["warnings"] = [f"judge total_score {judge_total:g} != sum of counts {total}"]
     return RubricJudgment(score=float(total), parsed=True, raw=text, details=details, significant=significant,
-                          insignificant=insignificant, judge_total=judge_total)
+                          insignificant=insignificant, judge_total=judge_total,
+                          error_counts=counts)
 
 
 class RadCliQSystem(ScoringSystem):
@@ -116,6 +93,12 @@ class RadCliQSystem(ScoringSystem):
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         return PROMPT.format(reference=reference, candidate=candidate)
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """Every reference word the candidate lacks counted as a significant omission."""
+        missing = len(word_comparison(reference, candidate)[2])
+        errors = {key: {"significant": missing if key == "omission" else 0, "insignificant": 0} for key in RADCLIQ_KEYS}
+        return json.dumps({"errors": errors, "total_score": missing})
 
     def parse(self, text: str) -> Judgment:
         return parse_radcliq(text)

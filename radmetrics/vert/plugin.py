@@ -1,6 +1,6 @@
 """Registers VERT and its Formula / Rubric prompt variants as default plugins."""
 from radmetrics.hookspecs import hookimpl
-from radmetrics.vert.system import VertSystem
+from radmetrics.vert.system import VertSystem, sample_overall_score
 
 
 class VertFormulaSystem(VertSystem):
@@ -30,6 +30,9 @@ class VertFineTunedSystem(VertSystem):
         from radmetrics.train.judge_sft import vert_user_turn
 
         return vert_user_turn(" ".join(reference.split()[: self.max_words]), " ".join(candidate.split()[: self.max_words]))
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        return f"{sample_overall_score(reference, candidate):.1f}"
 
     def parse(self, text: str):
         import re

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from radmetrics.green.prompt import _HEAD, _MIDDLE, _TAIL, truncate_words
+from radmetrics.taxonomy import GREEN_NAMES
 
 PROMPT_VERSION = "vert-appD-1"
 
@@ -170,13 +171,8 @@ Candidate: Mild interstitial edema bilaterally. No pleural effusion or pneumotho
 → The candidate omits the clinically important interval change.
 """
 
-LETTER_NAMES = {
-    "a": "False report of a finding in the candidate", "b": "Missing a finding present in the reference",
-    "c": "Misidentification of a finding's anatomic location/position",
-    "d": "Misassessment of the severity of a finding",
-    "e": "Mentioning a comparison that isn't in the reference",
-    "f": "Omitting a comparison detailing a change from a prior study",
-}
+#: the six categories in GREEN's wording, which VERT keeps (radmetrics.taxonomy)
+LETTER_NAMES = GREEN_NAMES
 
 
 @dataclass

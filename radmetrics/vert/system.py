@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import InputError
-from radmetrics.scoring import ScoringSystem
+from radmetrics.green.prompt import sample_green_analysis, truncate_words
+from radmetrics.scoring import ScoringSystem, word_comparison
+from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import Judgment
 from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score
 from radmetrics.vert.prompt import (
@@ -44,6 +46,12 @@ def _counts(row: dict[str, Any], key: str) -> dict[str, int]:
     """A shot's per-category counts: a dict, or its JSON text in a CSV cell."""
     value = row.get(key) or {}
     return json.loads(value) if isinstance(value, str) else dict(value)
+
+
+def sample_overall_score(reference: str, candidate: str) -> float:
+    """The sample answers' overall score: shared words / (shared + candidate-only words)."""
+    shared, false, _ = word_comparison(reference, candidate)
+    return len(shared) / (len(shared) + len(false)) if shared else 0.0
 
 
 class VertSystem(ScoringSystem):
@@ -87,12 +95,22 @@ class VertSystem(ScoringSystem):
         return build_vert_prompt(reference, candidate, self.variant, self.max_words,
                                  self._extra(reference, candidate))
 
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """GREEN's analysis (shared words matched, candidate-only words (a) errors) and the overall score
+        matched / (matched + errors)."""
+        reference, candidate = truncate_words(reference, self.max_words), truncate_words(candidate, self.max_words)
+        return (sample_green_analysis(reference, candidate)
+                + f"\n\n[Overall Accuracy Score]:\n{sample_overall_score(reference, candidate):.2f}")
+
     def parse(self, text: str) -> Judgment:
         try:
             score = read_overall_score(text)
         except VertParseError as e:
             return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
-        return Judgment(score=score, parsed=True, raw=text, details=read_counts(text))
+        counts = read_counts(text)
+        error_counts = (ErrorCounts.from_letters(counts["significant"], counts["insignificant"] or None)
+                        if counts else None)
+        return Judgment(score=score, parsed=True, raw=text, details=counts, error_counts=error_counts)
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)

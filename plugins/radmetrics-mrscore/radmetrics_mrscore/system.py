@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import radmetrics
+from radmetrics.json_answer import AnswerError, load_json_object
 from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.taxonomy import MRSCORE_ITEMS
 
-#: (JSON key, item, what the judge checks, weight) - ER²Score App. A.2 "Prompt for MRscore Scoring System"
-ITEMS = (
-    ("impression_consistency", "Impression consistency", "The impression shows normal or abnormal", 30),
-    ("impression_organ", "Impression Organ", "Is the lesion-related anatomical organ correct", 20),
-    ("description_of_lesion", "Description of Lesion",
-     "Check the correctness of lesion location, lesion size, lesion opacity, cardiovascular size, bone integrity", 20),
-    ("clinical_history", "Clinical History", "Check the correctness of operation history, treatment, family history", 10),
-    ("completeness", "Completeness", "Conclude all information in ground truth report", 10),
-    ("grammar", "Grammar", "Vocabulary, spelling, fluency", 5),
-    ("medical_terminology", "Medical Terminology", "Correct use of medical terminology", 5),
-)
+#: (JSON key, item, what the judge checks, weight) - ER²Score App. A.2, defined once in radmetrics.taxonomy
+ITEMS = MRSCORE_ITEMS
 
 PROMPT = """You are a skilled radiologist. Evaluate a predicted radiology report against a ground truth report.
 Compare the predicted report with the ground truth report to identify discrepancies between them. These discrepancies are defined according to the error items in the table below, each with a weight. Upon the detection of an error, its weight is deducted from the total score of 100.
@@ -73,14 +65,19 @@ class MRScoreSystem(ScoringSystem):
         keys = ", ".join(f'"{key}": 0 or 1' for key, _, _, _ in ITEMS)
         return PROMPT.format(table=table, reference=reference, candidate=candidate, keys=keys)
 
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        """Completeness marked when the candidate lacks a word of the reference; nothing else."""
+        incomplete = int(bool(set(reference.lower().split()) - set(candidate.lower().split())))
+        scoring = {key: (incomplete if key == "completeness" else 0) for key, *_ in ITEMS}
+        return json.dumps({"Scoring": scoring, "Final Score": mrscore_total(scoring)})
+
     def parse(self, text: str) -> radmetrics.Judgment:
         body = text if isinstance(text, str) else ""
-        match = re.search(r"\{.*\}", body, re.S)
         try:
-            data = json.loads(re.sub(r",\s*([}\]])", r"\1", match.group(0))) if match else None
-        except ValueError as e:
-            return radmetrics.Judgment.unscored(f"malformed JSON ({e.msg})", raw=body)
-        scoring = data.get("Scoring") if isinstance(data, dict) else None
+            data = load_json_object(body)
+        except AnswerError as e:
+            return radmetrics.Judgment.unscored(str(e), raw=body, retryable=e.retryable)
+        scoring = data.get("Scoring")
         if not isinstance(scoring, dict):
             return radmetrics.Judgment.unscored("no 'Scoring' object in the output", raw=body)
         try:

@@ -12,6 +12,10 @@ class WordOverlap(ScoringSystem):
     def build_prompt(self, reference, candidate):
         return f"Rate from 0 to 10 how well the candidate matches.\nReference: {reference}\nCandidate: {candidate}\nScore:"
 
+    def sample_answer(self, reference, candidate):
+        shared = set(reference.lower().split()) & set(candidate.lower().split())
+        return str(min(10, len(shared)))
+
     def parse(self, text):
         match = re.search(r"\b(10|[0-9])\b", text)
         if not match:

@@ -1,0 +1,147 @@
+"""The metrics every radiology report generation paper reports, computed by the libraries that define them.
+
+Named as the papers report them; each states its direction and what it computes with (library, key, settings),
+and that statement travels in the fingerprint of every result. Nothing is re-implemented: each adapter calls
+its library's public scoring function per report pair.
+
+| name | library call | per-pair value |
+| --- | --- | --- |
+| bleu-2, bleu-4 | sacrebleu `BLEU(max_ngram_order=n, effective_order=True).sentence_score` | BLEU / 100 |
+| rouge-l | rouge-score `RougeScorer(["rougeL"]).score(reference, candidate)` | ROUGE-L F-measure |
+| meteor | nltk `meteor_score` (needs the WordNet corpus: `nltk.download("wordnet")`) | METEOR |
+
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from radmetrics.errors import UnknownNameError
+
+
+@dataclass
+class Baseline:
+    name: str
+    higher_is_better: bool
+    #: library, call and settings, as a reader of a results file needs them to reproduce the number
+    description: dict[str, Any]
+    #: (references, candidates, options) -> per-pair scores for non-empty pairs, in order
+    score_pairs: Callable[..., list[float | None]]
+    #: options the user may set with name:option=value
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, Baseline] = {}
+
+
+def register_baseline(baseline: Baseline) -> None:
+    _REGISTRY[baseline.name] = baseline
+
+
+def _split(spec: str) -> tuple[str, dict[str, Any]]:
+    from radmetrics.meta.runs import EvaluateSpec
+
+    parsed = EvaluateSpec.parse(spec)
+    if parsed.key:
+        raise UnknownNameError(f"baseline '{parsed.module}' takes options name:option=value, not a key "
+                               f"('{parsed.key}')")
+    return parsed.module, parsed.options
+
+
+def _load_all() -> None:
+    """Baselines defined in other modules of this package register on first use."""
+
+
+def is_baseline(spec: str) -> bool:
+    _load_all()
+    return spec.split(":")[0] in _REGISTRY
+
+
+def list_baselines() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get_baseline(spec: str) -> Baseline:
+    _load_all()
+    name = spec.split(":")[0]
+    if name not in _REGISTRY:
+        raise UnknownNameError(f"Unknown baseline '{name}'. Available: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]):
+    """Per-pair scores of a named baseline; pairs with an empty or missing side are unscored with the reason."""
+    from radmetrics.meta.runs import MetricRun, _clean
+
+    name, options = _split(spec)
+    baseline = get_baseline(name)
+    unknown = set(options) - set(baseline.options)
+    if unknown:
+        raise UnknownNameError(f"baseline '{name}' has no option {', '.join(sorted(unknown))}; options: "
+                               f"{', '.join(sorted(baseline.options)) or 'none'}")
+    settings = {**baseline.options, **options}
+    rows = [i for i, (r, c) in enumerate(zip(references, candidates))
+            if isinstance(r, str) and r.strip() and isinstance(c, str) and c.strip()]
+    scores: list[float | None] = [None] * len(references)
+    reasons: list[str | None] = ["reference or candidate is empty or missing"] * len(references)
+    values = baseline.score_pairs([references[i] for i in rows], [candidates[i] for i in rows], settings) if rows else []
+    for i, value in zip(rows, values):
+        scores[i] = _clean(value)
+        reasons[i] = None if scores[i] is not None else "the library returned no value"
+    fingerprint = {"baseline": name, **baseline.description, "settings": settings}
+    return MetricRun(spec, scores, baseline.higher_is_better, [None] * len(references), fingerprint, reasons)
+
+
+# -- n-gram baselines ------------------------------------------------------------------------------------------
+def _bleu(order: int):
+    def score(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
+        from sacrebleu.metrics import BLEU
+
+        # effective_order: sentence-level BLEU without zeroing pairs that lack higher-order n-gram matches
+        bleu = BLEU(max_ngram_order=order, effective_order=True, tokenize=options["tokenize"])
+        return [bleu.sentence_score(c, [r]).score / 100 for r, c in zip(references, candidates)]
+
+    return score
+
+
+for _order in (2, 4):
+    register_baseline(Baseline(
+        f"bleu-{_order}", True,
+        {"library": "sacrebleu", "call": f"BLEU(max_ngram_order={_order}, effective_order=True).sentence_score",
+         "value": "sentence BLEU / 100"},
+        _bleu(_order), {"tokenize": "13a"}))
+
+
+def _rouge_l(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=options["use_stemmer"])
+    return [scorer.score(r, c)["rougeL"].fmeasure for r, c in zip(references, candidates)]
+
+
+register_baseline(Baseline("rouge-l", True, {"library": "rouge-score", "call": 'RougeScorer(["rougeL"]).score',
+                                             "value": "ROUGE-L F-measure"}, _rouge_l, {"use_stemmer": False}))
+
+
+def _meteor(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
+    from nltk.translate.meteor_score import meteor_score
+
+    extra = {"wordnet": options["wordnet"]} if options.get("wordnet") is not None else {}
+    if not extra:
+        try:
+            from nltk.corpus import wordnet
+
+            wordnet.ensure_loaded()
+        except LookupError:
+            raise RuntimeError("METEOR needs nltk's WordNet corpus, which is not installed here "
+                               "(python -m nltk.downloader wordnet)") from None
+    # nltk's METEOR takes pre-tokenized text; whitespace tokens as in evaluate's meteor module for nltk >= 3.6.5
+    return [meteor_score([r.split()], c.split(), **extra) for r, c in zip(references, candidates)]
+
+
+register_baseline(Baseline("meteor", True, {"library": "nltk", "call": "nltk.translate.meteor_score.meteor_score",
+                                            "value": "METEOR (alpha 0.9, beta 3, gamma 0.5)",
+                                            "needs": "the WordNet corpus (nltk.download('wordnet'))"},
+                           _meteor, {"wordnet": None}))

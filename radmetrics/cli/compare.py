@@ -1,0 +1,114 @@
+"""`radmetrics compare`: several systems' candidates against the same references, with significance."""
+from __future__ import annotations
+
+import click
+
+from radmetrics.errors import InputError
+
+
+def _systems(values: tuple[str, ...]) -> dict[str, str]:
+    systems: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep:
+            name, path = value.rsplit("/", 1)[-1].rsplit(".", 1)[0], value
+        if name in systems:
+            raise InputError(f"two systems are named '{name}'; name them with --system NAME=FILE")
+        systems[name] = path
+    return systems
+
+
+@click.command("compare")
+@click.option("--system", "-s", "system_files", multiple=True, required=True, metavar="NAME=FILE",
+              help="A system's candidates (JSONL/CSV with id and candidate columns); repeat for each system.")
+@click.option("--references", "-r", default=None, type=click.Path(dir_okay=False),
+              help="File with id and reference columns (default: the first system's file).")
+@click.option("--metric", "-m", "metrics", multiple=True, required=True,
+              help="radmetrics metric, named baseline (bleu-4, rouge-l, ...) or evaluate module (name:key:opt=v).")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="Folder for results.json, per_row.csv, forest.png.")
+@click.option("--id-column", default="id", show_default=True, help="Column that matches rows across files.")
+@click.option("--reference-column", default=None)
+@click.option("--candidate-column", default=None)
+@click.option("--on-mismatch", type=click.Choice(["error", "intersect"]), default="error", show_default=True,
+              help="When the files hold different ids: stop, or compare on the ids they share.")
+@click.option("--backend", "-b", default="transformers", show_default=True)
+@click.option("--judge", "-j", default=None)
+@click.option("--replay", default=None, type=click.Path(dir_okay=False))
+@click.option("--base-url", default=None)
+@click.option("--revision", default=None)
+@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
+@click.option("--cache", "cache_path", default=None)
+@click.option("--no-cache", is_flag=True)
+@click.option("--resamples", default=1000, show_default=True, type=int,
+              help="Bootstrap resamples and randomization trials.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--alpha", default=0.05, show_default=True, type=float, help="Significance level after Holm.")
+def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
+                    on_mismatch, backend, judge, replay, base_url, revision, judge_option, max_new_tokens,
+                    cache_path, no_cache, resamples, seed, alpha) -> None:
+    """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
+    references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT."""
+    from radmetrics.cli.score import judge_settings
+    from radmetrics.errors import optional_import
+
+    for module in ("scipy", "matplotlib"):  # before any judging, not after it
+        optional_import(module, "meta", "by compare")
+    from radmetrics.meta.compare import compare, load_systems, write_outputs
+    from radmetrics.types import GenerationConfig
+
+    aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
+                           on_mismatch)
+    for note in aligned.notes:
+        click.echo(f"Note: {note}", err=True)
+    click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
+               f"{len(metrics)} metric(s).", err=True)
+    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
+
+    def progress(metric, partial):
+        entry = partial.metrics[metric]
+        state = f"n/a ({entry['error']})" if entry["error"] else "done"
+        click.echo(f"  {metric}: {state}", err=True)
+
+    result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids, backend=backend,
+                     judge=judge, judge_options=options, cache=False if no_cache else cache_path,
+                     config=GenerationConfig(max_new_tokens=max_new_tokens), resamples=resamples, seed=seed,
+                     alpha=alpha, notes=aligned.notes, on_metric=progress)
+    paths = write_outputs(result, output)
+    print_tables(result)
+    click.echo("Wrote " + ", ".join(str(p) for p in paths.values()), err=True)
+
+
+def _fmt(value, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def print_tables(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    conf = int(result.settings["confidence"] * 100)
+    systems = Table(title=f"Systems ({len(result.ids)} reports; mean [{conf}% bootstrap CI])")
+    for col in ("metric", "system", "mean", f"{conf}% CI", "scored", "unscored", "note"):
+        systems.add_column(col, justify="right" if col in {"mean", "scored", "unscored"} else "left")
+    for metric, entry in result.to_dict()["metrics"].items():
+        arrow = "↑" if entry["higher_is_better"] else "↓"
+        for name, s in entry["systems"].items():
+            ci = "n/a" if s["ci_low"] is None else f"[{s['ci_low']:.4f}, {s['ci_high']:.4f}]"
+            note = entry["error"] or s["reason"] or ""
+            systems.add_row(f"{metric} {arrow}", name, _fmt(s["value"]), ci, str(s["num_scored"]),
+                            str(s["num_unscored"]), note[:60])
+    console.print(systems)
+    pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, "
+                        f"Holm across pairs, α = {result.settings['alpha']})")
+    for col in ("metric", "A − B", "difference", f"{conf}% CI", "p", "p (Holm)", "win/tie/loss", "better"):
+        pairs.add_column(col)
+    for metric, entry in result.to_dict()["metrics"].items():
+        for p in entry["pairs"]:
+            ci = "n/a" if p["ci_low"] is None else f"[{p['ci_low']:+.4f}, {p['ci_high']:+.4f}]"
+            better = p["better"] or ("not significant" if p["p_holm"] is not None else f"n/a: {p['reason']}")
+            pairs.add_row(metric, f"{p['a']} − {p['b']}", _fmt(p["difference"]), ci, _fmt(p["p_value"], 3),
+                          _fmt(p["p_holm"], 3), f"{p['win']}/{p['tie']}/{p['loss']}", better)
+    console.print(pairs)

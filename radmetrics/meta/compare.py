@@ -1,0 +1,366 @@
+"""Compare report generators ("systems") on the same references: which is better, and is it significant?
+
+`compare(systems, references, metrics)` scores every system with every metric (judge metrics on the shared judge
+and cache, one judge call list per metric for all systems together; baselines by their libraries) and returns a
+`CompareResult`, a plain data structure: per system mean [bootstrap CI] and scored/unscored counts, per pair of
+systems mean difference [paired bootstrap CI], paired approximate-randomization p, Holm-adjusted p across the
+pairs of each metric, win/tie/loss. `load_systems` reads candidate files and matches rows by id;
+`write_outputs` writes results.json (strict JSON), per_row.csv and forest.png. Statistics: compare_stats.py.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+from radmetrics.meta import compare_stats as cs
+from radmetrics.meta.runs import MetricRun, run_metric
+
+
+# -- reading and matching the systems' files ------------------------------------------------------------------
+@dataclass
+class Alignment:
+    ids: list[str]
+    references: list[Any]
+    candidates: dict[str, list[Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise InputError(f"file not found: {path}")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix.lower() in {".csv", ".tsv"}:
+        return list(csv.DictReader(io.StringIO(text), delimiter="\t" if path.suffix.lower() == ".tsv" else ","))
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{path} line {lineno} is not JSON ({str(e)[:80]}); rows must be matched by id, "
+                             "so every line must be readable") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path} line {lineno} is a JSON {type(row).__name__}, not an object")
+        rows.append(row)
+    if not rows:
+        raise InputError(f"{path} has no rows")
+    return rows
+
+
+def _column(rows: list[dict[str, Any]], aliases: tuple[str, ...], wanted: str | None, kind: str, path: Path,
+            required: bool = True) -> str | None:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if wanted:
+        if wanted in columns:
+            return wanted
+        if required:
+            raise InputError(f"{path}: no column '{wanted}' for the {kind}; columns are: {', '.join(columns)}")
+        return None
+    lowered = {c.lower().strip(): c for c in columns}
+    found = next((lowered[a] for a in aliases if a in lowered), None)
+    if found is None and required:
+        raise InputError(f"{path}: no {kind} column (expected one of {', '.join(aliases)}); columns are: "
+                         f"{', '.join(columns)}")
+    return found
+
+
+def _ids(rows: list[dict[str, Any]], id_column: str | None, path: Path) -> list[str]:
+    if id_column is None:
+        return [f"row-{i}" for i in range(len(rows))]
+    ids = [str(r.get(id_column)) if r.get(id_column) is not None else None for r in rows]
+    missing = [i for i, v in enumerate(ids) if v is None]
+    if missing:
+        raise InputError(f"{path}: {len(missing)} row(s) without '{id_column}' (first: row {missing[0]})")
+    from collections import Counter
+
+    dupes = sorted(v for v, count in Counter(ids).items() if count > 1)
+    if dupes:
+        raise InputError(f"{path}: duplicate ids {', '.join(dupes[:5])}{' ...' if len(dupes) > 5 else ''}; "
+                         "ids must be unique to match rows across systems")
+    return ids  # type: ignore[return-value]
+
+
+def _short(ids: Sequence[str]) -> str:
+    return ", ".join(list(ids)[:5]) + (f" (and {len(ids) - 5} more)" if len(ids) > 5 else "")
+
+
+def load_systems(systems: Mapping[str, str | Path], references: str | Path | None = None, id_column: str = "id",
+                 reference_column: str | None = None, candidate_column: str | None = None,
+                 on_mismatch: str = "error") -> Alignment:
+    """Read each system's candidates and the shared references, matched by `id_column`.
+
+    References come from `references` (a file with id + reference columns) or else from the first system's file;
+    any other system file that also has references must agree with them for every id. When the systems do not
+    hold the same ids, on_mismatch="error" raises an InputError naming the differences; "intersect" keeps the ids
+    every file has (the dropped ones are listed in `notes`). Files without the id column are matched by position,
+    which needs equal row counts."""
+    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES
+
+    if len(systems) < 2:
+        raise InputError(f"compare needs at least two systems, got {len(systems)}")
+    if on_mismatch not in {"error", "intersect"}:
+        raise InputError(f"on_mismatch must be 'error' or 'intersect', not {on_mismatch!r}")
+    notes: list[str] = []
+    tables: dict[str, tuple[list[str], dict[str, Any], dict[str, Any]]] = {}
+    files = {name: Path(p) for name, p in systems.items()}
+    all_rows = {name: _read_rows(p) for name, p in files.items()}
+    ref_path = Path(references) if references is not None else None
+    ref_rows = _read_rows(ref_path) if ref_path else None
+    has_ids = {name: any(id_column in r for r in rows) for name, rows in all_rows.items()}
+    if ref_rows is not None:
+        has_ids["--references"] = any(id_column in r for r in ref_rows)
+    by_position = not any(has_ids.values())
+    if not by_position and not all(has_ids.values()):
+        lacking = [n for n, v in has_ids.items() if not v]
+        raise InputError(f"{', '.join(lacking)} has no '{id_column}' column but the other files do; rows are "
+                         f"matched by id (name the id column with --id-column)")
+    if by_position:
+        counts = {n: len(r) for n, r in all_rows.items()}
+        if ref_rows is not None:
+            counts["--references"] = len(ref_rows)
+        if len(set(counts.values())) > 1:
+            raise InputError("no file has an id column, so rows are matched by position, but the row counts differ: "
+                             + ", ".join(f"{n} {c}" for n, c in counts.items()) + f" (add an '{id_column}' column)")
+        notes.append(f"no '{id_column}' column: rows matched by position")
+    for name, rows in all_rows.items():
+        path = files[name]
+        ids = _ids(rows, None if by_position else id_column, path)
+        cand = _column(rows, CANDIDATE_ALIASES, candidate_column, "candidate", path)
+        ref = _column(rows, REFERENCE_ALIASES, reference_column, "reference", path,
+                      required=ref_rows is None and name == next(iter(all_rows)))
+        tables[name] = (ids, {i: r.get(cand) for i, r in zip(ids, rows)},
+                        {i: r.get(ref) for i, r in zip(ids, rows)} if ref else {})
+    if ref_rows is not None:
+        ref_ids = _ids(ref_rows, None if by_position else id_column, ref_path)
+        ref_col = _column(ref_rows, REFERENCE_ALIASES, reference_column, "reference", ref_path)
+        ref_by_id = {i: r.get(ref_col) for i, r in zip(ref_ids, ref_rows)}
+        order, ref_source = ref_ids, "--references"
+    else:
+        first = next(iter(tables))
+        order, ref_by_id, ref_source = tables[first][0], tables[first][2], first
+    # every system must hold the reference file's ids and no others
+    problems, common = [], set(order)
+    for name, (ids, _, _) in tables.items():
+        lacking, extra = [i for i in order if i not in set(ids)], [i for i in ids if i not in ref_by_id]
+        if lacking:
+            problems.append(f"{name} lacks {len(lacking)} id(s) of {ref_source}: {_short(lacking)}")
+        if extra:
+            problems.append(f"{name} has {len(extra)} id(s) not in {ref_source}: {_short(extra)}")
+        common &= set(ids)
+    if problems:
+        if on_mismatch == "error":
+            raise InputError("the systems do not cover the same rows: " + "; ".join(problems)
+                             + f". Fix the files, or compare on the {len(common)} shared ids with --on-mismatch intersect")
+        notes += problems + [f"compared on the {len(common)} ids every file has"]
+    ids = [i for i in order if i in common]
+    if not ids:
+        raise InputError("no id is shared by every system")
+    # a system's own reference column, when present, must say the same as the shared references
+    for name, (_, _, own_refs) in tables.items():
+        if name == ref_source or not own_refs:
+            continue
+        differ = [i for i in ids if i in own_refs and _norm(own_refs[i]) != _norm(ref_by_id[i])]
+        if differ:
+            raise InputError(f"{name}'s reference differs from {ref_source}'s for {len(differ)} id(s): {_short(differ)}; "
+                             "every system must be scored against the same references (pass --references)")
+    return Alignment(ids, [ref_by_id[i] for i in ids], {n: [t[1][i] for i in ids] for n, t in tables.items()}, notes)
+
+
+def _norm(text: Any) -> Any:
+    return " ".join(text.split()) if isinstance(text, str) else text
+
+
+# -- scoring and statistics ----------------------------------------------------------------------------------
+@dataclass
+class CompareResult:
+    ids: list[str]
+    systems: list[str]
+    #: metric -> system -> per-row scores with reasons
+    runs: dict[str, dict[str, MetricRun]]
+    #: metric -> {"higher_is_better", "error", "fingerprint", "systems": {...}, "pairs": [...]}
+    metrics: dict[str, dict[str, Any]]
+    settings: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON-ready: NaN never appears (missing values are None with a reason)."""
+        return _strict({"n_rows": len(self.ids), "systems": self.systems, "settings": self.settings,
+                        "notes": self.notes, "metrics": self.metrics})
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def _top_reasons(reasons: Sequence[str | None], limit: int = 5) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in reasons:
+        if r:
+            counts[r] = counts.get(r, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:limit])
+
+
+def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed: int = 0,
+                   confidence: float = 0.95, alpha: float = 0.05) -> dict[str, Any]:
+    """One metric's table: per system and per pair. Pairs are (earlier, later) in the systems' order; the
+    difference is A − B in the metric's own units; "better" follows the metric's direction."""
+    runs = list(per_system.values())
+    higher = runs[0].higher_is_better
+    error = next((r.error for r in runs if r.error), None)
+    systems = {}
+    for name, run in per_system.items():
+        interval = cs.mean_ci(run.scores, resamples, seed, confidence)
+        systems[name] = {**interval.to_dict(), "num_scored": run.num_scored,
+                         "num_unscored": len(run.scores) - run.num_scored,
+                         "unscored_reasons": _top_reasons(run.reasons)}
+    pairs = []
+    for a, b in combinations(per_system, 2):
+        sa, sb = per_system[a].scores, per_system[b].scores
+        diff = cs.paired_difference_ci(sa, sb, resamples, seed, confidence)
+        p = cs.paired_randomization_p(sa, sb, resamples, seed)
+        reason = (f"metric failed: {error}" if error else diff.reason) if p is None else None
+        pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
+                      "n_paired": diff.n, "p_value": p, **cs.win_tie_loss(sa, sb, higher), "reason": reason})
+    for pair, adjusted in zip(pairs, cs.holm([p["p_value"] for p in pairs])):
+        pair["p_holm"] = adjusted
+        pair["significant"] = None if adjusted is None else bool(adjusted < alpha)
+        if pair["significant"] and pair["difference"]:
+            pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
+        else:
+            pair["better"] = None
+    return {"higher_is_better": higher, "error": error, "fingerprint": runs[0].fingerprint,
+            "systems": systems, "pairs": pairs}
+
+
+def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], metrics: Sequence[str],
+            ids: Sequence[str] | None = None, *, backend: str = "transformers", judge: str | None = None,
+            judge_options: dict[str, Any] | None = None, cache: Any = None, config: Any = None,
+            progress: bool = False, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+            alpha: float = 0.05, notes: Sequence[str] = (), on_metric=None) -> CompareResult:
+    """Score each system's candidates against the shared references with every metric and compare them.
+
+    systems: name -> candidates in the order of `references` (see `load_systems` for files matched by id).
+    A metric that fails entirely gives "n/a" cells with its reason; the other metrics are kept.
+    on_metric(name, result_so_far) is called after each metric (progress, partial outputs)."""
+    names = list(systems)
+    if len(names) < 2:
+        raise InputError(f"compare needs at least two systems, got {len(names)}")
+    n = len(references)
+    for name in names:
+        if len(systems[name]) != n:
+            raise InputError(f"system '{name}' has {len(systems[name])} candidates for {n} references")
+    if not metrics:
+        raise InputError("name at least one metric")
+    ids = [str(i) for i in ids] if ids is not None else [f"row-{i}" for i in range(n)]
+    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": judge_options or {}, "cache": cache,
+                    "progress": progress}
+    if config is not None:
+        judge_kwargs["config"] = config
+    settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "alpha": alpha,
+                "correction": "Holm across the pairs of each metric",
+                "test": "paired approximate randomization (two-sided) on rows both systems scored",
+                "interval": "percentile bootstrap over rows"}
+    result = CompareResult(ids, names, {}, {}, settings, list(notes))
+    for metric in metrics:
+        # all systems in one call: the judge batches and de-duplicates across them
+        run = run_metric(metric, list(references) * len(names), [c for s in names for c in systems[s]], judge_kwargs)
+        per_system = {}
+        for k, name in enumerate(names):
+            rows = slice(k * n, (k + 1) * n)
+            per_system[name] = MetricRun(metric, run.scores[rows], run.higher_is_better,
+                                         run.counts[rows] if run.counts else [], run.fingerprint,
+                                         run.reasons[rows] if run.reasons else [None] * n, run.error)
+        result.runs[metric] = per_system
+        result.metrics[metric] = analyse_metric(per_system, resamples, seed, confidence, alpha)
+        if on_metric:
+            on_metric(metric, result)
+    return result
+
+
+# -- outputs -------------------------------------------------------------------------------------------------
+def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
+    """results.json (strict JSON), per_row.csv (long format: id, system, metric, score, unscored_reason) and
+    forest.png in `folder`; returns their paths."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"results": out / "results.json", "per_row": out / "per_row.csv", "forest": out / "forest.png"}
+    paths["results"].write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str))
+    with paths["per_row"].open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "system", "metric", "score", "unscored_reason"])
+        for metric, per_system in result.runs.items():
+            for system, run in per_system.items():
+                for i, row_id in enumerate(result.ids):
+                    score = run.scores[i]
+                    writer.writerow([row_id, system, metric, "" if score is None else repr(float(score)),
+                                     "" if score is not None else (run.reasons[i] or "unscored")])
+    forest_plot(result, paths["forest"])
+    return paths
+
+
+def forest_plot(result: CompareResult, path: str | Path) -> Path:
+    """One panel per metric: each pair's mean difference A − B with its paired bootstrap CI; filled markers
+    are significant after Holm; pairs without a value are listed as n/a."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m, entry in result.metrics.items() if not entry["error"]]
+    failed = [m for m in result.metrics if m not in metrics]
+    if not metrics:  # still a figure that says why, rather than no file
+        fig, ax = plt.subplots(figsize=(7, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no metric could be computed: " + ", ".join(failed), ha="center", va="center")
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        return Path(path)
+    pairs_per_metric = max(1, max((len(m["pairs"]) for m in result.metrics.values()), default=1))
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(7, 1.2 + 0.55 * pairs_per_metric * len(metrics) + 0.6 * len(metrics)),
+                             squeeze=False)
+    for ax, metric in zip(axes[:, 0], metrics):
+        entry = result.metrics[metric]
+        labels = []
+        for y, pair in enumerate(entry["pairs"]):
+            labels.append(f"{pair['a']} − {pair['b']}")
+            if pair["difference"] is None:
+                ax.text(0.5, y, f"n/a: {pair['reason']}", va="center", ha="center", fontsize=8,
+                        transform=ax.get_yaxis_transform())
+                continue
+            low = pair["ci_low"] if pair["ci_low"] is not None else pair["difference"]
+            high = pair["ci_high"] if pair["ci_high"] is not None else pair["difference"]
+            ax.errorbar(pair["difference"], y, xerr=[[pair["difference"] - low], [high - pair["difference"]]],
+                        fmt="o", color="black", mfc="black" if pair["significant"] else "white", capsize=4)
+            p = pair["p_holm"]
+            ax.annotate("" if p is None else f"p_Holm={p:.3g}", (high, y), xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=8)
+        ax.axvline(0, color="grey", linestyle="--", linewidth=1)
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_ylim(-0.6, len(labels) - 0.4)
+        ax.invert_yaxis()
+        direction = "higher" if entry["higher_is_better"] else "lower"
+        ax.set_xlabel(f"mean difference in {metric} ({direction} is better); "
+                      f"{int(result.settings['confidence'] * 100)}% paired bootstrap CI")
+        ax.set_title(metric, fontsize=10)
+    fig.suptitle(f"{len(result.systems)} systems on {len(result.ids)} reports: pairwise differences "
+                 "(filled = significant after Holm)" + (f"\nn/a (failed): {', '.join(failed)}" if failed else ""),
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,133 @@
+"""Statistics for comparing report generators on the same references: pure functions, explicit seeds, scipy.
+
+- per system: mean over scored rows with a percentile bootstrap CI (scipy.stats.bootstrap);
+- per pair of systems, on the rows both have scored: mean difference A − B with a paired percentile bootstrap
+  CI (resampling rows, i.e. the bootstrap of the per-row differences; Koehn 2004), and a two-sided paired
+  approximate-randomization test (scipy.stats.permutation_test, permutation_type="samples": each row's two
+  scores are swapped at random; exact over all 2^n swaps when that is no more than the resamples asked for;
+  otherwise (hits + 1) / (resamples + 1)) (Riezler & Maxwell 2005; Noreen 1989);
+- Holm's step-down correction across the pairs of one metric (Holm 1979);
+- win / tie / loss counts oriented by the metric's direction.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with a CI; value/ci are None (never NaN) with `reason` set when it cannot be computed."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _finite(values: Sequence[float | None]) -> np.ndarray:
+    return np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+
+
+def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
+                          confidence: float) -> tuple[float | None, float | None]:
+    from scipy import stats
+
+    if resamples <= 0:
+        return None, None
+    if np.all(samples == samples[0]):  # every resample has the same mean: the interval is that point
+        return float(samples[0]), float(samples[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on near-degenerate resamples; the percentiles stay defined
+        result = stats.bootstrap((samples,), np.mean, n_resamples=resamples, confidence_level=confidence,
+                                 method="percentile", rng=np.random.default_rng(seed), vectorized=True)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0,
+            confidence: float = 0.95) -> Interval:
+    """Mean of the scored values with a percentile bootstrap CI; unscored (None/NaN) values are left out."""
+    x = _finite(values)
+    if len(x) == 0:
+        return Interval(None, None, None, 0, "no scored rows")
+    if len(x) == 1:
+        return Interval(float(x[0]), None, None, 1, "one scored row: no interval")
+    low, high = _percentile_bootstrap(x, resamples, seed, confidence)
+    return Interval(float(x.mean()), low, high, len(x))
+
+
+def paired_rows(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows both systems have a score for (a row unscored on either side carries no paired evidence)."""
+    if len(a) != len(b):
+        raise ValueError(f"paired scores differ in length: {len(a)} vs {len(b)}")
+    keep = [(x, y) for x, y in zip(a, b) if x is not None and y is not None
+            and not math.isnan(x) and not math.isnan(y)]
+    if not keep:
+        return np.array([]), np.array([])
+    x, y = zip(*keep)
+    return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+
+def paired_difference_ci(a: Sequence[float | None], b: Sequence[float | None], resamples: int = 1000,
+                         seed: int = 0, confidence: float = 0.95) -> Interval:
+    """Mean of A − B over the rows both scored, with the paired percentile bootstrap CI. Resampling rows and
+    taking mean(A*) − mean(B*) equals resampling the per-row differences d = A − B and taking mean(d*)."""
+    x, y = paired_rows(a, b)
+    if len(x) == 0:
+        return Interval(None, None, None, 0, "no row scored for both systems")
+    if len(x) == 1:
+        return Interval(float(x[0] - y[0]), None, None, 1, "one row scored for both systems: no interval")
+    low, high = _percentile_bootstrap(x - y, resamples, seed, confidence)
+    return Interval(float((x - y).mean()), low, high, len(x))
+
+
+def paired_randomization_p(a: Sequence[float | None], b: Sequence[float | None], resamples: int = 1000,
+                           seed: int = 0) -> float | None:
+    """Two-sided p-value of "A and B score the same on average": randomly swapping A's and B's score within each
+    row (the null makes the labels exchangeable per row), how often is |mean(A') − mean(B')| at least the observed
+    |mean(A) − mean(B)|. None when fewer than 2 rows are scored by both."""
+    from scipy import stats
+
+    x, y = paired_rows(a, b)
+    if len(x) < 2:
+        return None
+    if np.allclose(x, y):
+        return 1.0
+
+    def mean_difference(u, v, axis):
+        return np.mean(u, axis=axis) - np.mean(v, axis=axis)
+
+    result = stats.permutation_test((x, y), mean_difference, permutation_type="samples", vectorized=True,
+                                    n_resamples=resamples, alternative="two-sided", rng=np.random.default_rng(seed))
+    return float(min(1.0, result.pvalue))
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values (step-down): sort the m p-values ascending, multiply the i-th (0-based) by m − i,
+    take the running maximum, cap at 1. None stays None and does not count in m."""
+    present = [(p, i) for i, p in enumerate(p_values) if p is not None]
+    m = len(present)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted(present)):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
+def win_tie_loss(a: Sequence[float | None], b: Sequence[float | None], higher_is_better: bool = True,
+                 tolerance: float = 1e-9) -> dict[str, int]:
+    """Rows where A scores better / equal (within tolerance) / worse than B, on rows both scored."""
+    x, y = paired_rows(a, b)
+    diff = (x - y) if higher_is_better else (y - x)
+    return {"win": int((diff > tolerance).sum()), "tie": int((np.abs(diff) <= tolerance).sum()),
+            "loss": int((diff < -tolerance).sum())}

@@ -1,0 +1,181 @@
+"""One metric over a list of report pairs -> per-row scores with a direction, whatever the metric is.
+
+`run_metric(spec, references, candidates, judge_kwargs)` is the one entry `compare` and `meta-eval` share:
+- a radmetrics scoring system (green, vert, ...) runs on the shared judge and cache;
+- a named baseline (bleu-4, rouge-l, bertscore, radgraph-f1, ...; radmetrics/baselines/) runs its own library;
+- anything else is an `evaluate` module (name or local path) with `name:key` to pick the output key and
+  `name:option=value` for compute() options, e.g. `rouge:rougeL`, `bleu:bleu:max_order=2`.
+
+A metric that fails as a whole (library missing, weights not downloadable offline, an unknown key) never raises
+here: it comes back with every row unscored and `error` set, so the metrics that finished are kept.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from radmetrics.errors import RadmetricsError
+
+log = logging.getLogger(__name__)
+
+@dataclass
+class MetricRun:
+    name: str
+    scores: list[float | None]
+    higher_is_better: bool
+    #: per sample significant counts (a)-(f), when the metric's judge writes them
+    counts: list[list[int] | None] = field(default_factory=list)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    reasons: list[str | None] = field(default_factory=list)
+    #: why the whole metric failed (every row is then unscored with this reason)
+    error: str | None = None
+    #: per sample extra score columns some metrics give (ER²Score's per-criterion rewards), name -> scores
+    extra: dict[str, list[float | None]] = field(default_factory=dict)
+
+    @classmethod
+    def failed(cls, name: str, n: int, error: str, higher_is_better: bool = True) -> MetricRun:
+        return cls(name, [None] * n, higher_is_better, [None] * n, {}, [f"metric failed: {error}"] * n, error)
+
+    @property
+    def num_scored(self) -> int:
+        return sum(s is not None for s in self.scores)
+
+
+@dataclass(frozen=True)
+class EvaluateSpec:
+    """`name[:key][:option=value...]` for an evaluate module used as a baseline."""
+
+    module: str
+    key: str | None
+    options: dict[str, Any]
+
+    @classmethod
+    def parse(cls, spec: str) -> EvaluateSpec:
+        # A local path may hold ':' only on Windows drives; we split from the module name's end.
+        parts = spec.split(":")
+        module, key, options = parts[0], None, {}
+        for part in parts[1:]:
+            if "=" in part:
+                name, value = part.split("=", 1)
+                try:
+                    options[name] = json.loads(value)
+                except ValueError:
+                    options[name] = value
+            elif key is None and part:
+                key = part
+            else:
+                raise RadmetricsError(f"metric '{spec}': more than one output key named ('{key}', '{part}'); "
+                                      "use name:key:option=value")
+        return cls(module, key, options)
+
+
+def _clean(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def run_radmetrics_metric(name: str, references: Sequence[Any], candidates: Sequence[Any],
+                          judge_kwargs: dict[str, Any]) -> MetricRun:
+    import radmetrics
+
+    result = radmetrics.score(name, references, candidates, **judge_kwargs)
+    counts = [j.significant_errors() for j in result.judgments]
+    return MetricRun(name, result.scores, result.scoring_system.higher_is_better, counts,
+                     result.fingerprint, [j.reason for j in result.judgments])
+
+
+def pick_key(spec: str, output: dict[str, Any], key: str | None, n: int) -> str:
+    """The output key to report: the one named, else the only numeric one, else the one named like the
+    module; several candidates are an error that lists them (never "the first numeric key")."""
+    numeric = [k for k, v in output.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)
+               or (isinstance(v, list) and len(v) == n and v and all(isinstance(x, (int, float)) for x in v))]
+    if key is not None:
+        if key not in output:
+            raise RadmetricsError(f"metric '{spec}' has no output '{key}'; its outputs: {', '.join(output)}")
+        return key
+    if len(numeric) == 1:
+        return numeric[0]
+    base = spec.split(":")[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".py")
+    if base in numeric:
+        return base
+    raise RadmetricsError(f"metric '{spec}' gives several scores ({', '.join(numeric) or 'none numeric'}); "
+                          f"name one, e.g. {base}:{numeric[0] if numeric else 'KEY'}")
+
+
+def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
+                        higher_is_better: bool = True) -> MetricRun:
+    """An evaluate module as a baseline: per-sample scores from its list output under the chosen key, or one
+    compute() per sample when that key is a corpus value. Rows with an empty side are unscored."""
+    import evaluate
+
+    parsed = EvaluateSpec.parse(spec)
+    module = evaluate.load(parsed.module)
+    rows = [i for i, (r, c) in enumerate(zip(references, candidates))
+            if isinstance(r, str) and r.strip() and isinstance(c, str) and c.strip()]
+    preds, refs = [candidates[i] for i in rows], [references[i] for i in rows]
+    scores: list[float | None] = [None] * len(references)
+    reasons: list[str | None] = ["reference or candidate is empty or missing"] * len(references)
+    if rows:
+        out = module.compute(predictions=preds, references=refs, **parsed.options)
+        key = pick_key(spec, out, parsed.key, len(preds))
+        values = out[key]
+        if not (isinstance(values, list) and len(values) == len(preds)):
+            values = [module.compute(predictions=[p], references=[r], **parsed.options)[key]
+                      for p, r in zip(preds, refs)]
+        for i, v in zip(rows, values):
+            scores[i], reasons[i] = _clean(v), None
+    else:
+        key = parsed.key
+    return MetricRun(spec, scores, higher_is_better, [None] * len(references),
+                     {"evaluate_module": parsed.module, "key": key, "options": parsed.options}, reasons)
+
+
+def metric_direction(spec: str) -> bool | None:
+    """higher_is_better of a metric name, when it is known without running it."""
+    import radmetrics
+    from radmetrics import baselines
+
+    if spec in radmetrics.list_scoring_systems():
+        return radmetrics.get_scoring_system(spec).higher_is_better
+    if baselines.is_baseline(spec):
+        return baselines.get_baseline(spec).higher_is_better
+    return None
+
+
+def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
+               judge_kwargs: dict[str, Any] | None = None) -> MetricRun:
+    """Any metric over the pairs; a failure of the whole metric comes back as an all-unscored run with the
+    reason (logged), never as an exception, so other metrics' results are kept."""
+    import radmetrics
+    from radmetrics import baselines
+
+    references, candidates = list(references), list(candidates)
+    try:
+        if spec in radmetrics.list_scoring_systems():
+            return run_radmetrics_metric(spec, references, candidates, dict(judge_kwargs or {}))
+        if baselines.is_baseline(spec):
+            return baselines.run_baseline(spec, references, candidates)
+        return run_evaluate_metric(spec, references, candidates)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - one metric's failure must not lose the others
+        if isinstance(e, ModuleNotFoundError):  # name the extra that installs the library
+            from radmetrics.errors import MissingExtraError
+
+            e = MissingExtraError.from_import_error(e) or e
+        message = " ".join(str(e).split())[:300] or type(e).__name__
+        log.warning("metric %s failed: %s", spec, message)
+        direction = None
+        try:
+            direction = metric_direction(spec)
+        except Exception:  # noqa: BLE001
+            pass
+        return MetricRun.failed(spec, len(references), f"{type(e).__name__}: {message}",
+                                True if direction is None else direction)

@@ -1,0 +1,206 @@
+"""`radmetrics compare`: the statistics against hand derivations and independent numpy/scipy computations, row
+matching by id, and the command end to end on the bundled sample with the tiny judge and a baseline."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from itertools import combinations, product
+
+import numpy as np
+import pytest
+from conftest import REPO, SAMPLE
+
+from radmetrics.errors import InputError
+from radmetrics.meta import compare_stats as cs
+from radmetrics.meta.compare import load_systems
+
+
+# -- statistics --------------------------------------------------------------------------------------------------
+def _numpy_bootstrap(values, resamples, seed):
+    """Independent percentile bootstrap of the mean: resample rows with replacement, 2.5th/97.5th percentiles."""
+    rng = np.random.default_rng(seed + 1000)  # other draws than scipy's: agreement is within Monte-Carlo error
+    x = np.asarray(values, float)
+    means = x[rng.integers(0, len(x), (resamples, len(x)))].mean(axis=1)
+    return np.percentile(means, [2.5, 97.5])
+
+
+def test_mean_ci_hand_derived_and_against_an_independent_bootstrap():
+    # n = 2, values 0 and 1: a resample's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4, so with 1,000
+    # resamples ~250 are 0 and ~250 are 1: the 2.5th percentile is 0 and the 97.5th is 1.
+    two = cs.mean_ci([0.0, 1.0], resamples=1000, seed=0)
+    assert (two.value, two.ci_low, two.ci_high, two.n) == (0.5, 0.0, 1.0, 2)
+    # constant scores: every resample has the same mean, the interval is that point
+    assert cs.mean_ci([0.3, 0.3, 0.3]).to_dict() == {"value": 0.3, "ci_low": 0.3, "ci_high": 0.3, "n": 3,
+                                                     "reason": None}
+    rng = np.random.default_rng(7)
+    values = list(rng.normal(0.6, 0.2, 60))
+    ours = cs.mean_ci(values + [None, float("nan")], resamples=20000, seed=0)
+    assert ours.n == 60 and ours.value == pytest.approx(np.mean(values))
+    low, high = _numpy_bootstrap(values, 20000, 0)
+    assert ours.ci_low == pytest.approx(low, abs=0.005) and ours.ci_high == pytest.approx(high, abs=0.005)
+    # seeded: the same seed gives the same interval
+    assert cs.mean_ci(values, resamples=500, seed=3) == cs.mean_ci(values, resamples=500, seed=3)
+    assert cs.mean_ci([None]).reason == "no scored rows" and cs.mean_ci([0.4]).ci_low is None
+
+
+def test_paired_difference_ci_is_the_bootstrap_of_row_differences():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0, 1, 50)
+    b = a - 0.1 + rng.normal(0, 0.1, 50)
+    a_list, b_list = list(a) + [None], list(b) + [0.5]  # the last row is unscored for A: not paired
+    out = cs.paired_difference_ci(a_list, b_list, resamples=20000, seed=0)
+    assert out.n == 50 and out.value == pytest.approx(np.mean(a - b))
+    low, high = _numpy_bootstrap(a - b, 20000, 0)
+    assert out.ci_low == pytest.approx(low, abs=0.004) and out.ci_high == pytest.approx(high, abs=0.004)
+    assert cs.paired_difference_ci([None], [1.0]).reason == "no row scored for both systems"
+
+
+def test_paired_randomization_exact_hand_derived():
+    # differences d = A − B = 1, 2, 3. Under the null each row's pair is swapped (d -> −d) with probability 1/2;
+    # the 2^3 = 8 sign patterns give mean differences (±1 ±2 ±3)/3; only +++ reaches the observed 6/3 and only
+    # −−− reaches −6/3, so the two-sided p = 2/8 = 0.25 (scipy enumerates all 8 since 8 <= resamples).
+    assert cs.paired_randomization_p([1, 2, 3], [0, 0, 0], resamples=1000) == pytest.approx(0.25)
+    # d = 1..5: 32 patterns, one at +15 and one at −15: p = 2/32
+    assert cs.paired_randomization_p([1, 2, 3, 4, 5], [0] * 5, resamples=1000) == pytest.approx(2 / 32)
+    # brute force over every pattern for an uneven example: p = #{|mean(s·d)| >= |mean(d)|} / 2^n
+    d = np.array([0.3, -0.1, 0.25, 0.05, 0.4, -0.2, 0.15])
+    hits = sum(abs(np.mean(np.array(s) * d)) >= abs(d.mean()) - 1e-12 for s in product([1, -1], repeat=len(d)))
+    assert cs.paired_randomization_p(list(d), [0.0] * len(d), resamples=1000) == pytest.approx(hits / 2 ** len(d))
+    assert cs.paired_randomization_p([0.5, 0.6], [0.5, 0.6]) == 1.0
+    assert cs.paired_randomization_p([0.5], [0.1]) is None
+
+
+def test_paired_randomization_sampled_matches_an_independent_loop():
+    rng = np.random.default_rng(2)
+    a = rng.uniform(0, 1, 40)
+    b = a - 0.05 + rng.normal(0, 0.15, 40)
+    ours = cs.paired_randomization_p(list(a), list(b), resamples=20000, seed=0)
+    # independent approximate randomization: flip each row's difference with probability 1/2, add-one smoothing
+    d = a - b
+    flips = np.where(np.random.default_rng(99).random((20000, len(d))) < 0.5, -1, 1)
+    hits = (np.abs((flips * d).mean(axis=1)) >= abs(d.mean()) - 1e-12).sum()
+    assert ours == pytest.approx((hits + 1) / 20001, abs=0.01)
+
+
+def test_holm_hand_derived():
+    # sorted p: 0.01, 0.03, 0.04 (m = 3) -> 3 × 0.01 = 0.03, 2 × 0.03 = 0.06, 1 × 0.04 = 0.04 -> running max 0.06
+    assert cs.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    # None does not count in m; products cap at 1
+    assert cs.holm([0.2, None, 0.9]) == [pytest.approx(0.4), None, pytest.approx(0.9)]
+    assert cs.holm([0.6, 0.7]) == [1.0, 1.0]
+
+
+def test_win_tie_loss_follows_the_direction():
+    a, b = [0.9, 0.5, 0.2, None], [0.1, 0.5, 0.3, 0.4]
+    assert cs.win_tie_loss(a, b) == {"win": 1, "tie": 1, "loss": 1}
+    assert cs.win_tie_loss(a, b, higher_is_better=False) == {"win": 1, "tie": 1, "loss": 1}
+    assert cs.win_tie_loss([3, 1], [1, 2], higher_is_better=False) == {"win": 1, "tie": 0, "loss": 1}
+
+
+# -- matching rows by id ------------------------------------------------------------------------------------------
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i}", "candidate": f"a {i}"} for i in range(4)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in (3, 1, 0, 2)])
+    aligned = load_systems({"A": a, "B": b})
+    assert aligned.ids == ["0", "1", "2", "3"] and aligned.candidates["B"] == ["b 0", "b 1", "b 2", "b 3"]
+    assert aligned.references == ["ref 0", "ref 1", "ref 2", "ref 3"]
+    c = _write(tmp_path / "c.jsonl", [{"id": i, "candidate": f"c {i}"} for i in (0, 1, 2, 9)])
+    with pytest.raises(InputError, match=r"C lacks 1 id\(s\) of A: 3; C has 1 id\(s\) not in A: 9.*--on-mismatch"):
+        load_systems({"A": a, "C": c})
+    shared = load_systems({"A": a, "C": c}, on_mismatch="intersect")
+    assert shared.ids == ["0", "1", "2"] and any("C lacks" in n for n in shared.notes)
+    d = _write(tmp_path / "d.jsonl", [{"id": i, "reference": "other", "candidate": "x"} for i in range(4)])
+    with pytest.raises(InputError, match="D's reference differs from A's for 4 id"):
+        load_systems({"A": a, "D": d})
+    dup = _write(tmp_path / "dup.jsonl", [{"id": 0, "candidate": "x"}, {"id": 0, "candidate": "y"}])
+    with pytest.raises(InputError, match="duplicate ids 0"):
+        load_systems({"A": a, "E": dup})
+    p1 = _write(tmp_path / "p1.jsonl", [{"reference": "r", "candidate": "x"}] * 3)
+    p2 = _write(tmp_path / "p2.jsonl", [{"candidate": "y"}] * 2)
+    with pytest.raises(InputError, match="matched by position, but the row counts differ: P 3, Q 2"):
+        load_systems({"P": p1, "Q": p2})
+
+
+# -- end to end -----------------------------------------------------------------------------------------------------
+def _strict_json(text):
+    def no_nan(name):
+        raise AssertionError(f"{name} in results.json")
+    return json.loads(text, parse_constant=no_nan)
+
+
+def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
+    out = tmp_path / "cmp"
+    cmd = [sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}",
+           "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "green", "-m", "bleu-4", "-m", "no-such-evaluate-module",
+           "--judge", str(tiny_judge), "--max-new-tokens", "200", "--cache", str(tmp_path / "c.sqlite"),
+           "--resamples", "2000", "-o", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "Pairs" in run.stdout and "green" in run.stdout
+    results = _strict_json((out / "results.json").read_text())
+    assert results["n_rows"] == 8 and results["systems"] == ["A", "B"]
+    # the failing metric is an n/a with its reason; the finished ones are kept
+    failed = results["metrics"]["no-such-evaluate-module"]
+    assert failed["error"] and failed["systems"]["A"]["value"] is None
+    assert failed["pairs"][0]["reason"].startswith("metric failed:")
+    with (out / "per_row.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 3 * 2 * 8
+    for metric in ("green", "bleu-4"):
+        entry = results["metrics"][metric]
+        scores = {s: [float(r["score"]) if r["score"] else None for r in rows if r["metric"] == metric
+                      and r["system"] == s] for s in ("A", "B")}
+        for system, s in entry["systems"].items():
+            scored = [v for v in scores[system] if v is not None]
+            assert s["value"] == pytest.approx(np.mean(scored)) and s["num_scored"] == len(scored)
+            assert s["num_unscored"] == 8 - len(scored)
+        pair = entry["pairs"][0]
+        both = [(x, y) for x, y in zip(scores["A"], scores["B"]) if x is not None and y is not None]
+        assert pair["n_paired"] == len(both) and pair["difference"] == pytest.approx(np.mean([x - y for x, y in both]))
+        assert pair["p_value"] == pytest.approx(cs.paired_randomization_p(*zip(*both), resamples=2000))
+        assert pair["p_holm"] == pair["p_value"]  # one pair: Holm multiplies by 1
+        assert pair["win"] + pair["tie"] + pair["loss"] == len(both)
+    # the empty candidate of A is unscored for the judge metric and for the baseline, with the reason
+    empty = [r for r in rows if r["id"] == "empty-candidate" and r["system"] == "A"]
+    assert all(r["score"] == "" and "empty" in r["unscored_reason"] for r in empty if r["metric"] != "no-such-evaluate-module")
+    assert (out / "forest.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_python_api_with_the_fake_judge_and_three_systems(fake_judge):
+    import fake_judge as fj
+
+    import radmetrics
+
+    refs = [f"left effusion {w} noted" for w in ("small", "large", "mild", "tiny", "new", "old")]
+    systems = {"A": [r for r in refs], "B": [r.replace("noted", "seen") for r in refs],
+               "C": ["pneumothorax"] * 6}
+    result = radmetrics.compare(systems, refs, ["green"], backend="fake", cache=False, resamples=500)
+    entry = result.to_dict()["metrics"]["green"]
+    for name, cands in systems.items():
+        expected = [fj.expected_score(r, c) for r, c in zip(refs, cands)]
+        assert result.runs["green"][name].scores == pytest.approx(expected)
+        assert entry["systems"][name]["value"] == pytest.approx(np.mean(expected))
+    assert [(p["a"], p["b"]) for p in entry["pairs"]] == list(combinations("ABC", 2))
+    raw = [p["p_value"] for p in entry["pairs"]]
+    assert [p["p_holm"] for p in entry["pairs"]] == pytest.approx(cs.holm(raw))
+    a_vs_c = entry["pairs"][1]
+    assert a_vs_c["win"] == 6 and a_vs_c["difference"] == pytest.approx(1.0)
+    # six rows all won: exact randomization gives 2 / 2^6
+    assert a_vs_c["p_value"] == pytest.approx(2 / 64)
+
+
+def test_compare_cli_bad_input_is_one_line(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": "r", "candidate": "c"} for i in range(3)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": "c"} for i in range(2)])
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={a}", "-s", f"B={b}",
+                          "-m", "bleu-4", "-o", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "B lacks 1 id(s) of A: 2" in run.stderr and len(run.stderr.strip().splitlines()) == 1

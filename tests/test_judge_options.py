@@ -1,0 +1,75 @@
+"""Backend options are typed dataclasses: an unknown or mistyped option is a one-line error naming the valid
+ones, in Python, through evaluate.load and on the command line (exit 2); the Judge protocol is one for all."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, SAMPLE
+
+import radmetrics
+from radmetrics.judge import CachedJudge, Judge, JudgeOptionError
+from radmetrics.judge.openai_backend import OpenAIOptions
+from radmetrics.judge.transformers_backend import TransformersJudge, TransformersOptions
+
+REPLAY = str(SAMPLE / "green_replay.jsonl")
+
+
+def test_unknown_option_in_python_names_the_valid_ones():
+    with pytest.raises(JudgeOptionError) as info:
+        radmetrics.get_judge("transformers", model="some/model", nosuchopt=3)
+    message = str(info.value)
+    assert message.startswith("Unknown option 'nosuchopt' for the transformers backend.")
+    assert "max_batch_size" in message and "\n" not in message
+    with pytest.raises(JudgeOptionError, match="Did you mean 'max_batch_size'"):
+        radmetrics.get_judge("transformers", model="some/model", max_batch_sise=3)
+    with pytest.raises(JudgeOptionError, match="Unknown option 'concurrency' for the replay backend"):
+        radmetrics.score("green", ["a"], ["b"], backend="replay", judge_options={"path": REPLAY, "concurrency": 2})
+
+
+def test_mistyped_option_is_an_error_not_a_traceback():
+    with pytest.raises(JudgeOptionError, match="'max_batch_size' of the transformers backend must be int, not 'many'"):
+        TransformersJudge(model="m", max_batch_size="many")
+    with pytest.raises(JudgeOptionError, match="'timeout' of the openai backend must be float"):
+        radmetrics.get_judge("openai", model="m", base_url="http://127.0.0.1:9", timeout="soon")
+    assert OpenAIOptions.from_dict({"timeout": 3}, "openai").timeout == 3  # an int is a fine float
+    options = TransformersOptions.from_dict({"max_input_tokens": None, "engine": False}, "transformers")
+    assert options.engine is False and options.max_input_tokens is None
+
+
+def test_evaluate_load_rejects_a_misspelt_option():
+    import evaluate
+
+    with pytest.raises(radmetrics.UnknownNameError) as info:
+        evaluate.load(str(REPO / "radmetrics" / "green"), judgee="StanfordAIMI/GREEN-RadLlama2-7b")
+    assert "Unknown radmetrics/green option 'judgee'. Did you mean 'judge'?" in str(info.value)
+
+
+def test_cli_unknown_judge_option_exits_2_with_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i",
+                          str(SAMPLE / "pairs.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--replay", REPLAY,
+                          "--judge-option", "nosuchopt=3"], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy())
+    assert run.returncode == 2
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert lines == [lines[0]] and "Unknown option 'nosuchopt' for the replay backend" in lines[0]
+    assert "Traceback" not in run.stderr and not (tmp_path / "out.jsonl").exists()
+
+
+def test_every_judge_implements_the_protocol(tmp_path):
+    cached = radmetrics.get_judge("replay", path=REPLAY)
+    assert isinstance(cached, CachedJudge) and isinstance(cached, Judge) and isinstance(cached.backend, Judge)
+    assert cached.model == cached.backend.model and cached.identity()["backend"] == "replay"
+    from radmetrics.judge.ray_engine import RayShardedJudge
+
+    sharded = RayShardedJudge("replay", model=REPLAY)
+    assert isinstance(sharded, Judge) and sharded.identity()["engine"] == "ray"
+    with pytest.raises(JudgeOptionError, match="Unknown option 'bogus' for the replay backend"):
+        RayShardedJudge("replay", model=REPLAY, bogus=1)
+    prompts = [json.loads(line)["prompt"] for line in open(REPLAY)][:2]
+    seen = []
+    assert cached.generate(prompts, on_result=lambda i, t: seen.append(i), progress=False)
+    assert sorted(seen) == [0, 1]
