@@ -357,3 +357,28 @@ def test_total_deadline_bounds_a_trickling_server(tmp_path):
     assert len(held) == 2 and max(held) < 2.0, held
     (tmp_path / "outcome.json").write_text(json.dumps({"held": held}))
     print(f"\ntrickling server, timeout=1: requests held {max(held):.2f}s at most")
+
+
+# -- model files -----------------------------------------------------------------------------------------------------
+class _Payload:
+    """Unpickling this runs code (writes a file): what a hostile head file on the Hub would carry."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "code ran"))
+
+
+def test_er2score_head_file_is_never_unpickled_as_code(tmp_path):
+    import torch
+
+    from radmetrics.er2score.model import CONFIG_FILE, HEAD_FILE, MultiRewardModel
+    from radmetrics.errors import RadmetricsError
+
+    marker = tmp_path / "pwned.txt"
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"criteria": ["a"], "base_model": "never-loaded"}))
+    torch.save({"weight": _Payload(str(marker))}, tmp_path / HEAD_FILE)
+    with pytest.raises(RadmetricsError, match="is not plain tensors: refused to unpickle it"):
+        MultiRewardModel.load(tmp_path)
+    assert not marker.exists()
