@@ -122,28 +122,27 @@ class CachedJudge:
             self._ask_claimed(list(todo), ask, settle, progress)
         return [a if a is not None else GenerationFailure("no answer") for a in answers]
 
-    def _ask_claimed(self, pending: list[str], ask, settle, progress: bool) -> None:
+    def _ask_claimed(self, keys: list[str], ask, settle, progress: bool) -> None:
         """Claim, ask, and wait for other processes' answers until every key is settled."""
         from tqdm.auto import tqdm
 
         concurrency = getattr(self.backend, "concurrency", None)
         window = max(16, 4 * int(concurrency)) if concurrency else None  # None: the whole list at once
-        with self.cache.lease() as lease, tqdm(total=len(pending), desc=f"judge {self.model}", unit="report",
+        with self.cache.lease() as lease, tqdm(total=len(keys), desc=f"judge {self.model}", unit="report",
                                                disable=not progress or window is None) as bar:
+            pending = dict.fromkeys(keys)  # ordered; settled keys are removed, so a window reads a prefix
             while pending:
-                mine = lease.claim(pending, limit=window)
+                mine, others = lease.claim(pending.keys(), limit=window)
                 if mine:
                     ask(mine, lease, show=progress and window is None)
-                    done = set(mine)
-                    pending = [k for k in pending if k not in done]
                     bar.update(len(mine))
-                found = self.cache.get_many(pending) if pending else {}
+                found = self.cache.get_many(others) if others else {}
                 for key, text in found.items():
                     settle(key, text)
-                if found:
-                    pending = [k for k in pending if k not in found]
-                    bar.update(len(found))
-                if pending and not mine and not found:
+                bar.update(len(found))
+                for key in [*mine, *found]:
+                    pending.pop(key, None)
+                if not mine and not found:
                     time.sleep(self.poll_seconds)  # every remaining prompt is being asked by another run
 
     def __repr__(self) -> str:

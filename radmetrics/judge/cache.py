@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -182,30 +183,39 @@ class ResponseCache:
 
     # -- claims: concurrent runs wait for each other's answers instead of asking twice --------------------------
     @_guarded
-    def claim(self, keys: Sequence[str], owner: str, ttl: float, limit: int | None = None) -> list[str]:
-        """Claim up to LIMIT of KEYS for OWNER (in order): keys nobody holds, or whose lease has expired or whose
-        owner is a dead process on this host. Keys already answered are skipped. Returns the keys claimed."""
+    def claim(self, keys: Iterable[str], owner: str, ttl: float,
+              limit: int | None = None) -> tuple[list[str], list[str]]:
+        """Claim up to LIMIT of KEYS for OWNER, in order: keys nobody holds, whose lease has expired, or whose
+        owner is a dead process on this host. Returns (claimed, others): the keys claimed, and the keys looked at
+        that are answered already or held by another live run (the caller reads or waits for those). Keys after
+        the LIMIT-th claim are not looked at, so a long list costs one window's work per call."""
         now = time.time()
         claimed: list[str] = []
+        others: list[str] = []
         with self._write() as con:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
+            remaining = iter(keys)
+            while limit is None or len(claimed) < limit:
+                chunk = list(itertools.islice(remaining, 500))  # SQLite's bound-parameter limit
+                if not chunk:
+                    break
                 marks = ",".join("?" * len(chunk))
                 answered = {k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk)}
-                held = dict((k, (o, e)) for k, o, e in con.execute(
-                    f"SELECT key, owner, expires FROM claims WHERE key IN ({marks})", chunk))
+                held = {k: (o, e) for k, o, e in con.execute(
+                    f"SELECT key, owner, expires FROM claims WHERE key IN ({marks})", chunk)}
                 for key in chunk:
                     if limit is not None and len(claimed) >= limit:
                         break
                     if key in answered:
+                        others.append(key)
                         continue
                     if key in held:
                         holder, expires = held[key]
                         if holder != owner and expires > now and _owner_alive(holder):
+                            others.append(key)
                             continue
                     con.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)", (key, owner, now + ttl))
                     claimed.append(key)
-        return claimed
+        return claimed, others
 
     @_guarded
     def renew(self, owner: str, ttl: float) -> None:
@@ -269,7 +279,7 @@ class Lease:
             except Exception:  # a busy file now and then: the next beat renews
                 pass
 
-    def claim(self, keys: Sequence[str], limit: int | None = None) -> list[str]:
+    def claim(self, keys: Iterable[str], limit: int | None = None) -> tuple[list[str], list[str]]:
         return self.cache.claim(keys, self.owner, self.ttl, limit)
 
     def release(self, keys: Sequence[str] | None = None) -> None:
