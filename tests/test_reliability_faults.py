@@ -99,7 +99,13 @@ def test_planted_key_never_leaks_across_every_fault_kind(tmp_path, key_kind):
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     reasons = Counter((r["reason"] or "scored").split(" (")[0] for r in rows)
     assert any(r["parsed"] for r in rows) and not all(r["parsed"] for r in rows), reasons
-    fragment = longest_fragment(key, artifacts(tmp_path, out.stdout, out.stderr))
+    texts = [out.stdout, out.stderr]
+    if key_kind == "text":  # an option of the wrong type is an error that must not echo the value
+        wrong = run(cli_args(src, tmp_path / "wrong.jsonl", server.base_url, None, "--judge-option",
+                             f'api_key=["{key}"]'), env=env)
+        assert wrong.returncode == 2 and "Option 'api_key' of the openai backend must be" in wrong.stderr
+        texts += [wrong.stdout, wrong.stderr]
+    fragment = longest_fragment(key, artifacts(tmp_path, *texts))
     assert fragment < 8, f"{fragment} characters of the key leaked"
     (tmp_path / "outcome.json").write_text(json.dumps({"requests": len(server.requests), "fragment": fragment}))
     print(f"\n{key_kind} key, {len(FAULTS)} fault kinds x2, {len(server.requests)} requests: longest key fragment in "
