@@ -53,23 +53,50 @@ def json_text(text: str) -> str:
     raise AnswerError("JSON object is not closed (truncated output?)", retryable=True)
 
 
+class JSONObject(dict):
+    """A JSON object that also keeps every (key, value) pair in the order written, duplicates included
+    (a dict keeps only the last value of a repeated key, silently)."""
+
+    pairs: list[tuple[Any, Any]]
+
+
+def _object(pairs: list[tuple[Any, Any]]) -> JSONObject:
+    obj = JSONObject(pairs)
+    obj.pairs = list(pairs)
+    return obj
+
+
+def _literal(node: ast.AST) -> Any:
+    """ast.literal_eval that keeps duplicate keys of dict literals, as _object does for JSON."""
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking is no literal")
+        return _object([(_literal(k), _literal(v)) for k, v in zip(node.keys, node.values, strict=True)])
+    if isinstance(node, ast.List):
+        return [_literal(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
 def load_json_tolerant(text: str) -> Any:
-    """json.loads, then with trailing commas removed, then as a Python literal (single quotes)."""
+    """json.loads, then with trailing commas removed, then as a Python literal (single quotes).
+
+    Strings may hold raw line breaks (`strict=False`): papers print long strings wrapped over lines and
+    judges copy them. Objects are JSONObject: `.pairs` keeps a repeated key's every value."""
     if not isinstance(text, str):
         raise AnswerError(f"judge output is {type(text).__name__}, not text", retryable=True)
     raw = json_text(text)
     attempts = [raw, re.sub(r",\s*([}\]])", r"\1", raw)]
     for candidate in attempts:
         try:
-            return json.loads(candidate)
+            return json.loads(candidate, strict=False, object_pairs_hook=_object)
         except ValueError:
             pass
     try:
         literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempts[1])))
         with warnings.catch_warnings():  # odd escapes in judge text warn (and may one day be errors)
             warnings.simplefilter("ignore")
-            return ast.literal_eval(literal)
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as e:
+            return _literal(ast.parse(literal.strip(), mode="eval").body)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
         raise AnswerError(f"malformed JSON ({type(e).__name__})", retryable=True) from e
 
 

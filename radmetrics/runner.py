@@ -61,8 +61,13 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     prompts: list[str] = []
     rows: list[int] = []
     warnings: dict[int, list[str]] = {}
+    empty_candidates = []
     for i, (ref, cand) in enumerate(zip(references, candidates)):
-        problem = row_problem(ref, "reference") or row_problem(cand, "candidate")
+        # An empty generated report is the generator's failure: it is judged, as the official GREEN code does
+        # (make_prompt with an empty candidate), and counts against the generator instead of leaving the mean.
+        # An empty reference gives nothing to judge against: unscored.
+        empty = isinstance(cand, str) and not cand.strip()
+        problem = row_problem(ref, "reference") or (None if empty else row_problem(cand, "candidate"))
         if problem:
             judgments[i] = Judgment.unscored(f"row {row_ids[i]}: {problem}")
             continue
@@ -71,6 +76,8 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             warnings[i] = note
         prompts.append(system.build_prompt(ref, cand))
         rows.append(i)
+        if empty:
+            empty_candidates.append(i)
     if warnings:
         log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
     texts = _generate(judge, prompts, config, progress, rows, row_ids)
@@ -95,6 +102,11 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         judgments[i] = _finalize(system, judgments[i], references[i], candidates[i])
     for i, note in warnings.items():
         judgments[i].details["warnings"] = note
+    for i in empty_candidates:
+        judgments[i].details["empty_candidate"] = True
+    if empty_candidates:
+        log.warning("%d candidate reports were empty: judged as written (an empty report counts against its "
+                    "generator; details.empty_candidate)", len(empty_candidates))
     return judgments  # type: ignore[return-value]
 
 
@@ -124,7 +136,10 @@ def aggregate(system, judgments: Sequence[Judgment], **options: Any) -> dict[str
     if unknown:
         log.warning("%s has no aggregate option %s (it takes: %s); ignored", system.name, ", ".join(unknown),
                     ", ".join(system.aggregate_options) or "none")
-    return system.aggregate(judgments, **{k: v for k, v in options.items() if k in system.aggregate_options})
+    summary = system.aggregate(judgments, **{k: v for k, v in options.items() if k in system.aggregate_options})
+    # how many generated reports were empty (judged, not dropped: see judge_pairs)
+    summary["num_empty_candidates"] = sum(1 for j in judgments if j.details.get("empty_candidate"))
+    return summary
 
 
 def _generate(judge, prompts: list[str], config: GenerationConfig, progress: bool, rows: list[int],

@@ -31,9 +31,30 @@ def session_home() -> Path:
 @pytest.fixture(scope="session")
 def tiny_judge(tmp_path_factory) -> Path:
     """A tiny Llama fine-tuned (300 steps, ~15 s on 2 CPU cores) to answer GREEN prompts in GREEN format."""
-    from tiny_judge import build_tiny_judge
+    import tiny_judge as recipe
 
-    return build_tiny_judge(tmp_path_factory.mktemp("models") / "tiny-green-judge", steps=300)
+    build = tmp_path_factory.mktemp("models") / "tiny-green-judge"
+    shared = os.environ.get("RADMETRICS_TEST_MODELS")
+    if not shared:  # CI and a first run: train it here
+        return recipe.build_tiny_judge(build, steps=300)
+    # Developers running many sessions side by side reuse one build per recipe and library version
+    # (training is deterministic); set RADMETRICS_TEST_MODELS to a folder to opt in.
+    import hashlib
+
+    import torch
+    import transformers
+
+    key = hashlib.sha256(Path(recipe.__file__).read_bytes()
+                         + f"{torch.__version__}/{transformers.__version__}".encode()).hexdigest()[:16]
+    target = Path(shared) / f"tiny-green-judge-{key}"
+    if not (target / "training.json").exists():
+        recipe.build_tiny_judge(build, steps=300)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(build, target)  # atomic: a concurrent session either sees the whole model or builds its own
+        except OSError:
+            return build
+    return target
 
 
 @pytest.fixture(autouse=True)

@@ -12,15 +12,19 @@ from conftest import REPO
 import radmetrics
 
 
-def test_none_empty_and_non_string_rows_are_unscored(fake_judge):
+def test_none_empty_and_non_string_rows_are_unscored_but_an_empty_candidate_is_judged(fake_judge):
     refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly"]
     cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild"]
     result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
     reasons = [j.reason for j in result.judgments]
     assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
-                       "row 3: candidate is empty", "row 4: reference is int, not text", None]
+                       None, "row 4: reference is int, not text", None]
+    # the empty generated report is judged as the official GREEN code judges it: nothing matches, GREEN 0,
+    # and it counts in the mean against its generator
+    assert result.scores[3] == 0.0 and result.judgments[3].details["empty_candidate"] is True
     assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(0.5)
-    assert result.summary["num_unscored"] == 4 and fake_judge.calls == 2
+    assert result.summary["num_unscored"] == 3 and fake_judge.calls == 3
+    assert result.summary["num_empty_candidates"] == 1 and result.summary["green"] == pytest.approx(1.5 / 3)
 
 
 def test_mismatched_lengths_is_a_clear_error(fake_judge):

@@ -168,9 +168,11 @@ def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
         assert pair["p_value"] == pytest.approx(cs.paired_randomization_p(*zip(*both), resamples=2000))
         assert pair["p_holm"] == pair["p_value"]  # one pair: Holm multiplies by 1
         assert pair["win"] + pair["tie"] + pair["loss"] == len(both)
-    # the empty candidate of A is unscored for the judge metric and for the baseline, with the reason
-    empty = [r for r in rows if r["id"] == "empty-candidate" and r["system"] == "A"]
-    assert all(r["score"] == "" and "empty" in r["unscored_reason"] for r in empty if r["metric"] != "no-such-evaluate-module")
+    # the empty candidate of A: judged by the judge metric (an empty report counts against its generator, as the
+    # official GREEN code judges it), unscored with the reason by the baseline
+    empty = {r["metric"]: r for r in rows if r["id"] == "empty-candidate" and r["system"] == "A"}
+    assert "empty" in empty["bleu-4"]["unscored_reason"] and empty["bleu-4"]["score"] == ""
+    assert "candidate is empty" not in empty["green"]["unscored_reason"]
     assert (out / "forest.png").read_bytes()[:4] == b"\x89PNG"
 
 

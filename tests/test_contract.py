@@ -109,10 +109,13 @@ def test_json_reader_errors_say_whether_a_reask_can_help(text, message, retryabl
     assert info.value.retryable is retryable
 
 
-def test_finerad_swapped_fields_are_not_reasked():
+def test_finerad_swapped_fields_are_repaired_not_reasked():
     judgment = radmetrics.get_scoring_system("finerad_score").parse(
         '{"1": {"corrections": "Not actionable", "clinical severity": "[delete]"}}')
-    assert judgment.score is None and judgment.details["retryable"] is False and "swapped" in judgment.reason
+    assert judgment.score == 1.0 and "swapped back" in judgment.details["repairs"][0]
+    judgment = radmetrics.get_scoring_system("finerad_score").parse(
+        '{"1": {"corrections": "x", "clinical severity": "Serious"}}')  # complete but not the format: no re-ask
+    assert judgment.score is None and judgment.details["retryable"] is False
 
 
 # -- the contract's defaults: a system that declares only the required parts runs everywhere -----------------

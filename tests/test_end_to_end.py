@@ -118,7 +118,10 @@ def test_readme_sample_command_on_replay(tmp_path):
     assert rows["green-repro-1"]["green"] == pytest.approx(1 / 6)
     assert rows["truncated-judge-output"]["green"] is None
     assert "no [Matched Findings] section" in rows["truncated-judge-output"]["reason"]
-    assert rows["empty-candidate"]["reason"] == "row 7: candidate is empty"
+    # the empty candidate is judged (GREEN 0: nothing matched) and counted, not dropped from the mean
+    assert rows["empty-candidate"]["green"] == 0.0 and rows["empty-candidate"]["details"]["empty_candidate"]
+    summary = json.loads((tmp_path / "results.jsonl.summary.json").read_text())["summary"]
+    assert summary["num_empty_candidates"] == 1 and summary["num_unscored"] == 1
 
 
 def test_shared_prefix_cache_gives_the_same_answers(tiny_judge):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import FIXTURES
@@ -29,11 +30,19 @@ def test_prompt_truncates_each_report_to_300_words_like_official():
     assert GreenSystem().input_warnings(long_ref, "x") == ["reference cut from 350 to 300 words (GREEN prompt limit)"]
 
 
+#: fixture outputs with no single reading, where the official code returns a number anyway: unscored here
+OFFICIAL_MISREADS = {"duplicate-letter-last-wins": "gives two counts for (a)"}
+
+
 @pytest.mark.parametrize("name", sorted(OFFICIAL))
 def test_scores_equal_official_code(name):
     """Recorded GREEN-RadLlama2-7b outputs (upstream tests/test_repro.py), the paper's App. A.2 example and
     format variants, each scored by the official code: same score, same counts."""
     case = OFFICIAL[name]
+    if name in OFFICIAL_MISREADS:
+        with pytest.raises(GreenParseError, match=re.escape(OFFICIAL_MISREADS[name])):
+            parse_green(case["text"])
+        return
     analysis = parse_green(case["text"])
     assert analysis.score == pytest.approx(case["official_score"], abs=1e-12)
     assert list(analysis.significant.values()) == case["official_significant"]
@@ -71,6 +80,8 @@ BASE = OFFICIAL["chatter-around"]["text"]
                      + "[Matched Findings]:\n2. Normal heart size; no pneumothorax.\n\n[Clinically Significant Errors]"
                      + BASE.split("[Clinically Significant Errors]")[1].split("[Matched Findings]")[0],
                      2 / 3, 1, id="sections-in-another-order"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\ntwo findings matched."),
+                     2 / 3, 1, id="matched-count-in-words"),
     ],
 )
 def test_tolerant_formats(text, score, significant_total):
@@ -89,8 +100,8 @@ def test_tolerant_formats(text, score, significant_total):
         pytest.param(BASE.split("[Matched Findings]")[0], "no [Matched Findings] section", id="truncated-before-matched"),
         pytest.param(BASE.split("[Clinically Insignificant")[0][:-40], "no [Matched Findings] section",
                      id="truncated-mid-significant"),
-        pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\ntwo findings matched."),
-                     "[Matched Findings] has no readable count", id="matched-count-in-words"),
+        pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\nfourty findings matched."),
+                     "[Matched Findings] has no readable count", id="matched-count-unreadable"),
         pytest.param(BASE.replace("reference: 1. Small left effusion.", "reference: several."),
                      "item (b) has no readable count", id="error-count-unreadable"),
         pytest.param(BASE.replace("(a) False report of a finding in the candidate: 0.\n(b)", "(b)")

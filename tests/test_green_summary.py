@@ -55,7 +55,7 @@ def test_summary_through_aggregate(tiny_embedder):
     result = system.aggregate(judgments, summary=True, summary_model=tiny_embedder)
     categories = result["summary"]["categories"]
     a = categories["(a) False report of a finding in the candidate"]
-    all_a = [s for j in judgments for s in j.details["error_sentences"]["a"]]
+    all_a = [s for j in judgments if j.score is not None for s in j.details["error_sentences"]["a"]]
     assert a["n_explanations"] == len(all_a) > 3 and a["representative"] in all_a
     assert a["largest_cluster_size"] >= 1 and a["k"] >= 1
     e = categories["(e) Mentioning a comparison that isn't in the reference"]

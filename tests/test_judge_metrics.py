@@ -34,6 +34,21 @@ def test_green_derived_scores(case, f1, ec, formula):
     assert radmetrics.get_scoring_system("green_formula").parse(text).score == pytest.approx(formula)
 
 
+@pytest.mark.parametrize("case, significant, total", [
+    ("paper-A2", 1, 1),  # S=1, I=0
+    ("assistant-echo", 2, 3),  # S=2, I=1: GREEN-EC counts significant only, the total both
+    ("published-radllama2-0", 6, 6),
+])
+def test_green_ec_is_significant_and_total_errors_adds_insignificant(case, significant, total):
+    text = OFFICIAL[case]["text"]
+    assert radmetrics.get_scoring_system("green_ec").parse(text).score == significant
+    total_system = radmetrics.get_scoring_system("green_total_errors")
+    assert total_system.parse(text).score == total and total_system.higher_is_better is False
+    no_insignificant = text.split("[Clinically Insignificant Errors]")[0] + "[Matched Findings]:\n3. a; b; c."
+    judgment = total_system.parse(no_insignificant)
+    assert judgment.score is None and "needs I" in judgment.reason
+
+
 def test_green_formula_needs_insignificant_section():
     text = OFFICIAL["paper-A2"]["text"].split("[Clinically Insignificant Errors]")[0] + \
         "[Matched Findings]:\n3. a; b; c."
@@ -130,7 +145,7 @@ FRS = radmetrics.get_scoring_system("finerad_score")
 
 
 @pytest.mark.parametrize("index, total, worst, corrected", [
-    (0, 5.0, 2, 3), (2, 5.0, 3, 3), (3, 4.0, 2, 2), (4, 0.0, 0, 0)])
+    (0, 5.0, 2, 3), (1, 6.0, 3, 3), (2, 5.0, 3, 3), (3, 4.0, 2, 2), (4, 0.0, 0, 0)])
 def test_finerad_paper_examples(index, total, worst, corrected):
     lines, truth, corrections = FEW_SHOT_EXAMPLES[index]
     judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
@@ -145,10 +160,14 @@ def test_finerad_corrected_report_of_example_3_is_the_ground_truth():
     assert judgment.category_counts["False prediction of finding"] == 1
 
 
-def test_finerad_paper_example_2_swapped_fields_are_flagged_not_guessed():
-    judgment = FRS.parse(json.dumps(FEW_SHOT_EXAMPLES[1][2]))
-    assert judgment.score is None and "look swapped" in judgment.reason
-    assert judgment.details["retryable"] is False
+def test_finerad_paper_example_2_swapped_fields_are_repaired_with_a_note():
+    lines, truth, corrections = FEW_SHOT_EXAMPLES[1]
+    judgment = FRS.finalize(FRS.parse(json.dumps(corrections)), truth, " ".join(lines))
+    # line 1: corrections "Not actionable", clinical severity "[delete]" -> a Not actionable deletion
+    assert judgment.details["repairs"] == ["line 1: 'corrections' ('Not actionable') and 'clinical severity' "
+                                           "('[delete]') were swapped; swapped back"]
+    assert judgment.corrections[2]["severity"] == 1 and judgment.corrections[2]["corrections"] == "[delete]"
+    assert judgment.corrected_report == truth
 
 
 @pytest.mark.parametrize("text, score", [

@@ -175,22 +175,57 @@ def real_outputs(name: str) -> list[str]:
     return outputs
 
 
+GREEN_READERS = {"green", "green_f1", "green_ec", "green_formula", "vert", "vert_formula", "vert_rubric"}
+
+
+def make_ambiguous(draw, text: str) -> str | None:
+    """A GREEN-format output made ambiguous: no single reading of its counts exists, so it must stay unscored
+    (or, for VERT, carry no GREEN counts). None when this output has nothing to make ambiguous."""
+    items = re.findall(r"^\(([a-f])\) [^:\n]+: (\d+)\..*$", text, re.M)
+    matched = re.search(r"\[Matched Findings\]:\s*(\d+)\.", text)
+    kinds = (["duplicate", "cut-item", "fraction"] if items else []) + (["cut-matched", "list"] if matched else [])
+    if not kinds:
+        return None
+    kind = draw(st.sampled_from(kinds))
+    if kind == "duplicate":  # one category given two different counts
+        line = draw(st.sampled_from(re.findall(r"^\([a-f]\) [^:\n]+: \d+\..*$", text, re.M)))
+        count = int(re.search(r": (\d+)\.", line).group(1))
+        other = line.replace(f": {count}.", f": {count + draw(st.integers(1, 5))}.", 1)
+        return text.replace(line, line + "\n" + other, 1)
+    if kind == "cut-item":  # cut off right after an item's colon, before its count
+        ends = [m.end() for m in re.finditer(r"^\([a-f]\) [^:\n]+:", text, re.M)]
+        cut = text[:draw(st.sampled_from(ends))]
+        return cut if "[Matched Findings]" in cut else cut + "\n\n" + text[matched.start():]
+    if kind == "fraction":
+        return re.sub(r"(?m)^(\([a-f]\) [^:\n]+: )\d+\.", r"\g<1>1.5.", text, count=1)
+    if kind == "cut-matched":  # the output ends inside the matched count
+        return text[:matched.start(1)] + draw(st.sampled_from(["", "1", "12"]))
+    n = int(matched.group(1))  # a stated count, then a list of another length
+    listed = "\n".join(f"{i + 1}. finding {i}" for i in range(n + draw(st.integers(1, 3))))
+    return text[:matched.end()] + "\n" + listed
+
+
 @st.composite
 def judge_outputs(draw, name):
-    kind = draw(st.sampled_from(["mutated", "random", "numbers", "brackets"]))
+    """(text, ambiguous): ambiguous outputs have no single reading and must never get a number."""
+    kinds = ["mutated", "random", "numbers", "brackets"] + (["ambiguous"] if name in GREEN_READERS else [])
+    kind = draw(st.sampled_from(kinds))
     if kind == "random":
-        return draw(st.text(max_size=400))
+        return draw(st.text(max_size=400)), False
     text = draw(st.sampled_from(REAL_OUTPUTS[name]))
+    if kind == "ambiguous":
+        ambiguous = make_ambiguous(draw, text)
+        return (text, False) if ambiguous is None else (ambiguous, True)
     if kind == "numbers":  # huge, negative, fractional, non-ASCII digits
         number = draw(st.sampled_from(["99999999999999999999", "-3", "1.7", "0", "\u0663", "1e9", "NaN", "Infinity",
                                        "1e999"]))
-        return re.sub(r"\b[0-9]\b", number, text, count=draw(st.integers(1, 3)))
+        return re.sub(r"\b[0-9]\b", number, text, count=draw(st.integers(1, 3))), False
     if kind == "brackets":
         return text.replace("[", draw(st.sampled_from(["[[", "(", "", "{"]))).replace(
-            "]", draw(st.sampled_from(["]]", ")", "", "}}"])))
+            "]", draw(st.sampled_from(["]]", ")", "", "}}"]))), False
     start = draw(st.integers(0, len(text)))
     end = draw(st.integers(start, min(len(text), start + 200)))
-    return text[:start] + draw(st.text(max_size=40)) + text[end:]
+    return text[:start] + draw(st.text(max_size=40)) + text[end:], False
 
 
 REAL_OUTPUTS = {name: real_outputs(name) for name in SYSTEMS}
@@ -207,9 +242,16 @@ def test_fuzzed_outputs_never_raise(name):
     # is in the mutation set because a random run once found int(inf) raising in the RadCliQ parser.
     @settings(max_examples=PER_SYSTEM, deadline=None, suppress_health_check=list(HealthCheck), database=None,
               derandomize=True)
-    @given(text=judge_outputs(name))
-    def check(text):
+    @given(output=judge_outputs(name))
+    def check(output):
+        text, ambiguous = output
         judgment = system.parse(text)
+        if ambiguous:  # no single reading of the GREEN counts: never a number from them
+            seen["ambiguous"] += 1
+            if name.startswith("vert"):
+                assert "significant" not in judgment.details
+            else:
+                assert judgment.score is None, text
         if judgment.score is None:
             assert judgment.parsed is False and judgment.reason
             seen["unscored"] += 1
@@ -221,3 +263,5 @@ def test_fuzzed_outputs_never_raise(name):
 
     check()
     assert seen["scored"] > 0 and seen["unscored"] > 0  # the fuzzer reached both outcomes
+    if name in GREEN_READERS:
+        assert seen["ambiguous"] > 0

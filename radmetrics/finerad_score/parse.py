@@ -13,7 +13,7 @@ from typing import Any
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 SEVERITY = {"not actionable": 1, "invalid comparison": 1, "actionable nonurgent error": 2,
             "actionable non-urgent error": 2, "actionable nonurgent": 2, "urgent error": 3, "urgent": 3,
@@ -58,14 +58,29 @@ def _categories(value: Any) -> list[str]:
     return out
 
 
-def parse_corrections(text: str) -> list[Correction]:
+def _text(value: Any) -> str:
+    # Strings wrapped over lines as the paper prints them (App., Example 2): the line break is a space.
+    return re.sub(r"[ \t]*\n\s*", " ", str(value)).strip()
+
+
+def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
+    """The corrections, and notes on what had to be repaired to read them (kept in the judgment's details).
+
+    - a line key given twice: identical entries count once, different entries both count (a dict would keep
+      only the last, silently); several "None" keys are several inserted lines;
+    - 'corrections' and 'clinical severity' swapped, as in the paper's own Example 2 (a severity label in
+      the corrections field, a correction such as "[delete]" in the severity field): the severity vocabulary
+      makes the swap unambiguous, so the fields are swapped back.
+    """
     if not isinstance(text, str) or not text.strip():
         raise FineRadParseError("empty judge output", retryable=True)
     data = load_json_tolerant(text)
     if not isinstance(data, dict):
         raise FineRadParseError(f"JSON is a {type(data).__name__}, not an object keyed by line id", retryable=True)
-    out = []
-    for key, value in data.items():
+    out: list[Correction] = []
+    notes: list[str] = []
+    seen: dict[str, list[Any]] = {}
+    for key, value in getattr(data, "pairs", data.items()):
         key_text = str(key).strip()
         if key_text.lower().startswith("none"):
             line = None
@@ -75,25 +90,44 @@ def parse_corrections(text: str) -> list[Correction]:
             raise FineRadParseError(f"key {key_text!r} is neither a line id nor 'None'", retryable=True)
         if not isinstance(value, dict) or "corrections" not in value or "clinical severity" not in value:
             raise FineRadParseError(f"line {key_text}: needs 'corrections' and 'clinical severity'", retryable=True)
-        corrections, label = str(value["corrections"]), value["clinical severity"]
+        name = "None" if line is None else str(line)
+        if value in seen.get(name, []):
+            notes.append(f"line {name}: the same entry given twice, counted once")
+            continue
+        if seen.get(name):
+            notes.append(f"line {name}: given {len(seen[name]) + 1} times with different entries, all counted"
+                         if line is not None else f"{len(seen[name]) + 1} inserted lines ('None' keys), all counted")
+        seen.setdefault(name, []).append(value)
+        corrections, label = _text(value["corrections"]), _text(value["clinical severity"])
         severity = _severity(label)
         if severity is None:
-            if _severity(corrections) not in (None, 0):
-                # The paper's own Example 2 has these two fields swapped: flag it, do not guess.
-                raise FineRadParseError(
-                    f"line {key_text}: 'corrections' and 'clinical severity' look swapped "
-                    f"(corrections={corrections!r}, clinical severity={label!r})", retryable=False)
-            raise FineRadParseError(f"line {key_text}: unknown clinical severity {label!r}", retryable=False)
+            if _severity(corrections) in (None, 0):
+                raise FineRadParseError(f"line {name}: unknown clinical severity {label!r}", retryable=False)
+            notes.append(f"line {name}: 'corrections' ({corrections!r}) and 'clinical severity' ({label!r}) were "
+                         "swapped; swapped back")
+            corrections, label = label, corrections
+            severity = _severity(label)
         if severity == 0:
             continue  # "No error": not a correction
-        out.append(Correction(line, corrections, severity, str(label).strip(), str(value.get("comments", "")),
+        out.append(Correction(line, corrections, severity, label, _text(value.get("comments", "")),
                               _categories(value.get("error category", []))))
-    return out
+    return out, notes
+
+
+def parse_corrections(text: str) -> list[Correction]:
+    return read_corrections(text)[0]
 
 
 def apply_corrections(lines: list[str], corrections: list[Correction]) -> str:
-    """The corrected report: substitutions and deletions by line id, insertions appended in order."""
-    by_line = {c.line: c for c in corrections if c.line is not None}
+    """The corrected report: substitutions and deletions by line id, insertions appended in order.
+    Raises ValueError when one line has two different corrections (no single corrected report)."""
+    by_line: dict[int, Correction] = {}
+    for c in corrections:
+        if c.line is None:
+            continue
+        if c.line in by_line and by_line[c.line].corrections.strip() != c.corrections.strip():
+            raise ValueError(f"line {c.line} has two different corrections")
+        by_line[c.line] = c
     out = []
     for i, line in enumerate(lines):
         c = by_line.get(i)

@@ -13,7 +13,7 @@ from radmetrics.finerad_score.parse import (
     PARSER_VERSION,
     FineRadParseError,
     apply_corrections,
-    parse_corrections,
+    read_corrections,
 )
 from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
 from radmetrics.scoring import ScoringSystem, mean_std_summary
@@ -79,7 +79,7 @@ class FineRadScoreSystem(ScoringSystem):
 
     def parse(self, text: str) -> Judgment:
         try:
-            corrections = parse_corrections(text)
+            corrections, repairs = read_corrections(text)
         except FineRadParseError as e:
             judgment = Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
             judgment.details["retryable"] = e.retryable
@@ -95,6 +95,7 @@ class FineRadScoreSystem(ScoringSystem):
             corrections=[asdict(c) for c in corrections], severity_sum=total, severity_max=worst,
             corrected_lines=sum(1 for c in corrections if c.line is not None),
             inserted_lines=sum(1 for c in corrections if c.line is None), category_counts=categories,
+            details={"repairs": repairs} if repairs else {},
         )
 
     def finalize(self, judgment: Judgment, reference: str, candidate: str) -> Judgment:
@@ -108,7 +109,10 @@ class FineRadScoreSystem(ScoringSystem):
         if beyond:
             return Judgment.unscored(f"corrections for line(s) {beyond} but the candidate has {len(lines)} lines",
                                      raw=judgment.raw)
-        judgment.corrected_report = apply_corrections(lines, corrections)  # type: ignore[attr-defined]
+        try:
+            judgment.corrected_report = apply_corrections(lines, corrections)  # type: ignore[attr-defined]
+        except ValueError as e:  # scored (both errors count), but no single corrected report exists
+            judgment.details["corrected_report_missing"] = str(e)
         return judgment
 
     def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:

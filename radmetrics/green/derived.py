@@ -4,7 +4,9 @@ With TP = matched findings, S = clinically significant errors, I = clinically in
     GREEN     = TP / (TP + S)               (B.2, Eq. 3)
     GREEN-F1  = 2TP / (2TP + S)             (B.3, Eq. 4)
     Formula   = TP / (TP + 2S + 0.5I)       (B.4, Eq. 5)
-    GREEN-EC  = S, the error count          (Sec. 5.1; lower is better)
+    GREEN-EC  = S, the error count          (Sec. 5.1 and App. B: clinically significant errors only; lower is better)
+    total     = S + I                       (GREEN paper Sec. 4.3.1, "total error count": significant plus
+                                             insignificant, what radiologists' ReXVal totals count; lower is better)
 Like GREEN (score 0 when there is no matched finding), the ratios are 0 when TP = 0.
 """
 from __future__ import annotations
@@ -29,6 +31,8 @@ def green_formula(tp: int, significant: int, insignificant: int) -> float:
 def derived_scores(tp: int, significant: int, insignificant: int | None) -> dict[str, float | None]:
     return {
         "green_ec": float(significant),
+        # needs the insignificant section, like the Formula score
+        "green_total_errors": None if insignificant is None else float(significant + insignificant),
         "green_f1": green_f1(tp, significant),
         # needs the insignificant section; None when the analysis has none
         "green_formula": None if insignificant is None else green_formula(tp, significant, insignificant),

@@ -1,17 +1,19 @@
-"""Reading a GREEN analysis: pure functions over the judge's text.
+"""Reading a GREEN analysis as the judge meant it: pure functions over the judge's text.
 
-On official-format outputs the counts, and so the score, equal the official implementation's
-(Stanford-AIMI/GREEN green_score/green.py `clean_responses`, `parse_error_counts`, `compute_green`): the
-same section regex, the same "(a) ...: N." reading, "(1)-(6)" markers as a fallback, a section that
-starts with "No" counting zero, and GREEN = matched / (matched + sum of significant errors), 0 when
-matched = 0 (GREEN paper, Sec. 3.2).
+On every output the official code reads correctly, the counts and the score equal the official
+implementation's (Stanford-AIMI/GREEN green_score/green.py `clean_responses`, `parse_error_counts`,
+`compute_green`; the same in jbdel/RadEval, radeval 2.2.1): "(a) ...: N." items, "(1)-(6)" markers when there
+are no letters, a missing item counting 0, a section that starts with "No" counting 0, and
+GREEN = matched / (matched + sum of significant errors), 0 when matched = 0 (GREEN paper, Sec. 3.2).
+tests/fixtures/green_drift_cases.json (written by tests/fixtures/generate_green_cases.py, which runs the
+official code) checks this case by case.
 
-Where upstream silently returns numbers for text it could not read, we do not:
-- a missing [Clinically Significant Errors] or [Matched Findings] section (e.g. a truncated output) is
-  unscored with a reason (upstream: matched 0 -> score 0, or significant errors 0 -> score 1);
-- an (a)-(f) line whose count cannot be read at all is unscored (upstream counts it 0).
-We also read what upstream misses: headers without brackets or in Markdown bold/headings, bullets,
-counts without the trailing period ("(a) ...: 2"), and chatter around the analysis.
+Where judges drift from the template, the official code silently returns a wrong number (a blank line between
+items: only (a) is read; "1. x / 2. y / 3. z" as matched findings: 1; ...). This reader reads what the judge
+meant instead, names every rule it needed in `GreenAnalysis.leniency` (see LENIENCY for the list and why), and
+where no single reading exists (two different counts for one category, a count cut off at the end of the
+output, a stated count that disagrees with the list under it) raises GreenParseError naming the line: the row
+is unscored, never given a number.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -28,6 +30,29 @@ MATCHED = "Matched Findings"
 CATEGORIES = (SIGNIFICANT, INSIGNIFICANT, MATCHED)
 #: the six error categories (GREEN Sec. 3.1; upstream `self.sub_categories`), from radmetrics.taxonomy
 SUB_CATEGORIES = GREEN_NAMES
+
+#: Every rule by which this reader reads more than the official code, with the reason it is safe.
+LENIENCY = {
+    "template-echo": "the prompt's template was repeated before the answer; the last filled analysis is read "
+                     "(official: reads the template's placeholders as zero counts)",
+    "header-form": "a section header without brackets or in Markdown (**Matched Findings**:, ### ...)",
+    "blank-line-in-section": "items continue after a blank line (official: stops at the first blank line, "
+                             "so later items count 0)",
+    "items-on-one-line": "several (a)-(f) items on one line (official: reads only the first)",
+    "empty-section": "a header directly followed by the next header, read as none (official: reads the next "
+                     "section's items as this one's)",
+    "zero-section": "a whole section written as '0.', 'None.', 'No errors.', '(a)-(f): 0.'",
+    "none-item": "one item written 'None.', 'N/A', 'No.'",
+    "zero-sentence": "a sentence meaning zero ('There are no matched findings.')",
+    "count-form": "a count written 'N -', 'N:', 'N (...)', 'N)', without its period, or in Markdown bold",
+    "count-word": "a count written as a word ('two')",
+    "count-after-sentence": "the count comes after an introducing sentence ('The matched findings are:')",
+    "count-in-sentence": "the count is inside a sentence ('There are 2 matched findings')",
+    "numbered-list": "matched findings as a numbered list 1..n, read as n (official: reads 1)",
+    "enumerated-errors": "the errors of one item numbered 1..n, read as n (official: reads 1)",
+    "item-marker-form": "an item marker written 'a)', 'a.', '(A)' or '**(a)**' instead of '(a) '",
+    "category-wording": "an item without its (a)-(f) marker, recognised by the category's wording",
+}
 
 
 class GreenParseError(ValueError):
@@ -48,8 +73,10 @@ class GreenAnalysis:
     matched_findings: int
     explanation: str
     significant_sentences: dict[str, list[str]]
-    #: "official" when upstream's regexes read every section, "tolerant" when our fallbacks were needed
+    #: "official" when no leniency was needed, "tolerant" otherwise
     format: str
+    #: names (keys of LENIENCY) of the rules this reading needed beyond the official code's, in order of use
+    leniency: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -62,60 +89,221 @@ class GreenAnalysis:
 def clean_response(text: str) -> str:
     """Upstream `clean_responses`: keep what follows the last "<|assistant|>" and the "[Explanation]:"
     marker, drop "</s>" and "<unk>" (applied to the decoded model output before parsing)."""
-    if "[Explanation]:" in text:
-        if "<|assistant|>" in text:
-            text = text.split("<|assistant|>")[-1]
-        # Upstream's `("A" or "B") in text` tests only "A": the echoed template's placeholder.
-        if "[Explanation]:\n    <Explanation>\n" in text:
-            text = text.split("[Explanation]:")[1]
-        else:
-            text = text.split("[Explanation]:")[-1]
+    from radmetrics.green.official import official_clean
+
+    return official_clean(text)
+
+
+# -- headers and the analysis to read ----------------------------------------------------------------------
+_NAMES = {
+    "explanation": r"explanation",
+    "significant": r"(?:clinically\s+)?significant\s+errors?",
+    "insignificant": r"(?:clinically\s+)?insignificant\s+errors?",
+    "matched": r"matched\s+findings?",
+}
+_KIND_NAME = {"significant": SIGNIFICANT, "insignificant": INSIGNIFICANT, "matched": MATCHED}
+# The official form "[Name]:" anywhere; other forms only as a line of their own ("**Matched Findings**:",
+# "### Matched findings", "Matched Findings:"), so that prose mentioning a category is no header.
+_HEADER = re.compile(
+    "|".join(
+        rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:?)|(?P<{kind}_l>^[ \t>#*\-]*\**\s*{name}\s*\**[ \t]*(?::|(?=\n)|\Z)\**)"
+        for kind, name in _NAMES.items()
+    ),
+    re.I | re.M,
+)
+_TEMPLATE = re.compile(r"<\s*(?:the\s+number\s+of\s+(?:errors|matched\s+findings)|error\s+type)\s*>", re.I)
+
+
+@dataclass
+class _Header:
+    kind: str
+    start: int
+    end: int
+    official: bool  # written exactly "[Name]:" as the template asks
+
+
+def _headers(text: str) -> list[_Header]:
+    out = []
+    for m in _HEADER.finditer(text):
+        group = m.lastgroup or ""
+        kind, form = group.rsplit("_", 1)
+        exact = form == "b" and m.group(0).startswith(f"[{_KIND_NAME.get(kind, 'Explanation')}]:")
+        out.append(_Header(kind, m.start(), m.end(), exact))
+    return out
+
+
+def _strip_chat(text: str) -> str:
+    # As upstream: the answer follows the last "<|assistant|>"; "</s>" and "<unk>" are decoding debris.
     if "<|assistant|>" in text:
         text = text.split("<|assistant|>")[-1]
     return text.replace("</s>", "").replace("<unk>", "")
 
 
-def _official_section(text: str, category: str) -> str | None:
-    # Upstream: up to the first blank line after the header, or the end of the text.
-    match = re.search(rf"\[{re.escape(category)}\]:\s*(.*?)(?:\n\s*\n|\Z)", text, re.DOTALL)
-    return match.group(1) if match else None
+def _choose_analysis(text: str, leniency: list[str]) -> tuple[str, list[_Header]]:
+    """The last filled analysis: outputs that repeat the prompt's template first are read at the answer."""
+    headers = _headers(text)
+    starts = [h for h in headers if h.kind == "explanation"] or [h for h in headers if h.kind == "significant"]
+    if len(starts) <= 1:
+        return text, headers
+    bounds = [0] + [h.start for h in starts[1:]] + [len(text)]
+    segments = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    with_sections = [i for i, s in enumerate(segments)
+                     if any(h.kind in _KIND_NAME for h in _headers(s))]
+    filled = [i for i in with_sections if not _TEMPLATE.search(segments[i])]
+    if not filled:
+        if with_sections:
+            raise GreenParseError("the output only repeats the template's placeholders, with no filled analysis")
+        return text, headers
+    chosen = filled[-1]
+    if any(_TEMPLATE.search(segments[i]) for i in with_sections if i != chosen):
+        leniency.append("template-echo")
+    return segments[chosen], _headers(segments[chosen])
 
 
-_ANY_HEADER = "|".join(re.escape(c) for c in CATEGORIES) + "|Explanation"
+def _sections(text: str, headers: list[_Header], kind: str) -> list[tuple[str, _Header, bool]]:
+    """Every section of a kind: (body up to the next header, header, is the last thing in the output)."""
+    out = []
+    for i, h in enumerate(headers):
+        if h.kind != kind:
+            continue
+        end = headers[i + 1].start if i + 1 < len(headers) else len(text)
+        out.append((text[h.end:end], h, i + 1 == len(headers)))
+    return out
 
 
-def _tolerant_section(text: str, category: str) -> str | None:
-    """A header written as "**Matched Findings**:", "### Matched findings", "Matched Findings:" ... up
-    to the next known header."""
-    header = re.compile(
-        rf"^[ \t>#*\-]*[\[(]?\**\s*{re.escape(category)}\s*\**[\])]?\s*\**\s*:?\**[ \t]*", re.I | re.M
-    )
-    match = header.search(text)
-    if not match:
-        return None
-    rest = text[match.end():]
-    nxt = re.search(rf"^[ \t>#*\-]*[\[(]?\**\s*(?:{_ANY_HEADER})\s*\**[\])]?\s*\**\s*:", rest, re.I | re.M)
-    return (rest[: nxt.start()] if nxt else rest).strip()
+def _paragraphs(body: str, continues: re.Pattern[str]) -> tuple[str, bool, bool]:
+    """The section's text: its first paragraph, plus later paragraphs that go on with items or a list
+    (official: the first paragraph only). Returns (text, a later paragraph was kept, one was dropped)."""
+    parts = re.split(r"\n[ \t]*\n", body.strip())
+    kept = [parts[0]]
+    for part in parts[1:]:
+        if not continues.match(part.strip()):
+            break
+        kept.append(part)
+    return "\n".join(kept), len(kept) > 1, len(kept) < len(parts)
 
 
-def _item_lines(section: str) -> tuple[list[str], list[str]]:
-    """Upstream reads "(a) ..." items; if there are none, "(1) ..." items. Returns lines and keys."""
-    lines = sorted(re.findall(r"\([a-f]\) .*", section))
-    if lines:
-        return lines, [f"({letter}) " for letter in LETTERS]
-    lines = sorted(re.findall(r"\([1-6]\) .*", section))
-    return lines, [f"({i}) " for i in range(1, 7)]
+# -- counts --------------------------------------------------------------------------------------------------
+_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_WORD = "|".join(_WORDS)
+_NONE_ITEM = re.compile(r"(?:none|no|nil|n/?a|not applicable|nothing)\b\.?", re.I)
+#: a whole section that says it has nothing: "0.", "None.", "No errors.", "(a)-(f): 0.", "N/A"
+_ZERO_SECTION = re.compile(
+    r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|not applicable|nothing\b|no\b|there (?:are|were|is) no\b"
+    r"|\(?a\)?\s*(?:-|–|to|through)\s*\(?f\)?\s*:\s*(?:0|none|zero)\b"
+    r"|all(?: six)?(?: categories| items)?\s*:\s*(?:0|none|zero)\b)", re.I)
+_RANGE_ZERO = re.compile(r"^[\W_]*\(?a\)?\s*(?:-|–|to|through)\s*\(?f\)?\s*:\s*(?:0|none|zero)\b\.?\s*$", re.I)
+#: a [Matched Findings] text meaning zero; unlike errors, "No pneumothorax." is a finding, not zero
+_ZERO_MATCHED = re.compile(
+    r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|nothing\b"
+    r"|(?:there (?:are|were|is) )?no (?:matched|matching|common|shared) findings?\b"
+    r"|(?:there (?:are|were|is) )?no (?:findings? )?(?:match|matches|matched|in common)\b"
+    r"|no findings? (?:are|were|is) (?:matched|shared|common|in common)\b"
+    r"|(?:the )?(?:candidate(?: report)?|reports?) (?:does not|do not|doesn't|don't) (?:match|share) any\b"
+    r"|none of the findings\b)", re.I)
+_SENTENCE_COUNT = re.compile(
+    rf"\b(\d+|{_WORD})\s+(?:matched\s+findings?|matching\s+findings?|matches|findings?\s+(?:that\s+)?"
+    rf"(?:match|matched|are\s+matched|were\s+matched|in\s+common))\b", re.I)
 
 
-def _read_count(line: str, strict: bool) -> int | None:
-    count = re.findall(r"(?<=: )\b\d+\b(?=\.)", line)  # upstream: ": N."
-    if count:
-        return int(count[0])
-    if strict:
-        return None
-    # Tolerant: the first number right after the colon, with or without a period or bold marks.
-    loose = re.search(r":\s*\**\s*(\d+)\b", line)
-    return int(loose.group(1)) if loose else None
+def _word_or_digits(token: str) -> int:
+    return int(token) if token[0].isdigit() else _WORDS[token.lower()]
+
+
+# "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" is no marker
+_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:|\s+[-–]\s|\s+\()"
+
+
+def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
+                leniency: list[str]) -> int:
+    """The count that opens an item's text (after its label): "2.", "2 -", "two", "None.", "1. x; 2. y"."""
+    r = rest.lstrip(" \t*_`")
+    if not r.strip():
+        if official_value is not None:
+            return official_value
+        raise GreenParseError(f"{where} has no count" + (" (cut off?)" if at_end else ""))
+    digits = re.match(r"\d+", r)
+    if digits:
+        after = r[digits.end():]
+        if re.match(r"[.,]\d", after):
+            raise GreenParseError(f"{where}: count {r.split()[0]!r} is not a whole number")
+        if re.match(r"\w", after):
+            raise GreenParseError(f"{where}: {r.split()[0]!r} is not a count")
+        if not after.strip() and at_end:
+            raise GreenParseError(f"{where}: the count {digits.group(0)} ends the output (cut off?)")
+        value = int(digits.group(0))
+        listed = [int(n) for n in re.findall(rf"(?:^|;)\s*{_ENUM}", r)]
+        if len(listed) >= 2:
+            if listed == list(range(1, len(listed) + 1)):
+                leniency.append("enumerated-errors")
+                return len(listed)
+            if listed[1:] != list(range(1, value + 1)):
+                raise GreenParseError(f"{where}: numbers {', '.join(map(str, listed))} are neither one count "
+                                      f"nor a list 1..n")
+        if not re.match(r" \d+\.", rest):  # upstream reads only ": N."
+            leniency.append("count-form")
+        return value
+    if re.match(r"-\s*\d", r):
+        raise GreenParseError(f"{where}: negative count {r.split()[0]!r}")
+    word = re.match(rf"({_WORD})\b", r, re.I)
+    if word:
+        leniency.append("count-word")
+        return _WORDS[word.group(1).lower()]
+    if _NONE_ITEM.match(r):
+        leniency.append("none-item")
+        return 0
+    if official_value is not None:  # e.g. "(b) Missing ...: see below: 2. x" - read as upstream does
+        return official_value
+    raise GreenParseError(f"{where} has no readable count")
+
+
+# -- error sections ------------------------------------------------------------------------------------------
+_WORDING = {letter: re.escape(text.split(" ", 3)[0] + " " + text.split(" ", 3)[1] + " " + text.split(" ", 3)[2])
+            for letter, text in SUB_CATEGORIES.items()}  # "False report of", "Missing a finding", ...
+_BY_WORDING = re.compile(r"^[ \t>*\-•]*\**\s*(?:" + "|".join(f"(?P<{k}>{v})" for k, v in _WORDING.items()) + ")",
+                         re.I)
+# "(a) " as upstream; tolerant: "a)", "a.", "(A)", "**(a)**" at the start of a line
+_OFFICIAL_MARK = re.compile(r"\(([a-f])\) ")
+_LOOSE_MARK = re.compile(r"^[ \t>*\-•]*\**\s*\(?([a-fA-F])[.)]\**\s*\**(?=\s*\S)")
+_NUMBER_MARK = re.compile(r"\(([1-6])\) ")
+_ITEM_START = re.compile(r"^[ \t>*\-•]*\**\s*(?:\([a-fA-F1-6]\)|[a-fA-F][.)]\s)|" + _BY_WORDING.pattern[1:], re.I)
+
+
+@dataclass
+class _Item:
+    key: str  # letter a-f, or digit 1-6 for "(1)-(6)" markers
+    text: str  # from the marker to the end of the item
+    leniency: str | None
+
+
+def _items(section: str) -> list[_Item]:
+    """The (a)-(f) items of a section; several on one line are split at their markers."""
+    items: list[_Item] = []
+    for line in section.splitlines():
+        marks = [m for m in _OFFICIAL_MARK.finditer(line)
+                 if m.start() == 0 or line[m.start() - 1] in " \t*->•"]
+        if marks:
+            # a marker later in the line starts another item only if an item's "label: count" follows it
+            cuts = [marks[0]] + [m for m in marks[1:] if re.match(r"\([a-f]\) [^:\n]{3,120}:", line[m.start():])]
+            for i, m in enumerate(cuts):
+                end = cuts[i + 1].start() if i + 1 < len(cuts) else len(line)
+                items.append(_Item(m.group(1), line[m.start():end], "items-on-one-line" if len(cuts) > 1 else None))
+            continue
+        loose = _LOOSE_MARK.match(line)
+        if loose:
+            items.append(_Item(loose.group(1).lower(), line[loose.end():], "item-marker-form"))
+            continue
+        worded = _BY_WORDING.match(line)
+        if worded:
+            items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
+    if not any(i.key in LETTERS for i in items):
+        numbered = []
+        for line in section.splitlines():
+            numbered += [_Item(m.group(1), line[m.start():], None) for m in _NUMBER_MARK.finditer(line)][:1]
+        if numbered:
+            return numbered
+    return [i for i in items if i.key in LETTERS]
 
 
 def _error_sentences(line: str) -> list[str]:
@@ -124,78 +312,207 @@ def _error_sentences(line: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-_NONE_WORDS = re.compile(r"^\W*(no|none|nil|n/a|zero)\b", re.I)
-
-
-def read_error_section(section: str, name: str) -> SectionCounts:
-    """Counts (a)-(f) of one error section; a line present but with no readable count is an error."""
+def read_error_section(section: str, name: str, at_end: bool = False,
+                       leniency: list[str] | None = None) -> SectionCounts:
+    """Counts (a)-(f) of one error section. Raises GreenParseError where no single reading exists."""
+    leniency = [] if leniency is None else leniency
     counts = dict.fromkeys(LETTERS, 0)
     sentences: dict[str, list[str]] = {letter: [] for letter in LETTERS}
-    if section.startswith("No"):  # upstream: "No clinically significant errors." counts zero
+    text = section.strip()
+    if not text:
+        if at_end:
+            raise GreenParseError(f"[{name}] is empty at the end of the output (cut off?)")
+        leniency.append("empty-section")
         return SectionCounts(counts, sentences)
-    lines, keys = _item_lines(section)
-    if not lines:
-        if _NONE_WORDS.search(section) or not section.strip():
+    if _RANGE_ZERO.match(text):  # "(a)-(f): 0." is no item (a)
+        leniency.append("zero-section")
+        return SectionCounts(counts, sentences)
+    items = _items(text)
+    if not items:
+        if text.startswith("No"):  # upstream: "No clinically significant errors." counts zero
             return SectionCounts(counts, sentences)
-        raise GreenParseError(f"[{name}] has no (a)-(f) items and does not say there are none")
-    for position, key in enumerate(keys):
-        for line in lines:  # upstream: a later line for the same letter overrides an earlier one
-            if line.startswith(key):
-                value = _read_count(line, strict=False)
-                if value is None:
-                    raise GreenParseError(f"[{name}] item {key.strip()} has no readable count: {line[:80]!r}")
-                counts[LETTERS[position]] = value
-                sentences[LETTERS[position]] = _error_sentences(line) if value else []
+        if _ZERO_SECTION.match(text):
+            leniency.append("zero-section")
+            return SectionCounts(counts, sentences)
+        raise GreenParseError(f"[{name}] has no (a)-(f) items and does not say there are none: {text[:80]!r}")
+    keys = LETTERS if items[0].key in LETTERS else tuple("123456")
+    seen: dict[str, tuple[int, str]] = {}
+    for item in items:
+        line = item.text.strip()
+        where = f"[{name}] item ({item.key})"
+        index = keys.index(item.key)
+        letter = LETTERS[index]
+        label_end = re.search(r":", line)
+        if label_end:
+            rest = line[label_end.end():]
+        else:  # "(b) Missing a finding present in the reference - 1. x": the count follows the wording
+            wording = re.search(re.escape(SUB_CATEGORIES[letter]), line, re.I)
+            rest = " " + re.sub(r"^[\s\-–=]+", "", line[wording.end():]) if wording else ""
+        official = re.findall(r"(?<=: )\b\d+\b(?=\.)", line)
+        last_line = text.splitlines()[-1].strip()
+        try:
+            value = _read_count(rest, where, at_end and item is items[-1] and last_line.endswith(line),
+                                int(official[0]) if official else None, leniency)
+        except GreenParseError as e:  # the reason names the line
+            raise GreenParseError(f"{e} in line {line[:80]!r}") from None
+        if item.leniency:
+            leniency.append(item.leniency)
+        if letter in seen and seen[letter][0] != value:
+            raise GreenParseError(f"[{name}] gives two counts for ({item.key}): {seen[letter][1]!r} and "
+                                  f"{line[:60]!r}")
+        seen[letter] = (value, line[:60])
+        counts[letter] = value
+        sentences[letter] = _error_sentences(line) if value else []
+    if text.startswith("No") and sum(counts.values()):
+        raise GreenParseError(f"[{name}] starts with {text.split(chr(10))[0][:60]!r} but its items count errors")
     return SectionCounts(counts, sentences)
 
 
-def read_matched_findings(section: str) -> int:
-    if section.startswith("No"):
-        return 0
-    official = re.findall(r"^\b\d+\b(?=\.)", section)  # upstream: "N." at the very start
-    if official:
-        return int(official[0])
-    loose = re.match(r"^\W*(\d+)\b", section)
-    if loose:
-        return int(loose.group(1))
-    if _NONE_WORDS.search(section):
-        return 0
-    raise GreenParseError(f"[{MATCHED}] has no readable count: {section[:80]!r}")
+# -- matched findings ----------------------------------------------------------------------------------------
+_NUMBERED_LINE = re.compile(rf"^(?:[-*•>]\s+)?\**{_ENUM}")
 
 
-def _find_section(text: str, category: str) -> tuple[str | None, bool]:
-    section = _official_section(text, category)
-    if section is not None:
-        return section, True
-    return _tolerant_section(text, category), False
+def read_matched_findings(section: str, at_end: bool = False, leniency: list[str] | None = None) -> int:
+    leniency = [] if leniency is None else leniency
+    text = section.strip()
+    where = f"[{MATCHED}]"
+    if not text:
+        if at_end:
+            raise GreenParseError(f"{where} is empty at the end of the output (cut off?)")
+        leniency.append("empty-section")
+        return 0
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    numbered = [(i, int(m.group(1)), m.group(0)) for i, line in enumerate(lines)
+                if (m := _NUMBERED_LINE.match(line))]
+    first = lines[0]
+    if not numbered:
+        if text.startswith("No") or _ZERO_MATCHED.match(first):
+            if not _ZERO_MATCHED.match(first):
+                raise GreenParseError(f"{where} lists findings without a count: {first[:80]!r}")
+            if not text.startswith("No"):
+                leniency.append("zero-sentence")
+            return 0
+        bare = re.fullmatch(r"\**(\d+)\**", first)
+        if bare:
+            if at_end and len(lines) == 1:
+                raise GreenParseError(f"{where}: the count {bare.group(1)} ends the output (cut off?)")
+            leniency.append("count-form")
+            return int(bare.group(1))
+        counted = re.match(r"^\**(\d+)\s+(?:matched|findings?|of|in)\b", first, re.I)
+        if counted:
+            leniency.append("count-form")
+            return int(counted.group(1))
+        word = re.match(rf"^[\W_]*({_WORD})\b", first, re.I)
+        if word:
+            leniency.append("count-word")
+            return _WORDS[word.group(1).lower()]
+        sentence = _SENTENCE_COUNT.search(first)
+        if sentence:
+            leniency.append("count-in-sentence")
+            return _word_or_digits(sentence.group(1))
+        if re.match(r"^[\W_]*\d", first):
+            raise GreenParseError(f"{where}: {first[:40]!r} is not a whole count")
+        raise GreenParseError(f"{where} has no readable count: {first[:80]!r}")
+    index, value, marker = numbered[0]
+    if index > 0:
+        intro = " ".join(lines[:index])
+        if _ZERO_MATCHED.match(intro) or text.startswith("No"):
+            raise GreenParseError(f"{where} says {lines[0][:60]!r} and then lists {lines[index][:40]!r}")
+        stated = _SENTENCE_COUNT.search(intro)
+        leniency.append("count-after-sentence")
+    else:
+        stated = None
+    numbers = [n for _, n, _ in numbered]
+    if len(numbers) >= 2:
+        if numbers == list(range(1, len(numbers) + 1)):
+            count = len(numbers)
+            leniency.append("numbered-list")
+        elif numbers[1:] == list(range(1, value + 1)):
+            count = value
+        elif numbers[1:] == list(range(1, len(numbers))):
+            raise GreenParseError(f"{where} says {value} but lists {len(numbers) - 1}: {lines[index][:40]!r}")
+        else:
+            listed = ", ".join(f"{lines[i][:20]!r}" for i, _, _ in numbered[:4])
+            raise GreenParseError(f"{where}: numbered lines {listed} are neither one count nor a list 1..n")
+    else:
+        count = value
+        line = lines[index]
+        rest = line[len(marker):]
+        if at_end and len(lines) == index + 1 and not rest.strip() and not marker.rstrip().endswith("."):
+            raise GreenParseError(f"{where}: the count {value} ends the output (cut off?)")
+        if not re.match(r"^\d+\.", line):
+            leniency.append("count-form")
+    if stated and _word_or_digits(stated.group(1)) != count:
+        raise GreenParseError(f"{where} says {stated.group(0)!r} but lists {count}")
+    return count
+
+
+# -- the analysis --------------------------------------------------------------------------------------------
+_CONTINUES_ITEMS = re.compile(_ITEM_START.pattern, re.I)
+_CONTINUES_LIST = re.compile(_NUMBERED_LINE.pattern)
+
+
+def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[str]):
+    """Read every section of a kind; several that read differently are ambiguous."""
+    name = _KIND_NAME[kind]
+    readings = []
+    for body, header, last in _sections(text, headers, kind):
+        if _TEMPLATE.search(body):  # the prompt's template repeated: not the judge's answer
+            leniency.append("template-echo")
+            continue
+        if last and not body.strip():
+            raise GreenParseError(f"[{name}] is empty at the end of the output (cut off?)")
+        local: list[str] = []
+        if not header.official:
+            local.append("header-form")
+        continues = _CONTINUES_LIST if kind == "matched" else _CONTINUES_ITEMS
+        body_text, extended, dropped = _paragraphs(body, continues)
+        if extended:
+            local.append("blank-line-in-section")
+        # nothing after the section's text, not even a newline: a count there may have been cut off
+        at_end = last and not dropped and body == body.rstrip()
+        if kind == "matched":
+            value = read_matched_findings(body_text, at_end, local)
+            readings.append((value, value, local))
+        else:
+            section = read_error_section(body_text, name, at_end, local)
+            readings.append((tuple(section.counts.values()), section, local))
+    if not readings:
+        return None
+    if len({key for key, _, _ in readings}) > 1:
+        raise GreenParseError(f"two [{name}] sections with different counts")
+    leniency.extend(readings[0][2])
+    return readings[0][1]
 
 
 def parse_green(text: str) -> GreenAnalysis:
     """Parse one GREEN analysis; raises GreenParseError with the reason when it cannot be scored."""
     if not isinstance(text, str):
         raise GreenParseError(f"judge output is {type(text).__name__}, not text")
-    cleaned = clean_response(text)
+    cleaned = _strip_chat(text)
     if not cleaned.strip():
         raise GreenParseError("empty judge output")
-    significant, sig_official = _find_section(cleaned, SIGNIFICANT)
-    matched, matched_official = _find_section(cleaned, MATCHED)
-    missing = [name for name, sec in ((SIGNIFICANT, significant), (MATCHED, matched)) if sec is None]
+    leniency: list[str] = []
+    analysis, headers = _choose_analysis(cleaned, leniency)
+    kinds = {h.kind for h in headers}
+    missing = [f"[{_KIND_NAME[k]}] section" for k in ("significant", "matched") if k not in kinds]
     if missing:
-        raise GreenParseError(
-            "no " + " and no ".join(f"[{m}] section" for m in missing) + " (truncated or not GREEN format)"
-        )
-    sig = read_error_section(significant, SIGNIFICANT)
-    insignificant_text, insig_official = _find_section(cleaned, INSIGNIFICANT)
-    insig = read_error_section(insignificant_text, INSIGNIFICANT) if insignificant_text is not None else None
-    matched_count = read_matched_findings(matched)
-    header = re.search(r"^[ \t#*\[]*" + re.escape(SIGNIFICANT), cleaned, re.M | re.I)
-    explanation = (cleaned[: header.start()] if header else "").strip()
-    official = sig_official and matched_official and (insig_official or insignificant_text is None)
+        raise GreenParseError("no " + " and no ".join(missing) + " (truncated or not GREEN format)")
+    significant = _one_section(analysis, headers, "significant", leniency)
+    insignificant = _one_section(analysis, headers, "insignificant", leniency)
+    matched = _one_section(analysis, headers, "matched", leniency)
+    if significant is None or matched is None:
+        raise GreenParseError("the output only repeats the template's placeholders, with no filled analysis")
+    first_section = min(h.start for h in headers if h.kind in _KIND_NAME)
+    explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < first_section]
+    explanation = analysis[explanation_end[-1] if explanation_end else 0:first_section].strip()
+    ordered = list(dict.fromkeys(leniency))
     return GreenAnalysis(
-        significant=sig.counts,
-        insignificant=insig.counts if insig else None,
-        matched_findings=matched_count,
+        significant=significant.counts,
+        insignificant=insignificant.counts if insignificant else None,
+        matched_findings=matched,
         explanation=explanation,
-        significant_sentences=sig.sentences,
-        format="official" if official else "tolerant",
+        significant_sentences=significant.sentences,
+        format="tolerant" if ordered else "official",
+        leniency=ordered,
     )

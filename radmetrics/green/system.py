@@ -1,11 +1,14 @@
 """The GREEN scoring system: prompt, parse, per-sample judgment and corpus aggregate."""
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from radmetrics.green.derived import derived_scores
+from radmetrics.green.official import official_reading
 from radmetrics.green.parse import LETTERS, PARSER_VERSION, SUB_CATEGORIES, GreenParseError, parse_green
 from radmetrics.green.prompt import (
     MAX_WORDS,
@@ -17,6 +20,8 @@ from radmetrics.green.prompt import (
 from radmetrics.scoring import ScoringSystem, mean_std_summary
 from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import GreenJudgment, Judgment
+
+logger = logging.getLogger(__name__)
 
 
 class GreenSystem(ScoringSystem):
@@ -59,7 +64,9 @@ class GreenSystem(ScoringSystem):
             matched_findings=analysis.matched_findings,
             explanation=analysis.explanation,
             error_counts=ErrorCounts.from_letters(analysis.significant, analysis.insignificant),
-            details={"format": analysis.format, "error_sentences": analysis.significant_sentences,
+            details={"format": analysis.format, "leniency": analysis.leniency,
+                     **_official_difference(text, analysis),
+                     "error_sentences": analysis.significant_sentences,
                      "insignificant_section": analysis.insignificant is not None,
                      "derived": derived_scores(
                          analysis.matched_findings, sum(analysis.significant.values()),
@@ -72,6 +79,7 @@ class GreenSystem(ScoringSystem):
         reports with no clinically significant error of that category (upstream `compute_accuracy`).
         With summary=True, the GREEN summary (see radmetrics/green/summary.py)."""
         result = mean_std_summary(self.score_key, judgments)
+        result.update(leniency_summary(self.name, judgments))
         scored = [j for j in judgments if j.score is not None and isinstance(j, GreenJudgment)]
         result["error_free_share"] = {
             f"({letter}) {SUB_CATEGORIES[letter]}": (
@@ -80,12 +88,40 @@ class GreenSystem(ScoringSystem):
             for letter in LETTERS
         }
         result["derived"] = {name: _mean([j.details["derived"][name] for j in scored])
-                             for name in ("green_ec", "green_f1", "green_formula")}
+                             for name in ("green_ec", "green_total_errors", "green_f1", "green_formula")}
         if summary:
             from radmetrics.green.summary import green_summary
 
             result["summary"] = green_summary(scored, model_name=summary_model)
         return result
+
+
+def leniency_summary(metric: str, judgments: Sequence[Judgment]) -> dict[str, Any]:
+    """How many analyses needed each leniency (radmetrics/green/parse.py LENIENCY), and how many of those the
+    official code would have read to other counts; logged as one warning per corpus so it is never silent."""
+    counts: Counter[str] = Counter()
+    differ = lenient = 0
+    for j in judgments:
+        names = j.details.get("leniency") or [] if j.score is not None else []
+        counts.update(names)
+        lenient += bool(names)
+        differ += not j.details.get("official_reading", {}).get("same_counts", True) if names else 0
+    if lenient:
+        logger.warning("%s: %d of %d analyses read with leniency beyond the official GREEN parser (%s); the official "
+                       "code would read %d of them to other counts (details['leniency'], details['official_reading'])",
+                       metric, lenient, len(judgments), ", ".join(f"{k} {v}" for k, v in counts.most_common()), differ)
+    return {"leniency": dict(counts.most_common()), "num_lenient": lenient, "num_official_would_differ": differ}
+
+
+def _official_difference(text: str, analysis) -> dict[str, Any]:
+    """Where this reading needed leniency, what the official code would have returned (for auditing)."""
+    if not analysis.leniency:
+        return {}
+    official = official_reading(text)
+    same = (list(official.significant) == list(analysis.significant.values())
+            and official.matched_findings == analysis.matched_findings)
+    return {"official_reading": {"significant": list(official.significant), "matched_findings":
+                                 official.matched_findings, "score": official.score, "same_counts": same}}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -114,7 +150,7 @@ class _DerivedSystem(GreenSystem):
     aggregate_options = ()
 
     def aggregate(self, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
-        return mean_std_summary(self.score_key, judgments)
+        return {**mean_std_summary(self.score_key, judgments), **leniency_summary(self.name, judgments)}
 
 
 class GreenF1System(_DerivedSystem):
@@ -123,11 +159,23 @@ class GreenF1System(_DerivedSystem):
 
 
 class GreenECSystem(_DerivedSystem):
-    """GREEN-EC: the number of clinically significant errors (lower is better)."""
+    """GREEN-EC as VERT prints it (Sec. 5.1, App. B): the number of clinically SIGNIFICANT errors (lower is
+    better). For significant + insignificant see green_total_errors."""
 
     name = score_key = derived_key = "green_ec"
     evaluate_module = None
     higher_is_better = False
+
+
+class GreenTotalErrorsSystem(_DerivedSystem):
+    """GREEN's total error count (GREEN paper Sec. 4.3.1): clinically significant + insignificant errors, the
+    quantity compared with radiologists' total error counts on ReXVal (lower is better). Unscored when the
+    analysis has no [Clinically Insignificant Errors] section (I unknown, not 0)."""
+
+    name = score_key = derived_key = "green_total_errors"
+    evaluate_module = None
+    higher_is_better = False
+    missing_reason = "no [Clinically Insignificant Errors] section: the total error count needs I"
 
 
 class GreenFormulaSystem(_DerivedSystem):

@@ -1,32 +1,106 @@
-"""Reading a VERT answer: the overall score, and the GREEN-format counts when the judge wrote them."""
+"""Reading a VERT answer: the overall score, and the GREEN-format counts when the judge wrote them.
+
+The score is the number the judge gives under its last "[Overall Accuracy Score]" header (VERT App. D.2-D.4
+ask for "a continuous number in [0.00, 1.00]"). Judges write it in more ways than one: "0.85", "0,85"
+(decimal comma), ".85", "**0.85**", or, for the Formula prompt that asks them to compute (D.3), a worked
+answer "Score = 3/(3+2) = 0.60", whose result is the number after the last "=". A number outside [0, 1] is
+not clamped: the row is unscored with the reason.
+"""
 from __future__ import annotations
 
 import re
 from typing import Any
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
-# "[Overall Accuracy Score]: 0.85", "[Overall accuracy Score]:\n0.85" (both spellings are in App. D),
-# "**Overall Accuracy Score:** 0.85"
-_SCORE = re.compile(r"\[?\s*overall\s+accuracy\s+score\s*\]?\s*\**\s*:?\s*\**\s*(-?\d+(?:\.\d+)?)(?!\d)", re.I)
+# "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
+# Score:**", "Overall Accuracy Score ="
+_HEADER = re.compile(r"\[?\s*overall\s+accuracy\s+score\s*\]?\s*\**\s*[:=]?\s*\**", re.I)
+# 0.85 | 0,85 | .85 | 1 | 1.0 ; a sign is kept so that -0.2 is seen as out of range, not read as 0.2
+_NUMBER = r"[-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
+_OPERATOR = r"\s*[/*×x+−\-]\s*[\d(]"
 
 
 class VertParseError(ValueError):
     pass
 
 
+def _to_float(token: str) -> float:
+    token = token.replace("−", "-")
+    if "," in token:
+        whole, _, decimals = token.partition(",")
+        # "0,85" is a decimal comma; "1,000" could be a thousands separator: no single reading
+        if whole.lstrip("-") not in {"", "0", "1"} or (whole.lstrip("-") == "1" and len(decimals) > 2):
+            raise VertParseError(f"overall score {token!r} has no single reading (decimal or thousands comma?)")
+        token = f"{whole}.{decimals}"
+    return float(token)
+
+
+def read_score_text(answer: str) -> tuple[float, str]:
+    """The score in the text after the header (or a bare answer): (value, how it was written)."""
+    lines = [line.strip() for line in answer.splitlines() if re.search(r"\d", line)]
+    if not lines:
+        raise VertParseError("[Overall Accuracy Score] has no readable number")
+    line = lines[0].strip(" *`_")
+    line = re.sub(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", "", line, flags=re.I)
+    line = line.strip(" *`_")
+    if "=" in line:  # a worked answer: the result is the number after the last "="
+        last = re.match(rf"\s*\**\s*({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", line.rsplit("=", 1)[1])
+        if not last:
+            raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
+        return _to_float(last.group(1)), "worked"
+    first = re.match(rf"({_NUMBER})(?!\d)", line)
+    form = "plain"
+    if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
+        numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
+        if len(numbers) != 1:
+            raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
+        first, form = numbers[0], "in-sentence"
+    after = line[first.end():]
+    if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
+        raise VertParseError(f"[Overall Accuracy Score] has no readable number: {line[:60]!r}")
+    token = first.group(1)
+    if "," in token:
+        form = "decimal-comma"
+    elif re.match(r"[-−]?[.]", token):
+        form = "leading-point"
+    return _to_float(token), form
+
+
 def read_overall_score(text: str) -> float:
+    return read_overall_score_with_form(text)[0]
+
+
+def read_overall_score_with_form(text: str) -> tuple[float, str]:
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
-    found = _SCORE.findall(text)
-    if not found:
-        if re.search(r"overall\s+accuracy\s+score", text, re.I):
-            raise VertParseError("[Overall Accuracy Score] has no readable number")
+    headers = list(_HEADER.finditer(text))
+    if not headers:
         raise VertParseError("no [Overall Accuracy Score] in the output (truncated or another format)")
-    value = float(found[-1])  # the last one: a judge may restate the template before answering
+    # the last header: a judge may restate the template before answering
+    answer = text[headers[-1].end():]
+    answer = re.split(r"\n\s*\[[A-Z][^\]\n]*\]", answer)[0]  # up to the next "[Section]" header
+    value, form = read_score_text(answer)
+    check_range(value, form)
+    return value, form
+
+
+def check_range(value: float, written: str) -> None:
     if not 0.0 <= value <= 1.0:  # App. D.2: "a continuous number in [0.00, 1.00]" - not clamped
-        raise VertParseError(f"overall score {found[-1]} outside [0, 1]")
-    return value
+        how = "" if written == "plain" else f" ({written})"
+        raise VertParseError(f"overall score {value:g} outside [0, 1]{how}")
+
+
+def read_bare_score(text: str) -> tuple[float, str]:
+    """A fine-tuned VERT judge's answer (vert_ft): "0.7", "0,7", ".7", "Score: 0.7", "**0.70**"."""
+    if not isinstance(text, str) or not text.strip():
+        raise VertParseError("empty judge output")
+    head = text.strip().split("\n", 1)[0]
+    if _HEADER.match(head.strip("[* ")):
+        return read_overall_score_with_form(text)
+    value, form = read_score_text(head)
+    check_range(value, form)
+    return value, form
 
 
 def read_counts(text: str) -> dict[str, Any]:
@@ -38,4 +112,4 @@ def read_counts(text: str) -> dict[str, Any]:
     except GreenParseError:
         return {}
     return {"significant": analysis.significant, "insignificant": analysis.insignificant or {},
-            "matched_findings": analysis.matched_findings}
+            "matched_findings": analysis.matched_findings, "green_leniency": analysis.leniency}

@@ -35,17 +35,14 @@ class VertFineTunedSystem(VertSystem):
         return f"{sample_overall_score(reference, candidate):.1f}"
 
     def parse(self, text: str):
-        import re
-
         from radmetrics.types import Judgment
+        from radmetrics.vert.parse import VertParseError, read_bare_score
 
-        match = re.match(r"^\s*(-?\d+(?:\.\d+)?)", text or "")
-        if not match:
-            return Judgment.unscored("no score at the start of the answer", raw=text or "")
-        value = float(match.group(1))
-        if not 0 <= value <= 1:
-            return Judgment.unscored(f"score {match.group(1)} outside [0, 1]", raw=text)
-        return Judgment(score=value, parsed=True, raw=text)
+        try:
+            value, written = read_bare_score(text)
+        except VertParseError as e:
+            return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
+        return Judgment(score=value, parsed=True, raw=text, details={"score_written": written})
 
 
 @hookimpl

@@ -11,7 +11,7 @@ from radmetrics.green.prompt import sample_green_analysis, truncate_words
 from radmetrics.scoring import ScoringSystem, word_comparison
 from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import Judgment
-from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score
+from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score_with_form
 from radmetrics.vert.prompt import (
     ERROR_ILLUSTRATIONS,
     PROMPT_VERSION,
@@ -104,13 +104,14 @@ class VertSystem(ScoringSystem):
 
     def parse(self, text: str) -> Judgment:
         try:
-            score = read_overall_score(text)
+            score, written = read_overall_score_with_form(text)
         except VertParseError as e:
             return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
         counts = read_counts(text)
         error_counts = (ErrorCounts.from_letters(counts["significant"], counts["insignificant"] or None)
                         if counts else None)
-        return Judgment(score=score, parsed=True, raw=text, details=counts, error_counts=error_counts)
+        return Judgment(score=score, parsed=True, raw=text, details={**counts, "score_written": written},
+                        error_counts=error_counts)
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)

@@ -1,0 +1,56 @@
+"""VERT's overall score as the judge wrote it: decimal comma, leading point, worked Formula answers, vert_ft
+answers; numbers outside [0, 1] and answers with no single number stay unscored (never clamped, never 0)."""
+from __future__ import annotations
+
+import pytest
+
+import radmetrics
+
+HEAD = "[Overall Accuracy Score]:\n"
+
+
+@pytest.mark.parametrize("system, text, score, written", [
+    pytest.param("vert", HEAD + "0,85", 0.85, "decimal-comma", id="decimal-comma"),
+    pytest.param("vert", HEAD + "0,6.", 0.6, "decimal-comma", id="decimal-comma-period"),
+    pytest.param("vert", HEAD + ".85", 0.85, "leading-point", id="leading-point"),
+    pytest.param("vert", "**Overall Accuracy Score:** .7", 0.7, "leading-point", id="markdown-leading-point"),
+    pytest.param("vert", HEAD + "**0.70**", 0.7, "plain", id="bold"),
+    pytest.param("vert", HEAD + "1,00", 1.0, "decimal-comma", id="one-decimal-comma"),
+    pytest.param("vert_formula", HEAD + "Score = 3/(3+2) = 0.60", 0.6, "worked", id="formula-worked"),
+    pytest.param("vert_formula", HEAD + "Score = M / (M + 2*S + 0.5*I) = 4 / (4 + 2*1 + 0.5*2) = 4/7 = 0.57",
+                 0.57, "worked", id="formula-worked-long"),
+    pytest.param("vert_formula", HEAD + "score = max(0, 1 − 0.15 × 2) = 0,70", 0.7, "worked",
+                 id="worked-decimal-comma"),
+    pytest.param("vert_formula", HEAD + "3/(3+1+0.5*0) = .75\n\nThe candidate misses one finding.", 0.75,
+                 "worked", id="worked-leading-point-with-chatter"),
+    pytest.param("vert", HEAD + "I would rate the candidate 0.85.", 0.85, "in-sentence", id="one-number-in-sentence"),
+    pytest.param("vert", HEAD + "<score between 0 and 1>\n" + HEAD + "0.4", 0.4, "plain", id="template-then-answer"),
+    pytest.param("vert_ft", "0.7", 0.7, "plain", id="ft-bare"),
+    pytest.param("vert_ft", "Score: 0.7", 0.7, "plain", id="ft-score-colon"),
+    pytest.param("vert_ft", "score = 0,65\nThe report misses the effusion.", 0.65, "decimal-comma", id="ft-comma"),
+    pytest.param("vert_ft", ".9", 0.9, "leading-point", id="ft-leading-point"),
+    pytest.param("vert_ft", "[Overall Accuracy Score]: 0.55", 0.55, "plain", id="ft-with-header"),
+])
+def test_score_as_written(system, text, score, written):
+    judgment = radmetrics.get_scoring_system(system).parse(text)
+    assert judgment.parsed and judgment.score == pytest.approx(score)
+    assert judgment.details["score_written"] == written
+
+
+@pytest.mark.parametrize("system, text, reason", [
+    pytest.param("vert", HEAD + "1,000", "no single reading", id="thousands-comma"),
+    pytest.param("vert", HEAD + "1,5", "outside [0, 1]", id="comma-above-one"),
+    pytest.param("vert", HEAD + "85%", "no readable number", id="percent"),
+    pytest.param("vert", HEAD + "-.2", "outside [0, 1]", id="negative-leading-point"),
+    pytest.param("vert_formula", HEAD + "Score = 3/(3+2) = 1.5", "outside [0, 1]", id="worked-out-of-range"),
+    pytest.param("vert_formula", HEAD + "Score = 3/(3+2)", "no readable number", id="worked-without-result"),
+    pytest.param("vert", HEAD + "between 0.6 and 0.7", "no single number", id="two-numbers"),
+    pytest.param("vert", HEAD + "<Overall accuracy score between 0 and 1 given the total number of errors>",
+                 "no single number", id="template-only"),
+    pytest.param("vert_ft", "Score: 7", "outside [0, 1]", id="ft-out-of-range"),
+    pytest.param("vert_ft", "The report is good.", "no", id="ft-words"),
+    pytest.param("vert_ft", "", "empty judge output", id="ft-empty"),
+])
+def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
+    judgment = radmetrics.get_scoring_system(system).parse(text)
+    assert judgment.score is None and not judgment.parsed and reason in judgment.reason
