@@ -20,6 +20,9 @@ Loading options (evaluate.load("radmetrics/<metric>", ...)):
     judge_options (dict): backend options, e.g. {"base_url": ..., "revision": ..., "path": "replay.jsonl"}.
     cache: response-cache path, or False to turn it off (default ~/.cache/radmetrics/judgments.sqlite).
     max_new_tokens (int): generation limit (default 1024).
+    system_options (dict): scoring-system options, e.g. VERT {"shots_path": "shots.jsonl", "k": 5}.
+    summary (bool): GREEN's clustered error summary in the output (GREEN only).
+    Any other name is an error naming these.
 Args (compute):
     predictions (list of str): generated (candidate) reports.
     references (list of str): reference reports, one per prediction.

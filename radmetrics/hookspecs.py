@@ -16,5 +16,6 @@ def register_scoring_systems(register):
 
 @hookspec
 def register_judge_backends(register):
-    """Call ``register(name, factory)`` for each judge backend; ``factory(model=..., **options)``
-    returns an object with ``generate(prompts, config) -> list[str]``."""
+    """Call ``register(name, factory)`` for each judge backend; ``factory(model=..., **options)`` returns a
+    ``radmetrics.judge.base.Judge`` (usually a ``JudgeBackend`` subclass with a ``BackendOptions`` dataclass,
+    which validates the options)."""

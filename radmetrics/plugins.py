@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pluggy
 
+import radmetrics.judge as _judge_package
 from radmetrics import hookspecs
 from radmetrics.errors import RadmetricsError, UnknownNameError
 from radmetrics.scoring import ScoringSystem
@@ -26,7 +28,7 @@ DEFAULT_PLUGINS = (
     "radmetrics.green.plugin",
     "radmetrics.vert.plugin",
     "radmetrics.finerad_score.plugin",
-    "radmetrics.rubrics.plugin",
+    "radmetrics.radcliq_rubric.plugin",
 )
 
 _lock = threading.RLock()
@@ -84,9 +86,20 @@ def list_scoring_systems() -> list[str]:
     return sorted(scoring_systems())
 
 
+#: old name -> new name; the old names keep working, with a DeprecationWarning
+DEPRECATED_NAMES = {
+    # "radcliq" is RadCliQ-v1 (BLEU + BERTScore + CheXbert + RadGraph) in RadEval and the literature
+    "radcliq": "radcliq_rubric",
+}
+
+
 def get_scoring_system(name: str, **options: Any):
     """The scoring system called `name`; options (e.g. ``max_words``) configure a fresh instance."""
     systems = scoring_systems()
+    if name in DEPRECATED_NAMES and name not in systems:
+        warnings.warn(f"Scoring system '{name}' is now called '{DEPRECATED_NAMES[name]}'; the old name will go.",
+                      DeprecationWarning, stacklevel=2)
+        name = DEPRECATED_NAMES[name]
     if name not in systems:
         raise UnknownNameError("scoring system", name, systems)
     system = systems[name]
@@ -95,3 +108,7 @@ def get_scoring_system(name: str, **options: Any):
 
 def list_judge_backends() -> list[str]:
     return sorted(judge_backends())
+
+
+# radmetrics.judge.get_judge finds backends here; the judge package does not import the registry.
+_judge_package.backend_factories = judge_backends

@@ -161,24 +161,48 @@ def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:
             "generation": config.to_dict()}
 
 
-def score(metric: str, references: Sequence[Any], candidates: Sequence[Any], *, backend: str = "transformers",
-          judge: str | None = None, judge_options: dict[str, Any] | None = None, cache: Any = None,
+def build_judge(backend: str = "transformers", model: str | None = None, options: dict[str, Any] | None = None,
+                cache: Any = None, system: Any = None, engine: str = "local", actors: int = 2):
+    """The shared judge for a run: the system's published judge when no model is named (except for replay,
+    whose file is the judge), behind the response cache (None: the default cache; False: none).
+    engine="ray" shards the judging over `actors` Ray actors sharing the cache file."""
+    from radmetrics.judge import _USE_DEFAULT, get_judge
+
+    if model is None and backend != "replay" and system is not None:
+        model = system.default_judge
+    if engine == "ray":
+        from radmetrics.judge.cache import default_cache_path
+        from radmetrics.judge.ray_engine import RayShardedJudge
+
+        shared = None if cache is False else (cache or default_cache_path())
+        return RayShardedJudge(backend, model=model, cache=shared, actors=actors, **(options or {}))
+    return get_judge(backend, model=model, cache=_USE_DEFAULT if cache is None else cache, **(options or {}))
+
+
+def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, backend: str = "transformers",
+          judge: Any = None, judge_options: dict[str, Any] | None = None, cache: Any = None,
           config: GenerationConfig | None = None, progress: bool = True, summary: bool = False,
-          summary_model: str | None = None, system_options: dict[str, Any] | None = None) -> ScoreResult:
-    """Score candidates against references with a registered metric on the shared judge.
+          summary_model: str | None = None, system_options: dict[str, Any] | None = None,
+          row_ids: Sequence[int] | None = None) -> ScoreResult:
+    """Score candidates against references with a scoring system on the shared judge.
+
+    metric: a registered name or a ScoringSystem; judge: a model id (the judge is built from backend,
+    judge_options and cache) or a ready Judge (radmetrics.judge.base.Judge; then those three are not used);
+    row_ids: the row numbers reasons name (default 0..n-1).
 
     >>> # result = radmetrics.score("green", refs, cands, judge="StanfordAIMI/GREEN-RadLlama2-7b")
     """
-    from radmetrics.judge import _USE_DEFAULT, get_judge
+    from radmetrics.judge.base import Judge
     from radmetrics.plugins import get_scoring_system
 
-    system = get_scoring_system(metric, **(system_options or {}))
+    if isinstance(metric, str):
+        system = get_scoring_system(metric, **(system_options or {}))
+    else:
+        system = metric.configure(**system_options) if system_options else metric
     check_lengths(references, candidates)
-    model = judge or getattr(system, "default_judge", None)
-    the_judge = get_judge(backend, model=model, cache=_USE_DEFAULT if cache is None else cache,
-                          **(judge_options or {}))
+    the_judge = judge if isinstance(judge, Judge) else build_judge(backend, judge, judge_options, cache, system)
     config = config or GenerationConfig()
-    judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress)
+    judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids)
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -19,6 +19,7 @@ Judgment, and the Judgments into a corpus summary. Subclasses must implement `bu
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -77,15 +78,32 @@ class ScoringSystem:
         return _pair_by_template(self, prompt)
 
     def configure(self, **options: Any) -> ScoringSystem:
-        """A copy with options set as attributes; unknown options are an error naming the valid ones."""
+        """A copy with options set as attributes (`system_options=`, `--system-option`); an unknown option is
+        an error naming the valid ones."""
         clone = copy.copy(self)
+        valid = self.option_names()
         for key, value in options.items():
-            if not hasattr(clone, key) or key.startswith("_"):
+            if key not in valid:
                 from radmetrics.errors import RadmetricsError
 
-                raise RadmetricsError(f"Scoring system '{self.name}' has no option '{key}'.")
+                raise RadmetricsError(f"Scoring system '{self.name}' has no option '{key}'. "
+                                      f"Its options: {', '.join(valid) or 'none'}")
             setattr(clone, key, value)
         return clone
+
+    #: class attributes that describe the system rather than configure it
+    _DESCRIPTIVE = frozenset({"name", "score_key", "prompt_version", "parser_version", "evaluate_module",
+                              "higher_is_better", "aggregate_options"})
+
+    def option_names(self) -> list[str]:
+        """The settings `configure` accepts: public data attributes (e.g. VERT's k, shots_path, seed)."""
+        names = set()
+        for klass in type(self).__mro__:
+            for key, value in vars(klass).items():
+                if not key.startswith("_") and key not in self._DESCRIPTIVE and not callable(value) \
+                        and not isinstance(value, (property, classmethod, staticmethod, functools.cached_property)):
+                    names.add(key)
+        return sorted(names)
 
     def fingerprint(self) -> dict[str, str]:
         return {"scoring_system": self.name, "prompt_version": self.prompt_version,

@@ -73,14 +73,6 @@ class ErrorCounts:
     significant: Mapping[str, int]
     insignificant: Mapping[str, int] | None = None
 
-    @property
-    def total_significant(self) -> int:
-        return sum(self.significant.values())
-
-    @property
-    def total_insignificant(self) -> int | None:
-        return None if self.insignificant is None else sum(self.insignificant.values())
-
     def significant_list(self) -> list[int]:
         """Significant counts in letter order (a)-(f), a missing letter as 0."""
         return [int(self.significant.get(x, 0)) for x in LETTERS]

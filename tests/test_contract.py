@@ -21,7 +21,7 @@ from radmetrics.taxonomy import CATEGORIES, LETTERS, RADCLIQ_KEYS, ErrorCounts, 
 REFS = ["Small left effusion. No pneumothorax.", "Heart size normal. Lungs clear.", "Mild cardiomegaly."]
 CANDS = ["Small left effusion. Tiny nodule.", "Heart size normal.", "Mild cardiomegaly. Right effusion."]
 ROOMS = ["green", "green_f1", "green_ec", "green_formula", "vert", "vert_formula", "vert_rubric", "vert_ft",
-         "finerad_score", "radcliq"]
+         "finerad_score", "radcliq_rubric"]
 
 
 # -- every room ships a sample answer that its own parser scores -----------------------------------------------
@@ -52,7 +52,7 @@ def test_every_counting_room_fills_error_counts_by_letter():
     green = radmetrics.get_scoring_system("green").parse(radmetrics.get_scoring_system("green").sample_answer(
         REFS[0], CANDS[0]))
     assert green.error_counts.significant_list() == [2, 0, 0, 0, 0, 0] and green.significant_errors() == [2, 0, 0, 0, 0, 0]
-    radcliq = radmetrics.get_scoring_system("radcliq").parse(json.dumps({"errors": {
+    radcliq = radmetrics.get_scoring_system("radcliq_rubric").parse(json.dumps({"errors": {
         "false_prediction": {"significant": 1, "insignificant": 2}, "omission": 3, "incorrect_location": 0,
         "incorrect_severity": {"significant": 0, "insignificant": 1}, "comparison_not_present": 0,
         "omission_of_comparison": {"significant": 4}}}))
@@ -70,7 +70,7 @@ def test_every_counting_room_fills_error_counts_by_letter():
 def test_taxonomy_is_the_wording_each_prompt_uses():
     green_prompt = radmetrics.get_scoring_system("green").build_prompt("r", "c")
     finerad_prompt = radmetrics.get_scoring_system("finerad_score").build_prompt("r", "c")
-    radcliq_prompt = radmetrics.get_scoring_system("radcliq").build_prompt("r", "c")
+    radcliq_prompt = radmetrics.get_scoring_system("radcliq_rubric").build_prompt("r", "c")
     for number, c in enumerate(CATEGORIES, 1):
         assert f"    {c.letter}) {c.green}.\n" in green_prompt  # GREEN's official prompt
         assert f"- {number}. {c.finerad}\n" in finerad_prompt
@@ -176,17 +176,17 @@ def test_radcliq_counts_in_meta_eval_equal_lm_evals(fake_judge):
     from radmetrics.meta.report import analyse, run_radmetrics_metric
 
     data = load_expert_dataset("rexval", FIXTURES / "rexval")
-    run = run_radmetrics_metric("radcliq", data, {"backend": "fake", "cache": False, "progress": False})
-    utils, system = _lm_eval_utils(), radmetrics.get_scoring_system("radcliq")
+    run = run_radmetrics_metric("radcliq_rubric", data, {"backend": "fake", "cache": False, "progress": False})
+    utils, system = _lm_eval_utils(), radmetrics.get_scoring_system("radcliq_rubric")
     lm_eval_pairs = []
     for doc, counts in zip(data, run.counts):
         answer = analysis_for(system.build_prompt(doc["reference"], doc["candidate"]))
-        predicted, expert = utils.process_results({**doc, "scoring_system": "radcliq"}, [answer])["mae_significant_errors"]
+        predicted, expert = utils.process_results({**doc, "scoring_system": "radcliq_rubric"}, [answer])["mae_significant_errors"]
         assert predicted == sum(counts)
         lm_eval_pairs.append((predicted, expert))
     assert sum(sum(c) for c in run.counts) > 0  # the omissions the fake judge counts (meta-eval read them as 0)
     report = analyse([run], data, resamples=0)
-    assert report["metrics"]["radcliq"]["mae_significant_errors"]["mae"] == pytest.approx(utils.mae(lm_eval_pairs))
+    assert report["metrics"]["radcliq_rubric"]["mae_significant_errors"]["mae"] == pytest.approx(utils.mae(lm_eval_pairs))
 
 
 def test_a_plugin_system_outside_the_contract_is_a_clear_error():
@@ -212,3 +212,11 @@ def test_a_plugin_system_outside_the_contract_is_a_clear_error():
             radmetrics.list_scoring_systems()
     finally:
         unregister_plugin(name="duck-plugin")
+
+
+def test_the_old_name_radcliq_still_works_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="'radcliq' is now called 'radcliq_rubric'"):
+        system = radmetrics.get_scoring_system("radcliq")
+    assert system.name == "radcliq_rubric" and "radcliq" not in radmetrics.list_scoring_systems()
+    card = (REPO / "radmetrics" / "radcliq_rubric" / "README.md").read_text()
+    assert "not RadCliQ-v1" in card

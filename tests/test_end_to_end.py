@@ -65,12 +65,12 @@ def test_evaluate_load_from_repo_root(tiny_judge, tmp_path, monkeypatch):
 
 def test_evaluate_load_from_another_directory_offline(tiny_judge, tmp_path):
     installed = run_cli("install-metrics")
-    for name in ("green", "vert", "finerad_score", "radcliq"):
+    for name in ("green", "vert", "finerad_score", "radcliq_rubric"):
         assert f"radmetrics/{name} ->" in installed.stdout
     names = subprocess.run([sys.executable, "-c", "import evaluate; print([evaluate.load(f'radmetrics/{n}').name "
-                            "for n in ('vert', 'finerad_score', 'radcliq')])"], cwd=tmp_path, capture_output=True,
+                            "for n in ('vert', 'finerad_score', 'radcliq_rubric')])"], cwd=tmp_path, capture_output=True,
                            text=True, env=os.environ.copy())
-    assert names.returncode == 0 and names.stdout.strip() == "['vert', 'fine_rad_score', 'rad_cli_q']", names.stderr
+    assert names.returncode == 0 and names.stdout.strip() == "['vert', 'fine_rad_score', 'rad_cli_q_rubric']", names.stderr
     code = ("import evaluate, json; m = evaluate.load('radmetrics/green', judge=%r, cache=False, "
             "max_new_tokens=256, progress=False); o = m.compute(predictions=%r, references=%r); "
             "print(json.dumps(o['scores']))") % (str(tiny_judge), CANDS[:2], REFS[:2])

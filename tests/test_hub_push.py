@@ -147,7 +147,7 @@ def test_publish_metrics_uploads_each_module_as_a_space(hub, tmp_path):
     out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "publish-metrics", "--namespace", "lab",
                           "--workdir", str(tmp_path / "spaces")], cwd=REPO, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    for name in ("green", "vert", "finerad_score", "radcliq", "er2score"):
+    for name in ("green", "vert", "finerad_score", "radcliq_rubric", "er2score"):
         files = set(hub.files("space", f"lab/{name}"))
         assert {f"{name}.py", "README.md", "app.py", "requirements.txt"} <= files, (name, files)
         assert hub.repos[("space", f"lab/{name}")]["private"] is True

@@ -264,20 +264,20 @@ def radcliq_json(sig=None, insig=None, total=None, drop=None):
 
 
 def test_radcliq_counts_and_total():
-    judgment = radmetrics.get_scoring_system("radcliq").parse(
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(
         radcliq_json({"omission": 2, "false_prediction": 1}, {"incorrect_severity": 1}, total=4))
     assert judgment.score == 4.0 and judgment.significant["omission"] == 2
     assert judgment.insignificant["incorrect_severity"] == 1 and "warnings" not in judgment.details
 
 
 def test_radcliq_total_mismatch_uses_sum_and_warns():
-    judgment = radmetrics.get_scoring_system("radcliq").parse(radcliq_json({"omission": 2}, total=5))
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(radcliq_json({"omission": 2}, total=5))
     assert judgment.score == 2.0 and judgment.details["warnings"] == ["judge total_score 5 != sum of counts 2"]
 
 
 def test_radcliq_er2score_single_number_format():
     text = json.dumps({"errors": dict.fromkeys(KEYS, "1"), "total_score": "6"})
-    assert radmetrics.get_scoring_system("radcliq").parse(text).score == 6.0
+    assert radmetrics.get_scoring_system("radcliq_rubric").parse(text).score == 6.0
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -293,5 +293,5 @@ def test_radcliq_er2score_single_number_format():
     pytest.param('{"errors": {"omission": {"significant": ', "not closed", id="truncated"),
 ])
 def test_radcliq_unreadable(text, reason):
-    judgment = radmetrics.get_scoring_system("radcliq").parse(text)
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(text)
     assert judgment.score is None and reason in judgment.reason

@@ -66,7 +66,7 @@ def test_lm_eval_path_points_at_the_tasks():
     path = Path(subprocess.run([sys.executable, "-m", "radmetrics.cli", "lm-eval-path"], capture_output=True,
                                text=True, check=True).stdout.strip())
     names = {p.stem for p in path.glob("*.yaml")}
-    assert {"rexval_judge", "rexval_judge_vert", "rexval_judge_finerad", "rexval_judge_radcliq",
+    assert {"rexval_judge", "rexval_judge_vert", "rexval_judge_finerad", "rexval_judge_radcliq_rubric",
             "radmetrics_judge"} <= names
     assert path == REPO / "lm_eval_tasks"
 

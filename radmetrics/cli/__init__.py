@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import warnings
 
 import click
 
@@ -84,6 +85,8 @@ def main() -> None:
     from radmetrics.cli.exit_status import RunInterrupted, interrupted_line, raise_terminated
 
     signal.signal(signal.SIGTERM, raise_terminated)
+    # Deprecated names (e.g. --metric radcliq) say so on the command line too.
+    warnings.filterwarnings("default", category=DeprecationWarning, module="radmetrics")
     try:
         cli.main(standalone_mode=False)
     except RunInterrupted as e:

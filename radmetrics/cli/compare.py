@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.errors import InputError
 
 
@@ -32,31 +33,20 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--candidate-column", default=None)
 @click.option("--on-mismatch", type=click.Choice(["error", "intersect"]), default="error", show_default=True,
               help="When the files hold different ids: stop, or compare on the ids they share.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--revision", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
-@click.option("--no-cache", is_flag=True)
+@judge_flags(system_options=False)
 @click.option("--resamples", default=1000, show_default=True, type=int,
               help="Bootstrap resamples and randomization trials.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--alpha", default=0.05, show_default=True, type=float, help="Significance level after Holm.")
 def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
-                    on_mismatch, backend, judge, replay, base_url, revision, judge_option, max_new_tokens,
-                    cache_path, no_cache, resamples, seed, alpha) -> None:
+                    on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
     references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT."""
-    from radmetrics.cli.score import judge_settings
     from radmetrics.errors import optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it
         optional_import(module, "meta", "by compare")
     from radmetrics.meta.compare import compare, load_systems, write_outputs
-    from radmetrics.types import GenerationConfig
 
     aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
                            on_mismatch)
@@ -64,16 +54,14 @@ def compare_command(system_files, references, metrics, output, id_column, refere
         click.echo(f"Note: {note}", err=True)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
                f"{len(metrics)} metric(s).", err=True)
-    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
 
     def progress(metric, partial):
         entry = partial.metrics[metric]
         state = f"n/a ({entry['error']})" if entry["error"] else "done"
         click.echo(f"  {metric}: {state}", err=True)
 
-    result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids, backend=backend,
-                     judge=judge, judge_options=options, cache=False if no_cache else cache_path,
-                     config=GenerationConfig(max_new_tokens=max_new_tokens), resamples=resamples, seed=seed,
+    result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
+                     **judge_flags.score_kwargs(), resamples=resamples, seed=seed,
                      alpha=alpha, notes=aligned.notes, on_metric=progress)
     paths = write_outputs(result, output)
     print_tables(result)

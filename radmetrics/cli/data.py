@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+
 
 @click.group("data")
 def data_group() -> None:
@@ -36,29 +38,20 @@ def convert_command(name: str, source: str, output: str) -> None:
 @click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
 @click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--replay", default=None, type=click.Path(dir_okay=False))
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None)
+@judge_flags()
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=int)
-def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, replay, base_url, judge_option,
-                      max_new_tokens, cache_path, resamples, seed) -> None:
+def meta_eval_command(metrics, dataset, dataset_name, output, judge_flags: JudgeFlags, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
     and summary.md to OUTPUT."""
     from pathlib import Path
 
     import radmetrics
-    from radmetrics.cli.score import judge_settings
     from radmetrics.errors import optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
-    from radmetrics.types import GenerationConfig
 
     source = Path(dataset)
     if source.exists():
@@ -69,9 +62,8 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
         import datasets
 
         data = datasets.load_dataset(dataset, split="test")
-    backend, options = judge_settings(backend, judge_option, replay, base_url)
-    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": options,
-                    "cache": cache_path, "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
+    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     known = set(radmetrics.list_scoring_systems())
     runs = [run_radmetrics_metric(m, data, judge_kwargs) if m in known else run_evaluate_metric(m, data)
             for m in metrics]
@@ -91,22 +83,23 @@ def meta_eval_command(metrics, dataset, dataset_name, output, backend, judge, re
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
-@click.option("--backend", "-b", default="transformers", show_default=True)
-@click.option("--judge", "-j", default=None)
-@click.option("--base-url", default=None)
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-def transform_command(step, input_path, column, output, error_type, k, modality, region, seed, backend, judge,
-                      base_url, judge_option, max_new_tokens) -> None:
-    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns."""
+@judge_flags()
+def transform_command(step, input_path, column, output, error_type, k, modality, region, seed,
+                      judge_flags: JudgeFlags) -> None:
+    """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.
+    --system-option sets the step's own settings (inject: max_attempts, validate)."""
     from pathlib import Path
 
     import datasets
 
-    from radmetrics.cli.score import judge_settings
     from radmetrics.data import steps
-    from radmetrics.judge import get_judge
-    from radmetrics.types import GenerationConfig
+    from radmetrics.errors import InputError
+
+    step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
+    unknown = sorted(set(judge_flags.system_options) - set(step_options))
+    if unknown:
+        raise InputError(f"data transform {step} has no option '{unknown[0]}'; its options: "
+                         f"{', '.join(step_options) or 'none'}")
 
     source = Path(input_path)
     if source.is_dir():
@@ -118,14 +111,14 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
         data = datasets.Dataset.from_list(rows)
     if column not in data.column_names:
         raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
-    backend, options = judge_settings(backend, judge_option, base_url=base_url)
-    the_judge = get_judge(backend, model=judge, **options)
-    config = GenerationConfig(max_new_tokens=max_new_tokens)
+    the_judge = judge_flags.build_judge()
+    config = judge_flags.config()
     reports = list(data[column])
     if step == "standardize":
         results = steps.standardize(the_judge, reports, config)
     elif step == "inject":
-        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config)
+        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config,
+                                      **judge_flags.system_options)
     else:
         results = steps.green_modify(the_judge, reports, seed=seed, config=config)
     out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])

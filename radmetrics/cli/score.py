@@ -1,39 +1,11 @@
 """`radmetrics score`: score a file of report pairs with one metric on a judge."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from radmetrics.errors import RadmetricsError
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """--judge-option key=value (value read as JSON when it parses, else kept as text)."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise RadmetricsError(f"--judge-option takes key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
-    return options
-
-
-def judge_settings(backend: str, judge_option: tuple[str, ...], replay: str | None = None,
-                   base_url: str | None = None, revision: str | None = None) -> tuple[str, dict[str, Any]]:
-    """(backend, backend options) from the judge flags every command shares; --replay implies the replay backend."""
-    options = parse_options(judge_option)
-    if replay:
-        backend, options["path"] = "replay", replay
-    if revision:
-        options["revision"] = revision
-    if base_url:
-        options["base_url"] = base_url
-    return backend, options
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
 
 def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
@@ -57,18 +29,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
               help="JSONL or CSV with reference and candidate columns (aliases accepted).")
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False),
               help="Results file (.jsonl, or .csv).")
-@click.option("--backend", "-b", default="transformers", show_default=True,
-              help="Judge backend: transformers, openai, replay, or a plugin's (see `radmetrics list`).")
-@click.option("--judge", "-j", default=None, help="Judge model id or path (default: the metric's published judge).")
-@click.option("--replay", type=click.Path(dir_okay=False), default=None,
-              help="Recorded {prompt, response} JSONL; implies --backend replay.")
-@click.option("--revision", default=None, help="Model revision (commit, tag or branch) of the judge.")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai).")
-@click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
-              help="Extra backend option, repeatable (e.g. max_batch_size=16).")
-@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
-@click.option("--cache", "cache_path", default=None, help="Response cache file (default ~/.cache/radmetrics).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@judge_flags()
 @click.option("--summary/--no-summary", default=False, show_default=True,
               help="Add the GREEN summary (clustered error explanations; loads an embedding model).")
 @click.option("--summary-model", default=None, help="sentence-transformers model for --summary.")
@@ -83,9 +44,9 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
               help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
                    "(a run where every row failed always exits 1). Input problems are not counted.")
-def score_command(metric, input_path, output_path, backend, judge, replay, revision, base_url, judge_option,
-                  max_new_tokens, cache_path, no_cache, summary, summary_model, reference_column,
-                  candidate_column, engine, actors, progress, retry_unscored, max_failures) -> None:
+def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
+                  reference_column, candidate_column, engine, actors, progress, retry_unscored,
+                  max_failures) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
     unscored, with their reason. Exit codes: 0 done; 1 the judge failed every row (or over --max-failures);
     2 bad input or usage; 130 / 143 interrupted (every answer received is cached: rerun to resume)."""
@@ -93,50 +54,44 @@ def score_command(metric, input_path, output_path, backend, judge, replay, revis
 
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, failure_message
-    from radmetrics.io import check_output_path, read_pairs, write_results
-    from radmetrics.judge import _USE_DEFAULT, get_judge
     from radmetrics.errors import optional_import
-    from radmetrics.runner import aggregate, fingerprint, judge_pairs
-    from radmetrics.types import GenerationConfig, Judgment
+    from radmetrics.io import check_output_path, read_pairs, write_results
+    from radmetrics.runner import aggregate, build_judge
+    from radmetrics.types import Judgment
 
-    system = radmetrics.get_scoring_system(metric)
-    check_output_path(output_path, input_path, replay)
-    run_id = uuid.uuid4().hex
+    # before anything is loaded or asked: never overwrite the input, never write through a link
+    check_output_path(output_path, input_path, judge_flags.options.get("path"))
+    run_id = uuid.uuid4().hex  # in every result row and in the summary: a pair is recognisable
+    system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
+    the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
+                            engine=engine, actors=actors)
+    # read
     pairs = read_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
-    backend, options = judge_settings(backend, judge_option, replay, base_url, revision)
-    cache: Any = None if no_cache else (cache_path or _USE_DEFAULT)
-    model = judge or (None if backend == "replay" else system.default_judge)
-    if engine == "ray":
-        from radmetrics.judge.cache import default_cache_path
-        from radmetrics.judge.ray_engine import RayShardedJudge
-
-        shared = None if no_cache else (cache_path or default_cache_path())
-        the_judge = RayShardedJudge(backend, model=model, cache=shared, actors=actors, **options)
-    else:
-        the_judge = get_judge(backend, model=model, cache=cache, **options)
-    config = GenerationConfig(max_new_tokens=max_new_tokens)
-
     good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
-    refs = [pairs.rows[i].get(pairs.reference_column) for i in good]
-    cands = [pairs.rows[i].get(pairs.candidate_column) for i in good]
-    judged = judge_pairs(system, the_judge, refs, cands, config, progress=progress, row_ids=good)
+    # score (rows that could not be read stay, unscored, with the reader's reason)
+    result = radmetrics.score(system, [pairs.rows[i].get(pairs.reference_column) for i in good],
+                              [pairs.rows[i].get(pairs.candidate_column) for i in good], judge=the_judge,
+                              config=judge_flags.config(), progress=progress, row_ids=good)
+    judged = result.judgments
     if retry_unscored:
-        judged = _retry_unscored(system, the_judge, refs, cands, judged, config, progress, good)
-    judgments: list[Judgment] = [Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()]
-    by_row = dict(zip(pairs.bad_rows, judgments))
-    by_row.update({i: j for i, j in zip(good, judged)})
+        judged = _retry_unscored(system, the_judge, [pairs.rows[i].get(pairs.reference_column) for i in good],
+                                 [pairs.rows[i].get(pairs.candidate_column) for i in good], judged,
+                                 judge_flags.config(), progress, good)
+    by_row = {i: Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()}
+    by_row.update(zip(good, judged))
     ordered = [by_row[i] for i in range(len(pairs.rows))]
-    fp = fingerprint(system, the_judge, config)
     corpus = aggregate(system, ordered, summary=summary, summary_model=summary_model)
+    # write: results and summary as one atomic pair with the same run_id
+    fp = result.fingerprint
     rows = [{**result_row(r, j, system.score_key, fp), "run_id": run_id} for r, j in zip(pairs.rows, ordered)]
     summary_path = write_results(output_path, rows, {"run_id": run_id, "summary": corpus, "fingerprint": fp,
                                                      "input": str(input_path)})

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,11 @@ def _cache_for(cache: Any, backend: JudgeBackend) -> ResponseCache | None:
         return _instances[key]
 
 
+#: name -> backend factory, installed by radmetrics.plugins (the registry sits above this package, which
+#: therefore never imports it: built-in and plugin backends alike come from there)
+backend_factories: Callable[[], dict[str, Callable[..., Any]]] = dict
+
+
 def get_judge(backend: str = "transformers", model: str | None = None, cache: Any = _USE_DEFAULT,
               **options: Any) -> CachedJudge:
     """The shared judge for (backend, model, options).
@@ -177,9 +182,7 @@ def get_judge(backend: str = "transformers", model: str | None = None, cache: An
     turn it off. Options go to the backend (e.g. revision, batch size, base_url, replay path) and are checked
     against its options dataclass: an unknown or mistyped one is a JudgeOptionError naming the valid ones.
     """
-    from radmetrics.plugins import judge_backends
-
-    factories = judge_backends()
+    factories = backend_factories()
     if backend not in factories:
         raise UnknownNameError("judge backend", backend, factories)
     # API keys are not part of the identity of a shared instance's name (nor printed anywhere).

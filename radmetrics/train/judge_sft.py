@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import InputError
+from radmetrics.vert.prompt import vert_user_turn
 
 
 @dataclass
@@ -49,13 +50,6 @@ class JudgeSFTConfig:
         values = yaml.safe_load(Path(path).read_text()) or {}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
-
-
-def vert_user_turn(reference: str, candidate: str) -> str:
-    from radmetrics.vert.prompt import VERT_HEAD
-
-    head = "\n".join([line.strip() for line in VERT_HEAD.splitlines() if line.strip()][:2])
-    return f"{head}\n\nReference report:\n{reference}\n\nCandidate report:\n{candidate}"
 
 
 def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[float]) -> list[dict]:

@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from radmetrics.green.prompt import _HEAD, _MIDDLE, _TAIL, truncate_words
+from radmetrics.green.prompt import GREEN_BETWEEN_REPORTS, GREEN_HEAD, GREEN_TAIL, truncate_words
 from radmetrics.taxonomy import GREEN_NAMES
 
 PROMPT_VERSION = "vert-appD-1"
@@ -28,9 +28,9 @@ _SCORE_BLOCK = (
 )
 _CLOSING_FENCE = "    ```\n"
 
-assert _INSIGNIFICANT_LINE in _HEAD and _TAIL.endswith(_CLOSING_FENCE)
-VERT_HEAD = _HEAD.replace(_INSIGNIFICANT_LINE, _INSIGNIFICANT_LINE + _SCORE_CRITERION)
-VERT_TAIL = _TAIL[: -len(_CLOSING_FENCE)] + _SCORE_BLOCK + _CLOSING_FENCE
+assert _INSIGNIFICANT_LINE in GREEN_HEAD and GREEN_TAIL.endswith(_CLOSING_FENCE)
+VERT_HEAD = GREEN_HEAD.replace(_INSIGNIFICANT_LINE, _INSIGNIFICANT_LINE + _SCORE_CRITERION)
+VERT_TAIL = GREEN_TAIL[: -len(_CLOSING_FENCE)] + _SCORE_BLOCK + _CLOSING_FENCE
 
 # App. D.3 (Formula), Steps 1-6, then the reports and VERT's output format ("[Same as VERT ...]").
 FORMULA_TITLE = "Radiology Report Evaluation Prompt (Formula-Based LLM Judge)\n\n"
@@ -215,14 +215,21 @@ def build_vert_prompt(reference: str, candidate: str, variant: str = "vert", max
     """variant: "vert" (App. D.2), "formula" (D.3) or "rubric" (D.4); `extra` = few-shot sections."""
     reference, candidate = truncate_words(reference, max_words), truncate_words(candidate, max_words)
     if variant == "vert":
-        prompt = VERT_HEAD + reference + _MIDDLE + candidate + VERT_TAIL
+        prompt = VERT_HEAD + reference + GREEN_BETWEEN_REPORTS + candidate + VERT_TAIL
     elif variant in {"formula", "rubric"}:
         title, scoring = (FORMULA_TITLE, FORMULA_SCORING) if variant == "formula" else ("", RUBRIC_SCORING)
         # "[Same as VERT ...]": the reports and VERT's reporting format follow the steps.
-        prompt = (title + FORMULA_STEPS + scoring + "\n    2. Reference Report:\n    " + reference + _MIDDLE + candidate
-                  + VERT_TAIL)
+        prompt = (title + FORMULA_STEPS + scoring + "\n    2. Reference Report:\n    " + reference
+                  + GREEN_BETWEEN_REPORTS + candidate + VERT_TAIL)
     else:
         from radmetrics.errors import RadmetricsError
 
         raise RadmetricsError(f"Unknown VERT variant {variant!r}: use 'vert', 'formula' or 'rubric'.")
     return prompt + ("\n" + extra if extra else "")
+
+
+def vert_user_turn(reference: str, candidate: str) -> str:
+    """The short user turn of judges fine-tuned with radmetrics' VERT recipe (`train judge --recipe vert`;
+    VERT Sec. 4.1.4): VERT's objective line, then the two reports."""
+    head = "\n".join([line.strip() for line in VERT_HEAD.splitlines() if line.strip()][:2])
+    return f"{head}\n\nReference report:\n{reference}\n\nCandidate report:\n{candidate}"

@@ -11,7 +11,13 @@ from radmetrics.green.prompt import sample_green_analysis, truncate_words
 from radmetrics.scoring import ScoringSystem, word_comparison
 from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import Judgment
-from radmetrics.vert.parse import PARSER_VERSION, VertParseError, read_counts, read_overall_score_with_form
+from radmetrics.vert.parse import (
+    PARSER_VERSION,
+    VertParseError,
+    read_bare_score,
+    read_counts,
+    read_overall_score_with_form,
+)
 from radmetrics.vert.prompt import (
     ERROR_ILLUSTRATIONS,
     PROMPT_VERSION,
@@ -19,6 +25,7 @@ from radmetrics.vert.prompt import (
     build_vert_prompt,
     sample_shots,
     shots_block,
+    vert_user_turn,
 )
 
 
@@ -117,3 +124,40 @@ class VertSystem(ScoringSystem):
         clone = super().configure(**options)
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
         return clone
+
+
+class VertFormulaSystem(VertSystem):
+    name = score_key = "vert_formula"
+    variant = "formula"
+    evaluate_module = None
+
+
+class VertRubricSystem(VertSystem):
+    name = score_key = "vert_rubric"
+    variant = "rubric"
+    evaluate_module = None
+
+
+class VertFineTunedSystem(VertSystem):
+    """For judges fine-tuned with the VERT recipe (radmetrics train judge --recipe vert): the short user turn
+    they were trained on, and a bare score in [0, 1] as the answer (VERT Sec. 4.1.4)."""
+
+    name = score_key = "vert_ft"
+    evaluate_module = None
+
+    @property
+    def prompt_version(self) -> str:  # type: ignore[override]
+        return "vert-ft-1"
+
+    def build_prompt(self, reference: str, candidate: str) -> str:
+        return vert_user_turn(" ".join(reference.split()[: self.max_words]), " ".join(candidate.split()[: self.max_words]))
+
+    def sample_answer(self, reference: str, candidate: str) -> str:
+        return f"{sample_overall_score(reference, candidate):.1f}"
+
+    def parse(self, text: str) -> Judgment:
+        try:
+            value, written = read_bare_score(text)
+        except VertParseError as e:
+            return Judgment.unscored(str(e), raw=text if isinstance(text, str) else "")
+        return Judgment(score=value, parsed=True, raw=text, details={"score_written": written})

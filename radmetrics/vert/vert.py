@@ -7,7 +7,7 @@ from radmetrics import evaluate_support
 _CITATION = """\
 @article{vert2026,
   title={VERT: Evaluating Radiology Reports with LLM Judges that Score Directly},
-  note={Preprint, under review. See ../shared/papers/vert.txt},
+  note={Preprint, under review},
   year={2026}
 }
 """

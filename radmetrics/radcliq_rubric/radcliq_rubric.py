@@ -1,4 +1,4 @@
-"""The RadCliQ error-count rubric as an evaluate module: evaluate.load("radmetrics/radcliq", judge=...)."""
+"""The RadCliQ rubric as an evaluate module: evaluate.load("radmetrics/radcliq_rubric", judge=...)."""
 import evaluate
 
 # Import the module, not the class: evaluate takes the first Metric subclass in this file's namespace.
@@ -14,15 +14,16 @@ _CITATION = """\
 """
 
 _DESCRIPTION = """\
-An LLM judge counts clinically significant and insignificant errors in six RadCliQ categories (false
-prediction, omission, location, severity, comparison not present, omitted comparison) with the ER2Score
-App. A.2 error-counting rule. Score: the total error count (lower is better).
+ER²Score's RadCliQ-criteria rubric (not RadCliQ-v1, the BLEU/BERTScore/CheXbert/RadGraph composite): an LLM
+judge counts clinically significant and insignificant errors in RadCliQ's six categories (false prediction,
+omission, location, severity, comparison not present, omitted comparison) with the ER²Score App. A.2
+error-counting rule. Score: the total error count (lower is better).
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, evaluate_support.JUDGE_KWARGS_DESCRIPTION)
-class RadCliQ(evaluate_support.JudgeMetric):
-    scoring_system_name = "radcliq"
+class RadCliQRubric(evaluate_support.JudgeMetric):
+    scoring_system_name = "radcliq_rubric"
     description = _DESCRIPTION
     citation = _CITATION
     reference_urls = ["https://github.com/rajpurkarlab/CXR-Report-Metric"]

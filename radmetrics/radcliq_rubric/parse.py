@@ -1,0 +1,50 @@
+"""Reading a RadCliQ rubric answer: JSON counts per category (ER²Score A.2 keys) -> total error count.
+
+The total is the sum of the counts (ER²Score Sec. 2.1: "The total score is the sum of the error counts"); the
+judge's own `total_score`, when it disagrees, is kept with a warning. Malformed JSON, missing categories and
+counts that are not whole numbers >= 0 are unscored with the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.taxonomy import read_radcliq_errors
+from radmetrics.types import Judgment
+
+PARSER_VERSION = "1"
+
+
+@dataclass
+class RubricJudgment(Judgment):
+    significant: dict[str, int] = field(default_factory=dict)
+    insignificant: dict[str, int] = field(default_factory=dict)
+    judge_total: float | None = None
+
+
+def parse_radcliq(text: str) -> RubricJudgment:
+    try:
+        data = load_json_tolerant(text) if isinstance(text, str) and text.strip() else None
+    except AnswerError as e:
+        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text,
+                              details={"retryable": e.retryable})
+    if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
+        return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
+    try:
+        counts = read_radcliq_errors(data["errors"])
+    except ValueError as e:
+        return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text)
+    significant, insignificant = counts.by_radcliq_key("significant"), counts.by_radcliq_key("insignificant")
+    total = sum(significant.values()) + sum(insignificant.values())
+    judge_total = data.get("total_score")
+    details = {}
+    try:
+        judge_total = None if judge_total is None else float(judge_total)
+    except (TypeError, ValueError):
+        judge_total = None
+    if judge_total is not None and judge_total != total:
+        # The total is defined as the sum: we use the sum and record the judge's arithmetic slip.
+        details["warnings"] = [f"judge total_score {judge_total:g} != sum of counts {total}"]
+    return RubricJudgment(score=float(total), parsed=True, raw=text, details=details, significant=significant,
+                          insignificant=insignificant, judge_total=judge_total,
+                          error_counts=counts)

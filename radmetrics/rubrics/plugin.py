@@ -1,8 +1,0 @@
-"""Registers the built-in rubric scoring systems as default plugins."""
-from radmetrics.hookspecs import hookimpl
-from radmetrics.rubrics.radcliq_system import RadCliQSystem
-
-
-@hookimpl
-def register_scoring_systems(register):
-    register(RadCliQSystem())

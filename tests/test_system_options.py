@@ -1,0 +1,72 @@
+"""--system-option KEY=VALUE (score, meta-eval, data transform) and system_options= reach the scoring system;
+an unknown one is a one-line error naming the valid ones (CLI exit 2)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, REPO, SAMPLE
+
+import radmetrics
+from radmetrics.cli import cli
+
+REFS = ["Heart size normal. Lungs clear.", "Small left effusion."]
+CANDS = ["Heart size normal. Lungs clear. Rib fracture. Pulmonary edema.", "Small left effusion."]
+
+
+def test_score_with_a_system_option(fake_judge, tmp_path):
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(json.dumps({"reference": r, "candidate": c}) for r, c in zip(REFS, CANDS)))
+    args = ["score", "-m", "finerad_score", "-i", str(src), "-o", str(out), "--backend", "fake", "--no-cache",
+            "--no-progress"]
+    summed = CliRunner().invoke(cli, args)
+    worst = CliRunner().invoke(cli, args[:-1] + ["--system-option", "report_score=max", "--no-progress"])
+    assert summed.exit_code == 0 and worst.exit_code == 0, summed.output + worst.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # two deleted lines, each an urgent error (3): the sum is 6, the max 3
+    assert [r["finerad_score"] for r in rows] == [3.0, 0.0] and rows[0]["severity_sum"] == 6
+
+
+def test_unknown_system_option_exits_2_naming_the_valid_ones(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "vert", "-i", str(SAMPLE / "pairs.jsonl"),
+                          "-o", str(tmp_path / "o.jsonl"), "--replay", str(SAMPLE / "green_replay.jsonl"),
+                          "--system-option", "shots=5"], capture_output=True, text=True, cwd=REPO, env=os.environ.copy())
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "Scoring system 'vert' has no option 'shots'. Its options:" in run.stderr and "shots_path" in run.stderr
+    with pytest.raises(radmetrics.RadmetricsError, match="no option 'shots'"):
+        radmetrics.score("vert", ["a"], ["b"], backend="replay", judge_options={"path": str(SAMPLE / "green_replay.jsonl")},
+                         system_options={"shots": 5})
+
+
+def test_meta_eval_with_a_system_option(fake_judge, tmp_path):
+    out = tmp_path / "report"
+    run = CliRunner().invoke(cli, ["meta-eval", "-m", "green", "-d", str(FIXTURES / "rexval"), "--backend", "fake",
+                                   "--no-cache", "--resamples", "20", "--system-option", "max_words=3", "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    results = json.loads((out / "results.json").read_text())
+    from radmetrics.data import load_expert_dataset
+
+    data = load_expert_dataset("rexval", FIXTURES / "rexval")
+    expected = radmetrics.score("green", data["reference"], data["candidate"], backend="fake", cache=False,
+                                progress=False, system_options={"max_words": 3})
+    with (out / "per_sample.csv").open() as fh:
+        import csv
+
+        scores = [float(r["green"]) if r["green"] else None for r in csv.DictReader(fh)]
+    assert scores == pytest.approx(expected.scores) and results["metrics"]["green"]["num_unscored"] == 0
+
+
+def test_transform_with_a_step_option(fake_judge, tmp_path):
+    src = tmp_path / "reports.jsonl"
+    src.write_text(json.dumps({"reference": "No acute cardiopulmonary process.", "candidate": "x"}))
+    base = ["data", "transform", "inject", "-i", str(src), "-o", str(tmp_path / "out"), "--backend", "fake", "--no-cache"]
+    # the fake judge's first injection is implausible (rejected by validation): one attempt is not enough
+    run = CliRunner().invoke(cli, base + ["--system-option", "max_attempts=1"])
+    assert run.exit_code == 0, run.output
+    assert "0/1 rows done, 1 failed" in run.output
+    bad = CliRunner().invoke(cli, base + ["--system-option", "attempts=1"])
+    assert isinstance(bad.exception, radmetrics.InputError) and "its options: max_attempts, validate" in str(bad.exception)
