@@ -18,9 +18,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import pytest  # noqa: E402
 
+import radmetrics  # noqa: E402
+from radmetrics.hub_cards import package_folder  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "radmetrics" / "sample_data"
 FIXTURES = Path(__file__).parent / "fixtures"
+# What the package ships, wherever radmetrics is imported from (this checkout, or an installed wheel when the
+# suite runs against one: .ci/run's wheel job sets RADMETRICS_TEST_INSTALLED=1 and runs from another directory).
+PACKAGE = Path(radmetrics.__file__).resolve().parent
+SAMPLE = PACKAGE / "sample_data"
+HUB_CARDS = package_folder("hub_cards")
+LM_EVAL_TASKS = package_folder("lm_eval_tasks")
+if os.environ.get("RADMETRICS_TEST_INSTALLED") == "1" and PACKAGE.parent == REPO:
+    raise RuntimeError(f"RADMETRICS_TEST_INSTALLED=1 but radmetrics is imported from the checkout {PACKAGE}")
 
 
 @pytest.fixture(scope="session")

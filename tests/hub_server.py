@@ -9,11 +9,112 @@ import hashlib
 import json
 import re
 import threading
+
+import yaml
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
+
+# The Hub's documented card rules (https://huggingface.co/docs/hub/model-cards, .../datasets-cards,
+# .../repositories-licenses, .../spaces-config-reference), enforced by /api/validate-yaml below and used
+# directly by the card tests.
+HUB_LICENSES = set("""apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0
+bigcode-openrail-m afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0
+cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0
+cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
+cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 eupl-1.2 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 lgpl
+lgpl-2.1 lgpl-3.0 isc h-research intel-research lppl-1.3c ms-pl apple-ascl apple-amlr mpl-2.0 odc-by odbl openrail++
+osl-3.0 postgresql ofl-1.1 ncsa unlicense zlib pddl lgpl-lr deepfloyd-if-license llama2 llama3 llama3.1 llama3.2
+llama3.3 llama4 gemma unknown other""".split())
+SIZE_CATEGORIES = ["n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
+                   "1B<n<10B", "10B<n<100B", "100B<n<1T", "n>1T"]
+SPACE_SDKS = {"gradio", "streamlit", "docker", "static"}
+REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+NO_SPACES = re.compile(r"^[A-Za-z0-9_.:/-]+$")
+
+
+def _is_repo_id(value) -> bool:
+    return (isinstance(value, str) and bool(REPO_ID.match(value)) and ".." not in value and "--" not in value
+            and not value.endswith((".", "-")))
+
+
+def card_metadata_errors(content: str, repo_type: str = "model") -> list[str]:
+    """What the Hub's YAML check refuses in a card's front matter (empty list: accepted)."""
+    if not content.startswith("---\n"):
+        return []  # a card without metadata is accepted
+    try:
+        meta = yaml.safe_load(content.split("---\n", 2)[1]) or {}
+    except (yaml.YAMLError, IndexError) as e:
+        return [f"invalid YAML front matter: {e}"]
+    if not isinstance(meta, dict):
+        return ["front matter is not a mapping"]
+    errors = []
+    license_ = meta.get("license")
+    for value in (license_ if isinstance(license_, list) else [license_] if license_ is not None else []):
+        if value not in HUB_LICENSES:
+            errors.append(f'"license" must be one of the Hub license identifiers, got {value!r}')
+    if license_ == "other":
+        if not (isinstance(meta.get("license_name"), str) and re.fullmatch(r"[a-z0-9.-]+", meta["license_name"])):
+            errors.append('"license: other" needs "license_name" (lowercase letters, digits, "-", ".")')
+        if not isinstance(meta.get("license_link"), str):
+            errors.append('"license: other" needs "license_link" (a URL or LICENSE file)')
+    if repo_type == "model":
+        base = meta.get("base_model")
+        for value in (base if isinstance(base, list) else [base] if base is not None else []):
+            if not _is_repo_id(value):
+                errors.append(f'"base_model" must be a Hub model id, got {value!r}')
+        if "library_name" in meta and not isinstance(meta["library_name"], str):
+            errors.append('"library_name" must be a string')
+        index = meta.get("model-index")
+        if index is not None:
+            errors += _model_index_errors(index)
+    if repo_type == "dataset":
+        for value in meta.get("size_categories") or []:
+            if value not in SIZE_CATEGORIES:
+                errors.append(f'"size_categories" must be one of {SIZE_CATEGORIES}, got {value!r}')
+        if "task_categories" in meta and not all(isinstance(t, str) and NO_SPACES.match(t)
+                                                 for t in meta["task_categories"] or []):
+            errors.append('"task_categories" must be a list of task ids')
+    if repo_type == "space":
+        if meta.get("sdk") not in SPACE_SDKS:
+            errors.append(f'"sdk" must be one of {sorted(SPACE_SDKS)}, got {meta.get("sdk")!r}')
+        if "sdk_version" in meta and not (isinstance(meta["sdk_version"], str)
+                                          and re.fullmatch(r"\d+\.\d+(\.\d+)?", meta["sdk_version"])):
+            errors.append(f'"sdk_version" must be a version string such as "3.50.2", got {meta["sdk_version"]!r}')
+    return errors
+
+
+def _model_index_errors(index) -> list[str]:
+    if not isinstance(index, list) or not index:
+        return ['"model-index" must be a non-empty list']
+    errors = []
+    for model in index:
+        if not isinstance(model, dict) or not isinstance(model.get("name"), str):
+            errors.append('"model-index" entries need a "name"')
+            continue
+        results = model.get("results")
+        if not isinstance(results, list) or not results:
+            errors.append('"model-index" entries need a non-empty "results" list')
+            continue
+        for result in results:
+            task, dataset, metrics = (result.get("task") or {}), (result.get("dataset") or {}), result.get("metrics")
+            if not (isinstance(task.get("type"), str) and NO_SPACES.match(task["type"])):
+                errors.append(f'"task.type" must be a task id, got {task.get("type")!r}')
+            if not _is_repo_id(dataset.get("type")):
+                errors.append(f'"dataset.type" must be a dataset id, got {dataset.get("type")!r}')
+            if not isinstance(dataset.get("name"), str):
+                errors.append('"dataset.name" is required')
+            if not isinstance(metrics, list) or not metrics:
+                errors.append('"metrics" must be a non-empty list')
+                continue
+            for metric in metrics:
+                if not (isinstance(metric.get("type"), str) and NO_SPACES.match(metric["type"])):
+                    errors.append(f'"metrics.type" must be a metric id without spaces, got {metric.get("type")!r}')
+                if not isinstance(metric.get("value"), (int, float, str)) or isinstance(metric.get("value"), bool):
+                    errors.append(f'"metrics.value" is required, got {metric.get("value")!r}')
+    return errors
 
 
 class HubServer:
@@ -21,6 +122,7 @@ class HubServer:
         self.root = Path(root)
         self.repos: dict[tuple[str, str], dict] = {}  # (type, id) -> {"private", "gated", "sha"}
         self.requests: list[tuple[str, str, dict]] = []
+        self.validated: list[tuple[str, list[str]]] = []  # (repo type, errors) per validate-yaml call
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,7 +153,12 @@ class HubServer:
                 path = urlparse(self.path).path
                 if path == "/api/repos/create":
                     return self._send(*server.create(json.loads(body)))
-                if path == "/api/validate-yaml":  # card metadata check before upload
+                if path == "/api/validate-yaml":  # the Hub's card metadata check (RepoCard.validate)
+                    payload = json.loads(body)
+                    errors = card_metadata_errors(payload.get("content", ""), payload.get("repoType") or "model")
+                    server.validated.append((payload.get("repoType") or "model", errors))
+                    if errors:
+                        return self._send(400, ("; ".join(errors)).encode(), {"Content-Type": "text/plain"})
                     return self._send(200, {"errors": [], "warnings": []})
                 m = re.fullmatch(r"/api/(model|dataset|space)s/([^/]+/[^/]+)/preupload/(.+)", path)
                 if m:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SAMPLE
 
 import radmetrics
 
@@ -49,7 +49,7 @@ def test_cli_csv_missing_column_is_one_line_error(tmp_path):
     src = tmp_path / "p.csv"
     src.write_text("reference,notes\nabc,def\n")
     out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "replay",
-              "--replay", REPO / "radmetrics/sample_data/green_replay.jsonl")
+              "--replay", SAMPLE / "green_replay.jsonl")
     assert out.returncode == 2
     assert "no candidate column" in out.stderr and "columns are: reference, notes" in out.stderr
     assert "Traceback" not in out.stderr
@@ -62,7 +62,7 @@ def test_cli_unknown_metric_suggests(tmp_path):
 
 def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     """Malformed JSON lines, empty reports, a 100k-character report and bad bytes: all rows come out."""
-    sample = [json.loads(x) for x in (REPO / "radmetrics/sample_data/pairs.jsonl").read_text().splitlines()]
+    sample = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
     huge = "effusion " * 12000  # ~108k characters: cut to 300 words by the GREEN prompt, with a warning
     lines = [json.dumps(sample[5]).encode(), b"{not json", json.dumps({"reference": "", "candidate": "x"}).encode(),
              json.dumps({"reference": huge, "candidate": "effusion"}).encode(),
@@ -73,7 +73,7 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     # Answers for the rows that reach the judge: the A.2 one from the sample replay, the rest unparseable.
     system = radmetrics.get_scoring_system("green")
     replay = tmp_path / "replay.jsonl"
-    sample_replay = (REPO / "radmetrics/sample_data/green_replay.jsonl").read_text().splitlines()
+    sample_replay = (SAMPLE / "green_replay.jsonl").read_text().splitlines()
     extra = [{"prompt": system.build_prompt(huge, "effusion"), "response": "[Explanation]: cut"},
              {"prompt": system.build_prompt("caf\u00e9 effusion", "effusion\ufffd"), "response": ""}]
     replay.write_text("\n".join(sample_replay + [json.dumps(e) for e in extra]) + "\n")

@@ -70,7 +70,7 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
 
     import evaluate
     from click.testing import CliRunner
-    from conftest import REPO
+    from conftest import PACKAGE
 
     from radmetrics.cli import cli
 
@@ -82,13 +82,15 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
     result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), "--pairs", str(src), "-o", str(out),
                                       "--steps", "30", "--batch-size", "6", "--learning-rate", "5e-3"])
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "training.json").read_text())["pairs"] == len(pairs)
-    monkeypatch.chdir(REPO)
+    training = json.loads((out / "training.json").read_text())
+    assert training["pairs"] == len(pairs) and training["radcliq_convention"] == "paper"
+    monkeypatch.chdir(PACKAGE.parent)
     er2 = evaluate.load("radmetrics/er2score/er2score.py", model=str(out))
     scored = er2.compute(predictions=[pairs[0]["accepted"], pairs[0]["rejected"]],
                          references=[pairs[0]["reference"]] * 2)
     assert len(scored["scores"]) == 2 and set(scored["criteria"][0]) == set(CRITERIA["radcliq"])
     assert scored["er2score"] == pytest.approx(sum(scored["scores"]) / 2)
+    assert scored["higher_is_better"] is False  # RadCliQ, the paper's sign: the score predicts errors
 
 
 def test_mrscore_reward_model_has_seven_outputs(tmp_path):
@@ -97,3 +99,25 @@ def test_mrscore_reward_model_has_seven_outputs(tmp_path):
     model = MultiRewardModel.new(str(build_tiny_base(tmp_path / "base")), CRITERIA["mrscore"])
     scored = model.score(["Heart normal."], ["Heart enlarged."])[0]
     assert len(scored["rewards"]) == 7 and "medical_terminology" in scored["rewards"]
+
+
+def test_radcliq_pairs_follow_the_papers_sign_by_default_with_an_option():
+    """ER²Score A.4's RadCliQ sample: "chosen_score": 4 > "rejected_score": 2 — the chosen report has MORE
+    errors and the rewards predict error counts (lower is better). convention="quality" flips it."""
+    import json
+
+    from radmetrics.er2score.pairs import higher_is_better
+
+    answer = json.dumps({"predicted reports": [
+        {"predicted_report": "two errors", "errors": {"false_prediction": 1, "omission": 1}},
+        {"predicted_report": "four errors", "errors": {"false_prediction": 2, "omission": 1, "incorrect_location": 1}},
+    ]})
+    paper = build_pairs("ref", parse_generation(answer))
+    assert (paper[0]["accepted"], paper[0]["accepted_scores"][:2]) == ("four errors", [2.0, 1.0])
+    assert paper[0]["margins"][-1] == 2  # chosen 4 - rejected 2, as the paper's sample
+    quality = build_pairs("ref", parse_generation(answer, convention="quality"))
+    assert quality[0]["accepted"] == "two errors" and quality[0]["margins"][-1] == 2
+    assert higher_is_better("radcliq") is False and higher_is_better("radcliq", "quality") is True
+    assert higher_is_better("mrscore") is True
+    with pytest.raises(ValueError, match="unknown RadCliQ convention"):
+        quality_scores("radcliq", dict.fromkeys(CRITERIA["radcliq"], 0), convention="negated")

@@ -82,6 +82,10 @@ BASE = OFFICIAL["chatter-around"]["text"]
                      2 / 3, 1, id="sections-in-another-order"),
         pytest.param(BASE.replace("[Matched Findings]:\n2.", "[Matched Findings]:\ntwo findings matched."),
                      2 / 3, 1, id="matched-count-in-words"),
+        pytest.param(BASE.replace("The candidate misses an effusion.", "The candidate misses an effusion (see the "
+                                  "[Matched Findings] and [Clinically Significant Errors] below)."), 2 / 3, 1,
+                     id="section-names-in-prose-are-no-headers"),
+        pytest.param(BASE.replace("[Matched Findings]:", "[Matched Findings]"), 2 / 3, 1, id="header-without-colon"),
     ],
 )
 def test_tolerant_formats(text, score, significant_total):

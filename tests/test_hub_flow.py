@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from conftest import FIXTURES, REPO, SAMPLE
-from hub_server import HubServer
+from hub_server import HubServer, card_metadata_errors
 
 REPO_ID = "lab/tiny-green-judge"
 
@@ -73,7 +73,11 @@ def test_model_card_carries_the_lm_eval_score(flow):
     card = (flow["hub"].folder("model", REPO_ID) / "README.md").read_text()
     tau = flow["results"]["results"]["rexval_judge"]["kendall_tau,none"]
     assert "model-index:" in card and "kendall_tau" in card and f"{tau:.4f}" in card
-    assert "base_model:" in card and "GREEN-format error analyses" in card
+    assert "GREEN-format error analyses" in card
+    # trained from a local folder: no base_model (the Hub accepts only ids there), the folder named in the text
+    assert "base_model:" not in card and "a local model folder" in card
+    assert card_metadata_errors(card, "model") == [] and "/tmp" not in card
+    assert flow["hub"].validated and all(errors == [] for _, errors in flow["hub"].validated)
 
 
 def test_evaluate_scores_with_the_pushed_judge(flow):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from conftest import FIXTURES, REPO
-from hub_server import HubServer
+from hub_server import HubServer, card_metadata_errors
 
 
 @pytest.fixture
@@ -142,17 +142,56 @@ def test_public_push_of_other_data(hub, tmp_path):
     assert hub.repos[("dataset", "lab/mine")]["private"] is False
 
 
-def test_publish_metrics_uploads_each_module_as_a_space(hub, tmp_path):
+def publish(hub, tmp_path, *extra):
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_testtoken_SECRET", "HF_HUB_OFFLINE": "0"}
-    out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "publish-metrics", "--namespace", "lab",
-                          "--workdir", str(tmp_path / "spaces")], cwd=REPO, capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "publish-metrics", "--namespace", "lab",
+                           "--workdir", str(tmp_path / "spaces"), *extra], cwd=tmp_path, capture_output=True,
+                          text=True, env=env)
+
+
+def test_publish_metrics_uploads_each_module_as_a_space_that_can_start(hub, tmp_path):
+    if not (REPO / "pyproject.toml").exists():
+        pytest.skip("the default wheel is built from a checkout")
+    out = publish(hub, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     for name in ("green", "vert", "finerad_score", "radcliq_rubric", "er2score"):
         files = set(hub.files("space", f"lab/{name}"))
         assert {f"{name}.py", "README.md", "app.py", "requirements.txt"} <= files, (name, files)
+        wheels = [f for f in files if f.startswith("radmetrics-") and f.endswith(".whl")]
+        assert len(wheels) == 1, files  # the radmetrics that app.py installs: a source that exists
         assert hub.repos[("space", f"lab/{name}")]["private"] is True
-    assert "green: " in out.stdout and "(private)" in out.stdout
+        folder = hub.folder("space", f"lab/{name}")
+        card = (folder / "README.md").read_text()
+        assert card_metadata_errors(card, "space") == []
+        assert "sdk: gradio" in card and "sdk_version: 3.19.1" in card and "## Running this Space" in card
+        requirements = (folder / "requirements.txt").read_text().splitlines()
+        packages = [line for line in requirements if line and not line.startswith("#")]
+        assert any(p.startswith("torch") for p in packages) and any(p.startswith("evaluate") for p in packages)
+        assert not any(p.split("[")[0].split(">")[0].split("=")[0].strip() in {"radmetrics", "gradio"} for p in packages)
+    assert "`StanfordAIMI/GREEN-RadLlama2-7b`" in (hub.folder("space", "lab/green") / "README.md").read_text()
+    assert all(repo_type == "space" and errors == [] for repo_type, errors in hub.validated)
+
+
+def test_space_app_loads_its_module_with_the_judge_from_the_space_variables(hub, tmp_path):
+    out = publish(hub, tmp_path, "--radmetrics-source", "git+https://github.com/radmetrics/radmetrics@v0.1.0")
+    assert out.returncode == 0, out.stderr[-2000:]
+    folder = hub.folder("space", "lab/green")
+    assert "radmetrics @ git+https://github.com/radmetrics/radmetrics@v0.1.0" in (folder / "requirements.txt").read_text()
+    assert not list(folder.glob("*.whl"))
+    # app.py as the Space runs it, with the widget launch replaced by a print (gradio 3 is not installed here)
+    code = ("import evaluate.utils as u; u.launch_gradio_widget = lambda m: print('LAUNCH', m.name, m.backend, m.judge, "
+            "m.judge_options); import runpy; runpy.run_path('app.py', run_name='__main__')")
+    env = {**os.environ, "RADMETRICS_BACKEND": "openai", "RADMETRICS_JUDGE": "my-judge",
+           "RADMETRICS_BASE_URL": "http://127.0.0.1:9/v1"}
+    run = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "LAUNCH green openai my-judge {'base_url': 'http://127.0.0.1:9/v1'}" in run.stdout
+
+
+def test_publish_metrics_never_adds_to_a_public_space(hub, tmp_path):
+    source = "git+https://github.com/radmetrics/radmetrics@v0.1.0"
+    out = publish(hub, tmp_path, "--radmetrics-source", source)
+    assert out.returncode == 0 and "green: " in out.stdout and "(private)" in out.stdout, out.stderr[-2000:]
     hub.repos[("space", "lab/green")]["private"] = False  # someone made one Space public on the Hub
-    out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "publish-metrics", "--namespace", "lab",
-                          "--workdir", str(tmp_path / "spaces")], cwd=REPO, capture_output=True, text=True, env=env)
-    assert out.returncode == 2 and "lab/green is a public space repository" in out.stderr
+    out = publish(hub, tmp_path, "--radmetrics-source", source)
+    assert out.returncode == 2 and "lab/green is a public space repository" in out.stderr, out.stderr[-2000:]

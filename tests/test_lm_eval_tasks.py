@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, LM_EVAL_TASKS
 
 import radmetrics
 from radmetrics.meta.stats import kendall_tau
@@ -68,11 +68,11 @@ def test_lm_eval_path_points_at_the_tasks():
     names = {p.stem for p in path.glob("*.yaml")}
     assert {"rexval_judge", "rexval_judge_vert", "rexval_judge_finerad", "rexval_judge_radcliq_rubric",
             "radmetrics_judge"} <= names
-    assert path == REPO / "lm_eval_tasks"
+    assert path == LM_EVAL_TASKS
 
 
 def test_task_data_must_be_given(monkeypatch):
-    sys.path.insert(0, str(REPO / "lm_eval_tasks"))
+    sys.path.insert(0, str(LM_EVAL_TASKS))
     import utils
 
     monkeypatch.delenv("RADMETRICS_REXVAL_PATH", raising=False)
@@ -87,7 +87,7 @@ def test_every_builtin_metric_is_an_lm_eval_task():
     import yaml
 
     tasks = {}
-    for path in (REPO / "lm_eval_tasks").glob("rexval_judge*.yaml"):
+    for path in (LM_EVAL_TASKS).glob("rexval_judge*.yaml"):
         config = yaml.safe_load(path.read_text())
         tasks[config["metadata"]["scoring_system"]] = config["task"]
     builtin = {n for n in radmetrics.list_scoring_systems()

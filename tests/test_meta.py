@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, LM_EVAL_TASKS, REPO
 from scipy import stats as sp
 
 from radmetrics.meta import stats
@@ -88,6 +88,18 @@ def test_rexamine_paired_t_test_with_bonferroni():
     expected = sp.ttest_rel(original["green"]["A"], standardized["green"]["A"])
     assert first["p_value"] == pytest.approx(expected.pvalue) and first["t"] == pytest.approx(expected.statistic)
     assert first["significant"] == (expected.pvalue < 0.05 / 4)
+    # the paper's sign (ReXamine-Global Sec. 2): scores oriented higher = worse, t of standardized - original.
+    # GREEN is higher-is-better: standardized references raise it, so oriented scores fall: t < 0, as Table 2.
+    assert first["t"] < 0 and first["t_convention"] == "paper"
+    # a lower-is-better metric (an error count) that falls against standardized references: also t < 0 ...
+    errors = {"green_ec": {"A": [3, 2, 4, 3]}}
+    fewer = {"green_ec": {"A": [2, 1, 2, 2]}}
+    paper = stats.rexamine_site_tests(errors, fewer, higher_is_better={"green_ec": False})[0]
+    assert paper["t"] < 0
+    assert paper["t"] == pytest.approx(sp.ttest_rel(fewer["green_ec"]["A"], errors["green_ec"]["A"]).statistic)
+    # ... where the raw convention (original - standardized on the scores as given) flips its sign
+    raw = stats.rexamine_site_tests(errors, fewer, higher_is_better={"green_ec": False}, convention="raw")[0]
+    assert raw["t"] == pytest.approx(-paper["t"]) and raw["p_value"] == pytest.approx(paper["p_value"])
 
 
 def test_ensembles():
@@ -141,12 +153,12 @@ def test_rexval_bad_files_name_the_problem(tmp_path):
 def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
     out = tmp_path / "report"
     run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "meta-eval", "-m", "green", "-m", "green_ec",
-                          "-m", str(FIXTURES / "word_overlap"), "-d", str(FIXTURES / "rexval"), "--judge", str(tiny_judge),
+                          "-m", str(FIXTURES / "word_overlap") + ":scores", "-d", str(FIXTURES / "rexval"), "--judge", str(tiny_judge),
                           "--max-new-tokens", "256", "--cache", str(tmp_path / "c.sqlite"), "--resamples", "200",
                           "-o", str(out)], capture_output=True, text=True, cwd=REPO, env=os.environ.copy())
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert set(results["metrics"]) == {"green", "green_ec", str(FIXTURES / "word_overlap")}
+    assert set(results["metrics"]) == {"green", "green_ec", str(FIXTURES / "word_overlap") + ":scores"}
     green = results["metrics"]["green"]
     assert green["kendall_tau_b"]["resamples"] == 200 and "error_type_f1" in green
     # the report's τ is the one recomputed from per_sample.csv (GREEN up = better, expert errors down = better)
@@ -202,7 +214,7 @@ def test_rate_eval_converter_round_trips(tmp_path):
 @pytest.mark.parametrize("dataset, key, folder, n", [("radeval", "radeval_path", "radeval", 12),
                                                     ("rate_eval", "rate_eval_path", "rate_eval", 6)])
 def test_lm_eval_loaders_for_every_dataset(dataset, key, folder, n):
-    sys.path.insert(0, str(REPO / "lm_eval_tasks"))
+    sys.path.insert(0, str(LM_EVAL_TASKS))
     import utils
 
     docs = utils.load_judge_dataset(dataset=dataset, scoring_system="green", chat_format="green",

@@ -5,7 +5,7 @@ import doctest
 import re
 
 import pytest
-from conftest import REPO
+from conftest import HUB_CARDS, PACKAGE, SAMPLE
 
 import radmetrics
 
@@ -13,7 +13,7 @@ from radmetrics.evaluate_modules import all_evaluate_modules, evaluate_module_fi
 
 MODULES = evaluate_module_files()  # judge metrics
 ALL_MODULES = all_evaluate_modules()  # + ER2Score
-REQUIRED_SECTIONS = re.findall(r"^## (.+)$", (REPO / "hub_cards" / "metric.md").read_text(), re.M)
+REQUIRED_SECTIONS = re.findall(r"^## (.+)$", (HUB_CARDS / "metric.md").read_text(), re.M)
 
 
 def test_every_builtin_metric_has_a_module():
@@ -32,16 +32,16 @@ def test_card_has_required_sections(name):
 def test_module_loads_through_evaluate(name, monkeypatch):
     import evaluate
 
-    monkeypatch.chdir(REPO)
-    module = evaluate.load(str(MODULES[name].relative_to(REPO)), backend="replay",
-                           judge_options={"path": str(REPO / "radmetrics/sample_data/green_replay.jsonl")})
+    monkeypatch.chdir(PACKAGE.parent)
+    module = evaluate.load(str(MODULES[name].relative_to(PACKAGE.parent)), backend="replay",
+                           judge_options={"path": str(SAMPLE / "green_replay.jsonl")})
     assert module.info.features is not None and "predictions" in module.info.features
     assert module.info.citation.strip()
 
 
 @pytest.mark.parametrize("name", sorted(ALL_MODULES))
 def test_card_examples_run(name, monkeypatch):
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(PACKAGE.parent)
     card = ALL_MODULES[name].with_name("README.md").read_text()
     examples = card.split("## Examples", 1)[1].split("\n## ", 1)[0]
     code = "\n".join(re.findall(r"```python\n(.*?)```", examples, re.S))
@@ -68,8 +68,8 @@ def test_every_scoring_system_scores_through_a_plugged_in_fake_judge(name, fake_
 def test_every_module_computes_through_evaluate_with_the_fake_judge(name, fake_judge, monkeypatch):
     import evaluate
 
-    monkeypatch.chdir(REPO)
-    module = evaluate.load(str(MODULES[name].relative_to(REPO)), backend="fake", cache=False, progress=False)
+    monkeypatch.chdir(PACKAGE.parent)
+    module = evaluate.load(str(MODULES[name].relative_to(PACKAGE.parent)), backend="fake", cache=False, progress=False)
     out = module.compute(predictions=CANDS, references=REFS)
     key = radmetrics.get_scoring_system(name).score_key
     assert out["num_unscored"] == 0 and len(out["scores"]) == 3 and out[key] is not None

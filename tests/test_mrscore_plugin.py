@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import HUB_CARDS, REPO
 
 PLUGIN = REPO / "plugins" / "radmetrics-mrscore"
 ITEM_KEYS = ["impression_consistency", "impression_organ", "description_of_lesion", "clinical_history",
@@ -45,7 +45,7 @@ def test_plugin_is_discovered_and_scores(plugin_env):
 
 def test_plugin_card_has_required_sections():
     card = (PLUGIN / "radmetrics_mrscore" / "README.md").read_text()
-    required = re.findall(r"^## (.+)$", (REPO / "hub_cards" / "metric.md").read_text(), re.M)
+    required = re.findall(r"^## (.+)$", (HUB_CARDS / "metric.md").read_text(), re.M)
     assert all(f"\n## {s}\n" in card for s in required)
 
 

@@ -53,3 +53,20 @@ def test_readme_command_1_runs_from_an_empty_directory(tmp_path):
     assert len(rows) == 8 and sum(r["green"] is None for r in rows) == 1  # the truncated output; the empty
     # candidate is judged (GREEN 0)
     assert (tmp_path / "results.jsonl.summary.json").is_file()
+
+
+def test_readme_metric_table_says_which_names_load_through_evaluate():
+    """Bold names load with evaluate.load("radmetrics/<name>"); the others are CLI / radmetrics.score names."""
+    from radmetrics.evaluate_modules import all_evaluate_modules
+
+    if not README.exists():
+        pytest.skip("README.md is not shipped with an installed wheel")
+    table = README.read_text().split("| --- | --- | --- |", 1)[1].split("\n\n", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.strip().splitlines()]
+    bold = {name for cell in first_cells for name in re.findall(r"\*\*`(\w+)`\*\*", cell)}
+    cells = [re.sub(r"\(was [^)]*\)", "", cell.split("(through")[0]) for cell in first_cells]  # old names
+    named = {name for cell in cells for name in re.findall(r"`(\w+)`", cell)}
+    modules = set(all_evaluate_modules())
+    assert bold - {"mrscore"} <= modules  # mrscore: once its plugin distribution is installed
+    assert not (named - bold) & modules
+    assert (named - bold) <= set(radmetrics.list_scoring_systems())

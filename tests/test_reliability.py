@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import REPO
+from conftest import FIXTURES, SAMPLE
 from fake_judge import analysis_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -142,7 +142,7 @@ def test_scoring_makes_no_network_connection(tiny_judge, monkeypatch, tmp_path):
                               cache=tmp_path / "c.sqlite", progress=False,
                               config=radmetrics.GenerationConfig(max_new_tokens=256))
     assert result.summary["num_unscored"] == 0
-    sample = REPO / "radmetrics" / "sample_data"
+    sample = SAMPLE
     rows = [json.loads(x) for x in (sample / "pairs.jsonl").read_text().splitlines()]
     replayed = radmetrics.score("green", [r["reference"] for r in rows], [r["candidate"] for r in rows],
                                 backend="replay", judge_options={"path": str(sample / "green_replay.jsonl")})
@@ -157,7 +157,7 @@ def test_trust_remote_code_is_off_by_default(tiny_judge):
 
 # -- parser fuzzing --------------------------------------------------------------------------------------
 SYSTEMS = radmetrics.list_scoring_systems()
-FIXTURE = json.loads((REPO / "tests/fixtures/green_official_scores.json").read_text())["cases"]
+FIXTURE = json.loads((FIXTURES / "green_official_scores.json").read_text())["cases"]
 PAIRS = [("Small left pleural effusion. No pneumothorax.", "Small left pleural effusion. Cardiomegaly."),
          ("Normal chest.", "Normal chest.")]
 

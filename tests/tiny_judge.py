@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SAMPLE = Path(__file__).resolve().parents[1] / "radmetrics" / "sample_data"
+SAMPLE = Path(__import__("radmetrics").__file__).resolve().parent / "sample_data"  # checkout or wheel
 
 
 def training_pairs() -> list[tuple[str, str, str]]:

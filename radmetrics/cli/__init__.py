@@ -26,7 +26,7 @@ class _Group(click.Group):
             raise RunInterrupted(signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT) from None
 
 
-@click.group(cls=_Group)
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radmetrics")
 def cli() -> None:
     """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""

@@ -1,6 +1,8 @@
 """`radmetrics data ...`: expert datasets to HF datasets with cards."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
@@ -35,41 +37,118 @@ def convert_command(name: str, source: str, output: str) -> None:
 @click.command("meta-eval")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, or any evaluate module (rouge, a local path) as a baseline; repeatable.")
-@click.option("--dataset", "-d", required=True, help="Converted dataset folder, original files, or Hub id.")
-@click.option("--dataset-name", default="rexval", show_default=True, help="Which converter reads original files.")
+@click.option("--dataset", "-d", required=True,
+              help="Converted dataset folder (radmetrics data convert), the original files, or a Hub dataset id.")
+@click.option("--dataset-name", default=None,
+              help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
+                   "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
 @judge_flags()
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
 def meta_eval_command(metrics, dataset, dataset_name, output, judge_flags: JudgeFlags, resamples, seed) -> None:
-    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots
-    and summary.md to OUTPUT."""
-    from pathlib import Path
+    """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
+    summary.md and a self-contained report.html to OUTPUT.
 
-    import radmetrics
-    from radmetrics.errors import optional_import
+    A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
+    metrics are kept; the command then exits with code 2."""
+    from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
-    from radmetrics.meta.report import run_evaluate_metric, run_radmetrics_metric, write_report
+    from radmetrics.meta.report import write_report
+    from radmetrics.meta.runs import run_metric
+
+    # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
+    judge_metrics, modules = split_metric_names(metrics)
+    if Path(output).exists() and not Path(output).is_dir():
+        raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
+    data = load_meta_eval_data(dataset, dataset_name)
+    for module in modules:
+        load_baseline(module)
+    if judge_metrics:
+        check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
+
+    # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
+    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
+    # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
+    runs = [run_metric(name, data["reference"], data["candidate"], judge_kwargs) for name in metrics]
+    failed = [run.name for run in runs if run.error]
+    for run in runs:
+        if run.error:
+            click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
+    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
+    click.echo((folder / "summary.md").read_text())
+    click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
+    if failed:
+        raise RadmetricsError(f"{len(failed)} of {len(metrics)} metrics failed ({', '.join(failed)}); the report "
+                              f"in {folder} has the others and says why.")
+
+
+def split_metric_names(metrics) -> tuple[list[str], list[str]]:
+    """(radmetrics scoring systems, evaluate modules to load); radmetrics' own baselines need neither."""
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.meta.runs import EvaluateSpec
+
+    known = set(radmetrics.list_scoring_systems())
+    judge_metrics = [m for m in metrics if m in known]
+    modules = [EvaluateSpec.parse(m).module for m in metrics if m not in known and not baselines.is_baseline(m)]
+    return judge_metrics, modules
+
+
+def load_meta_eval_data(dataset: str, dataset_name: str | None):
+    """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
+    from radmetrics.errors import InputError
 
     source = Path(dataset)
     if source.exists():
         from radmetrics.data import load_expert_dataset
 
-        data = load_expert_dataset(dataset_name, source)
-    else:
-        import datasets
+        return load_expert_dataset(dataset_name or "rexval", source)
+    if dataset.startswith((".", "/", "~")) or dataset.count("/") > 1:
+        raise InputError(f"--dataset {dataset}: no such folder")
+    import datasets
 
-        data = datasets.load_dataset(dataset, split="test")
-    # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
-    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
-    known = set(radmetrics.list_scoring_systems())
-    runs = [run_radmetrics_metric(m, data, judge_kwargs) if m in known else run_evaluate_metric(m, data)
-            for m in metrics]
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
-    click.echo((folder / "summary.md").read_text())
-    click.echo(f"Report: {folder}")
+    try:
+        return datasets.load_dataset(dataset, split="test")
+    except Exception as e:  # datasets raises many types for "not reachable / not found"
+        raise InputError(f"--dataset {dataset} is not a local folder and could not be loaded from the Hub "
+                         f"({type(e).__name__}); pass a folder written by `radmetrics data convert`, or check the "
+                         "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
+
+
+def load_baseline(module: str) -> None:
+    """Load an evaluate module now, in seconds, rather than fail after the judge metrics ran; a name that is
+    not loadable but close to a radmetrics metric is most likely a typo of it."""
+    import difflib
+
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.meta.report import load_evaluate_module
+
+    try:
+        load_evaluate_module(module)
+    except RadmetricsError as e:
+        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
+        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
+        hint = f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        raise RadmetricsError(f"{e}{hint}") from e
+
+
+def check_judges(names, backend: str, judge: str | None, options) -> None:
+    """Each judge metric's judge is reachable, or it says plainly that it needs one: before any judging."""
+    import radmetrics
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.judge.preflight import check_judge
+
+    for name in names:
+        model = judge or (None if backend == "replay" else radmetrics.get_scoring_system(name).default_judge)
+        if model is None and backend in ("transformers", "vllm", "openai"):
+            raise RadmetricsError(f"{name} has no published default judge: name one with --judge MODEL "
+                                  "(a Hub id or local folder; with --backend openai, the served model name).")
+        check_judge(backend, model, options)
 
 
 @data_group.command("transform")

@@ -88,7 +88,8 @@ def judge_flags(cache: bool = True, system_options: bool = True,
         click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai)."),
         click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
                      help="Backend option, repeatable (e.g. max_batch_size=16); unknown ones are an error."),
-        click.option("--max-new-tokens", default=1024, show_default=True, type=int),
+        click.option("--max-new-tokens", default=1024, show_default=True, type=int,
+                     help="Generation limit per judge answer."),
     ]
     if cache:
         names += ["cache_path", "no_cache"]

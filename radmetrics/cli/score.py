@@ -38,7 +38,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
-@click.option("--progress/--no-progress", default=True)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 @click.option("--retry-unscored", is_flag=True,
               help="Ask again for rows whose (cached) judge answer could not be scored, replacing it in the cache.")
 @click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",

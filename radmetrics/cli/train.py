@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -12,8 +13,6 @@ def train_group() -> None:
 
 
 def _load_pairs_source(path: str):
-    from pathlib import Path
-
     import datasets
 
     if Path(path).is_dir():
@@ -24,6 +23,13 @@ def _load_pairs_source(path: str):
     rows = [r for i, r in enumerate(pairs.rows) if i not in pairs.bad_rows]
     return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
                                         "candidate": r[pairs.candidate_column]} for r in rows])
+
+
+def describe_judge(identity: dict) -> str:
+    """A judge's identity in a card's words: backend and model name, never a local path."""
+    model = identity.get("model")
+    name = Path(str(model)).name if model and Path(str(model)).expanduser().exists() else model
+    return f"{name} ({identity.get('backend')} backend)" if name else f"({identity.get('backend')} backend)"
 
 
 def require_training_extra(command: str) -> None:
@@ -69,7 +75,7 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
     data = _load_pairs_source(data_path)
     if config.recipe == "vert":
         rows = vert_examples(data["reference"], data["candidate"], data["expert_score"])
-        description = f"{len(rows)} expert-scored pairs from {data_path}"
+        description = f"{len(rows)} expert-scored pairs from `{Path(data_path).name}`"
     else:
         options = {"path": teacher_replay} if teacher_replay else {}
         backend = "replay" if teacher_replay else teacher_backend
@@ -77,9 +83,11 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
         rows, dropped = green_examples(data["reference"], data["candidate"], judge)
         for problem in dropped:
             click.echo(f"teacher answer dropped: {problem}", err=True)
-        description = f"{len(rows)} GREEN analyses by {judge.identity()} on pairs from {data_path}"
+        description = (f"{len(rows)} GREEN analyses by the teacher {describe_judge(judge.identity())} on the "
+                       f"report pairs of `{Path(data_path).name}`")
     summary = train_judge(config, rows)
     summary["data_description"] = description
+    summary["base_model_is_local"] = Path(config.base_model).expanduser().exists()  # the card's base_model
     with open(f"{output}/training.json", "w") as fh:
         json.dump(summary, fh, indent=2)
     click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
@@ -104,15 +112,16 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 @click.option("--learning-rate", default=1e-4, show_default=True, type=float)
 @click.option("--lam", default=1.0, show_default=True, type=float, help="λ of the MRE loss.")
 @click.option("--lora-r", default=8, show_default=True, type=int)
+@click.option("--radcliq-convention", type=click.Choice(["paper", "quality"]), default="paper", show_default=True,
+              help="RadCliQ pair direction: 'paper' (as ER2Score A.4: the chosen report has more errors; the score "
+                   "predicts errors, lower is better) or 'quality' (fewer errors chosen; higher is better).")
 def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
-                           output, steps, batch_size, learning_rate, lam, lora_r) -> None:
+                           output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
     require_training_extra("train er2score")
-    from pathlib import Path
-
     from radmetrics.er2score.data import generate_pairs
     from radmetrics.er2score.model import MultiRewardModel
-    from radmetrics.er2score.pairs import CRITERIA
+    from radmetrics.er2score.pairs import CRITERIA, higher_is_better
     from radmetrics.er2score.train import train_reward_model
     from radmetrics.judge import get_judge
 
@@ -132,7 +141,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
 
         references = read_references(references_path)
         judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
-        pairs, problems = generate_pairs(judge, references)
+        pairs, problems = generate_pairs(judge, references, convention=radcliq_convention)
         for problem in problems:
             click.echo(f"teacher answer dropped: {problem}", err=True)
         out = Path(output)
@@ -141,8 +150,12 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     else:
         raise click.ClickException("give --references (the teacher writes pairs) or --pairs")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
+    # ready pairs carry their own direction; teacher pairs follow --radcliq-convention
+    model.higher_is_better = higher_is_better(system, radcliq_convention)
     losses = train_reward_model(model, pairs, steps=steps, batch_size=batch_size, lr=learning_rate, lam=lam)
     folder = model.save(output)
     (folder / "training.json").write_text(json.dumps({"base_model": base_model, "system": system, "pairs": len(pairs),
+                                                      "radcliq_convention": radcliq_convention,
+                                                      "higher_is_better": model.higher_is_better,
                                                       "steps": steps, "lambda": lam, "losses": losses}, indent=2))
     click.echo(f"ER2Score trained on {len(pairs)} pairs; loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved {folder}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from radmetrics.data.schema import PHYSIONET_LICENSE
 from radmetrics.errors import InputError
 
 SCALE = 5.0
@@ -51,7 +52,7 @@ def rate_eval_dataset(path: str | Path):
 
 
 CARD = {
-    "license": "other", "pretty_name": "RaTE-Eval paragraph level (radmetrics format)", "converter": "rate_eval",
+    "license": "other", **PHYSIONET_LICENSE, "pretty_name": "RaTE-Eval paragraph level (radmetrics format)", "converter": "rate_eval",
     "description": "Reference reports from MIMIC-IV across imaging modalities and anatomies, each paired with a "
                    "candidate report and an expert score from 0 to 5.",
     "expert_score_meaning": "expert score / 5, in [0, 1]; higher is better (raw value in `raw_score`)",

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from radmetrics.data.schema import read_csv_rows
+from radmetrics.data.schema import PHYSIONET_LICENSE, read_csv_rows
 from radmetrics.errors import InputError
 from radmetrics.finerad_score.parse import SEVERITY
 
@@ -62,7 +62,7 @@ def refisco_dataset(path: str | Path):
 
 
 CARD = {
-    "license": "other", "pretty_name": "ReFiSco line-level corrections (radmetrics format)", "converter": "refisco",
+    "license": "other", **PHYSIONET_LICENSE, "pretty_name": "ReFiSco line-level corrections (radmetrics format)", "converter": "refisco",
     "description": "Radiologists corrected AI-generated chest X-ray impressions line by line (substitute, delete or "
                    "insert) and rated each correction's clinical severity.",
     "expert_score_meaning": "sum of line severities (Not actionable 1 ... Emergent 4); lower is better",

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from radmetrics.data.schema import read_csv_rows
+from radmetrics.data.schema import PHYSIONET_LICENSE, read_csv_rows
 from radmetrics.errors import InputError
 
 CANDIDATE_TYPES = ("radgraph", "bertscore", "s_emb", "bleu")
@@ -92,7 +92,7 @@ def rexval_dataset(folder: str | Path):
 
 
 CARD = {
-    "license": "other", "pretty_name": "ReXVal (radmetrics format)", "converter": "rexval",
+    "license": "other", **PHYSIONET_LICENSE, "pretty_name": "ReXVal (radmetrics format)", "converter": "rexval",
     "description": "Six board-certified radiologists counted clinically significant and insignificant errors in "
                    "six categories for 200 candidate chest X-ray reports (50 MIMIC-CXR studies × 4 generation "
                    "methods) against the reference report.",

@@ -12,7 +12,9 @@ from typing import Any
 CORE_COLUMNS = ("id", "dataset", "reference", "candidate", "expert_score", "expert_higher_is_better",
                 "expert_significant", "expert_insignificant", "site")
 
-DATASET_CARD_TEMPLATE = Path(__file__).resolve().parents[2] / "hub_cards" / "dataset.md"
+#: the PhysioNet licence of the credentialed datasets (ReXVal; MIMIC-derived RaTE-Eval, ReFiSco)
+PHYSIONET_LICENSE = {"license_name": "physionet-credentialed-health-data-license-1.5.0",
+                     "license_link": "https://physionet.org/about/licenses/physionet-credentialed-health-data-license-150/"}
 
 
 def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
@@ -51,10 +53,26 @@ def to_dataset(rows: list[dict[str, Any]], extra_features: dict[str, Any]):
     return datasets.Dataset.from_list(rows, features=features)
 
 
+def size_category(num_rows: int) -> str:
+    """The Hub's size_categories bucket for a row count (n<1K, 1K<n<10K, ..., n>1T)."""
+    bounds = [(10**3, "n<1K"), (10**4, "1K<n<10K"), (10**5, "10K<n<100K"), (10**6, "100K<n<1M"),
+              (10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B"), (10**10, "1B<n<10B"),
+              (10**11, "10B<n<100B"), (10**12, "100B<n<1T")]
+    return next((name for bound, name in bounds if num_rows < bound), "n>1T")
+
+
 def render_card(template_fields: dict[str, str]) -> str:
+    """The dataset card; the metadata follows the Hub's rules (a computed size category; a licence that is
+    not on the Hub's list is `other` with its name and link)."""
     from radmetrics.hub_cards import load_template
 
-    return load_template("dataset").format(**template_fields)
+    fields = dict(template_fields)
+    details = ""
+    if fields["license"] == "other":
+        details = f"\nlicense_name: {fields['license_name']}\nlicense_link: {fields['license_link']}"
+    fields.setdefault("license_details", details)
+    fields.setdefault("size_category", size_category(int(fields["num_rows"])))
+    return load_template("dataset").format(**fields)
 
 
 def save_dataset(dataset, out_dir: str | Path, card_fields: dict[str, str]) -> Path:

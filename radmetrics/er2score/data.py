@@ -39,7 +39,7 @@ Output format:
 Please directly output the json file, no other contents"""
 
 
-def parse_generation(text: str) -> list[ScoredReport]:
+def parse_generation(text: str, convention: str = "paper") -> list[ScoredReport]:
     data = load_json_tolerant(text)
     reports = data.get("predicted reports") if isinstance(data, dict) else None
     if not isinstance(reports, list) or not reports:
@@ -54,13 +54,14 @@ def parse_generation(text: str) -> list[ScoredReport]:
             counts = read_radcliq_errors(errors, missing_as_zero=True)
         except ValueError as e:
             raise AnswerError(f"unreadable error score ({e})", retryable=True) from e
-        out.append(ScoredReport(item["predicted_report"], radcliq_sub_scores(counts)))
+        out.append(ScoredReport(item["predicted_report"], radcliq_sub_scores(counts, convention)))
     return out
 
 
-def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | None = None
-                   ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Pairs for every reference whose teacher answer could be read; the others are reported."""
+def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | None = None,
+                   convention: str = "paper") -> tuple[list[dict[str, Any]], list[str]]:
+    """Pairs for every reference whose teacher answer could be read; the others are reported.
+    convention: RadCliQ's pair direction (radmetrics.er2score.pairs): "paper" or "quality"."""
     answers = judge.generate([RADCLIQ_GENERATION_PROMPT.format(reference=r) for r in references],
                              config or GenerationConfig(), progress=False)
     pairs, problems = [], []
@@ -69,7 +70,7 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
             problems.append(f"row {i}: judge call failed: {answer.reason}")
             continue
         try:
-            pairs.extend(build_pairs(reference, parse_generation(answer)))
+            pairs.extend(build_pairs(reference, parse_generation(answer, convention)))
         except AnswerError as e:
             problems.append(f"row {i}: {e}")
     return pairs, problems

@@ -50,4 +50,4 @@ class ER2Score(evaluate.Metric):
         results = _MODELS[key].score(references, predictions, batch_size=self.batch_size)
         totals = [r["er2score"] for r in results]
         return {"er2score": statistics.fmean(totals), "er2score_std": statistics.pstdev(totals), "scores": totals,
-                "criteria": [r["rewards"] for r in results]}
+                "criteria": [r["rewards"] for r in results], "higher_is_better": _MODELS[key].higher_is_better}

@@ -24,9 +24,12 @@ def _torch():
 class MultiRewardModel:
     """Backbone (transformers AutoModel, optionally a peft LoRA model) + Linear(hidden, N)."""
 
-    def __init__(self, backbone, tokenizer, criteria: Sequence[str], base_model: str, head=None):
+    def __init__(self, backbone, tokenizer, criteria: Sequence[str], base_model: str, head=None,
+                 higher_is_better: bool = True):
         torch = _torch()
         self.backbone, self.tokenizer, self.criteria, self.base_model = backbone, tokenizer, list(criteria), base_model
+        #: False for RadCliQ in the paper's convention: the rewards predict error counts
+        self.higher_is_better = higher_is_better
         hidden = backbone.config.hidden_size
         self.head = head if head is not None else torch.nn.Linear(hidden, len(self.criteria))
         if tokenizer.pad_token is None:
@@ -77,8 +80,8 @@ class MultiRewardModel:
         self.backbone.save_pretrained(folder)  # the LoRA adapter (or the full backbone)
         self.tokenizer.save_pretrained(folder)
         torch.save(self.head.state_dict(), folder / HEAD_FILE)
-        (folder / CONFIG_FILE).write_text(json.dumps({"criteria": self.criteria, "base_model": self.base_model},
-                                                     indent=2))
+        (folder / CONFIG_FILE).write_text(json.dumps({"criteria": self.criteria, "base_model": self.base_model,
+                                                      "higher_is_better": self.higher_is_better}, indent=2))
         return folder
 
     @classmethod
@@ -105,4 +108,4 @@ class MultiRewardModel:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         head = torch.nn.Linear(backbone.config.hidden_size, len(config["criteria"]))
         head.load_state_dict(state)
-        return cls(backbone, tokenizer, config["criteria"], base, head)
+        return cls(backbone, tokenizer, config["criteria"], base, head, config.get("higher_is_better", True))

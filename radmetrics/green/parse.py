@@ -103,10 +103,12 @@ _NAMES = {
 }
 _KIND_NAME = {"significant": SIGNIFICANT, "insignificant": INSIGNIFICANT, "matched": MATCHED}
 # The official form "[Name]:" anywhere; other forms only as a line of their own ("**Matched Findings**:",
-# "### Matched findings", "Matched Findings:"), so that prose mentioning a category is no header.
+# "### Matched findings", "Matched Findings:", "[Matched Findings]"), so that prose mentioning a category
+# ("see the [Matched Findings] below") is no header.
 _HEADER = re.compile(
     "|".join(
-        rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:?)|(?P<{kind}_l>^[ \t>#*\-]*\**\s*{name}\s*\**[ \t]*(?::|(?=\n)|\Z)\**)"
+        rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:)"
+        rf"|(?P<{kind}_l>^[ \t>#*\-]*\**[ \t]*\[?[ \t]*{name}[ \t]*\]?[ \t]*\**[ \t]*(?::|(?=\n)|\Z)\**)"
         for kind, name in _NAMES.items()
     ),
     re.I | re.M,

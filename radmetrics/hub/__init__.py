@@ -54,6 +54,9 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
     if public:
         check_public_allowed(folder, f"{folder} to {repo_id}")
+    card = folder / "README.md"
+    if card.is_file():
+        validate_card(card, repo_type)
     api = HfApi(token=token)
     existed = repo_visibility(api, repo_id, repo_type) is not None
     if not existed:
@@ -92,3 +95,18 @@ def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:
     if result["card_kept"]:
         lines.append("Note: kept the README.md on the Hub (written by hand); pass --overwrite-card to replace it.")
     return lines
+
+
+def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None) -> None:
+    """Ask the Hub's own card check (POST /api/validate-yaml, as huggingface_hub's RepoCard.validate does)
+    before creating or uploading anything, so a card the Hub would refuse is one clear error, not a half push.
+    Posted to the configured endpoint (HF_ENDPOINT): older huggingface_hub versions always ask huggingface.co."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    url = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/api/validate-yaml"
+    body = {"repoType": repo_type, "content": card.read_text(encoding="utf-8")}
+    response = get_session().post(url, json=body, headers={"Accept": "text/plain"})
+    if response.status_code == 400:
+        raise RadmetricsError(f"The Hub refuses the card {card}: {' '.join(response.text.split())}")
+    hf_raise_for_status(response)

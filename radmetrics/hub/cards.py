@@ -1,62 +1,154 @@
 """Model cards rendered from hub_cards/model.md: training settings and evaluation results (model-index)
-from lm-eval result files or `radmetrics meta-eval` results.json."""
+from lm-eval result files or `radmetrics meta-eval` results.json. The metadata follows the Hub's documented
+rules (https://huggingface.co/docs/hub/model-cards): `base_model` is a Hub model id or absent, model-index
+results carry a dataset id in `dataset.type` and metric types without spaces, adapters say `library_name: peft`."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 RECIPES = {"vert": ("vert_ft", "rexval_judge_vert_ft", "VERT recipe: direct overall score in [0, 1]"),
            "green": ("green", "rexval_judge", "GREEN-format error analyses from a teacher judge")}
 
+#: a Hub repository id: "name" or "owner/name", letters, digits, "-", "_", "." (no "--" / ".." / leading ".")
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
 
-def evaluations_from_files(paths: list[str | Path]) -> list[dict[str, Any]]:
-    """[{"dataset", "metric", "value", "source"}] from lm-eval results_*.json or meta-eval results.json."""
+#: lm-eval task prefix -> (dataset id used in model-index when none is given, readable name)
+TASK_DATASETS = {"rexval": ("rexval", "ReXVal"), "radeval": ("radeval", "RadEval"),
+                 "rate_eval": ("rate_eval", "RaTE-Eval")}
+
+
+def hub_model_id(name: str | None, local: bool | None = None) -> str | None:
+    """`name` when it can be a Hub model id; None for a local folder (an absolute or relative path that
+    exists, or anything that is not id-shaped), which the Hub refuses in `base_model`."""
+    if not name:
+        return None
+    if local is None:
+        local = Path(name).expanduser().exists()
+    if local or not _HUB_ID.match(name) or ".." in name or "--" in name or name.endswith((".", "-")):
+        return None
+    return name
+
+
+def _metric_type(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+
+
+def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = None) -> list[dict[str, Any]]:
+    """[{"task", "dataset", "dataset_name", "metric", "value", "source"}] from lm-eval results_*.json or
+    meta-eval results.json. `dataset` is the dataset id for model-index (`dataset_id` when given, e.g. the
+    pushed copy "my-lab/rexval"; else the expert set's short name)."""
     found = []
     for path in paths:
         data = json.loads(Path(path).read_text())
         if "results" in data and isinstance(data["results"], dict) and "configs" in data:  # lm-eval
             for task, metrics in data["results"].items():
+                prefix = next((p for p in sorted(TASK_DATASETS, key=len, reverse=True) if task.startswith(p)), None)
+                default_id, readable = TASK_DATASETS.get(prefix, (_metric_type(task), task))
                 for key, value in metrics.items():
                     name = key.split(",")[0]
                     if name in {"kendall_tau", "mae_significant_errors", "unparsed"} and isinstance(value, (int, float)):
-                        found.append({"dataset": task, "metric": name, "value": float(value), "source": "lm-eval"})
+                        found.append({"task": task, "dataset": dataset_id or default_id,
+                                      "dataset_name": f"{readable} (lm-eval task {task})", "metric": name,
+                                      "value": float(value), "source": "lm-eval"})
         elif "metrics" in data:  # meta-eval
+            name = data.get("dataset") or "expert set"
             for metric, stats in data["metrics"].items():
                 for key in ("kendall_tau_b", "spearman"):
-                    found.append({"dataset": data.get("dataset", "expert set"), "metric": f"{metric} {key}",
+                    found.append({"task": "meta-eval", "dataset": dataset_id or _metric_type(name),
+                                  "dataset_name": f"{name} (radmetrics meta-eval)", "metric": _metric_type(f"{metric}_{key}"),
                                   "value": float(stats[key]["value"]), "source": "radmetrics meta-eval"})
     return found
 
 
+def model_index(repo_id: str, evaluations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The canonical model-index: one result per (task, dataset) with all its metrics."""
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in evaluations:
+        key = (e.get("task", ""), e["dataset"])
+        result = grouped.setdefault(key, {
+            "task": {"type": "text-generation", "name": "Radiology report judging"},
+            "dataset": {"type": e["dataset"], "name": e.get("dataset_name", e["dataset"])},
+            "metrics": []})
+        result["metrics"].append({"type": e["metric"], "value": round(e["value"], 4),
+                                  "name": f"{e['metric']} ({e['source']})"})
+    return [{"name": repo_id.split("/")[-1], "results": list(grouped.values())}]
+
+
+def evaluation_table(evaluations: list[dict[str, Any]]) -> str:
+    if not evaluations:
+        return ("Not evaluated yet: run `lm_eval ... --tasks rexval_judge` or `radmetrics meta-eval` "
+                "and push again with `--eval`.")
+    return ("| dataset | metric | value | source |\n| --- | --- | ---: | --- |\n" + "\n".join(
+        f"| {e.get('dataset_name', e['dataset'])} | {e['metric']} | {e['value']:.4f} | {e['source']} |"
+        for e in evaluations))
+
+
+def is_adapter(folder: str | Path) -> bool:
+    return (Path(folder) / "adapter_config.json").is_file()
+
+
 def render_model_card(repo_id: str, training: dict[str, Any], evaluations: list[dict[str, Any]],
-                      data_description: str = "") -> str:
+                      data_description: str = "", adapter: bool = False, base_model_id: str | None = None) -> str:
+    """The card of a judge trained by `radmetrics train judge` (training = its training.json).
+
+    base_model_id: the base's Hub id when training used a local copy of it; without it a local base is
+    named in the card's text only (the Hub accepts only model ids in `base_model`)."""
     import yaml
 
     from radmetrics.hub_cards import load_template
 
     config = training["config"]
     metric, task, description = RECIPES[config["recipe"]]
-    front: dict[str, Any] = {
-        "base_model": config["base_model"], "library_name": "transformers",
-        "tags": ["radiology", "report-evaluation", "llm-judge", "radmetrics", f"radmetrics-{metric}"],
-        "license": "other",
-    }
+    base = config["base_model"]
+    hub_base = base_model_id or hub_model_id(base, training.get("base_model_is_local"))
+    front: dict[str, Any] = {}
+    if hub_base:
+        front["base_model"] = hub_base
+    front["library_name"] = "peft" if adapter else "transformers"
+    front["pipeline_tag"] = "text-generation"
+    front["tags"] = ["radiology", "report-evaluation", "llm-judge", "radmetrics", f"radmetrics-{metric}"]
+    if adapter:
+        front["tags"].append("lora")
     if evaluations:
-        front["model-index"] = [{"name": repo_id, "results": [
-            {"task": {"type": "text-generation", "name": "Radiology report judging"},
-             "dataset": {"name": e["dataset"], "type": e["dataset"]},
-             "metrics": [{"type": e["metric"], "value": round(e["value"], 4), "name": f"{e['metric']} ({e['source']})"}]}
-            for e in evaluations]}]
-    table = ("| dataset | metric | value | source |\n| --- | --- | ---: | --- |\n" + "\n".join(
-        f"| {e['dataset']} | {e['metric']} | {e['value']:.4f} | {e['source']} |" for e in evaluations)
-             if evaluations else "Not evaluated yet: run `lm_eval ... --tasks rexval_judge` or `radmetrics meta-eval` "
-                                 "and push again with `--eval`.")
+        front["model-index"] = model_index(repo_id, evaluations)
+    base_text = (f"[`{hub_base}`](https://huggingface.co/{hub_base})" if hub_base
+                 else f"a local model folder (`{Path(base).name}`; not a Hub model, so no `base_model` metadata)")
     losses = training.get("losses") or []
     return load_template("model").format(
         front_matter=yaml.safe_dump(front, sort_keys=False).strip(), repo_id=repo_id, recipe=config["recipe"],
-        recipe_description=description, metric=metric, lm_eval_task=task, base_model=config["base_model"],
+        recipe_description=description, metric=metric, lm_eval_task=task, base_model=base_text,
         data_description=data_description or training.get("data_description", "see training.json"),
         lora_r=config["lora_r"], lora_alpha=config["lora_alpha"], learning_rate=config["learning_rate"],
         train_examples=training.get("train_examples"), validation_examples=training.get("validation_examples"),
-        final_loss=f"{losses[-1]:.4f}" if losses else "n/a", evaluation_table=table)
+        final_loss=f"{losses[-1]:.4f}" if losses else "n/a", evaluation_table=evaluation_table(evaluations))
+
+
+def update_model_card(card_text: str | None, repo_id: str, evaluations: list[dict[str, Any]]) -> str:
+    """`hub push --eval` without --training: put the evaluations into the folder's existing card (model-index
+    and the Evaluation section), or into a minimal card when the folder has none."""
+    from huggingface_hub import ModelCard
+
+    if not card_text:
+        card_text = (f"---\nlibrary_name: transformers\ntags:\n- radiology\n- llm-judge\n- radmetrics\n---\n\n"
+                     f"# {repo_id}\n\nA radiology report judge evaluated with radmetrics.\n\n## Evaluation\n")
+    card = ModelCard(card_text)
+    card.data.model_index = None
+    card.data.eval_results = None
+    metadata = card.data.to_dict()
+    metadata.pop("model-index", None)
+    if evaluations:
+        metadata["model-index"] = model_index(repo_id, evaluations)
+    import yaml
+
+    body = card.text
+    table = evaluation_table(evaluations)
+    if "\n## Evaluation\n" in f"\n{body}":
+        head, _, rest = f"\n{body}".partition("\n## Evaluation\n")
+        after = rest.split("\n## ", 1)
+        body = head[1:] + "\n## Evaluation\n" + table + "\n" + (("\n## " + after[1]) if len(after) > 1 else "")
+    else:
+        body = body.rstrip() + "\n\n## Evaluation\n" + table + "\n"
+    return f"---\n{yaml.safe_dump(metadata, sort_keys=False).strip()}\n---\n{body}"

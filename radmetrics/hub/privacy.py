@@ -86,6 +86,10 @@ def card_with_marker(text: str) -> str:
     return f"{text}\n<!-- radmetrics-card sha256={hashlib.sha256(text.encode()).hexdigest()} -->\n"
 
 
+def strip_marker(card_text: str) -> str:
+    return _CARD_MARKER.sub("\n", card_text)
+
+
 def written_by_user(card_text: str) -> bool:
     """True unless the card is radmetrics' own, unedited (marker hash matches), or a library's placeholder."""
     found = _CARD_MARKER.search(card_text)

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -149,23 +149,37 @@ def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[floa
 
 
 def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standardized: dict[str, dict[str, Sequence[float]]],
-                        alpha: float = 0.05) -> list[dict[str, Any]]:
+                        alpha: float = 0.05, higher_is_better: Mapping[str, bool] | None = None,
+                        convention: str = "paper") -> list[dict[str, Any]]:
     """ReXamine-Global Sec. 2: for each metric and site, a paired t-test of scores against the original vs
     the style-standardized references; significant when p < α / (metrics × sites) (Bonferroni).
 
-    original[metric][site] and standardized[metric][site] are per-report scores in the same order."""
+    original[metric][site] and standardized[metric][site] are per-report scores in the same order.
+
+    convention="paper" (default) gives the paper's sign (Sec. 2, Table 2): scores are first oriented so that
+    higher means WORSE (higher-is-better metrics multiplied by -1; `higher_is_better[metric]`, True when not
+    given), and t is that of standardized - original, so a negative t means the metric rates the AI candidates
+    better against the standardized references. convention="raw": t of original - standardized on the scores
+    as given (the same t for higher-is-better metrics, the opposite sign for lower-is-better ones)."""
     from scipy import stats
 
+    if convention not in ("paper", "raw"):
+        raise ValueError(f"unknown convention {convention!r}: 'paper' or 'raw'")
+    directions = dict(higher_is_better or {})
     tests = [(m, s) for m in original for s in original[m]]
     threshold = alpha / len(tests) if tests else alpha
     out = []
     for metric, site in tests:
         x, y = np.asarray(original[metric][site], float), np.asarray(standardized[metric][site], float)
-        result = stats.ttest_rel(x, y)
+        if convention == "paper":
+            sign = -1.0 if directions.get(metric, True) else 1.0  # oriented: higher = worse
+            result = stats.ttest_rel(sign * y, sign * x)
+        else:
+            result = stats.ttest_rel(x, y)
         out.append({"metric": metric, "site": site, "mean_original": float(x.mean()),
                     "mean_standardized": float(y.mean()), "t": float(result.statistic),
                     "p_value": float(result.pvalue), "threshold": threshold,
-                    "significant": bool(result.pvalue < threshold)})
+                    "significant": bool(result.pvalue < threshold), "t_convention": convention})
     return out
 
 

@@ -1,0 +1,94 @@
+"""Checks that can fail in seconds, run before long work: is the judge (or another model the run needs)
+reachable at all? Without them a missing model shows up only after minutes of Hub retries, as a transformers
+traceback about the internet connection.
+
+Each check returns quietly or raises a JudgeError whose one line says what to do. A check makes no network
+call unless the backend itself would: a local folder or a cached Hub model needs none; an uncached Hub id
+gets one short TCP connect to the Hub endpoint; an OpenAI-compatible URL one to its host.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+from radmetrics.errors import JudgeError
+
+#: how long a reachability probe may take
+PROBE_SECONDS = 3.0
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$|^[A-Za-z0-9][\w.\-]*$")
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def hub_offline() -> bool:
+    return _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
+
+
+def can_connect(url: str, timeout: float = PROBE_SECONDS) -> bool:
+    """One TCP connect to the URL's host and port; no request is sent."""
+    parsed = urlparse(url if "://" in url else f"https://{url}")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def hub_cached(model: str, revision: str | None = None) -> bool:
+    """Whether the Hub model's config is in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    for filename in ("config.json", "adapter_config.json", "modules.json"):
+        try:
+            found = try_to_load_from_cache(model, filename, revision=revision)
+        except Exception:  # an id the cache layout cannot hold is simply not cached
+            return False
+        if isinstance(found, str):
+            return True
+    return False
+
+
+def check_hub_model(model: str, *, what: str = "judge", revision: str | None = None,
+                    flag: str = "--judge") -> None:
+    """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return
+    if model.startswith((".", "/", "~")) or os.sep in model.strip("/").replace("/", "", 1) or not _HUB_ID.match(model):
+        raise JudgeError(f"The {what} '{model}' is not a folder here (and is not a Hub id): check the path "
+                         f"given with {flag}.")
+    if hub_cached(model, revision):
+        return
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if hub_offline():
+        raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
+                         f"downloading it: download it where there is network (`hf download {model}`), or pass a "
+                         f"local folder with {flag}, or use an OpenAI-compatible server (--backend openai --base-url URL).")
+    if not can_connect(endpoint):
+        raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and {endpoint} cannot be reached "
+                         f"(no network?): pass a local folder with {flag}, use an OpenAI-compatible server "
+                         "(--backend openai --base-url URL), or download the model where there is network.")
+
+
+def check_judge(backend: str, model: str | None, options: dict | None = None) -> None:
+    """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone."""
+    options = options or {}
+    if backend in ("transformers", "vllm") and model:
+        check_hub_model(model, revision=options.get("revision"))
+    elif backend == "openai":
+        base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        if not can_connect(base_url):
+            raise JudgeError(f"Cannot connect to the judge server at {base_url}: start the server, fix --base-url, "
+                             "or use a local judge (--backend transformers --judge FOLDER).")
+    elif backend == "replay":
+        path = options.get("path")
+        if path and not Path(path).is_file():
+            raise JudgeError(f"The replay file {path} does not exist (--replay).")

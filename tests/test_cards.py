@@ -1,0 +1,165 @@
+"""Cards the real Hub accepts: parsed by huggingface_hub's own ModelCard / DatasetCard / metadata readers and
+checked against the Hub's documented rules (tests/hub_server.py, which the test Hub's /api/validate-yaml
+enforces too, so a push of a card the Hub would refuse fails here as it would there)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES
+from hub_server import HubServer, card_metadata_errors
+
+from radmetrics.data.schema import size_category
+from radmetrics.errors import RadmetricsError
+from radmetrics.hub.cards import evaluations_from_files, hub_model_id, render_model_card, update_model_card
+
+TRAINING = {"config": {"recipe": "green", "base_model": "StanfordAIMI/GREEN-RadLlama2-7b", "lora_r": 4,
+                       "lora_alpha": 8, "learning_rate": 1e-4},
+            "losses": [2.0, 1.5], "train_examples": 8, "validation_examples": 1,
+            "data_description": "8 GREEN analyses by the teacher gpt-4o (openai backend) on `pairs.jsonl`"}
+
+
+@pytest.fixture
+def lm_eval_results(tmp_path):
+    path = tmp_path / "results_2026.json"
+    path.write_text(json.dumps({"results": {"rexval_judge": {
+        "alias": "rexval_judge", "kendall_tau,none": 0.4123, "kendall_tau_stderr,none": "N/A",
+        "mae_significant_errors,none": 1.25, "unparsed,none": 0.0}}, "configs": {"rexval_judge": {}}}))
+    return path
+
+
+def parsed_model_card(text: str):
+    from huggingface_hub import ModelCard
+
+    card = ModelCard(text)
+    assert card_metadata_errors(text, "model") == [], card_metadata_errors(text, "model")
+    return card
+
+
+def test_hub_rules_refuse_a_local_path_base_model():
+    """The check the card tests rely on: a local path in base_model is refused, a Hub id is accepted."""
+    for bad in ("/home/me/models/tiny", "./judge/merged", "../base", "C:\\models\\x", "a--b/c"):
+        assert any("base_model" in e for e in card_metadata_errors(f"---\nbase_model: {json.dumps(bad)}\n---\n")), bad
+    assert card_metadata_errors("---\nbase_model: StanfordAIMI/GREEN-RadLlama2-7b\n---\n") == []
+    assert card_metadata_errors("---\nlicense: other\n---\n")  # other needs license_name / license_link
+    assert card_metadata_errors(
+        "---\nmodel-index:\n- name: x\n  results:\n  - task: {type: text-generation}\n"
+        "    dataset: {type: ReXVal judge, name: r}\n    metrics: [{type: kendall tau, value: 0.1}]\n---\n")
+
+
+def test_local_base_is_named_in_the_text_not_in_base_model(tmp_path):
+    base = tmp_path / "my-base"
+    base.mkdir()
+    training = {**TRAINING, "config": {**TRAINING["config"], "base_model": str(base)}}
+    card = parsed_model_card(render_model_card("lab/judge", training, []))
+    assert card.data.base_model is None
+    assert str(tmp_path) not in str(card) and "`my-base`" in card.text
+    # with the Hub id of the base given (hub push --base-model), it is the card's base_model
+    card = parsed_model_card(render_model_card("lab/judge", training, [], base_model_id="meta-llama/Llama-2-7b-hf"))
+    assert card.data.base_model == "meta-llama/Llama-2-7b-hf"
+    assert hub_model_id("judge/merged", local=False) == "judge/merged"
+    assert hub_model_id(str(base)) is None and hub_model_id("/abs/path", local=False) is None
+
+
+def test_model_index_is_canonical_and_parsed_by_huggingface_hub(lm_eval_results):
+    evaluations = evaluations_from_files([lm_eval_results])
+    card = parsed_model_card(render_model_card("lab/tiny-judge", TRAINING, evaluations))
+    assert card.data.base_model == "StanfordAIMI/GREEN-RadLlama2-7b" and card.data.library_name == "transformers"
+    results = {r.metric_type: r for r in card.data.eval_results}
+    assert set(results) == {"kendall_tau", "mae_significant_errors", "unparsed"}
+    assert results["kendall_tau"].metric_value == 0.4123 and results["kendall_tau"].dataset_type == "rexval"
+    assert results["kendall_tau"].task_type == "text-generation"
+    raw = card.data.to_dict()["model-index"]
+    assert len(raw) == 1 and len(raw[0]["results"]) == 1 and len(raw[0]["results"][0]["metrics"]) == 3  # grouped
+    assert "| ReXVal (lm-eval task rexval_judge) | kendall_tau | 0.4123 | lm-eval |" in card.text
+    # the dataset id can name the pushed evaluation set
+    card = parsed_model_card(render_model_card(
+        "lab/tiny-judge", TRAINING, evaluations_from_files([lm_eval_results], dataset_id="lab/rexval")))
+    assert {r.dataset_type for r in card.data.eval_results} == {"lab/rexval"}
+
+
+def test_meta_eval_results_give_metric_ids_without_spaces(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"dataset": "rexval", "metrics": {
+        "green": {"kendall_tau_b": {"value": 0.5}, "spearman": {"value": 0.6}}}}))
+    card = parsed_model_card(render_model_card("lab/j", TRAINING, evaluations_from_files([path])))
+    assert {r.metric_type for r in card.data.eval_results} == {"green_kendall_tau_b", "green_spearman"}
+
+
+def test_adapters_are_carded_as_peft():
+    card = parsed_model_card(render_model_card("lab/judge-lora", TRAINING, [], adapter=True))
+    assert card.data.library_name == "peft" and card.data.base_model == "StanfordAIMI/GREEN-RadLlama2-7b"
+
+
+def test_eval_without_training_updates_the_existing_card(lm_eval_results):
+    first = render_model_card("lab/judge", TRAINING, [])
+    updated = parsed_model_card(update_model_card(first, "lab/judge", evaluations_from_files([lm_eval_results])))
+    assert updated.data.base_model == "StanfordAIMI/GREEN-RadLlama2-7b"  # the rest of the card is kept
+    assert {r.metric_type for r in updated.data.eval_results} == {"kendall_tau", "mae_significant_errors", "unparsed"}
+    assert "Not evaluated yet" not in updated.text and "| kendall_tau | 0.4123 |" in updated.text
+    assert "## Limitations" in updated.text
+    fresh = parsed_model_card(update_model_card(None, "lab/judge", evaluations_from_files([lm_eval_results])))
+    assert len(fresh.data.eval_results) == 3
+
+
+@pytest.mark.parametrize("rows, expected", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (1500, "1K<n<10K"),
+                                            (250_000, "100K<n<1M"), (10**13, "n>1T")])
+def test_size_category_is_computed(rows, expected):
+    assert size_category(rows) == expected
+
+
+def test_dataset_card_is_accepted_with_licence_name_and_link(tmp_path):
+    from huggingface_hub import DatasetCard
+
+    from radmetrics.data import convert
+    from radmetrics.data.schema import render_card
+    from radmetrics.data.rexval import CARD
+
+    text = (convert("rexval", FIXTURES / "rexval", tmp_path / "rexval") / "README.md").read_text()
+    assert card_metadata_errors(text, "dataset") == []
+    card = DatasetCard(text)
+    assert card.data.license == "other" and card.data.license_name.startswith("physionet-credentialed")
+    assert card.data.license_link.startswith("https://physionet.org/") and card.data.size_categories == ["n<1K"]
+    big = DatasetCard(render_card({**CARD, "num_rows": "1500", "version": "0"}))
+    assert big.data.size_categories == ["1K<n<10K"]
+
+
+def hub_env(hub):
+    return {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_test_token", "HF_HUB_OFFLINE": "0",
+            "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def test_push_of_a_card_the_hub_refuses_fails_before_creating_anything(tmp_path, monkeypatch):
+    from radmetrics.hub import push_folder
+
+    folder = tmp_path / "judge"
+    folder.mkdir()
+    (folder / "README.md").write_text(f"---\nbase_model: {tmp_path}/base\n---\n# judge\n")
+    with HubServer(tmp_path / "hub") as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        import huggingface_hub.constants as constants
+
+        monkeypatch.setattr(constants, "ENDPOINT", hub.endpoint)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        with pytest.raises(RadmetricsError, match="The Hub refuses the card .*base_model"):
+            push_folder(folder, "lab/judge", token="hf_test_token")
+        assert not hub.repos and hub.validated[0][0] == "model" and "base_model" in hub.validated[0][1][0]
+
+
+def test_hub_push_eval_without_training_is_honoured(tmp_path, lm_eval_results):
+    folder = tmp_path / "merged"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "README.md").write_text(render_model_card("lab/judge", TRAINING, []))
+    with HubServer(tmp_path / "hub") as hub:
+        out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "push", str(folder), "lab/judge",
+                              "--eval", str(lm_eval_results), "--eval-dataset", "lab/rexval"],
+                             env=hub_env(hub), capture_output=True, text=True, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        card = parsed_model_card((hub.folder("model", "lab/judge") / "README.md").read_text())
+        assert {r.dataset_type for r in card.data.eval_results} == {"lab/rexval"}
+        assert hub.validated and all(v == ("model", []) for v in hub.validated)

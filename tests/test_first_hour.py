@@ -1,0 +1,125 @@
+"""The first hour with radmetrics (issue 17): failures are one line with the remedy and keep finished work;
+the meta-eval report says which rows each number used, writes strict JSON and one self-contained HTML page.
+Every test drives the real CLI in a subprocess."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import FIXTURES, REPO
+
+WORD_OVERLAP = str(FIXTURES / "word_overlap") + ":scores"  # the per-sample key of its two outputs
+BROKEN = str(FIXTURES / "broken_metric")
+
+
+def cli(*args, cwd=REPO, env=None, timeout=600):
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, env=env or os.environ.copy(), timeout=timeout)
+
+
+def assert_one_line_error(run, *needles):
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    error_lines = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error_lines) == 1, run.stderr[-2000:]
+    for needle in needles:
+        assert needle in error_lines[0], error_lines[0]
+    return error_lines[0]
+
+
+# -- 1. meta-eval: early checks, and finished work kept -------------------------------------------------------------
+def test_meta_eval_offline_hub_baseline_fails_before_any_judging(tiny_judge, tmp_path):
+    """The README's `-m green -m vert -m rouge` offline used to judge everything, then die on rouge."""
+    start = time.monotonic()
+    run = cli("meta-eval", "-m", "green", "-m", "rouge", "-d", FIXTURES / "rexval", "--judge", tiny_judge,
+              "--cache", tmp_path / "c.sqlite", "-o", tmp_path / "report")
+    line = assert_one_line_error(run, "'rouge'", "Offline", "Did you mean radmetrics' 'rouge-l'")
+    assert time.monotonic() - start < 60, "the check must come before the judge work"
+    assert not (tmp_path / "c.sqlite").exists() or "green" not in line  # nothing was judged
+    assert "Loading weights" not in run.stderr  # the judge was never loaded
+
+
+def test_meta_eval_keeps_finished_metrics_when_one_fails(tiny_judge, tmp_path):
+    out = tmp_path / "report"
+    run = cli("meta-eval", "-m", "green", "-m", BROKEN, "-m", WORD_OVERLAP, "-d", FIXTURES / "rexval",
+              "--judge", tiny_judge, "--max-new-tokens", "256", "--cache", tmp_path / "c.sqlite",
+              "--resamples", "50", "-o", out)
+    assert_one_line_error(run, "1 of 3 metrics failed", "broken_metric")
+    results = json.loads((out / "results.json").read_text())
+    assert results["metrics"][BROKEN]["failed"].startswith("RuntimeError: scorer weights not found")
+    green = results["metrics"]["green"]
+    import csv
+
+    with (out / "per_sample.csv").open() as fh:
+        scored = sum(1 for row in csv.DictReader(fh) if row["green"])
+    # every number says how many rows it used: the rows green scored (the tiny judge reads some pairs wrongly)
+    assert green["n_scored"] == scored == green["kendall_tau_b"]["n"] and 0 < scored <= results["n"]
+    assert green["num_unscored"] == results["n"] - scored
+    assert isinstance(results["metrics"][WORD_OVERLAP]["spearman"]["value"], float)
+    assert any("broken_metric" in w and "not computed" in w for w in results["warnings"])
+    html = (out / "report.html").read_text()
+    assert "scorer weights not found" in html and "word_overlap" in html
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["-m", "green", "-d", "/nonexistent/rexval"], ["/nonexistent/rexval", "no such folder"]),
+    (["-m", "gren", "-d", str(FIXTURES / "rexval")], ["'gren' could not be loaded", "Did you mean radmetrics' 'green'"]),
+    (["-m", "vert", "-d", str(FIXTURES / "rexval")], ["vert has no published default judge", "--judge"]),
+    (["-m", "green", "-d", "someone/not-a-dataset"], ["someone/not-a-dataset", "could not be loaded"]),
+])
+def test_meta_eval_bad_arguments_are_one_line(args, needles, tmp_path):
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1"}
+    assert_one_line_error(cli("meta-eval", *args, "-o", tmp_path / "r", env=env), *needles)
+
+
+def test_meta_eval_unreachable_judge_fails_in_seconds(tmp_path):
+    """No local model, no cache, offline: a clear line at once instead of minutes of Hub retries."""
+    start = time.monotonic()
+    run = cli("meta-eval", "-m", "green", "-d", FIXTURES / "rexval", "-o", tmp_path / "r")
+    assert_one_line_error(run, "StanfordAIMI/GREEN-RadLlama2-7b", "HF_HUB_OFFLINE=1", "--judge")
+    assert time.monotonic() - start < 30
+
+
+# -- 3./4. the report: its own title, per-metric n, strict JSON, warnings for empty metrics -------------------------
+def test_report_title_comes_from_the_data_and_numbers_say_their_rows(tiny_judge, tmp_path):
+    from radmetrics.data import convert
+
+    folder = convert("radeval", FIXTURES / "radeval", tmp_path / "radeval")
+    out = tmp_path / "report"
+    # max-new-tokens 8 truncates every analysis: green is unscored on every row, a warning, never NaN
+    run = cli("meta-eval", "-m", WORD_OVERLAP, "-m", "green", "-d", folder, "--judge", tiny_judge,
+              "--max-new-tokens", "8", "--cache", tmp_path / "c.sqlite", "--resamples", "50", "-o", out)
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = (out / "results.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    results = json.loads(text)  # strict: json.loads would accept NaN, so check the text as well
+    assert results["dataset"] == "radeval"
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith("# Meta-evaluation on radeval") and "rexval" not in summary
+    green = results["metrics"]["green"]
+    assert green["n_scored"] == 0 and green["kendall_tau_b"]["value"] is None
+    assert any(w.startswith("green: every row is unscored") for w in results["warnings"])
+    overlap = results["metrics"][WORD_OVERLAP]
+    # the fixture has rows whose annotation could not be read (no expert score): τ uses only the others
+    import datasets
+
+    with_expert = sum(r["expert_score"] is not None for r in datasets.load_from_disk(str(folder)))
+    assert overlap["kendall_tau_b"]["n"] == with_expert == results["n_with_expert_score"] < results["n"]
+    assert "| n (corr.) |" in summary or "n (corr.)" in summary
+    assert results["pairwise_randomization"][0]["n"] == 0 and "skipped" in results["pairwise_randomization"][0]
+
+
+def test_help_accepts_dash_h_and_documents_every_meta_eval_flag():
+    import click
+
+    from radmetrics.cli import cli as group
+
+    run = cli("meta-eval", "-h")
+    assert run.returncode == 0 and "--seed" in run.stdout
+    for name in ("meta-eval", "score"):
+        undocumented = [p.name for p in group.commands[name].params if isinstance(p, click.Option) and not p.help]
+        assert undocumented == [], f"{name}: options without help: {undocumented}"

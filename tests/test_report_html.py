@@ -1,0 +1,102 @@
+"""The meta-eval report a researcher shares: one self-contained report.html, checked in a real headless browser
+(Chromium from Debian's packages; .ci/run installs it), and plots that say what they show."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from radmetrics.meta.report import CATEGORY_NAMES, MetricRun, write_report
+
+
+def expert_dataset():
+    import datasets
+
+    rows = []
+    for i in range(12):
+        sig = [i % 2, (i // 2) % 2, 0, i % 3 == 0, 0, i % 4 == 0]
+        rows.append({"id": f"r{i}", "dataset": "rexval", "reference": f"ref {i}", "candidate": f"cand {i}",
+                     "expert_score": float(sum(sig)), "expert_higher_is_better": False,
+                     "expert_significant": [float(v) for v in sig], "site": "site-A" if i < 6 else "site-B"})
+    return datasets.Dataset.from_list(rows), rows
+
+
+def runs_for(rows):
+    counts = [[int(v) for v in r["expert_significant"]] for r in rows]
+    counts[0] = [c + 1 for c in counts[0]]  # the judge over-counts one report
+    green = MetricRun("green", [1 / (1 + sum(c)) for c in counts], True, counts, {"judge": "tiny"}, [None] * 12)
+    local = "/tmp/some/very/long/path/to/a/local/evaluate/module/word_overlap_with_a_long_name"
+    overlap = MetricRun(local, [0.1 * (i % 5) for i in range(12)], True, [None] * 12, {}, [None] * 12)
+    half = MetricRun("radcliq", [None if i % 2 else float(i % 3) for i in range(12)], False, [None] * 12, {},
+                     ["judge output truncated" if i % 2 else None for i in range(12)])
+    failed = MetricRun.failed("bertscore", 12, "ConnectionError: Hub unreachable")
+    return [green, overlap, half, failed]
+
+
+def browser() -> str | None:
+    return shutil.which("chromium-headless-shell") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_plots_have_titles_labels_full_category_names_and_direction(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    seen = {}
+    original = Figure.savefig
+
+    def record(fig, fname, *args, **kwargs):
+        ax = fig.axes[0]
+        seen[os.path.basename(str(fname))] = {
+            "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            "yticks": [t.get_text() for t in ax.get_yticklabels()], "size": fig.get_size_inches().tolist()}
+        return original(fig, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    data, rows = expert_dataset()
+    write_report(runs_for(rows), data, tmp_path / "r", resamples=50)
+    scatter = seen["scatter_green.png"]
+    assert scatter["title"] == "green vs experts (n = 12)"
+    assert "clinically significant errors" in scatter["xlabel"] and "lower is better" in scatter["xlabel"]
+    assert scatter["ylabel"] == "green (higher is better)"
+    assert seen["scatter_radcliq.png"]["ylabel"] == "radcliq (lower is better)"
+    counts = seen["error_counts_green.png"]
+    assert counts["title"] and counts["xlabel"].startswith("clinically significant errors")
+    assert counts["yticks"] == [f"({c}) {CATEGORY_NAMES[c]}" for c in "abcdef"]
+    # a local module path becomes a short label that fits the figure
+    long_titles = [v["title"] for k, v in seen.items() if k.startswith("scatter_word_overlap")]
+    assert long_titles and all(len(t) < 70 for t in long_titles)
+    site = seen["per_site.png"]
+    assert "Spearman" in site["ylabel"] and site["xlabel"] == "site"  # per-site agreement, not score boxes
+
+
+def test_report_html_is_self_contained_and_renders_in_a_browser(tmp_path):
+    data, rows = expert_dataset()
+    folder = write_report(runs_for(rows), data, tmp_path / "r", resamples=50)
+    html = (folder / "report.html").read_text()
+    assert "<script" not in html and not re.search(r'(src|href)="(?!data:)', html)  # nothing to fetch
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', html)
+    pngs = sorted(p.name for p in folder.glob("*.png"))
+    assert len(images) == len(pngs) >= 5
+    assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
+    for name in ("green", "radcliq", "bertscore", "Hub unreachable", "Per-site Spearman", "Error-type F1"):
+        assert name in html
+    exe = browser()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install chromium-headless-shell (see .ci/run)")
+        pytest.skip("no Chromium here: apt-get install chromium-headless-shell")
+    shot = tmp_path / "shot.png"
+    common = [exe, "--no-sandbox", "--disable-gpu", "--headless", "--enable-logging=stderr", "--v=0",
+              "--hide-scrollbars", "--window-size=1200,2400"]
+    run = subprocess.run(common + [f"--screenshot={shot}", (folder / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln or "Failed to load" in ln]
+    assert console == [], console
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    dom = subprocess.run(common + ["--dump-dom", (folder / "report.html").as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert dom.count("<img") == len(pngs) and "Meta-evaluation on rexval" in dom
+    assert dom.count("<table") >= 4
