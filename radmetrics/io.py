@@ -154,7 +154,25 @@ def read_references(path: str | os.PathLike, column: str | None = None) -> list[
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
 
 
-def check_output_path(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
+#: results formats, by the output file's extension
+OUTPUT_FORMATS = {".jsonl": "JSON lines", ".json": "JSON lines", ".csv": "CSV", ".parquet": "Parquet"}
+
+
+def check_output_path(path: str | os.PathLike) -> str:
+    """The results format the extension names; anything else is refused before any work is done (a
+    `.parquet` file must not silently hold JSON lines)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_FORMATS:
+        raise InputError(f"--output {path}: unknown results format '{suffix or '(no extension)'}'; use one of "
+                         f"{', '.join(sorted(OUTPUT_FORMATS))}")
+    if suffix == ".parquet":
+        from radmetrics.errors import optional_import
+
+        optional_import("pyarrow", "evaluate", "to write .parquet results")
+    return suffix
+
+
+def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
     """Refuse outputs that would destroy something: the input itself, or a symlink (written through, a planted
     link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
     output = Path(output)
@@ -209,8 +227,9 @@ class AtomicFile:
     >>> # part = AtomicFile(out).open(); ...; part.commit() # for streaming writers (append, then rename)
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, binary: bool = False):
         self.path = Path(path)
+        self.binary = binary
         self.tmp: Path | None = None
         self.fh = None
 
@@ -221,7 +240,7 @@ class AtomicFile:
         clean_stale_tmp(self.path)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp")
         self.tmp = Path(tmp)
-        self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        self.fh = os.fdopen(fd, "wb") if self.binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
         return self
 
     def write(self, text: str) -> None:
@@ -257,7 +276,9 @@ class AtomicFile:
 
 
 def _write_table(fh, path: Path, rows: list[dict[str, Any]]) -> None:
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() == ".parquet":
+        _write_parquet(fh, rows)
+    elif path.suffix.lower() == ".csv":
         flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
         fields = list(dict.fromkeys(k for r in flat for k in r))
         writer = csv.DictWriter(fh, fieldnames=fields)
@@ -269,9 +290,10 @@ def _write_table(fh, path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
-    """Write atomically (temp file + rename) so a killed run never leaves half a results file."""
+    """Write atomically (temp file + rename) so a killed run never leaves half a results file.
+    The format follows the extension (check_output_path)."""
     path = Path(path)
-    with AtomicFile(path) as fh:
+    with AtomicFile(path, binary=check_output_path(path) == ".parquet") as fh:
         _write_table(fh, path, rows)
 
 
@@ -280,7 +302,8 @@ def write_results(path: str | os.PathLike, rows: list[dict[str, Any]], summary: 
     results and the summary renamed into place. A kill at any point leaves either the old pair, new results
     without a summary, or the new pair — never new results beside an old summary (both carry `run_id`)."""
     path = Path(path)
-    results, corpus = AtomicFile(path).open(), AtomicFile(summary_path(path)).open()
+    results = AtomicFile(path, binary=check_output_path(path) == ".parquet").open()
+    corpus = AtomicFile(summary_path(path)).open()
     try:
         _write_table(results.fh, path, rows)
         json.dump(summary, corpus.fh, indent=2, default=str, ensure_ascii=False)
@@ -294,3 +317,16 @@ def write_results(path: str | os.PathLike, rows: list[dict[str, Any]], summary: 
         corpus.discard()
         raise
     return summary_path(path)
+
+
+def _write_parquet(fh, rows: list[dict[str, Any]]) -> None:
+    """Parquet through pyarrow; nested fields (details, fingerprint, counts) as JSON text, so that rows
+    whose details differ in shape still share one schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = [{k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
+             for k, v in r.items()} for r in rows]
+    fields = list(dict.fromkeys(k for r in flat for k in r))
+    table = pa.Table.from_pylist([{k: r.get(k) for k in fields} for r in flat])
+    pq.write_table(table, fh)

@@ -161,6 +161,23 @@ def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:
             "generation": config.to_dict()}
 
 
+def preflight_judge(backend: str, model: str | None, options: dict[str, Any] | None = None,
+                    system: Any = None) -> str | None:
+    """The judge model a run uses (the system's published judge when none is named, except for replay, whose
+    file is the judge), checked in seconds to be reachable: not minutes of Hub retries later. Raises a
+    one-line JudgeError with what to do."""
+    from radmetrics.judge.preflight import check_judge
+
+    if model is None and backend != "replay" and system is not None:
+        model = system.default_judge
+        if model is None and backend in ("transformers", "vllm", "openai"):
+            raise JudgeError(f"{system.name} has no published default judge: name one (--judge MODEL on the command "
+                             "line, judge=... in radmetrics.score or evaluate.load): a Hub id or a local folder, or "
+                             "with --backend openai the model name the server serves.")
+    check_judge(backend, model, options)
+    return model
+
+
 def build_judge(backend: str = "transformers", model: str | None = None, options: dict[str, Any] | None = None,
                 cache: Any = None, system: Any = None, engine: str = "local", actors: int = 2):
     """The shared judge for a run: the system's published judge when no model is named (except for replay,
@@ -168,8 +185,7 @@ def build_judge(backend: str = "transformers", model: str | None = None, options
     engine="ray" shards the judging over `actors` Ray actors sharing the cache file."""
     from radmetrics.judge import _USE_DEFAULT, get_judge
 
-    if model is None and backend != "replay" and system is not None:
-        model = system.default_judge
+    model = preflight_judge(backend, model, options, system)
     if engine == "ray":
         from radmetrics.judge.cache import default_cache_path
         from radmetrics.judge.ray_engine import RayShardedJudge

@@ -123,3 +123,55 @@ def test_help_accepts_dash_h_and_documents_every_meta_eval_flag():
     for name in ("meta-eval", "score"):
         undocumented = [p.name for p in group.commands[name].params if isinstance(p, click.Option) and not p.help]
         assert undocumented == [], f"{name}: options without help: {undocumented}"
+
+
+# -- 2. no judge reachable: seconds, and what to do -------------------------------------------------------------------
+SAMPLE_PAIRS = REPO / "radmetrics" / "sample_data" / "pairs.jsonl"
+
+
+def test_score_without_a_reachable_judge_says_what_to_do_in_seconds(tmp_path):
+    offline = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "-o", tmp_path / "o.jsonl")
+    assert_one_line_error(offline, "StanfordAIMI/GREEN-RadLlama2-7b", "HF_HUB_OFFLINE=1", "--judge",
+                          "--backend openai")
+    # online mode but the Hub endpoint cannot be reached (a closed local port stands in for "no network")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
+    start = time.monotonic()
+    online = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "-o", tmp_path / "o.jsonl", env=env)
+    assert_one_line_error(online, "cannot be reached", "local folder")
+    assert time.monotonic() - start < 30 and not (tmp_path / "o.jsonl").exists()
+    dead_server = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                      "--judge", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert_one_line_error(dead_server, "Cannot connect to the judge server at http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("metric", ["vert", "finerad_score"])
+def test_metrics_without_a_published_judge_say_so(metric, tmp_path):
+    run = cli("score", "-m", metric, "-i", SAMPLE_PAIRS, "-o", tmp_path / "o.jsonl")
+    assert_one_line_error(run, f"{metric} has no published default judge", "--judge MODEL", "judge=")
+    import radmetrics
+    from radmetrics.errors import JudgeError
+
+    with pytest.raises(JudgeError, match="judge=... in radmetrics.score or evaluate.load"):
+        radmetrics.score(metric, ["a"], ["b"])
+
+
+# -- 7. the output format follows the extension ----------------------------------------------------------------------
+def test_output_format_follows_the_extension(tmp_path):
+    replay = REPO / "radmetrics" / "sample_data" / "green_replay.jsonl"
+    refused = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.txt")
+    assert_one_line_error(refused, "unknown results format '.txt'", ".parquet")
+    assert not (tmp_path / "x.txt").exists()
+    run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.parquet",
+              "--no-cache")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "x.parquet").read_bytes()[:4] == b"PAR1"  # real Parquet, not JSON lines
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "x.parquet").to_pylist()
+    jsonl = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.jsonl", "--no-cache")
+    rows = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
+    assert [r["green"] for r in table] == [r["green"] for r in rows] and len(rows) == 8
+    assert json.loads(table[0]["fingerprint"]) == rows[0]["fingerprint"]
+    # the summary table names the judge that produced the numbers
+    assert "judge" in jsonl.stderr and "replay" in jsonl.stderr

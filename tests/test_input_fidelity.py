@@ -113,8 +113,10 @@ def test_binary_empty_and_non_text_inputs_are_one_line_errors(tmp_path, name, co
         src.mkdir()
     else:
         src.write_bytes(content)
-    out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "openai",
-              "--base-url", "http://127.0.0.1:9/v1", "--judge", "m", "--no-cache")
+    with FakeOpenAIServer(analysis_for) as server:  # a live judge: the input is what fails
+        out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                  "--base-url", server.base_url, "--judge", "m", "--no-cache")
+    assert not server.requests
     assert out.returncode == 2, out.stderr[-2000:]
     assert expected in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -230,8 +230,10 @@ def test_corrupt_cache_is_a_one_line_error_naming_file_and_remedy(tmp_path, kind
         cache.write_bytes(b"this is not a database, just bytes " * 100)
     else:
         _truncated_cache(cache)
-    out = run(cli_args(src, tmp_path / "o.jsonl", "http://127.0.0.1:9/v1", cache))
+    with FakeOpenAIServer(analysis_for) as server:  # a live judge: the cache is what fails
+        out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, cache))
     assert out.returncode == 2, out.stderr[-3000:]
+    assert not server.requests
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 2, out.stderr
     line = out.stderr.strip().splitlines()[-1]
     assert f"cache file {cache} cannot be used" in line and "--no-cache" in line and "delete the file" in line
@@ -292,14 +294,13 @@ def test_stale_leases_expire_and_dead_local_owners_hold_nothing(tmp_path, monkey
 def test_exit_code_when_the_judge_fails_every_row_or_more_than_max_failures(tmp_path):
     src = tmp_path / "pairs.jsonl"
     write_pairs(src, 4)
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        dead_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    dead = run(cli_args(src, tmp_path / "dead.jsonl", dead_url, None, "--judge-option", "max_retries=1", *FAST))
+    with FakeOpenAIServer(analysis_for, script=["500"] * 8) as broken:  # reachable, but every request fails
+        dead = run(cli_args(src, tmp_path / "dead.jsonl", broken.base_url, None, "--judge-option", "max_retries=1",
+                            *FAST))
     assert dead.returncode == 1, dead.stderr[-3000:]
     line = dead.stderr.strip().splitlines()[-1]
     assert line.startswith("Error: no row was scored: 4 of 4 judged rows failed because of the judge (4 × judge "
-                           "call failed: gave up after 2 attempts: connection error (ConnectError))")
+                           "call failed: gave up after 2 attempts: HTTP 500)"), line
     assert len((tmp_path / "dead.jsonl").read_text().splitlines()) == 4  # results are still written
     with FakeOpenAIServer(analysis_for) as server:
         server.script = ["401"]

@@ -140,15 +140,10 @@ def load_baseline(module: str) -> None:
 def check_judges(names, backend: str, judge: str | None, options) -> None:
     """Each judge metric's judge is reachable, or it says plainly that it needs one: before any judging."""
     import radmetrics
-    from radmetrics.errors import RadmetricsError
-    from radmetrics.judge.preflight import check_judge
+    from radmetrics.runner import preflight_judge
 
     for name in names:
-        model = judge or (None if backend == "replay" else radmetrics.get_scoring_system(name).default_judge)
-        if model is None and backend in ("transformers", "vllm", "openai"):
-            raise RadmetricsError(f"{name} has no published default judge: name one with --judge MODEL "
-                                  "(a Hub id or local folder; with --backend openai, the served model name).")
-        check_judge(backend, model, options)
+        preflight_judge(backend, judge, options, radmetrics.get_scoring_system(name))
 
 
 @data_group.command("transform")

@@ -55,14 +55,15 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, failure_message
     from radmetrics.errors import optional_import
-    from radmetrics.io import check_output_path, read_pairs, write_results
+    from radmetrics.io import check_output_path, check_output_safe, read_pairs, write_results
     from radmetrics.runner import aggregate, build_judge
     from radmetrics.types import Judgment
 
     # before anything is loaded or asked: never overwrite the input, never write through a link
-    check_output_path(output_path, input_path, judge_flags.options.get("path"))
+    check_output_safe(output_path, input_path, judge_flags.options.get("path"))
     run_id = uuid.uuid4().hex  # in every result row and in the summary: a pair is recognisable
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
+    check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
@@ -95,7 +96,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     rows = [{**result_row(r, j, system.score_key, fp), "run_id": run_id} for r, j in zip(pairs.rows, ordered)]
     summary_path = write_results(output_path, rows, {"run_id": run_id, "summary": corpus, "fingerprint": fp,
                                                      "input": str(input_path)})
-    print_summary(system, corpus, output_path, str(summary_path))
+    print_summary(system, corpus, output_path, str(summary_path), fp.get("judge"))
     failed = failure_message(ordered, max_failures)
     if failed:
         click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
@@ -120,7 +121,8 @@ def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_id
     return judged
 
 
-def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str) -> None:
+def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,
+                  judge: dict[str, Any] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -132,12 +134,16 @@ def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path
     def fmt(value: Any) -> str:
         return "n/a" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
+    if judge:
+        who = judge.get("model") or judge.get("path") or "?"
+        revision = f"@{judge['revision']}" if judge.get("revision") else ""
+        table.add_row("judge", f"{judge.get('backend', '?')}: {who}{revision}")
     table.add_row(key, fmt(corpus.get(key)))
     table.add_row(f"{key}_std", fmt(corpus.get(f"{key}_std")))
     table.add_row("scored", fmt(corpus.get("num_scored")))
     table.add_row("unscored", fmt(corpus.get("num_unscored")))
     for name, share in (corpus.get("error_free_share") or {}).items():
-        table.add_row(f"no significant error {name[:60]}", fmt(share))
+        table.add_row(f"no significant error: {name}", fmt(share))
     for reason, count in sorted((corpus.get("unscored_reasons") or {}).items(), key=lambda kv: -kv[1])[:5]:
         table.add_row(f"unscored: {reason[:70]}", str(count))
     console = Console(stderr=True)
