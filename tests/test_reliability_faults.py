@@ -93,18 +93,19 @@ def test_planted_key_never_leaks_across_every_fault_kind(tmp_path, key_kind):
         out = run(cli_args(src, tmp_path / "out.jsonl", server.base_url, tmp_path / "cache.sqlite", *key_args,
                            "--judge-option", "max_retries=1", "--judge-option", "timeout=1", *FAST,
                            concurrency=1), env=env)
+        wrong_texts = []
+        if key_kind == "text":  # an option of the wrong type is an error that must not echo the value
+            wrong = run(cli_args(src, tmp_path / "wrong.jsonl", server.base_url, None, "--judge-option",
+                                 f'api_key=["{key}"]'), env=env)
+            assert wrong.returncode == 2 and "Option 'api_key' of the openai backend must be" in wrong.stderr
+            wrong_texts = [wrong.stdout, wrong.stderr]
     assert out.returncode == 0, out.stderr[-3000:]
     sent = [r["headers"].get("Authorization") for r in server.requests]
     assert sent and all(s == f"Bearer {key}" for s in sent)  # the server did get (and echo) the key
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     reasons = Counter((r["reason"] or "scored").split(" (")[0] for r in rows)
     assert any(r["parsed"] for r in rows) and not all(r["parsed"] for r in rows), reasons
-    texts = [out.stdout, out.stderr]
-    if key_kind == "text":  # an option of the wrong type is an error that must not echo the value
-        wrong = run(cli_args(src, tmp_path / "wrong.jsonl", server.base_url, None, "--judge-option",
-                             f'api_key=["{key}"]'), env=env)
-        assert wrong.returncode == 2 and "Option 'api_key' of the openai backend must be" in wrong.stderr
-        texts += [wrong.stdout, wrong.stderr]
+    texts = [out.stdout, out.stderr, *wrong_texts]
     fragment = longest_fragment(key, artifacts(tmp_path, *texts))
     assert fragment < 8, f"{fragment} characters of the key leaked"
     (tmp_path / "outcome.json").write_text(json.dumps({"requests": len(server.requests), "fragment": fragment}))
@@ -138,7 +139,7 @@ def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path
         late = [r for r in server.requests if r["t_start"] > sent_at + 0.25]
         gap = [r for r in server.requests if sent_at < r["t_start"] <= sent_at + 0.25]
         asked_before = len(server.requests)
-        assert proc.returncode == code, stderr[-3000:]
+        assert proc.returncode == code, (proc.returncode, stderr[-3000:])
         line = stderr.strip().splitlines()[-1]
         m = re.fullmatch(r"interrupted: (\d+) answered, (\d+) cached; rerun to resume", line)
         assert m, stderr[-3000:]
