@@ -175,3 +175,30 @@ def test_output_format_follows_the_extension(tmp_path):
     assert json.loads(table[0]["fingerprint"]) == rows[0]["fingerprint"]
     # the summary table names the judge that produced the numbers
     assert "judge" in jsonl.stderr and "replay" in jsonl.stderr
+
+
+# -- 8. fine-tune and Hub paths ----------------------------------------------------------------------------------------
+def test_hub_push_without_network_is_one_line(tmp_path):
+    folder = tmp_path / "judge"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE",)}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_TOKEN="hf_dummy_token_for_the_test")
+    run = cli("hub", "push", folder, "my-lab/judge", env=env)
+    assert_one_line_error(run, "network request failed", "HF_ENDPOINT")
+
+
+def test_train_judge_takes_an_openai_compatible_teacher(tmp_path):
+    help_text = cli("train", "judge", "-h").stdout
+    assert "--teacher-base-url" in help_text
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    run = cli("train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs, "-o", tmp_path / "out",
+              "--teacher-base-url", "http://127.0.0.1:9/v1")
+    assert run.returncode == 2 and "needs a teacher: --teacher MODEL" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+
+
+def test_data_convert_lists_the_dataset_names(tmp_path):
+    run = cli("data", "convert", "nosuch", tmp_path, "-o", tmp_path / "out")
+    assert run.returncode == 2 and all(n in run.stderr for n in ("rexval", "radeval", "rate_eval", "refisco"))

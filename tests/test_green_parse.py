@@ -142,3 +142,18 @@ def test_aggregate_counts_unscored_and_error_free_share():
     shares = summary["error_free_share"]
     assert shares["(c) Misidentification of a finding's anatomic location/position"] == 0.5
     assert shares["(a) False report of a finding in the candidate"] == 1.0
+
+
+def test_findings_that_start_with_a_number_are_not_list_markers():
+    """A time or a measurement opening a finding ("3:05", "3-cm") is part of the finding, as the official code
+    reads it: the count stays the number after the item's label."""
+    from radmetrics.green import parse_green
+
+    text = ("[Explanation]:\nx\n\n[Clinically Significant Errors]:\n"
+            "(a) False report of a finding in the candidate: 2. 3:05 pm film shows a nodule; 3-cm mass.\n"
+            "(b) Missing a finding present in the reference: 0.\n(c) Misidentification of a finding's anatomic "
+            "location/position: 0.\n(d) Misassessment of the severity of a finding: 0.\n(e) Mentioning a comparison "
+            "that isn't in the reference: 0.\n(f) Omitting a comparison detailing a change from a prior study: 0.\n\n"
+            "[Clinically Insignificant Errors]:\nNo clinically insignificant errors.\n\n[Matched Findings]:\n2. a; b.\n")
+    analysis = parse_green(text)  # raises GreenParseError where no single reading exists
+    assert analysis.significant["a"] == 2 and analysis.score == 0.5  # 2 / (2 + 2)

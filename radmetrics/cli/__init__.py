@@ -107,6 +107,34 @@ def main() -> None:
             raise
         click.echo(f"Error: {missing}", err=True)
         sys.exit(2)
+    except Exception as e:
+        if not is_network_error(e):
+            raise
+        detail = " ".join(str(e).split())[:200] or type(e).__name__
+        click.echo(f"Error: a network request failed ({type(e).__name__}: {detail}). Check the network, the server "
+                   "URL or HF_ENDPOINT; for the Hub, offline use needs local folders or cached models.", err=True)
+        sys.exit(2)
+
+
+def is_network_error(error: BaseException) -> bool:
+    """Connection and timeout errors of the HTTP stacks radmetrics and huggingface_hub use (httpx, requests,
+    urllib3) and of the socket layer: the user's network, not a bug, so one line instead of a traceback."""
+    import socket
+
+    seen = set()
+    while error is not None and id(error) not in seen:  # also when wrapped (raise ... from ...)
+        seen.add(id(error))
+        module = type(error).__module__.split(".")[0]
+        name = type(error).__name__
+        if isinstance(error, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        if module in ("httpx", "httpcore", "requests", "urllib3") and ("Connect" in name or "Timeout" in name
+                                                                     or "Network" in name):
+            return True
+        if module == "huggingface_hub" and name in ("OfflineModeIsEnabled", "LocalEntryNotFoundError"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _exit_now(code: int) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.data import CONVERTERS
 
 
 @click.group("data")
@@ -14,7 +15,7 @@ def data_group() -> None:
 
 
 @data_group.command("convert")
-@click.argument("name")
+@click.argument("name", type=click.Choice(sorted(CONVERTERS)))
 @click.argument("source", type=click.Path(exists=True))
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 def convert_command(name: str, source: str, output: str) -> None:

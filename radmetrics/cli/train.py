@@ -47,17 +47,22 @@ def require_training_extra(command: str) -> None:
               help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
-@click.option("--max-steps", type=int, default=None)
-@click.option("--epochs", type=float, default=None)
-@click.option("--learning-rate", type=float, default=None)
-@click.option("--lora-r", type=int, default=None)
-@click.option("--lora-alpha", type=int, default=None)
-@click.option("--batch-size", type=int, default=None)
+@click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
+@click.option("--epochs", type=float, default=None, help="Training epochs.")
+@click.option("--learning-rate", type=float, default=None, help="Learning rate.")
+@click.option("--lora-r", type=int, default=None, help="LoRA rank.")
+@click.option("--lora-alpha", type=int, default=None, help="LoRA alpha.")
+@click.option("--batch-size", type=int, default=None, help="Examples per optimizer step.")
 @click.option("--teacher-backend", default="transformers", help="green recipe: the teacher judge's backend.")
 @click.option("--teacher", default=None, help="green recipe: teacher model (or --teacher-replay).")
-@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="green recipe: recorded teacher answers ({prompt, response} JSONL) instead of a live teacher.")
+@click.option("--teacher-base-url", default=None,
+              help="green recipe: an OpenAI-compatible server serving --teacher (implies --teacher-backend openai; "
+                   "the key comes from OPENAI_API_KEY).")
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
-                        lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay) -> None:
+                        lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay,
+                        teacher_base_url) -> None:
     """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
     require_training_extra("train judge")
     from radmetrics.judge import get_judge
@@ -79,6 +84,14 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
     else:
         options = {"path": teacher_replay} if teacher_replay else {}
         backend = "replay" if teacher_replay else teacher_backend
+        if teacher_base_url and not teacher_replay:
+            backend = "openai" if teacher_backend == "transformers" else teacher_backend
+            options["base_url"] = teacher_base_url
+        if backend != "replay" and not teacher:
+            from radmetrics.errors import InputError
+
+            raise InputError("the green recipe needs a teacher: --teacher MODEL (with --teacher-base-url for an "
+                             "OpenAI-compatible server) or --teacher-replay FILE")
         judge = get_judge(backend, model=teacher, **options)
         rows, dropped = green_examples(data["reference"], data["candidate"], judge)
         for problem in dropped:

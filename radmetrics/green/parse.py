@@ -213,8 +213,9 @@ def _word_or_digits(token: str) -> int:
     return int(token) if token[0].isdigit() else _WORDS[token.lower()]
 
 
-# "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" is no marker
-_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:|\s+[-–]\s|\s+\()"
+# "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" and a time such as
+# "3:05" are no markers (a finding may start with a number: "2. 3:05 pm film; 3 mm nodule")
+_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()"
 
 
 def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
