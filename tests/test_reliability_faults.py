@@ -114,8 +114,14 @@ def test_planted_key_never_leaks_across_every_fault_kind(tmp_path, key_kind):
 
 
 # -- Ctrl-C / SIGTERM ---------------------------------------------------------------------------------------------
-def _default_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background shell starts children with SIGINT ignored
+def with_ctrl_c(args: list[str]) -> list[str]:
+    """The CLI as `python -m radmetrics.cli` runs it, with Ctrl-C delivered as a terminal would: a shell starts
+    background jobs (CI, this sandbox) with SIGINT ignored, and Python then leaves it ignored. (No preexec_fn:
+    it is unsafe in a test process with server threads.)"""
+    assert args[1:3] == ["-m", "radmetrics.cli"]
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "sys.argv[0] = 'radmetrics'; from radmetrics.cli import main; main()")
+    return [args[0], "-c", code, *args[3:]]
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -124,8 +130,8 @@ def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path
     src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
     write_pairs(src, n)
     with FakeOpenAIServer(analysis_for, delay=0.4) as server:
-        proc = subprocess.Popen(cli_args(src, out, server.base_url, cache, concurrency=concurrency), cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+        proc = subprocess.Popen(with_ctrl_c(cli_args(src, out, server.base_url, cache, concurrency=concurrency)),
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while sum(r["t_done"] is not None for r in server.requests) < 3 * concurrency and time.time() < deadline:
             time.sleep(0.01)
