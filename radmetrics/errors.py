@@ -98,12 +98,14 @@ OPTIONAL_MODULES = {
     "lm_eval": "lm-eval", "jinja2": "lm-eval",
     "peft": "train", "trl": "train",
     "vllm": "vllm",
-    "sacrebleu": "baselines", "rouge_score": "baselines", "nltk": "baselines",
+    "sacrebleu": "baselines", "rouge_score": "baselines", "nltk": "baselines", "bert_score": "baselines",
+    "radgraph": "clinical", "f1chexbert": "clinical", "RaTEScore": "clinical", "radeval": "radeval",
 }
 
 #: pip distribution names where they differ from the import name (for the message)
 _DISTRIBUTIONS = {"yaml": "PyYAML", "sklearn": "scikit-learn", "sentence_transformers": "sentence-transformers",
-                  "huggingface_hub": "huggingface_hub", "lm_eval": "lm-eval", "rouge_score": "rouge-score"}
+                  "huggingface_hub": "huggingface_hub", "lm_eval": "lm-eval", "rouge_score": "rouge-score",
+                  "bert_score": "bert-score", "radeval": "RadEval"}
 
 
 class MissingExtraError(RadmetricsError, ImportError):

@@ -84,6 +84,33 @@ def read_text(path: str | os.PathLike) -> tuple[str, int]:
     return text, decoding_errors
 
 
+def check_text_file(path: str | os.PathLike, sniff: int = 1 << 16) -> None:
+    """read_text's refusals (binary, UTF-16, NUL, mostly undecodable, empty) on the first SNIFF bytes only, for
+    readers that stream the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
+    if not path.is_file():
+        raise InputError(f"Input file not found: {path}")
+    with path.open("rb") as fh:
+        head = fh.read(sniff)
+    for magic, what in _BINARY_MAGIC.items():
+        if head.startswith(magic):
+            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    nul = head.count(b"\x00")
+    if head and nul * 100 >= len(head):
+        raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
+    bad = head.decode("utf-8", errors="replace").count("\ufffd") - head.decode("utf-8", errors="ignore").count("\ufffd")
+    if head and bad * 10 > len(head):
+        raise InputError(f"{path} is not UTF-8 text ({bad} of {len(head)} bytes are not UTF-8); radmetrics reads "
+                         "UTF-8 JSONL or CSV")
+    if not head.strip() and path.stat().st_size <= sniff:
+        raise InputError(f"{path} is empty")
+
+
 def jsonl_lines(text: str) -> list[str]:
     """Lines of JSONL split on "\\n" only: U+2028, U+0085, form feed and the other characters that
     str.splitlines() treats as line breaks are text inside a record, never record boundaries."""

@@ -3,6 +3,7 @@ padding, max_length) and radmetrics' fast path (sorted token-budget batches, sha
 greedy tokens on the same model; and the harness runs end to end on a tiny preset."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -35,5 +36,19 @@ def test_harness_prints_the_table(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "| official GREEN loop (baseline) |" in out.stdout and "ratio to baseline" in out.stdout
     assert '"identical_outputs": "16/16"' in out.stdout  # every contender, token for token
-    assert "| radmetrics transformers (greedy engine, default) |" in out.stdout
-    assert "| radmetrics transformers, engine off (generate) |" in out.stdout
+    assert f"| {judge_throughput.DEFAULT} |" in out.stdout  # no options: what a user gets
+    assert f"| {judge_throughput.TUNED} |" in out.stdout
+    assert f"| {judge_throughput.ENGINE_OFF} |" in out.stdout
+
+
+def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_judge, tmp_path):
+    """Natural stops: the trained judge ends at EOS (answers of different lengths) at the default max_new_tokens,
+    and every contender answers exactly as the official loop."""
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "judge_throughput.py"), "--mode", "natural",
+                          "--n", "12", "--rounds", "1", "--no-engine-off", "--judge-dir", str(tiny_judge),
+                          "--json", str(tmp_path / "b.json")], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["info"]["forced_output_tokens"] is None and result["info"]["max_new_tokens"] == 1024
+    assert {r["identical_outputs"] for r in result["rows"]} == {"12/12"}
+    assert 20 < result["info"]["answer_tokens_mean"] < 1024  # stopped at EOS, well before the limit

@@ -1,7 +1,8 @@
-"""The greedy engine (bucketed prefill, one static cache, shared-prefix attention, finished rows leaving the
-batch) answers exactly as HF `generate` does, on the tiny trained judge and on random models of both
-attention shapes; the shared-prefix attention equals attention over the concatenated keys; models the engine
-must not serve (logit-altering generation settings) and sampling go through `generate`."""
+"""The greedy engine (continuous batching over a fixed slot table, slots refilled as rows finish, answers that
+outgrow their reserve continued, shared-prefix attention, host checks every k steps) answers exactly as HF
+`generate` does, on the tiny trained judge and on random models of both attention shapes; the shared-prefix
+attention equals attention over the concatenated keys; the table is sized from memory; models the engine must
+not serve (logit-altering generation settings) and sampling go through `generate`."""
 from __future__ import annotations
 
 import pytest
@@ -19,15 +20,21 @@ def _green_prompts(n_copies: int = 2) -> list[str]:
             for k in range(n_copies) for r, c, _ in pairs]
 
 
-@pytest.mark.parametrize("prefix_cache", [True, False])
-def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache):
-    """Answers end at EOS at different steps (rows leave the batch as they finish); equal to generate."""
+@pytest.mark.parametrize("prefix_cache,options", [
+    (True, {}),  # shipped defaults: the table sized by the engine
+    (False, {}),
+    # 4 slots for 12 prompts: finished rows' slots refilled; a 40-token reserve: most answers overflow and are
+    # continued in the second table
+    (True, {"max_batch_size": 4, "answer_tokens": 40, "prefill_chunk_tokens": 700}),
+])
+def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache, options):
+    """Answers end at EOS at different steps (slots refilled as rows finish); equal to generate."""
     prompts = _green_prompts()
     config = radmetrics.GenerationConfig(max_new_tokens=400)
     reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, engine=False,
                                      prefix_cache=prefix_cache, max_batch_size=3)
     engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, prefix_cache=prefix_cache,
-                                  max_batch_size=12, prefill_chunk_tokens=700)
+                                  **options)
     expected = reference.generate(prompts, config, progress=False)
     got = engine.generate(prompts, config, progress=False)
     assert got == expected
@@ -45,8 +52,14 @@ def test_engine_min_and_max_new_tokens(tiny_judge):
         assert engine.generate(prompts, config, progress=False) == reference.generate(prompts, config, progress=False)
 
 
-@pytest.mark.parametrize("kv_heads", [1, 4])
-def test_engine_equals_generate_on_random_models(kv_heads):
+@pytest.mark.parametrize("kv_heads,prefix,options", [
+    (1, True, {}), (4, True, {}), (1, False, {}),
+    (4, True, {"max_rows": 2}),  # slots refilled (continuous batching)
+    (1, True, {"max_rows": 2, "reserve": 5}),  # every answer outgrows its 5-token reserve: continued
+    (4, False, {"max_rows": 4, "reserve": 3, "check_every": 4}),  # host reads the device state every 4 steps
+    (1, True, {"max_rows": 16, "check_every": 3}),  # a table larger than the work: the tail buckets shrink
+])
+def test_engine_equals_generate_on_random_models(kv_heads, prefix, options):
     """GQA (1 KV head for 4 query heads) and multi-head KV, prompts sharing a long prefix, forced length."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -60,9 +73,12 @@ def test_engine_equals_generate_on_random_models(kv_heads):
     rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
     with torch.inference_mode():
         past = model(input_ids=torch.tensor([shared]), use_cache=True).past_key_values
+    finished = []
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
-                                        pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40),
-                                        prefill_chunk_tokens=64)
+                                        pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
+                                        prefill_chunk_tokens=64, on_row_done=lambda i, ids: finished.append(i),
+                                        **options)
+    assert sorted(finished) == list(range(len(rows)))
     for row, new in zip(rows, got):  # one at a time, no padding at all: the plainest reference
         with torch.inference_mode():
             out = model.generate(torch.tensor([row]), max_new_tokens=24, min_new_tokens=24, do_sample=False,
@@ -117,3 +133,28 @@ def test_logit_altering_settings_and_sampling_use_generate(tiny_judge, monkeypat
         assert calls == [1] and backend.engine is False
     finally:
         backend._model.generation_config.repetition_penalty = 1.0
+
+
+def test_table_sized_from_memory():
+    """CUDA: free memory less prefill temporaries shared out as rows x window; the reserve, not max_new_tokens,
+    sizes the window; CPU: the measured row cap."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2)).eval()
+    per_token = greedy_engine.kv_bytes_per_token(model)
+    assert per_token == 2 * 2 * 2 * 16 * 4  # k+v, layers, kv heads, head dim, fp32
+    plan = greedy_engine.plan_engine(model, max_own=300, prefix_length=200, reserve=100, max_new_tokens=1024,
+                                     n_rows=10_000)
+    assert plan.window == 400 and plan.rows == greedy_engine.CPU_MAX_ROWS and plan.check_every == 1
+    budget = 50 * (400 * per_token + 300 * 4)
+    small = greedy_engine.plan_engine(model, max_own=300, prefix_length=200, reserve=100, max_new_tokens=1024,
+                                      n_rows=10_000, memory_budget_bytes=budget)
+    assert small.rows == 50
+    assert greedy_engine.plan_engine(model, max_own=300, prefix_length=200, reserve=100, max_new_tokens=1024,
+                                     n_rows=7).rows == 7
+    # reserve: p95 of answers so far, the metric's typical length before 16 are known, within [min, max]
+    assert greedy_engine.answer_reserve([], 1024, 0, typical=300) == 300
+    assert greedy_engine.answer_reserve(list(range(100)), 1024, 0) == 96
+    assert greedy_engine.answer_reserve(list(range(100)), 50, 0) == 50
+    assert greedy_engine.answer_reserve([], 1024, 700, typical=300) == 700

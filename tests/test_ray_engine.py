@@ -38,3 +38,28 @@ def test_cli_engine_ray_keeps_order_and_shares_the_cache(tiny_judge, tmp_path):
     judge.generate([system.build_prompt(r, c) for r, c, _ in pairs], radmetrics.GenerationConfig(max_new_tokens=256),
                    progress=False)
     assert judge.calls == 0
+
+
+def test_actors_persist_across_calls_and_answers_stream(tmp_path):
+    """Two calls (as the CLI makes per chunk) reuse the same 2 actors; each actor gets an even share of a call
+    (not 16-row slivers); every answer reaches on_result as its batch arrives, at its input position."""
+    code = f"""
+import json, ray, sys
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from radmetrics.judge.ray_engine import RayShardedJudge
+import radmetrics
+replay = [json.loads(x) for x in open({str(REPO / "radmetrics/sample_data/green_replay.jsonl")!r})]
+prompts = [r["prompt"] for r in replay] * 5
+judge = RayShardedJudge("replay", path={str(REPO / "radmetrics/sample_data/green_replay.jsonl")!r}, actors=2)
+seen = []
+first = judge.generate(prompts, on_result=lambda i, t: seen.append(i))
+pool = list(judge._pool)
+second = judge.generate(prompts[:7])
+print(json.dumps({{"ok": first == [r["response"] for r in replay] * 5, "seen": sorted(seen) == list(range(len(prompts))),
+                  "same_actors": pool == judge._pool, "second": second == [r["response"] for r in replay * 5][:7]}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"ok": True, "seen": True, "same_actors": True,
+                                                              "second": True}

@@ -79,14 +79,14 @@ def test_two_runs_share_one_cache_concurrently(tmp_path):
     write_pairs(srcs[0], 120)
     write_pairs(srcs[1], 120)  # the same pairs: both runs race on the same keys
     with FakeOpenAIServer(slow_answer) as server:
-        procs = [subprocess.Popen(cli_args(s, s.with_suffix(".out"), server, cache, concurrency=4),
+        procs = [subprocess.Popen(cli_args(s, s.with_name(s.stem + ".out.jsonl"), server, cache, concurrency=4),
                                   stderr=subprocess.PIPE, text=True, env=os.environ.copy()) for s in srcs]
         errors = [p.communicate()[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
     store = ResponseCache(cache)
     assert store.integrity_ok() and len(store) == 120
     for s in srcs:
-        rows = [json.loads(x) for x in s.with_suffix(".out").read_text().splitlines()]
+        rows = [json.loads(x) for x in s.with_name(s.stem + ".out.jsonl").read_text().splitlines()]
         assert len(rows) == 120 and all(r["parsed"] for r in rows)
 
 
@@ -111,15 +111,37 @@ def test_cuda_oom_halves_the_batch_and_loses_nothing(tiny_judge, monkeypatch, en
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(owner, name, with_small_memory)
+    def engine_with_small_memory(model, rows, **kwargs):
+        """The engine runs out of memory after 2 answers whenever its slot table has more than 2 rows."""
+        sizes.append(len(rows))
+        tables, answered = [], []
+
+        def plan(p):
+            tables.append(p.rows)
+            kwargs["on_plan"](p)
+
+        def row_done(i, ids):
+            kwargs["on_row_done"](i, ids)
+            answered.append(i)
+            if tables[-1] > 2 and len(answered) == 2:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+        return real(model, rows, **{**kwargs, "on_plan": plan, "on_row_done": row_done})
+
+    monkeypatch.setattr(owner, name, engine_with_small_memory if engine else with_small_memory)
     system = radmetrics.get_scoring_system("green")
     from tiny_judge import training_pairs
 
     prompts = [system.build_prompt(r, c) for r, c, _ in training_pairs()]
     config = radmetrics.GenerationConfig(max_new_tokens=256)
     texts = judge.generate(prompts, config, progress=False)
-    # 6 rows fail, 3 fail, then batches of 1: every row answered, no batch over the learned ceiling.
-    assert sizes == [6, 3] + [1] * 6 and backend._oom_cap == 1
+    if engine:
+        # a table of 6 answers 2 then fails, 3 answers 2 then fails, the last 2 go one slot at a time:
+        # answers given before an out-of-memory are kept, never asked again
+        assert sizes == [6, 4, 2] and backend._oom_cap == 1
+    else:
+        # 6 rows fail, 3 fail, then batches of 1: every row answered, no batch over the learned ceiling.
+        assert sizes == [6, 3] + [1] * 6 and backend._oom_cap == 1
     monkeypatch.setattr(owner, name, real)
     one_by_one = [judge.generate([p], config, progress=False)[0] for p in prompts]
     assert texts == one_by_one

@@ -10,6 +10,8 @@ its library's public scoring function per report pair.
 | rouge-l | rouge-score `RougeScorer(["rougeL"]).score(reference, candidate)` | ROUGE-L F-measure |
 | meteor | nltk `meteor_score` (needs the WordNet corpus: `nltk.download("wordnet")`) | METEOR |
 
+BERTScore, RadGraph-F1, F1-CheXbert, RaTEScore and RadCliQ-v1 register in `clinical.py`.
+
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from radmetrics.errors import UnknownNameError
+from radmetrics.errors import RadmetricsError, UnknownNameError
 
 
 @dataclass
@@ -44,13 +46,15 @@ def _split(spec: str) -> tuple[str, dict[str, Any]]:
 
     parsed = EvaluateSpec.parse(spec)
     if parsed.key:
-        raise UnknownNameError(f"baseline '{parsed.module}' takes options name:option=value, not a key "
-                               f"('{parsed.key}')")
+        raise RadmetricsError(f"baseline '{parsed.module}' takes options name:option=value, not a key "
+                              f"('{parsed.key}')")
     return parsed.module, parsed.options
 
 
 def _load_all() -> None:
     """Baselines defined in other modules of this package register on first use."""
+    if "bertscore" not in _REGISTRY:
+        from radmetrics.baselines import clinical  # noqa: F401  (registers on import)
 
 
 def is_baseline(spec: str) -> bool:
@@ -67,7 +71,7 @@ def get_baseline(spec: str) -> Baseline:
     _load_all()
     name = spec.split(":")[0]
     if name not in _REGISTRY:
-        raise UnknownNameError(f"Unknown baseline '{name}'. Available: {', '.join(sorted(_REGISTRY))}")
+        raise UnknownNameError("baseline", name, _REGISTRY)
     return _REGISTRY[name]
 
 
@@ -79,19 +83,28 @@ def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]
     baseline = get_baseline(name)
     unknown = set(options) - set(baseline.options)
     if unknown:
-        raise UnknownNameError(f"baseline '{name}' has no option {', '.join(sorted(unknown))}; options: "
-                               f"{', '.join(sorted(baseline.options)) or 'none'}")
+        raise RadmetricsError(f"baseline '{name}' has no option {', '.join(sorted(unknown))}; options: "
+                              f"{', '.join(sorted(baseline.options)) or 'none'}")
     settings = {**baseline.options, **options}
     rows = [i for i, (r, c) in enumerate(zip(references, candidates))
             if isinstance(r, str) and r.strip() and isinstance(c, str) and c.strip()]
     scores: list[float | None] = [None] * len(references)
     reasons: list[str | None] = ["reference or candidate is empty or missing"] * len(references)
     values = baseline.score_pairs([references[i] for i in rows], [candidates[i] for i in rows], settings) if rows else []
+    # a scorer may also give per-criterion columns (ER²Score's rewards): (scores, {criterion: per-pair values})
+    values, per_criterion = values if isinstance(values, tuple) else (values, {})
     for i, value in zip(rows, values):
         scores[i] = _clean(value)
         reasons[i] = None if scores[i] is not None else "the library returned no value"
-    fingerprint = {"baseline": name, **baseline.description, "settings": settings}
-    return MetricRun(spec, scores, baseline.higher_is_better, [None] * len(references), fingerprint, reasons)
+    extra: dict[str, list[float | None]] = {}
+    for criterion, column in per_criterion.items():
+        extra[criterion] = [None] * len(references)
+        for i, value in zip(rows, column):
+            extra[criterion][i] = _clean(value)
+    fingerprint = {"baseline": name, **baseline.description,
+                   "settings": {k: v for k, v in settings.items() if isinstance(v, (str, int, float, bool, type(None)))}}
+    return MetricRun(spec, scores, baseline.higher_is_better, [None] * len(references), fingerprint, reasons,
+                     extra=extra)
 
 
 # -- n-gram baselines ------------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ import warnings
 import click
 
 from radmetrics.cli.compare import compare_command
-from radmetrics.cli.data import data_group, meta_eval_command
+from radmetrics.cli.data import data_group, meta_eval_command, preference_eval_command
 from radmetrics.cli.hub import hub_group
+from radmetrics.cli.rexamine import rexamine_command
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
 from radmetrics.errors import MissingExtraError, RadmetricsError
@@ -36,6 +37,8 @@ cli.add_command(score_command)
 cli.add_command(data_group)
 cli.add_command(meta_eval_command)
 cli.add_command(compare_command)
+cli.add_command(preference_eval_command)
+cli.add_command(rexamine_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
 

@@ -61,7 +61,8 @@ def compare_command(system_files, references, metrics, output, id_column, refere
         click.echo(f"  {metric}: {state}", err=True)
 
     result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
-                     **judge_flags.score_kwargs(), resamples=resamples, seed=seed,
+                     **judge_flags.score_kwargs(), system_options=judge_flags.system_options,
+                     resamples=resamples, seed=seed,
                      alpha=alpha, notes=aligned.notes, on_metric=progress)
     paths = write_outputs(result, output)
     print_tables(result)

@@ -44,10 +44,19 @@ def convert_command(name: str, source: str, output: str) -> None:
               help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
                    "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
-@judge_flags()
+@click.option("--target", type=click.Choice(["score", "significant", "total", "per-category"]), default="score",
+              show_default=True, help="Expert judgment to grade against: the dataset's expert_score, significant "
+              "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
+@click.option("--split", default=None, help="Grade on a seeded held-out subset: a row count (40) or share (0.2); "
+              "linear ensembles are fitted on the other rows.")
+@click.option("--split-seed", default=0, show_default=True, type=int, help="Seed that draws the --split subset.")
+@click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
+              help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
+@judge_flags(several_judges=True)
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
-def meta_eval_command(metrics, dataset, dataset_name, output, judge_flags: JudgeFlags, resamples, seed) -> None:
+def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
+                      judge_flags: JudgeFlags, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
     summary.md and a self-contained report.html to OUTPUT.
 
@@ -57,33 +66,71 @@ def meta_eval_command(metrics, dataset, dataset_name, output, judge_flags: Judge
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
-    from radmetrics.meta.report import write_report
+    from radmetrics.meta import targets
+    from radmetrics.meta.report import Ensemble, write_report
     from radmetrics.meta.runs import run_metric
+
+    ensemble_specs = [Ensemble.parse(e) for e in ensembles]
+    split_size = _split_size(split)
 
     # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
     judge_metrics, modules = split_metric_names(metrics)
     if Path(output).exists() and not Path(output).is_dir():
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
+    targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
+    targets.held_out(len(data), split_size, split_seed)
     for module in modules:
         load_baseline(module)
+    labels = _judge_labels(judge_flags.judges)
     if judge_metrics:
-        check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
+        for judge in labels:
+            check_judges(judge_metrics, judge_flags.backend, judge, judge_flags.options)
 
-    # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
-    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
-    # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
-    runs = [run_metric(name, data["reference"], data["candidate"], judge_kwargs) for name in metrics]
+    runs = []
+    for name in metrics:
+        # one run per judge for judge metrics when several --judge are given (named metric@judge)
+        for judge, label in (labels.items() if name in judge_metrics else [(judge_flags.model, None)]):
+            # --system-option applies to every radmetrics metric of the run (one that lacks the option says so)
+            judge_kwargs = {**judge_flags.score_kwargs(), "judge": judge, "system_options": judge_flags.system_options}
+            # run_metric never raises for one metric's sake: a failure comes back as a run with `error` set
+            run = run_metric(name, data["reference"], data["candidate"], judge_kwargs)
+            if label:
+                run.name, run.judge_label = f"{name}@{label}", label
+            runs.append(run)
     failed = [run.name for run in runs if run.error]
     for run in runs:
         if run.error:
             click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed)
+    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
+                          split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
     if failed:
-        raise RadmetricsError(f"{len(failed)} of {len(metrics)} metrics failed ({', '.join(failed)}); the report "
+        raise RadmetricsError(f"{len(failed)} of {len(runs)} metrics failed ({', '.join(failed)}); the report "
                               f"in {folder} has the others and says why.")
+
+
+def _split_size(split: str | None) -> float | int | None:
+    from radmetrics.errors import InputError
+
+    if split is None:
+        return None
+    try:
+        value = float(split)
+    except ValueError:
+        raise InputError(f"--split takes a row count (40) or a share (0.2), not {split!r}") from None
+    return value if 0 < value < 1 else int(value)
+
+
+def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
+    """judge -> the label its runs carry (None with one judge: metric names stay plain)."""
+    if len(judges) <= 1:
+        return {judges[0] if judges else None: None}
+    short = {j: j.rstrip("/").rsplit("/", 1)[-1] for j in judges}
+    if len(set(short.values())) < len(short):
+        short = {j: j for j in judges}
+    return short
 
 
 def split_metric_names(metrics) -> tuple[list[str], list[str]]:
@@ -228,3 +275,43 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
                          overwrite_card=overwrite_card)
     for line in describe_push(folder, result):
         click.echo(line)
+
+
+@click.command("preference-eval")
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
+@click.option("--metric", "-m", "metrics", multiple=True, required=True,
+              help="radmetrics metric, named baseline or evaluate module; repeatable.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="Folder for results.json and summary.md.")
+@judge_flags()
+@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for the CI.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
+    """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred."""
+    import json
+    from pathlib import Path
+
+    from radmetrics.errors import optional_import
+
+    optional_import("scipy", "meta", "by preference-eval")
+    from radmetrics.meta.compare import _strict
+    from radmetrics.meta.preference import preference_accuracy, read_preferences
+
+    rows = read_preferences(input_path)
+    judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
+    results = _strict(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
+    lines = [f"# Preference accuracy ({results['n_pairs']} pairs; {results['rule']})", "",
+             "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]
+    for name, m in results["metrics"].items():
+        if m["error"]:
+            lines.append(f"| {name} | n/a: {m['error'][:120]} | | |")
+        else:
+            ci = "" if m["ci_low"] is None else f" [{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
+            lines.append(f"| {name} | {m['accuracy']:.2f}{ci} | {m['ties']} | {m['unscored_pairs']} |")
+    (folder / "summary.md").write_text("\n".join(lines) + "\n")
+    click.echo("\n".join(lines))
+    click.echo(f"Report: {folder}")

@@ -56,3 +56,29 @@ def failure_message(judgments: list[Any], max_failures: float | None) -> str | N
         return (f"{failed} of {len(judged)} judged rows ({failed / len(judged):.0%}) failed because of the judge, "
                 f"over --max-failures {max_failures:g} ({top})")
     return None
+
+
+class FailureTally:
+    """failure_message's counts, gathered row by row (the streaming runner keeps no list of judgments)."""
+
+    def __init__(self) -> None:
+        self.judged = 0
+        self.reasons: Counter = Counter()
+
+    def add(self, judgment: Any) -> None:
+        if (judgment.reason or "").startswith("row "):
+            return
+        self.judged += 1
+        self.reasons.update(judge_failures([judgment]))
+
+    def message(self, max_failures: float | None) -> str | None:
+        if not self.judged:
+            return None
+        failed = sum(self.reasons.values())
+        top = "; ".join(f"{n} × {reason}" for reason, n in self.reasons.most_common(3))
+        if failed == self.judged:
+            return f"no row was scored: {failed} of {self.judged} judged rows failed because of the judge ({top})"
+        if max_failures is not None and failed > max_failures * self.judged:
+            return (f"{failed} of {self.judged} judged rows ({failed / self.judged:.0%}) failed because of the judge, "
+                    f"over --max-failures {max_failures:g} ({top})")
+        return None

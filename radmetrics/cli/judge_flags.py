@@ -41,12 +41,18 @@ class JudgeFlags:
     #: a path, None for the default cache, False for none
     cache: Any = None
     system_options: dict[str, Any] = field(default_factory=dict)
+    #: every --judge given, for commands that grade several judges in one run (judge_flags(several_judges=True))
+    judges: tuple[str, ...] = ()
 
     @classmethod
     def from_values(cls, backend: str = "transformers", judge: str | None = None, replay: str | None = None,
                     revision: str | None = None, base_url: str | None = None, judge_option: tuple[str, ...] = (),
                     max_new_tokens: int = 1024, cache_path: str | None = None, no_cache: bool = False,
                     system_option: tuple[str, ...] = ()) -> JudgeFlags:
+        judges: tuple[str, ...] = ()
+        if isinstance(judge, (tuple, list)):  # --judge given several times
+            judges = tuple(judge)
+            judge = judges[0] if judges else None
         options = parse_key_values(judge_option, "--judge-option")
         if replay:
             backend, options["path"] = "replay", replay
@@ -55,7 +61,7 @@ class JudgeFlags:
         if base_url:
             options["base_url"] = base_url
         return cls(backend, judge, options, max_new_tokens, False if no_cache else cache_path,
-                   parse_key_values(system_option, "--system-option"))
+                   parse_key_values(system_option, "--system-option"), judges)
 
     def config(self):
         from radmetrics.types import GenerationConfig
@@ -74,14 +80,17 @@ class JudgeFlags:
         return build_judge(self.backend, self.model, self.options, self.cache, system=system)
 
 
-def judge_flags(cache: bool = True, system_options: bool = True,
-                backend_default: str = "transformers") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Adds the judge flags to a click command; the command receives `judge_flags: JudgeFlags`."""
+def judge_flags(cache: bool = True, system_options: bool = True, backend_default: str = "transformers",
+                several_judges: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Adds the judge flags to a click command; the command receives `judge_flags: JudgeFlags`.
+    several_judges: --judge is repeatable (JudgeFlags.judges lists them; .model is the first)."""
     names = ["backend", "judge", "replay", "revision", "base_url", "judge_option", "max_new_tokens"]
     options = [
         click.option("--backend", "-b", default=backend_default, show_default=True,
                      help="Judge backend: transformers, openai, vllm, replay, or a plugin's (`radmetrics list`)."),
-        click.option("--judge", "-j", default=None, help="Judge model id or path (default: the metric's published judge)."),
+        click.option("--judge", "-j", default=None, multiple=several_judges,
+                     help="Judge model id or path (default: the metric's published judge)"
+                          + ("; repeat to grade several judges in one run." if several_judges else ".")),
         click.option("--replay", type=click.Path(dir_okay=False), default=None,
                      help="Recorded {prompt, response} JSONL; implies --backend replay."),
         click.option("--revision", default=None, help="Model revision (commit, tag or branch) of the judge."),

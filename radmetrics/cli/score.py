@@ -1,6 +1,8 @@
 """`radmetrics score`: score a file of report pairs with one metric on a judge."""
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 import click
@@ -38,6 +40,8 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=int, help="Ray actors (with --engine ray).")
+@click.option("--chunk-rows", default=4096, show_default=True, type=int,
+              help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 @click.option("--retry-unscored", is_flag=True,
               help="Ask again for rows whose (cached) judge answer could not be scored, replacing it in the cache.")
@@ -45,23 +49,25 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
               help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
                    "(a run where every row failed always exits 1). Input problems are not counted.")
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
-                  reference_column, candidate_column, engine, actors, progress, retry_unscored,
+                  reference_column, candidate_column, engine, actors, chunk_rows, progress, retry_unscored,
                   max_failures) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
-    unscored, with their reason. Exit codes: 0 done; 1 the judge failed every row (or over --max-failures);
-    2 bad input or usage; 130 / 143 interrupted (every answer received is cached: rerun to resume)."""
+    unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming).
+    Exit codes: 0 done; 1 the judge failed every row (or over --max-failures); 2 bad input or usage;
+    130 / 143 interrupted (every answer received is cached: rerun to resume)."""
     import uuid
 
     import radmetrics
-    from radmetrics.cli.exit_status import JUDGE_FAILED, failure_message
+    from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
-    from radmetrics.io import check_output_path, check_output_safe, read_pairs, write_results
-    from radmetrics.runner import aggregate, build_judge
-    from radmetrics.types import Judgment
+    from radmetrics.io import AtomicFile, check_output_path, check_output_safe, check_text_file, summary_path
+    from radmetrics.runner import build_judge, fingerprint
+    from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
     # before anything is loaded or asked: never overwrite the input, never write through a link
     check_output_safe(output_path, input_path, judge_flags.options.get("path"))
-    run_id = uuid.uuid4().hex  # in every result row and in the summary: a pair is recognisable
+    check_text_file(input_path)
+    run_id = uuid.uuid4().hex  # in every result row written by this run and in the summary
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
     check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
@@ -71,36 +77,84 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
         optional_import("ray", "ray", "by --engine ray")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
                             engine=engine, actors=actors)
-    # read
-    pairs = read_pairs(input_path, reference_column, candidate_column)
-    click.echo(f"Read {len(pairs.rows)} rows from {input_path}: reference = '{pairs.reference_column}', "
+    config = judge_flags.config()
+    pairs = open_pairs(input_path, reference_column, candidate_column)
+    click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
+    fp = fingerprint(system, the_judge, config)
+    stat = os.stat(input_path)
+    writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
+                                             "mtime": stat.st_mtime_ns, "fingerprint": fp,
+                                             "columns": [pairs.reference_column, pairs.candidate_column]})
+    running = RunningSummary(system, keep_all=summary)
+    tally = FailureTally()
+    try:
+        total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress,
+                             run_id=run_id, retry_unscored=retry_unscored, tally=tally)
+    except BaseException:
+        writer.close()  # the part file keeps every finished chunk; the next run continues after them
+        raise
+    summary_path(output_path).unlink(missing_ok=True)  # never new results beside the previous run's summary
+    writer.finish()
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
-    good = [i for i in range(len(pairs.rows)) if i not in pairs.bad_rows]
-    # score (rows that could not be read stay, unscored, with the reader's reason)
-    result = radmetrics.score(system, [pairs.rows[i].get(pairs.reference_column) for i in good],
-                              [pairs.rows[i].get(pairs.candidate_column) for i in good], judge=the_judge,
-                              config=judge_flags.config(), progress=progress, row_ids=good)
-    judged = result.judgments
-    if retry_unscored:
-        judged = _retry_unscored(system, the_judge, [pairs.rows[i].get(pairs.reference_column) for i in good],
-                                 [pairs.rows[i].get(pairs.candidate_column) for i in good], judged,
-                                 judge_flags.config(), progress, good)
-    by_row = {i: Judgment.unscored(f"row {i}: {reason}") for i, reason in pairs.bad_rows.items()}
-    by_row.update(zip(good, judged))
-    ordered = [by_row[i] for i in range(len(pairs.rows))]
-    corpus = aggregate(system, ordered, summary=summary, summary_model=summary_model)
-    # write: results and summary as one atomic pair with the same run_id
-    fp = result.fingerprint
-    rows = [{**result_row(r, j, system.score_key, fp), "run_id": run_id} for r, j in zip(pairs.rows, ordered)]
-    summary_path = write_results(output_path, rows, {"run_id": run_id, "summary": corpus, "fingerprint": fp,
-                                                     "input": str(input_path)})
-    print_summary(system, corpus, output_path, str(summary_path), fp.get("judge"))
-    failed = failure_message(ordered, max_failures)
+    click.echo(f"Scored {total} rows from {input_path}", err=True)
+    corpus = running.result(summary=summary, summary_model=summary_model)
+    with AtomicFile(summary_path(output_path)) as fh:
+        json.dump({"run_id": run_id, "summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2,
+                  default=str)
+    print_summary(system, corpus, output_path, str(summary_path(output_path)), fp.get("judge"))
+    failed = tally.message(max_failures)
     if failed:
         click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
         raise SystemExit(JUDGE_FAILED)
+
+
+def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, Any], chunk_rows: int,
+                 progress: bool, run_id: str | None = None, retry_unscored: bool = False, tally=None) -> int:
+    """Judge the input chunk by chunk, appending each chunk's result rows in input order; rows a previous run
+    already wrote (same input and settings) are read back into the summary, not judged again. Returns the
+    number of rows."""
+    from radmetrics.runner import judge_pairs, read_answer
+    from radmetrics.types import Judgment
+
+    chunk: list[tuple[int, dict[str, Any], str | None]] = []
+
+    def flush() -> None:
+        good = [(i, row) for i, row, problem in chunk if problem is None]
+        judged = judge_pairs(system, judge, [row.get(pairs.reference_column) for _, row in good],
+                             [row.get(pairs.candidate_column) for _, row in good], config, progress=progress,
+                             row_ids=[i for i, _ in good]) if good else []
+        if retry_unscored and judged:
+            judged = _retry_unscored(system, judge, [row.get(pairs.reference_column) for _, row in good],
+                                     [row.get(pairs.candidate_column) for _, row in good], judged, config, progress,
+                                     [i for i, _ in good])
+        by_row = dict(zip((i for i, _ in good), judged))
+        out = []
+        for i, row, problem in chunk:
+            judgment = by_row.get(i) or Judgment.unscored(f"row {i}: {problem}")
+            running.add(judgment)
+            if tally is not None:
+                tally.add(judgment)
+            out.append({**result_row(row, judgment, system.score_key, fp), **({"run_id": run_id} if run_id else {})})
+        writer.write(out)
+        chunk.clear()
+
+    resumed = writer.done_rows
+    for i, ((row, problem), done) in enumerate(_with_resumed(pairs.rows(), writer)):
+        if done is not None:  # written by an earlier run: its judgment read back from the row
+            raw = done.get("judge_output") or ""
+            ref, cand = row.get(pairs.reference_column), row.get(pairs.candidate_column)
+            running.add(read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or ""))
+            continue
+        chunk.append((i, row, problem))
+        if len(chunk) >= chunk_rows:
+            flush()
+    if chunk:
+        flush()
+    if resumed:
+        click.echo(f"Continued an interrupted run: {resumed} rows were already written.", err=True)
+    return writer.done_rows
 
 
 def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_ids):
@@ -119,6 +173,13 @@ def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_id
     for k, judgment in zip(redo, again):
         judged[k] = judgment
     return judged
+
+
+def _with_resumed(records, writer):
+    """Input records paired with the row an earlier run wrote for them (None past the resumed ones)."""
+    written = writer.resumed_rows()
+    for record in records:
+        yield record, next(written, None)
 
 
 def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,

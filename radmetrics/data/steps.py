@@ -150,6 +150,14 @@ def standardize(judge, reports: Sequence[str], config: GenerationConfig | None =
             else StepResult(a.strip() or None, 1, None if a.strip() else "empty answer") for a in answers]
 
 
+def perturb(judge, reports: Sequence[str], config: GenerationConfig | None = None) -> list[StepResult]:
+    """ReXamine-Global App. A step 2: an error-containing candidate written from each (standardized) report."""
+    config = config or GenerationConfig()
+    answers = _ask(judge, [PERTURB_PROMPT.format(report=r) for r in reports], config)
+    return [StepResult(None, 1, f"judge call failed: {a.reason}") if isinstance(a, GenerationFailure)
+            else StepResult(a.strip() or None, 1, None if a.strip() else "empty answer") for a in answers]
+
+
 def _check_injection(text: str, k: int) -> tuple[dict[str, Any] | None, str | None]:
     try:
         data = load_json_tolerant(text)

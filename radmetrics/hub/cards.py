@@ -57,6 +57,8 @@ def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = Non
             name = data.get("dataset") or "expert set"
             for metric, stats in data["metrics"].items():
                 for key in ("kendall_tau_b", "spearman"):
+                    if not isinstance(stats.get(key), dict) or stats[key].get("value") is None:
+                        continue  # a metric that failed (n/a) or a file without correlations (compare)
                     found.append({"task": "meta-eval", "dataset": dataset_id or _metric_type(name),
                                   "dataset_name": f"{name} (radmetrics meta-eval)", "metric": _metric_type(f"{metric}_{key}"),
                                   "value": float(stats[key]["value"]), "source": "radmetrics meta-eval"})

@@ -1,27 +1,45 @@
-"""Greedy decoding without `generate`: bucketed prefill into one preallocated KV cache, then a lean decode loop.
+"""Greedy decoding without `generate`: continuous batching over a fixed table of KV-cache slots.
 
-Why not `model.generate` for the decode: at the batch sizes judging runs at, generate re-concatenates the KV cache
-of every layer at every step (DynamicCache grows by `torch.cat`), runs its logits-processor and stopping-criteria
-stack per token, and must pad every prompt of the batch to the longest. Here:
+Why not `model.generate`: at the batch sizes judging runs at, generate re-concatenates the KV cache of every layer
+at every step, runs its logits-processor stack per token, pads every prompt of a batch to the longest, and keeps a
+batch's short answers waiting for its longest one. Here:
 
-* **prefill** runs in chunks of similar length (prompts sorted by length, a token budget per chunk), so almost no
-  padding is computed; the shared prefix (the scoring system's instructions, computed once per call by the
-  caller) is never recomputed, and only the last position's logits are taken;
-* every chunk's own keys/values are copied into **one static cache** per decode batch, laid out as
-  ``[padding][own tokens][generated]`` with explicit position ids, so each row's real tokens keep the positions
-  (hence RoPE angles) they would have alone: the same answers as plain left padding;
-* the **decode loop** writes one slot per step in place (no re-allocation), reads the shared prefix once per step
-  for the whole batch (`shared_prefix_attention`), takes the argmax, and drops rows as they finish, so long
-  answers do not keep short ones' slots busy.
+* **one slot table** is allocated once per call: per layer, keys and values of shape
+  ``[rows, kv_heads, window, head_dim]``. A row of the table holds one prompt's own tokens (the shared prefix is
+  not copied: it stays in one copy, see below) and its answer so far. Tensors never move or grow: decode steps
+  write one column per row in place (``index_put_`` at each row's own next column), so the addresses are fixed
+  (what CUDA graphs need);
+* the window is **the longest prompt's own tokens + a reserve for the answer**, where the reserve is an estimate
+  of answer length (the caller's: p95 of answers seen so far, or a metric's typical length; at least
+  ``min_new_tokens``), not ``max_new_tokens``: a 7B GREEN batch fits about twice the rows. A row whose answer
+  outgrows the window is **continued**, not cut: its keys/values are set aside and it finishes in a second
+  table sized for ``max_new_tokens`` once the first is done;
+* **continuous batching**: when rows finish (EOS or ``max_new_tokens``), their slots are refilled with waiting
+  prompts: a prefill of the new rows (length-sorted chunks under a token budget, last-position logits only)
+  between two decode steps. When nothing is waiting, the live rows are compacted into the first half of the
+  table once half of it is idle (batch buckets ``rows, rows/2, ...``, each a view with the same addresses);
+* every decode step reads the **shared prefix** (a scoring system's instructions, computed once per call by the
+  caller) once for the whole batch (`slot_attention`: "cascade" attention, one softmax over prefix + own keys);
+* tokens and the per-row state (next column, position, answer length, finished / overflow flags) stay on the
+  device; the host reads them every ``check_every`` steps (one transfer; 1 on CPU where syncs are free). Rows
+  that finished between checks are frozen on the device (their tokens are not counted).
 
 Greedy semantics match `generate(do_sample=False, min_new_tokens=m, max_new_tokens=n)` with one EOS id: the EOS
-logit is suppressed until m new tokens exist, a row stops at EOS, and its remaining tokens are padding.
+logit is suppressed until a row has m new tokens, a row stops at EOS, and its remaining tokens are padding.
+Token equality with `generate` is tested on CPU in fp32 (tests/test_greedy_engine.py).
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: row states on the device
+FREE, ACTIVE, FINISHED, OVERFLOW = 0, 1, 2, 3
 
 
 @dataclass
@@ -32,15 +50,29 @@ class SharedPrefix:
     length: int
 
 
+@dataclass
+class EnginePlan:
+    """How big the slot table is: ``rows`` slots of ``window`` own + answer tokens, prefill chunks of at most
+    ``prefill_chunk_tokens`` tokens (own tokens x rows of the chunk, prefix not counted)."""
+
+    rows: int
+    window: int
+    prefill_chunk_tokens: int
+    check_every: int = 1
+    cuda_graphs: bool = False
+
+
 def supports_engine(model: Any) -> bool:
-    """True when this model can run on the engine: a decoder whose cache is the modern transformers Cache API
-    (static layers filled in place) and whose generation config alters no logits under greedy decoding."""
+    """True when this model can run on the engine: a decoder whose attention goes through transformers'
+    attention interface and whose generation config alters no logits under greedy decoding."""
     try:
-        from transformers.cache_utils import StaticCache, StaticLayer
+        from transformers import AttentionInterface  # noqa: F401
+        from transformers.cache_utils import DynamicCache
+
+        if not hasattr(DynamicCache, "batch_repeat_interleave"):
+            return False
     except ImportError:
         return False
-    if not hasattr(StaticLayer(max_cache_len=1), "cumulative_length") or not hasattr(StaticCache, "early_initialization"):
-        return False  # older transformers: the cache API differs; use generate
     gen = getattr(model, "generation_config", None)
     if gen is not None:
         # Anything that changes greedy logits must go through generate's processors, not be silently ignored.
@@ -55,6 +87,88 @@ def supports_engine(model: Any) -> bool:
     return getattr(model.config, "is_encoder_decoder", False) is False
 
 
+# -- sizing ----------------------------------------------------------------------------------------------
+def kv_bytes_per_token(model: Any) -> int:
+    """Bytes of keys + values one token takes in the cache, all layers."""
+    config = model.config.get_text_config(decoder=True)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    dtype_bytes = next(model.parameters()).element_size()
+    return 2 * config.num_hidden_layers * kv_heads * head_dim * dtype_bytes
+
+
+#: CPU: rows per table. On the cpu-tiny benchmark 96 rows ran 1.44x faster than 32 (weights read once per step
+#: for more rows); past ~128 the per-row attention over the window and the logits rows outweigh that gain.
+CPU_MAX_ROWS = 128
+CPU_PREFILL_CHUNK_TOKENS = 2048
+#: CUDA: rows per table (batch buckets are powers of two below), and the prefill chunk
+CUDA_MAX_ROWS = 256
+CUDA_PREFILL_CHUNK_TOKENS = 8192
+
+
+def plan_engine(model: Any, *, max_own: int, prefix_length: int, reserve: int, max_new_tokens: int,
+                n_rows: int, max_rows: int | None = None, memory_budget_bytes: int | None = None,
+                prefill_chunk_tokens: int | None = None, free_bytes: int | None = None) -> EnginePlan:
+    """Rows and window of the slot table, from the memory there is.
+
+    CUDA: the free device memory (``torch.cuda.mem_get_info``, or ``free_bytes``), less 10% headroom, less the
+    prefill's temporaries (the chunk's copy of the shared prefix and the layer activations of its tokens, the
+    logits rows), is shared out as ``rows x window`` KV tokens. CPU: the measured default row cap, under a quarter
+    of the memory available. ``max_rows`` / ``memory_budget_bytes`` override."""
+    import torch
+
+    device = next(model.parameters()).device
+    on_cuda = device.type == "cuda"
+    window = max_own + max(1, min(reserve, max_new_tokens))
+    chunk = prefill_chunk_tokens or (CUDA_PREFILL_CHUNK_TOKENS if on_cuda else CPU_PREFILL_CHUNK_TOKENS)
+    per_token = kv_bytes_per_token(model)
+    config = model.config.get_text_config(decoder=True)
+    dtype_bytes = next(model.parameters()).element_size()
+    if memory_budget_bytes is None:
+        if on_cuda:
+            free = free_bytes if free_bytes is not None else torch.cuda.mem_get_info(device)[0]
+            chunk_rows = max(1, chunk // max(1, max_own))
+            prefill_temporaries = (
+                2 * chunk_rows * (prefix_length + max_own) * per_token  # prefix copy + the chunk's own cache
+                + 6 * chunk * max(config.hidden_size * 4, config.intermediate_size * 3) * dtype_bytes  # activations
+                + chunk_rows * _vocab(model) * 4)
+            memory_budget_bytes = int(free * 0.9) - prefill_temporaries
+        else:
+            memory_budget_bytes = _available_ram() // 4
+    # each row also holds a float32 logits row
+    per_row = window * per_token + _vocab(model) * 4
+    rows_fit = max(1, memory_budget_bytes // per_row)
+    cap = max_rows or (CUDA_MAX_ROWS if on_cuda else CPU_MAX_ROWS)
+    rows = int(max(1, min(rows_fit, cap, n_rows)))
+    return EnginePlan(rows=rows, window=window, prefill_chunk_tokens=chunk, check_every=8 if on_cuda else 1,
+                      cuda_graphs=on_cuda)
+
+
+def _available_ram() -> int:
+    import os
+
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def answer_reserve(history: list[int], max_new_tokens: int, min_new_tokens: int, typical: int = 512) -> int:
+    """KV slots to reserve per row for its answer: the 95th percentile of answers seen so far (``typical``
+    until 16 are known), never below ``min_new_tokens``, never above ``max_new_tokens``."""
+    if len(history) >= 16:
+        ordered = sorted(history)
+        estimate = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] + 1
+    else:
+        estimate = typical
+    return max(1, min(max_new_tokens, max(min_new_tokens, estimate)))
+
+
+# -- the engine ------------------------------------------------------------------------------------------
 def greedy_generate(
     model: Any,
     rows: list[list[int]],
@@ -64,168 +178,428 @@ def greedy_generate(
     eos_token_id: int,
     pad_token_id: int,
     prefix: SharedPrefix | None = None,
-    prefill_chunk_tokens: int = 2048,
+    prefill_chunk_tokens: int | None = None,
+    max_rows: int | None = None,
+    reserve: int | None = None,
+    check_every: int | None = None,
+    cuda_graphs: bool | None = None,
+    memory_budget_bytes: int | None = None,
+    on_row_done: Callable[[int, list[int]], None] | None = None,
+    on_plan: Callable[[EnginePlan], None] | None = None,
 ) -> list[list[int]]:
     """New token ids for each row (EOS and what follows it removed), greedy. ``rows`` are full prompts;
-    when ``prefix`` is given every row starts with its ``length`` tokens."""
-    import torch
-
-    device = next(model.parameters()).device
+    when ``prefix`` is given every row starts with its ``length`` tokens. ``reserve``: answer tokens to hold a
+    slot for (default ``max_new_tokens``); longer answers are continued in a second table. ``on_row_done(i,
+    ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
+    allocated."""
     n_prefix = prefix.length if prefix else 0
     own = [r[n_prefix:] for r in rows]
-    batch, width = len(rows), max(len(o) for o in own)
-    # The decode cache holds each row's own slots only, [padding][own tokens][generated]; the shared prefix
-    # stays in one copy that the decode attention reads once per step for the whole batch.
-    cache = _static_cache(model, batch, width + max_new_tokens, device)
-    mask = torch.ones(batch, width + max_new_tokens, dtype=torch.long, device=device)
-    for b, o in enumerate(own):
-        mask[b, : width - len(o)] = 0
-    next_position = torch.tensor([n_prefix + len(o) for o in own], device=device)
+    if not rows:
+        return []
+    reserve = max_new_tokens if reserve is None else max(1, min(reserve, max_new_tokens))
+    plan = plan_engine(model, max_own=max(len(o) for o in own), prefix_length=n_prefix, reserve=reserve,
+                       max_new_tokens=max_new_tokens, n_rows=len(rows), max_rows=max_rows,
+                       memory_budget_bytes=memory_budget_bytes, prefill_chunk_tokens=prefill_chunk_tokens)
+    if check_every:
+        plan.check_every = check_every
+    if cuda_graphs is not None:
+        plan.cuda_graphs = cuda_graphs and next(model.parameters()).device.type == "cuda"
+    if on_plan:
+        on_plan(plan)
+    results: list[list[int] | None] = [None] * len(rows)
 
-    first_logits = torch.empty(batch, _vocab_size(model), dtype=torch.float32, device=device)
-    with torch.inference_mode():
-        for chunk in _prefill_chunks([len(o) for o in own], prefill_chunk_tokens):
-            w = max(len(own[b]) for b in chunk)
-            ids, chunk_mask, positions = [], [], []
-            for b in chunk:
-                pad = w - len(own[b])
-                ids.append([pad_token_id] * pad + own[b])
-                chunk_mask.append([1] * n_prefix + [0] * pad + [1] * len(own[b]))
-                positions.append([n_prefix] * pad + list(range(n_prefix, n_prefix + len(own[b]))))
-            past = None
-            if prefix:
-                past = copy.deepcopy(prefix.cache)
-                past.batch_repeat_interleave(len(chunk))
-            out = model(input_ids=torch.tensor(ids, device=device),
-                        attention_mask=torch.tensor(chunk_mask, device=device),
-                        position_ids=torch.tensor(positions, device=device),
-                        past_key_values=past, use_cache=True, logits_to_keep=1)
-            index = torch.tensor(chunk, device=device)
-            for layer, (keys, values) in zip(cache.layers, _layer_tensors(out.past_key_values)):
-                # the chunk's own slots land right-aligned before the generated slots
-                layer.keys[index, :, width - w : width] = keys[:, :, n_prefix:]
-                layer.values[index, :, width - w : width] = values[:, :, n_prefix:]
-            first_logits[index] = out.logits[:, -1].float()
-            del out, past
+    def done(i: int, ids: list[int]) -> None:
+        results[i] = ids
+        if on_row_done:
+            on_row_done(i, ids)
 
-        for layer in cache.layers:
-            layer.cumulative_length.fill_(width)
-        step_kwargs = {}
-        if prefix:
-            step_kwargs["shared_prefix_kv"] = _layer_tensors(prefix.cache)
-        with _shared_prefix_attention(model, enabled=prefix is not None):
-            return _decode(model, cache, first_logits, mask, next_position, max_new_tokens, min_new_tokens,
-                           eos_token_id, step_kwargs)
+    engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id)
+    # longest first: the first chunks fill the table with little padding; shorter prompts refill it
+    waiting = [_Pending(i, own[i]) for i in sorted(range(len(own)), key=lambda i: -len(own[i]))]
+    overflow = engine.run(waiting, done)
+    if overflow:
+        # Answers that outgrew their reserve: a second table with room up to max_new_tokens for each.
+        del engine
+        _free_device_cache(model)
+        longest = max(o.columns + (max_new_tokens - len(o.produced)) for o in overflow)
+        plan2 = EnginePlan(rows=max(1, min(plan.rows, len(overflow))), window=longest,
+                           prefill_chunk_tokens=plan.prefill_chunk_tokens, check_every=plan.check_every,
+                           cuda_graphs=False)
+        log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
+        engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id)
+        left = engine.run(overflow, done)
+        assert not left, "the continuation table has room for max_new_tokens"
+    return results  # type: ignore[return-value]
 
 
-def _decode(model, cache, logits, mask, next_position, max_new_tokens, min_new_tokens, eos_token_id, step_kwargs):
+@dataclass
+class _Pending:
+    """A row waiting for a slot: a prompt to prefill, or an answer to continue (its keys/values set aside)."""
+
+    index: int
+    own: list[int]
+    produced: list[int] = field(default_factory=list)
+    kv: list[tuple[Any, Any]] | None = None  # per layer [kv_heads, columns, head_dim], continuation only
+    position: int = 0
+    columns: int = 0
+    pending_token: int = 0
+
+
+class _SlotEngine:
+    def __init__(self, model, plan: EnginePlan, prefix, max_new_tokens, min_new_tokens, eos, pad):
+        import torch
+
+        self.torch = torch
+        self.model, self.plan, self.prefix = model, plan, prefix
+        self.max_new, self.min_new, self.eos, self.pad = max_new_tokens, min_new_tokens, eos, pad
+        self.device = next(model.parameters()).device
+        config = model.config.get_text_config(decoder=True)
+        self.config = config
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        dtype = next(model.parameters()).dtype
+        B, W, dev = plan.rows, plan.window, self.device
+        # column 0 is scratch: where inactive slots write (see _step_eager); rows use columns 1..W
+        self.cache = SlotCache([(torch.zeros(B, kv_heads, W + 1, head_dim, dtype=dtype, device=dev),
+                                 torch.zeros(B, kv_heads, W + 1, head_dim, dtype=dtype, device=dev))
+                                for _ in range(config.num_hidden_layers)])
+        long = dict(dtype=torch.long, device=dev)
+        self.tokens = torch.full((B,), pad, **long)  # next input token of each slot
+        self.start = torch.zeros(B, **long)  # first own column (own tokens are right-aligned in their chunk)
+        self.end = torch.zeros(B, **long)  # the column this step writes
+        self.position = torch.zeros(B, **long)
+        self.generated = torch.zeros(B, **long)  # answer tokens counted so far
+        self.state = torch.zeros(B, **long)  # FREE / ACTIVE / FINISHED / OVERFLOW
+        self.columns = torch.arange(W + 1, device=dev)
+        self.history = torch.full((max(1, plan.check_every), B), -1, **long)  # counted tokens since last check
+        self.slot_row: list[_Pending | None] = [None] * B
+        self.prefix_kv = _layer_tensors(prefix.cache) if prefix else None
+        self.bucket = B
+        self.graphs: dict[int, Any] = {}
+
+    # -- host side -------------------------------------------------------------------------------------
+    def run(self, waiting: list[_Pending], done: Callable[[int, list[int]], None]) -> list[_Pending]:
+        torch = self.torch
+        overflow: list[_Pending] = []
+        B = self.plan.rows
+        refill_at = max(1, B // 8)  # refill once this many slots are free (a prefill per few rows, not per row)
+        with torch.inference_mode():
+            while True:
+                free = [s for s in range(B) if self.slot_row[s] is None]
+                active = B - len(free)
+                if waiting and (len(free) >= min(refill_at, len(waiting)) or active == 0):
+                    if any(s >= self.bucket for s in free[: len(waiting)]):
+                        self.bucket = B  # refilling: the whole table again
+                    take, waiting = waiting[: len(free)], waiting[len(free):]
+                    self._admit(take, free[: len(take)])
+                    active += len(take)
+                if active == 0:
+                    return overflow
+                if not waiting:
+                    self._maybe_shrink()
+                with _slot_attention(self.model):
+                    for k in range(self.plan.check_every):
+                        self._step(k)
+                self._collect(done, overflow)
+
+    def _admit(self, rows: list[_Pending], slots: list[int]) -> None:
+        """Put rows into free slots: prefill new prompts in length-sorted chunks, copy continued rows' keys."""
+        fresh = [(r, s) for r, s in zip(rows, slots) if r.kv is None]
+        for r, s in zip(rows, slots):
+            if r.kv is not None:
+                self._restore(r, s)
+        for chunk in _prefill_chunks([len(r.own) for r, _ in fresh], self.plan.prefill_chunk_tokens):
+            self._prefill([fresh[c][0] for c in chunk], [fresh[c][1] for c in chunk])
+        for r, s in zip(rows, slots):
+            self.slot_row[s] = r
+        self.history.fill_(-1)
+
+    def _prefill(self, rows: list[_Pending], slots: list[int]) -> None:
+        torch = self.torch
+        n_prefix = self.prefix.length if self.prefix else 0
+        w = max(len(r.own) for r in rows)
+        ids, mask, positions = [], [], []
+        for r in rows:
+            pad = w - len(r.own)
+            ids.append([self.pad] * pad + r.own)
+            mask.append([1] * n_prefix + [0] * pad + [1] * len(r.own))
+            positions.append([n_prefix] * pad + list(range(n_prefix, n_prefix + len(r.own))))
+        past = None
+        if self.prefix:
+            past = copy.deepcopy(self.prefix.cache)
+            past.batch_repeat_interleave(len(rows))
+        out = self.model(input_ids=torch.tensor(ids, device=self.device),
+                         attention_mask=torch.tensor(mask, device=self.device),
+                         position_ids=torch.tensor(positions, device=self.device),
+                         past_key_values=past, use_cache=True, logits_to_keep=1)
+        index = torch.tensor(slots, device=self.device)
+        for (keys, values), (k, v) in zip(self.cache.layers, _layer_tensors(out.past_key_values)):
+            # the chunk's own tokens, right-aligned in columns [1, 1 + w); the padding columns stay masked
+            keys[index, :, 1 : 1 + w] = k[:, :, n_prefix:]
+            values[index, :, 1 : 1 + w] = v[:, :, n_prefix:]
+        logits = out.logits[:, -1].float()
+        del out, past
+        lengths = torch.tensor([len(r.own) for r in rows], device=self.device)
+        self.start[index] = 1 + w - lengths
+        self.end[index] = 1 + w
+        self.position[index] = n_prefix + lengths
+        self.generated[index] = 0
+        self.state[index] = ACTIVE
+        first = self._pick(logits, self.generated[index])
+        counted = first != self.eos
+        self.tokens[index] = first
+        self.generated[index] += counted.long()
+        # a first token that ends the answer (EOS, or max_new_tokens == 1) finishes the row at once
+        ends = ~counted | (self.generated[index] >= self.max_new)
+        self.state[index] = torch.where(ends, torch.full_like(first, FINISHED), torch.full_like(first, ACTIVE))
+        for r, t, c in zip(rows, first.tolist(), counted.tolist()):
+            if c:
+                r.produced.append(t)
+
+    def _restore(self, r: _Pending, slot: int) -> None:
+        """A continued row: its keys/values into columns [1, 1 + n), its last token as the next input."""
+        n = r.columns
+        for (keys, values), (k, v) in zip(self.cache.layers, r.kv):
+            keys[slot, :, 1 : 1 + n] = k
+            values[slot, :, 1 : 1 + n] = v
+        r.kv = None
+        self.start[slot], self.end[slot], self.position[slot] = 1, 1 + n, r.position
+        self.generated[slot], self.tokens[slot], self.state[slot] = len(r.produced), r.pending_token, ACTIVE
+
+    def _pick(self, logits, generated):
+        torch = self.torch
+        if self.min_new:
+            logits[:, self.eos] = torch.where(generated < self.min_new, float("-inf"), logits[:, self.eos])
+        return logits.argmax(dim=-1)
+
+    def _collect(self, done, overflow: list[_Pending]) -> None:
+        """One host transfer: the tokens counted since the last check, and which rows finished or overflowed."""
+        history = self.history[:, : self.bucket].T.tolist()
+        states = self.state[: self.bucket].tolist()
+        self.history.fill_(-1)
+        for s, (tokens, state) in enumerate(zip(history, states)):
+            r = self.slot_row[s]
+            if r is None:
+                continue
+            r.produced.extend(t for t in tokens if t >= 0)
+            if state == FINISHED:
+                done(r.index, r.produced)
+                self._release(s)
+            elif state == OVERFLOW:
+                first, n = int(self.start[s]), int(self.end[s]) + 1  # columns start..end are filled
+                r.kv = [(k[s, :, first:n].clone(), v[s, :, first:n].clone()) for k, v in self.cache.layers]
+                r.columns = n - first
+                r.position, r.pending_token = int(self.position[s]), int(self.tokens[s])
+                overflow.append(r)
+                self._release(s)
+
+    def _release(self, slot: int) -> None:
+        self.slot_row[slot] = None
+        self.state[slot] = FREE
+        self.tokens[slot], self.start[slot], self.end[slot] = self.pad, 0, 0
+
+    def _maybe_shrink(self) -> None:
+        """Nothing waiting: move live rows into the first half of the table while at most half are live."""
+        torch = self.torch
+        while self.bucket > 8 and sum(r is not None for r in self.slot_row[: self.bucket]) <= self.bucket // 2:
+            half = self.bucket // 2
+            src = [s for s in range(half, self.bucket) if self.slot_row[s] is not None]
+            dst = [s for s in range(half) if self.slot_row[s] is None][: len(src)]
+            if src:
+                si, di = torch.tensor(src, device=self.device), torch.tensor(dst, device=self.device)
+                for keys, values in self.cache.layers:
+                    keys[di] = keys[si]
+                    values[di] = values[si]
+                for t in (self.tokens, self.start, self.end, self.position, self.generated, self.state):
+                    t[di] = t[si]
+                for s, d in zip(src, dst):
+                    self.slot_row[d], self.slot_row[s] = self.slot_row[s], None
+                    self.state[s] = FREE
+            self.bucket = half
+
+    # -- device side -----------------------------------------------------------------------------------
+    def _step(self, k: int) -> None:
+        """One decode step for the current bucket, no host sync (graph-capturable on CUDA)."""
+        b = self.bucket
+        if self.plan.cuda_graphs:
+            graph = self.graphs.get(b)
+            if graph is None:
+                graph = self.graphs[b] = self._capture(b)
+            if graph is not False:
+                self.graph_k.fill_(k)
+                graph.replay()
+                return
+        self._step_eager(b, k)
+
+    def _step_eager(self, b: int, k: Any) -> None:
+        torch = self.torch
+        state, end = self.state[:b], self.end[:b]
+        active = state == ACTIVE
+        # inactive slots (free, finished, set aside) write into scratch column 0 and read only it: their output is
+        # never used, and a set-aside row's last column stays intact until it is copied
+        write = torch.where(active, end, 0)
+        # CPU (a host check every step anyway): read only the columns some row has filled; CUDA graphs: all
+        cols = int(end.max()) + 1 if self.plan.check_every == 1 and not self.plan.cuda_graphs else len(self.columns)
+        columns = self.columns[:cols]
+        mask = ((columns >= self.start[:b, None]) & (columns <= end[:, None]) & active[:, None]) | (
+            columns == write[:, None])
+        self.cache.bind(b, write, cols)
+        out = self.model(input_ids=self.tokens[:b, None], attention_mask=mask[:, None, None, :],
+                         position_ids=self.position[:b, None], past_key_values=self.cache, use_cache=True,
+                         shared_prefix_kv=self.prefix_kv)
+        logits = out.logits[:, -1].float()
+        picked = self._pick(logits, self.generated[:b])
+        counted = active & (picked != self.eos)
+        generated = self.generated[:b] + counted.long()
+        next_end = end + active.long()
+        finished = active & ((picked == self.eos) | (generated >= self.max_new))
+        # the next step would write past the window: set the row aside to continue it elsewhere
+        overflow = active & ~finished & (next_end > self.plan.window)
+        self.history[k, :b] = torch.where(counted, picked, -1)
+        self.tokens[:b] = torch.where(active, picked, self.tokens[:b])
+        self.generated[:b] = generated
+        self.end[:b] = torch.where(active & ~overflow, next_end, end)
+        self.position[:b] += active.long()
+        self.state[:b] = torch.where(finished, FINISHED, torch.where(overflow, OVERFLOW, state))
+
+    def _capture(self, b: int):
+        """A CUDA graph of one decode step at bucket ``b`` (static inputs: the engine's own tensors); False when
+        capture fails (the step then runs eagerly)."""
+        torch = self.torch
+        try:
+            if not hasattr(self, "graph_k"):
+                self.graph_k = torch.zeros((), dtype=torch.long, device=self.device)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            saved = [t.clone() for t in (self.tokens, self.end, self.position, self.generated, self.state,
+                                         self.history)]
+            with torch.cuda.stream(stream):
+                for _ in range(2):  # warm-up outside the graph (lazy inits, autotuning)
+                    self._step_eager(b, self.graph_k)
+            torch.cuda.current_stream().wait_stream(stream)
+            for t, s in zip((self.tokens, self.end, self.position, self.generated, self.state, self.history), saved):
+                t.copy_(s)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self._step_eager(b, self.graph_k)
+            for t, s in zip((self.tokens, self.end, self.position, self.generated, self.state, self.history), saved):
+                t.copy_(s)
+            return graph
+        except Exception as e:  # noqa: BLE001 - an op that cannot be captured: eager steps, same results
+            log.warning("CUDA graph capture failed at batch %d (%s); decoding eagerly", b, e)
+            self.plan.cuda_graphs = False
+            return False
+
+
+class SlotCache:
+    """The cache object the model's attention layers update during a decode step: each row's new key/value go
+    to that row's own column (``end``) of a preallocated table; the whole current bucket is returned."""
+
+    def __init__(self, layers: list[tuple[Any, Any]]):
+        self.layers = layers
+        self.is_compileable = True
+        self._bucket = len(layers[0][0]) if layers else 0
+        self._cols = layers[0][0].shape[2] if layers else 0
+        self._end = None
+        self._rows = None
+        self._rows_by_bucket: dict[int, Any] = {}  # fixed per bucket: CUDA graphs keep their addresses
+
+    def bind(self, bucket: int, end: Any, cols: int) -> None:
+        import torch
+
+        if bucket not in self._rows_by_bucket:
+            self._rows_by_bucket[bucket] = torch.arange(bucket, device=end.device)
+        self._rows = self._rows_by_bucket[bucket]
+        self._bucket, self._end, self._cols = bucket, end, cols
+
+    def update(self, key_states, value_states, layer_idx: int, cache_kwargs: dict | None = None):
+        keys, values = self.layers[layer_idx]
+        keys, values = keys[: self._bucket], values[: self._bucket]
+        keys[self._rows, :, self._end] = key_states[:, :, 0]
+        values[self._rows, :, self._end] = value_states[:, :, 0]
+        return keys[:, :, : self._cols], values[:, :, : self._cols]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return 0
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+def _free_device_cache(model: Any) -> None:
     import torch
 
-    first_free = int(cache.layers[0].cumulative_length)
-    # With the shared-prefix attention the mask goes in ready-made ([batch, 1, 1, slots], True = attend), so
-    # no causal mask is rebuilt per step: that attention reads only filled slots, all before the query.
-    step_mask = mask[:, None, None, :].bool() if step_kwargs else mask
-    batch = logits.shape[0]
-    produced: list[list[int]] = [[] for _ in range(batch)]
-    alive = torch.arange(batch, device=logits.device)  # original row of each live batch slot
-    for step in range(max_new_tokens):
-        if step < min_new_tokens:
-            logits[:, eos_token_id] = float("-inf")
-        tokens = logits.argmax(dim=-1)
-        finished = tokens == eos_token_id
-        for row, token in zip(alive.tolist(), tokens.tolist()):
-            if token != eos_token_id:
-                produced[row].append(token)
-        if step == max_new_tokens - 1:
-            break
-        if bool(finished.any()):
-            keep = (~finished).nonzero().squeeze(1)
-            if keep.numel() == 0:
-                break
-            # Finished rows leave the batch now; cheap next to a step once a few have finished.
-            alive, tokens, step_mask, next_position = alive[keep], tokens[keep], step_mask[keep], next_position[keep]
-            for layer in cache.layers:
-                layer.keys = layer.keys.index_select(0, keep)
-                layer.values = layer.values.index_select(0, keep)
-        if step_kwargs:
-            step_kwargs["own_slots"] = first_free + step + 1  # filled after this step's write
-        out = model(input_ids=tokens[:, None], attention_mask=step_mask, position_ids=next_position[:, None],
-                    past_key_values=cache, use_cache=True, **step_kwargs)
-        logits = out.logits[:, -1].float()
-        next_position = next_position + 1
-    return produced
+    if next(model.parameters()).device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 # -- attention that reads the shared prefix once per step ------------------------------------------------
-SHARED_PREFIX_ATTENTION = "radmetrics_shared_prefix"
+SLOT_ATTENTION = "radmetrics_slot_attention"
 
 
 def shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                            shared_prefix_kv=None, own_slots=None, **kwargs):
-    """Decode attention over [shared prefix (one copy for the batch)] + [each row's own cache].
+                            shared_prefix_kv=None, **kwargs):
+    """Decode attention over [shared prefix (one copy for the batch)] + [each row's own slots].
 
     The scores against the prefix are one matrix product for the whole batch instead of every row re-reading
     the same keys ("cascade" attention); one softmax runs over both parts as if the keys were contiguous.
-    Used for single-token steps; anything else goes to PyTorch SDPA unchanged."""
+    ``attention_mask``: ``[batch, 1, 1, slots]`` booleans (True = attend) over the own slots. Used for
+    single-token steps; anything else goes to PyTorch SDPA unchanged."""
     import torch
 
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if shared_prefix_kv is None or query.shape[2] != 1:
+    if query.shape[2] != 1:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)
-    prefix_keys, prefix_values = shared_prefix_kv[module.layer_idx]  # [1, kv_heads, P, d]
-    if own_slots is not None:  # a static cache: slots past the current step are empty, skip reading them
-        key, value = key[:, :, :own_slots], value[:, :, :own_slots]
-        if attention_mask is not None:
-            attention_mask = attention_mask[..., :own_slots]
     batch, heads, _, dim = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
-    # Products run in the model's dtype and the softmax in float32, as transformers' eager attention does (on a
-    # GPU, upcasting the whole KV cache each step would triple its memory traffic); fp32 models: all fp32.
-    q = query.reshape(batch, kv_heads, group, dim)  # query heads grouped by the KV head they read
-
-    # prefix scores: one [kv_heads, batch*group, d] x [kv_heads, d, P] product for the whole batch
-    q_by_head = q.transpose(0, 1).reshape(kv_heads, batch * group, dim)
-    s_prefix = torch.matmul(q_by_head, prefix_keys[0].transpose(1, 2))
-    n_prefix = s_prefix.shape[-1]
-    s_prefix = s_prefix.reshape(kv_heads, batch, group, n_prefix).transpose(0, 1)
-    # own scores: [batch, kv_heads, group, d] x [batch, kv_heads, d, S], masked
-    s_own = torch.matmul(q, key.transpose(2, 3))
+    # Products run in the model's dtype (on a GPU they accumulate in float32 inside the matmul; upcasting the
+    # KV cache each step would triple its memory traffic); the query is scaled first so fp16 scores cannot
+    # overflow; the softmax and the sum of the two value products run in float32.
+    q = (query * scale).reshape(batch, kv_heads, group, dim)  # query heads grouped by the KV head they read
+    s_own = torch.matmul(q, key.transpose(2, 3)).float()  # [batch, kv_heads, group, S]
     if attention_mask is not None:
         allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
         s_own = s_own.masked_fill(~allowed[:, :, -1:, :], float("-inf"))  # [batch, 1, 1, S] over all heads
+    if shared_prefix_kv is None:
+        p = torch.softmax(s_own, dim=-1).to(value.dtype)
+        out = torch.matmul(p, value)
+        return out.reshape(batch, 1, heads, dim).to(query.dtype), None
+    prefix_keys, prefix_values = shared_prefix_kv[module.layer_idx]  # [1, kv_heads, P, d]
+    # prefix scores: one [kv_heads, batch*group, d] x [kv_heads, d, P] product for the whole batch
+    q_by_head = q.transpose(0, 1).reshape(kv_heads, batch * group, dim)
+    s_prefix = torch.matmul(q_by_head, prefix_keys[0].transpose(1, 2)).float()
+    n_prefix = s_prefix.shape[-1]
+    s_prefix = s_prefix.reshape(kv_heads, batch, group, n_prefix).transpose(0, 1)
     # one softmax over both parts, as if the keys were contiguous
-    p = torch.softmax(torch.cat([s_prefix, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(value.dtype)
+    p = torch.softmax(torch.cat([s_prefix, s_own], dim=-1), dim=-1).to(value.dtype)
     p_prefix = p[..., :n_prefix].transpose(0, 1).reshape(kv_heads, batch * group, n_prefix)
     out = torch.matmul(p_prefix, prefix_values[0]).reshape(kv_heads, batch, group, dim).transpose(0, 1)
-    out = out + torch.matmul(p[..., n_prefix:], value)
+    out = out.float() + torch.matmul(p[..., n_prefix:], value).float()
     # [batch, kv_heads, group, d] -> [batch, 1, heads, d], the layout attention modules expect
     return out.reshape(batch, 1, heads, dim).to(query.dtype), None
 
 
-class _shared_prefix_attention:
+class _slot_attention:
     """Switch the model's attention to `shared_prefix_attention` for the decode steps, then back."""
 
-    def __init__(self, model: Any, enabled: bool):
-        self.config = model.config.get_text_config(decoder=True) if enabled else None
+    def __init__(self, model: Any):
+        self.config = model.config.get_text_config(decoder=True)
 
     def __enter__(self):
-        if self.config is None:
-            return
         from transformers import AttentionInterface
         from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-        AttentionInterface.register(SHARED_PREFIX_ATTENTION, shared_prefix_attention)
-        AttentionMaskInterface.register(SHARED_PREFIX_ATTENTION, sdpa_mask)
+        AttentionInterface.register(SLOT_ATTENTION, shared_prefix_attention)
+        AttentionMaskInterface.register(SLOT_ATTENTION, sdpa_mask)
         self.previous = self.config._attn_implementation
-        self.config._attn_implementation = SHARED_PREFIX_ATTENTION
+        self.config._attn_implementation = SLOT_ATTENTION
 
     def __exit__(self, *exc):
-        if self.config is not None:
-            self.config._attn_implementation = self.previous
+        self.config._attn_implementation = self.previous
 
 
 def _prefill_chunks(lengths: list[int], budget: int) -> list[list[int]]:
@@ -240,20 +614,9 @@ def _prefill_chunks(lengths: list[int], budget: int) -> list[list[int]]:
     return chunks
 
 
-def _static_cache(model: Any, batch: int, length: int, device: Any) -> Any:
-    from transformers.cache_utils import StaticCache
-
-    config = model.config.get_text_config(decoder=True)
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    cache = StaticCache(config=config, max_cache_len=length)
-    cache.early_initialization(batch, kv_heads, head_dim, next(model.parameters()).dtype, device)
-    return cache
-
-
 def _layer_tensors(cache: Any) -> list[tuple[Any, Any]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
-def _vocab_size(model: Any) -> int:
+def _vocab(model: Any) -> int:
     return model.get_output_embeddings().weight.shape[0]

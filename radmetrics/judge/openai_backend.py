@@ -56,6 +56,8 @@ class OpenAIOptions(BackendOptions):
     max_response_bytes: int = MAX_RESPONSE_BYTES
     #: after Ctrl-C / SIGTERM, how long requests in flight may still finish (their answers are cached)
     cancel_grace: float = 1.0
+    #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
+    extra_body: dict | None = None
 
 
 class OpenAIJudge(JudgeBackend):
@@ -85,13 +87,21 @@ class OpenAIJudge(JudgeBackend):
         self.max_response_bytes = int(settings.max_response_bytes)
         self.cancel_grace = float(settings.cancel_grace)
         self._budget = RequestBudget()
+        if settings.extra_body is not None and not isinstance(settings.extra_body, dict):
+            raise JudgeError(f"extra_body must be a JSON object of extra request fields, got {settings.extra_body!r}")
+        #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
+        #: answers, so they are part of the identity and of every cache key
+        self.extra_body = dict(settings.extra_body or {})
         self._client_lock = threading.Lock()
         self._client = None
 
     def identity(self) -> dict[str, Any]:
         # Keyed on the model name (+ revision), not the server address: the same model served on another
         # port or host reuses cached answers. Give a revision to tell apart different weights with one name.
-        return {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
+        identity = {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
+        if self.extra_body:
+            identity["extra_body"] = self.extra_body
+        return identity
 
     def __repr__(self) -> str:  # never shows the key
         return f"<OpenAIJudge model={self.model!r} base_url={self.base_url!r}>"
@@ -117,6 +127,7 @@ class OpenAIJudge(JudgeBackend):
             body["seed"] = config.seed
         if config.min_new_tokens:
             body["min_tokens"] = config.min_new_tokens  # a vLLM / SGLang extension of the API
+        body.update(self.extra_body)
         if self.mode == "chat":
             messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
             body["messages"] = messages + [{"role": "user", "content": prompt}]

@@ -1,8 +1,15 @@
-"""Scale-out: shard a run across Ray Data actors, one judge per actor (per GPU when there are GPUs).
+"""Scale-out: shard a run across Ray actors, one judge per actor (per GPU when there are GPUs).
 
 Every actor opens the same response cache file (SQLite in WAL mode is safe across processes), so answers
-already judged are never asked again and an interrupted sharded run resumes like a single one. Results
-come back in input order. `radmetrics score --engine ray --actors N`.
+already judged are never asked again and an interrupted sharded run resumes like a single one.
+`radmetrics score --engine ray --actors N`.
+
+At scale: the actors are created once (weights loaded once each) and kept across calls; each gets batches big
+enough to keep its engine's slot table full through continuous batching (an even share of the call's prompts,
+up to `max_batch_rows`), not a handful of rows per call; answers stream back batch by batch as actors finish
+(`ActorPool.map_unordered`, nothing gathers the whole run) and are handed to ``on_result`` as they arrive. The
+CLI calls this per chunk of the input and writes each chunk's rows in input order (`radmetrics.streaming`), so
+the driver's memory stays flat whatever the input's length.
 """
 from __future__ import annotations
 
@@ -12,55 +19,71 @@ from radmetrics.types import GenerationConfig, GenerationFailure
 
 
 class _JudgeActor:
-    """Ray Data callable class: builds its judge once, then answers batches of prompts."""
+    """A Ray actor holding one judge (weights loaded once, kept across calls); answers batches of prompts."""
 
-    def __init__(self, backend: str, model: str | None, options: dict[str, Any], cache: Any, config: dict[str, Any]):
+    def __init__(self, backend: str, model: str | None, options: dict[str, Any], cache: Any):
         from radmetrics.judge import get_judge
 
         self.judge = get_judge(backend, model=model, cache=cache, **options)
+
+    def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any]):
         config = dict(config)
         config["stop"] = tuple(config.get("stop") or ())
-        self.config = GenerationConfig(**config)
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        texts = self.judge.generate(list(batch["prompt"]), self.config, progress=False)
-        return {"index": batch["index"], "text": [str(t) for t in texts],
-                "failure": [t.reason if isinstance(t, GenerationFailure) else "" for t in texts]}
+        texts = self.judge.generate(prompts, GenerationConfig(**config), progress=False)
+        return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts]
 
 
 class RayShardedJudge:
-    """A `Judge` (radmetrics.judge.base) whose work runs on `actors` Ray actors."""
+    """A `Judge` (radmetrics.judge.base) whose work runs on `actors` Ray actors, created on the first call and
+    kept for later ones (the CLI calls once per chunk of the input)."""
+
+    #: rows per actor call at most (the engine refills its slots within a call; several times its table)
+    max_batch_rows = 2048
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
-                 batch_size: int = 16, gpus_per_actor: float | None = None, **options: Any):
+                 batch_size: int | None = None, gpus_per_actor: float | None = None, **options: Any):
         from radmetrics.judge import get_judge
 
         self.backend_name, self.model, self.cache, self.options = backend, model, cache, options
         self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
         # Built here (weights load lazily, in the actors): a bad option fails now, not in every actor.
         self._identity = get_judge(backend, model=model, cache=None, **options).identity()
+        self._pool: list[Any] | None = None
 
     def identity(self) -> dict[str, Any]:
         return {**self._identity, "engine": "ray", "actors": self.actors}
 
-    def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
+    def _actors(self) -> list[Any]:
         import ray
 
+        if self._pool is None:
+            if not ray.is_initialized():
+                ray.init(include_dashboard=False, log_to_driver=False)
+            gpus = self.gpus_per_actor
+            if gpus is None:  # one judge per GPU when there is a GPU for each actor
+                gpus = 1 if ray.cluster_resources().get("GPU", 0) >= self.actors else 0
+            actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(_JudgeActor)
+            self._pool = [actor.remote(self.backend_name, self.model, self.options,
+                                       str(self.cache) if self.cache else False) for _ in range(self.actors)]
+        return self._pool
+
+    def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
+        from ray.util import ActorPool
+
         config = config or GenerationConfig()
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False)
-        gpus = self.gpus_per_actor
-        if gpus is None:
-            gpus = 1 if ray.cluster_resources().get("GPU", 0) >= self.actors else 0
-        dataset = ray.data.from_items([{"index": i, "prompt": p} for i, p in enumerate(prompts)])
-        answered = dataset.map_batches(
-            _JudgeActor, batch_size=self.batch_size, concurrency=self.actors, num_gpus=gpus,
-            num_cpus=0 if gpus else 1, fn_constructor_kwargs={
-                "backend": self.backend_name, "model": self.model, "options": self.options,
-                "cache": str(self.cache) if self.cache else False, "config": config.to_dict()})
-        rows = sorted(answered.take_all(), key=lambda r: r["index"])
-        texts = [GenerationFailure(r["failure"]) if r["failure"] else r["text"] for r in rows]
-        if on_result:
-            for i, text in enumerate(texts):
-                on_result(i, text)
+        prompts = list(prompts)
+        # an even share per actor keeps every engine's table busy; small calls still use every actor
+        size = self.batch_size or max(1, min(self.max_batch_rows, -(-len(prompts) // self.actors)))
+        batches = [(list(range(k, min(k + size, len(prompts)))), prompts[k : k + size])
+                   for k in range(0, len(prompts), size)]
+        texts: list[Any] = [None] * len(prompts)
+        pool = ActorPool(self._actors())
+        config_dict = config.to_dict()
+        # answers come back batch by batch as actors finish (no gathering of the whole run)
+        for indices, answers, failures in pool.map_unordered(
+                lambda actor, batch: actor.judge_batch.remote(batch[0], batch[1], config_dict), batches):
+            for i, text, failure in zip(indices, answers, failures):
+                texts[i] = GenerationFailure(failure) if failure else text
+                if on_result:
+                    on_result(i, texts[i])
         return texts

@@ -1,12 +1,13 @@
 """`transformers`: in-process batched greedy generation (the default backend).
 
-Prompts are sorted by length and packed into batches under a token budget (prompt + new tokens; planned by
-`radmetrics.judge.batching`); bf16 on
-GPU, fp32 on CPU. The token prefix every prompt shares (a scoring system's instructions) is computed once
-per call. Greedy decoding runs on `greedy_engine` (bucketed prefill, one static KV cache, attention that
-reads the shared prefix once per step); sampling, and models the engine cannot serve, use `generate`.
-A CUDA out-of-memory halves the batch and retries instead of ending the run. Weights load on first use,
-once per process (see `radmetrics.judge.get_judge`).
+Greedy decoding runs on `greedy_engine`: continuous batching over one KV slot table sized from free device
+memory (CUDA) or a measured default (CPU), slots reserved for the p95 of answers seen so far (overflowing
+answers continued), attention that reads the shared prefix once per step, CUDA graphs on GPU. Sampling, and
+models the engine cannot serve, use `generate` on batches sorted by length under a token budget. dtype: fp32
+on CPU; on a GPU the checkpoint's half precision (fp16 for GREEN models), bf16 otherwise. The token prefix
+every prompt shares (a scoring system's instructions) is computed once per call. A CUDA out-of-memory halves
+the table / batch and retries what is unanswered instead of ending the run. Weights load on first use, once
+per process (see `radmetrics.judge.get_judge`).
 """
 from __future__ import annotations
 
@@ -29,15 +30,17 @@ log = logging.getLogger(__name__)
 class TransformersOptions(BackendOptions):
     """Options of the transformers backend (`--judge-option KEY=VALUE`, `judge_options={...}`)."""
 
-    #: "auto" (bf16 on GPU, fp32 on CPU), "bf16", "fp16" or "fp32"
+    #: "auto" (fp32 on CPU; on a GPU the checkpoint's fp16/bf16, fp16 for GREEN models), "bf16", "fp16" or "fp32"
     dtype: str = "auto"
     #: "auto" (CUDA when there is one), "cpu", "cuda", "cuda:1", ...
     device: str = "auto"
     #: "auto" (GREEN's format for GREEN models, else the tokenizer's template), "green", "none", or a Jinja template
     chat_template: str = "auto"
-    max_batch_size: int = 32
-    #: padded tokens (prompt + new tokens) one batch may hold
-    max_batch_tokens: int = 65536
+    #: rows decoded together; None: the engine sizes its slot table from free memory (generate path: 32)
+    max_batch_size: int | None = None
+    #: KV tokens (own prompt + answer slots) the engine's table / one generate batch may hold; None: from free
+    #: device memory (generate path: 65,536)
+    max_batch_tokens: int | None = None
     #: keep only the last this many prompt tokens
     max_input_tokens: int | None = None
     trust_remote_code: bool = False
@@ -47,6 +50,10 @@ class TransformersOptions(BackendOptions):
     #: False: always HF generate (the reference path)
     engine: bool = True
     prefill_chunk_tokens: int | None = None
+    #: answer tokens the engine reserves a slot for before it has seen 16 answers (then their p95)
+    answer_tokens: int = 512
+    #: decode steps as CUDA graphs (one per batch bucket) on a GPU
+    cuda_graphs: bool = True
 
 
 class TransformersJudge(JudgeBackend):
@@ -70,6 +77,10 @@ class TransformersJudge(JudgeBackend):
         self.prefix_cache = settings.prefix_cache
         self.engine = settings.engine
         self.prefill_chunk_tokens = settings.prefill_chunk_tokens
+        # KV slots the engine reserves per answer before it has seen any: then the p95 of answers so far
+        self.answer_tokens = settings.answer_tokens
+        self.cuda_graphs = settings.cuda_graphs
+        self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
@@ -108,11 +119,13 @@ class TransformersJudge(JudgeBackend):
             device = self.device_name
             if device == "auto":
                 device = "cuda" if torch.cuda.is_available() else "cpu"
-            dtype = {"auto": torch.bfloat16 if device.startswith("cuda") else torch.float32,
+            dtype = {"auto": None,
                      "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
                      "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}[self.dtype_name]
             kwargs: dict[str, Any] = {"revision": self.revision, "trust_remote_code": self.trust_remote_code}
             try:
+                if dtype is None:
+                    dtype = self._auto_dtype(device, kwargs)
                 tokenizer = AutoTokenizer.from_pretrained(self.model, **kwargs)
                 model_kwargs = dict(kwargs, dtype=dtype)
                 if self.attn_implementation:
@@ -122,6 +135,20 @@ class TransformersJudge(JudgeBackend):
                 raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
             self._attach(model.to(device), tokenizer, device)
             log.info("loaded judge %s on %s (%s), chat format %s", self.model, device, dtype, self.chat_format)
+
+    def _auto_dtype(self, device: str, kwargs: dict[str, Any]):
+        """fp32 on CPU; on a GPU the checkpoint's own half precision (GREEN models: fp16, as upstream runs them),
+        bf16 for checkpoints saved in fp32. ``dtype=`` overrides."""
+        import torch
+        from transformers import AutoConfig
+
+        if not device.startswith("cuda"):
+            return torch.float32
+        config = AutoConfig.from_pretrained(self.model, **kwargs)
+        saved = getattr(config.get_text_config(decoder=True), "dtype", None) or getattr(config, "torch_dtype", None)
+        if isinstance(saved, str):
+            saved = getattr(torch, saved, None)
+        return saved if saved in (torch.float16, torch.bfloat16) else torch.bfloat16
 
     @property
     def tokenizer(self):
@@ -137,11 +164,15 @@ class TransformersJudge(JudgeBackend):
         return ids
 
     # -- generation --------------------------------------------------------------------------------------
+    #: the generate path's defaults (the engine sizes itself from memory)
+    GENERATE_BATCH_SIZE = 32
+    GENERATE_BATCH_TOKENS = 65536
+
     def plan_batches(self, lengths: list[int], max_new_tokens: int) -> list[list[int]]:
         """Indices grouped longest-first into batches that fit the token budget and the size cap
-        (radmetrics.judge.batching)."""
-        return BatchPlan.make(lengths, max_new_tokens, self.max_batch_size, self.max_batch_tokens,
-                              self._oom_cap).pending
+        (radmetrics.judge.batching); the generate path's defaults when none are set."""
+        return BatchPlan.make(lengths, max_new_tokens, self.max_batch_size or self.GENERATE_BATCH_SIZE,
+                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap).pending
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
@@ -151,8 +182,11 @@ class TransformersJudge(JudgeBackend):
         encoded = [self.encode(p) for p in prompts]
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
+        if self._uses_engine(config):
+            return self._generate_engine(encoded, config, prefix, on_result, progress)
         plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
-                              self.max_batch_size, self.max_batch_tokens, self._oom_cap)
+                              self.max_batch_size or self.GENERATE_BATCH_SIZE,
+                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap)
         with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
             while plan:
                 batch = plan.next()
@@ -215,19 +249,60 @@ class TransformersJudge(JudgeBackend):
             return False
         return True
 
+    def _generate_engine(self, encoded: list[list[int]], config: GenerationConfig, prefix: tuple[Any, int] | None,
+                         on_result: OnResult | None, progress: bool) -> list[str]:
+        """All prompts through the greedy engine (continuous batching over one slot table sized from memory);
+        each answer is handed to ``on_result`` as its row finishes. A CUDA out-of-memory halves the table and
+        runs the rows not answered yet again."""
+        from tqdm.auto import tqdm
+
+        from radmetrics.judge.greedy_engine import SharedPrefix, answer_reserve, greedy_generate, kv_bytes_per_token
+
+        tok = self._tokenizer
+        out: list[str | None] = [None] * len(encoded)
+        reserve = answer_reserve(self._answer_lengths, config.max_new_tokens, config.min_new_tokens or 0,
+                                 typical=self.answer_tokens)
+        budget = self.max_batch_tokens * kv_bytes_per_token(self._model) if self.max_batch_tokens else None
+        todo = list(range(len(encoded)))
+        with tqdm(total=len(encoded), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
+
+            def done(k: int, ids: list[int]) -> None:
+                i = todo[k]
+                self._answer_lengths = (self._answer_lengths + [len(ids)])[-1000:]
+                out[i] = _apply_stop(tok.decode(ids, skip_special_tokens=True), config.stop)
+                if on_result:
+                    on_result(i, out[i])
+                bar.update(1)
+
+            plans: list[Any] = []
+            while todo:
+                caps = [r for r in (self._oom_cap, self.max_batch_size) if r]
+                rows = min(caps) if caps else None  # None: sized from memory
+                try:
+                    greedy_generate(self._model, [encoded[i] for i in todo], max_new_tokens=config.max_new_tokens,
+                                    min_new_tokens=config.min_new_tokens or 0, eos_token_id=tok.eos_token_id,
+                                    pad_token_id=tok.pad_token_id,
+                                    prefix=SharedPrefix(*prefix) if prefix else None,
+                                    prefill_chunk_tokens=self.prefill_chunk_tokens, max_rows=rows, reserve=reserve,
+                                    memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs, on_row_done=done,
+                                    on_plan=plans.append)
+                except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
+                    if not _is_oom(e):
+                        raise
+                    self._free_memory()
+                    todo = [i for i in todo if out[i] is None]  # answers already given are kept
+                    last = plans[-1].rows if plans else (rows or 2)
+                    if last <= 1:
+                        raise
+                    self._oom_cap = max(1, last // 2)
+                    log.warning("out of GPU memory with %d rows; retrying the %d unanswered prompts with at most %d",
+                                last, len(todo), self._oom_cap)
+                    continue
+                todo = []
+        return out  # type: ignore[return-value]
+
     def _generate_batch(self, batch_ids: list[list[int]], config: GenerationConfig,
                         prefix: tuple[Any, int] | None = None) -> list[str]:
-        tok = self._tokenizer
-        if self._uses_engine(config):
-            from radmetrics.judge.greedy_engine import SharedPrefix, greedy_generate
-
-            chunk = self.prefill_chunk_tokens or (16384 if str(self.device).startswith("cuda") else 2048)
-            new_ids = greedy_generate(self._model, batch_ids, max_new_tokens=config.max_new_tokens,
-                                      min_new_tokens=config.min_new_tokens or 0, eos_token_id=tok.eos_token_id,
-                                      pad_token_id=tok.pad_token_id, prefix=SharedPrefix(*prefix) if prefix else None,
-                                      prefill_chunk_tokens=chunk)
-            texts = tok.batch_decode(new_ids, skip_special_tokens=True)
-            return [_apply_stop(t, config.stop) for t in texts]
         return self._generate_with_hf(batch_ids, config, prefix)
 
     def _generate_with_hf(self, batch_ids: list[list[int]], config: GenerationConfig,

@@ -250,8 +250,8 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
 def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], metrics: Sequence[str],
             ids: Sequence[str] | None = None, *, backend: str = "transformers", judge: str | None = None,
             judge_options: dict[str, Any] | None = None, cache: Any = None, config: Any = None,
-            progress: bool = False, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-            alpha: float = 0.05, notes: Sequence[str] = (), on_metric=None) -> CompareResult:
+            system_options: dict[str, Any] | None = None, progress: bool = False, resamples: int = 1000,
+            seed: int = 0, confidence: float = 0.95, alpha: float = 0.05, notes: Sequence[str] = (), on_metric=None) -> CompareResult:
     """Score each system's candidates against the shared references with every metric and compare them.
 
     systems: name -> candidates in the order of `references` (see `load_systems` for files matched by id).
@@ -271,6 +271,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
                     "progress": progress}
     if config is not None:
         judge_kwargs["config"] = config
+    if system_options:
+        judge_kwargs["system_options"] = dict(system_options)
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "alpha": alpha,
                 "correction": "Holm across the pairs of each metric",
                 "test": "paired approximate randomization (two-sided) on rows both systems scored",

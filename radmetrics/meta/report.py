@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from radmetrics.meta import stats
+import numpy as np
+
+from radmetrics.meta import stats, targets
 from radmetrics.meta.runs import MetricRun
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html, to_markdown
 
@@ -51,6 +54,86 @@ def _oriented(values, higher_is_better):
     return [None if v is None else (v if higher_is_better else -v) for v in values]
 
 
+def _subset(values, rows):
+    return [values[i] for i in rows]
+
+
+def _correlations(judge_up, expert_up, rows, resamples, seed) -> dict[str, Any]:
+    a, b = _subset(judge_up, rows), _subset(expert_up, rows)
+    return {"kendall_tau_b": stats.kendall_tau(a, b, resamples=resamples, seed=seed).to_dict(),
+            "spearman": stats.spearman(a, b, resamples=resamples, seed=seed).to_dict()}
+
+
+@dataclass
+class Ensemble:
+    """--ensemble average:green,bleu-4 or linear:green,vert (VERT Sec. 4.1.2)."""
+
+    method: str
+    members: list[str]
+
+    @classmethod
+    def parse(cls, spec: str) -> Ensemble:
+        from radmetrics.errors import InputError
+
+        method, sep, names = spec.partition(":")
+        members = [m.strip() for m in names.split(",") if m.strip()]
+        if not sep or method not in {"average", "linear"} or len(members) < 2:
+            raise InputError(f"--ensemble {spec!r}: write average:METRIC,METRIC[,...] or linear:METRIC,METRIC[,...]")
+        return cls(method, members)
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}({'+'.join(self.members)})"
+
+
+def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: list[float | None],
+                  train: list[int], seed: int) -> tuple[list[MetricRun], dict[str, Any]]:
+    """Each ensemble as a run (oriented: higher = agreement), and its settings (weights, scheme)."""
+    by_name = {r.name: r for r in runs}
+    made, details = [], {}
+    for ens in ensembles:
+        n = len(expert_up)
+        missing = [m for m in ens.members if m not in by_name]
+        failed = [m for m in ens.members if m in by_name and by_name[m].error]
+        if missing or failed:
+            why = (f"not run: {', '.join(missing)} (name them with -m)" if missing
+                   else f"member metric failed: {', '.join(failed)}")
+            made.append(MetricRun.failed(ens.name, n, why))
+            details[ens.name] = {"error": why}
+            continue
+        columns = [_oriented(by_name[m].scores, by_name[m].higher_is_better) for m in ens.members]
+        if ens.method == "average":
+            scores = targets.zscore_average(columns)
+            details[ens.name] = {"method": "mean of z-scored, oriented member scores", "members": ens.members}
+        else:
+            fit = targets.linear_ensemble(columns, expert_up, train, [], seed=seed)
+            scores = fit.pop("predictions")
+            details[ens.name] = {"method": "least squares on the oriented expert target", "members": ens.members,
+                                 **fit}
+        reasons = [None if s is not None else "a member metric is unscored for this row" for s in scores]
+        made.append(MetricRun(ens.name, scores, True, [None] * n, {"ensemble": details[ens.name]}, reasons))
+    return made, details
+
+
+def _per_category(run: MetricRun, data, rows, resamples, seed) -> dict[str, Any] | None:
+    """Per error category (a)-(f): the judge's count (or ER²Score's reward for the matching RadCliQ criterion)
+    against the expert mean count for that category."""
+    if "expert_significant" not in data.column_names:
+        return None
+    expert = [v if v is not None and len(v) == 6 else None for v in data["expert_significant"]]
+    if any(c is not None for c in run.counts):
+        columns = {x: ([None if c is None else -c[k] for c in run.counts], "count") for k, x in enumerate(LETTERS)}
+    elif len(run.extra) == 6:
+        columns = {x: (list(vals), name) for x, (name, vals) in zip(LETTERS, run.extra.items())}
+    else:
+        return None
+    out = {}
+    for k, (letter, (values, source)) in enumerate(columns.items()):
+        expert_up = [None if e is None else -e[k] for e in expert]
+        out[letter] = {"source": source, **_correlations(values, expert_up, rows, resamples, seed)}
+    return out
+
+
 def dataset_label(data, fallback: str) -> str:
     """The dataset's own name (its `dataset` column), not the converter default."""
     names = sorted({n for n in data["dataset"] if n}) if "dataset" in data.column_names else []
@@ -68,20 +151,36 @@ def expert_meaning(data) -> str:
     return f"expert score ({better} is better)"
 
 
-def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    expert = list(data["expert_score"])
-    expert_up = _oriented(expert, bool(data[0]["expert_higher_is_better"]))
-    annotated = ([len(x) == 6 for x in data["expert_significant"]] if "expert_significant" in data.column_names
-                 else [False] * len(expert))
+def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, target: str = "score",
+            split: float | int | None = None, split_seed: int = 0, ensembles: list[Ensemble] | None = None,
+            ) -> dict[str, Any]:
+    """Every statistic on the graded rows: all rows, or the seeded held-out subset (`split`), against the expert
+    `target` (targets.TARGETS). Ensembles are added as runs; "_runs" carries every run for the outputs."""
+    expert_all, expert_higher, meaning = targets.expert_target(data, target)
+    expert_up_all = _oriented(expert_all, expert_higher)
+    train, test = targets.held_out(len(data), split, split_seed)
+    extra_runs, ensemble_details = ensemble_runs(runs, ensembles or [], expert_up_all, train, seed)
+    all_runs = list(runs) + extra_runs
+    expert, expert_up = _subset(expert_all, test), _subset(expert_up_all, test)
+    annotated_all = ([x is not None and len(x) == 6 for x in data["expert_significant"]]
+                     if "expert_significant" in data.column_names else [False] * len(data))
+    annotated = _subset(annotated_all, test)
     n_expert = sum(e is not None for e in expert)
-    out: dict[str, Any] = {"n": len(expert), "n_with_expert_score": n_expert, "resamples": resamples, "seed": seed,
+    out: dict[str, Any] = {"n": len(expert), "n_dataset": len(data), "n_with_expert_score": n_expert,
+                           "resamples": resamples, "seed": seed, "target": target, "target_meaning": meaning,
+                           "split": None if split is None else {"held_out": len(test), "train": len(train),
+                                                                "seed": split_seed,
+                                                                "test_ids": [data[i]["id"] for i in test]},
                            "orientation": "scores and expert values oriented so positive correlation = agreement",
                            "metrics": {}, "warnings": []}
-    for run in runs:
-        if run.error:
-            out["metrics"][run.name] = {"failed": run.error, "n_scored": 0, "num_unscored": len(expert)}
-            out["warnings"].append(f"{run.name}: not computed: {run.error}")
+    for full_run in all_runs:
+        if full_run.error:
+            out["metrics"][full_run.name] = {"failed": full_run.error, "n_scored": 0, "num_unscored": len(expert)}
+            out["warnings"].append(f"{full_run.name}: not computed: {full_run.error}")
             continue
+        run = MetricRun(full_run.name, _subset(full_run.scores, test), full_run.higher_is_better,
+                        _subset(full_run.counts, test) if full_run.counts else [], full_run.fingerprint,
+                        _subset(full_run.reasons, test) if full_run.reasons else [])
         judge_up = _oriented(run.scores, run.higher_is_better)
         n_scored = sum(s is not None for s in run.scores)
         entry: dict[str, Any] = {
@@ -91,6 +190,13 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
             "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "fingerprint": run.fingerprint,
         }
+        if target == "per-category" or full_run.extra:
+            per_category = _per_category(full_run, data, test, resamples, seed)
+            if per_category:
+                entry["per_category"] = per_category
+        if full_run.extra:
+            entry["criteria"] = {name: _correlations(vals, expert_up_all, test, resamples, seed)
+                                 for name, vals in full_run.extra.items()}
         if n_scored == 0:
             out["warnings"].append(f"{run.name}: every row is unscored ({_top_reason(run)}); it has no statistics")
         elif entry["kendall_tau_b"]["n"] < 3:
@@ -101,7 +207,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
                                    f"({_top_reason(run)}); its statistics use the {n_scored} scored rows")
         idx = [i for i, c in enumerate(run.counts) if c is not None and annotated[i]]
         if idx:
-            human = [data[i]["expert_significant"] for i in idx]
+            human = [data[test[i]]["expert_significant"] for i in idx]
             model = [run.counts[i] for i in idx]
             entry["mae_significant_errors"] = stats.mae([sum(m) for m in model], [sum(h) for h in human])
             entry["category_accuracy"] = dict(zip(LETTERS, stats.category_accuracy(model, human)))
@@ -109,7 +215,24 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
                 [[round(v) for v in h] for h in human], model)))
             entry["n_with_error_counts"] = len(idx)
         out["metrics"][run.name] = entry
-    ok = [r for r in runs if not r.error]
+    if ensemble_details:
+        out["ensembles"] = ensemble_details
+    raters = targets.inter_rater(data, "total" if target == "total" else "significant")
+    if raters and target != "per-category":
+        rows = {name: _correlations(raters[name], raters[f"others of {name}"], test, resamples, seed)
+                for name in raters if name.startswith("rater ")}
+        taus = [r["kendall_tau_b"]["value"] for r in rows.values()]
+        out["inter_rater"] = {"meaning": "each rater's error count against the mean of the other raters",
+                              "raters": rows, "mean_kendall_tau_b": float(np.nanmean(taus)) if taus else None,
+                              "mean_spearman": float(np.nanmean([r["spearman"]["value"] for r in rows.values()]))}
+    judged = [r for r in all_runs if r.judge_label]
+    if judged:
+        table: dict[str, dict[str, Any]] = {}
+        for r in judged:
+            value = out["metrics"][r.name].get("kendall_tau_b", {}).get("value")
+            table.setdefault(r.judge_label, {})[r.name[: -len(r.judge_label) - 1]] = value
+        out["judge_metric_kendall_tau_b"] = table
+    ok = [MetricRun(r.name, _subset(r.scores, test), r.higher_is_better) for r in all_runs if not r.error]
     if len(ok) > 1:
         out["pairwise_randomization"] = []
         for i, a in enumerate(ok):
@@ -127,8 +250,9 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0) -
                 out["pairwise_randomization"].append(entry)
     if "site" in data.column_names and len(set(data["site"])) > 1:
         out["per_site_spearman"] = {run.name: stats.per_site_spearman(
-            _oriented(run.scores, run.higher_is_better), expert_up, list(data["site"]), resamples=resamples, seed=seed)
-            for run in ok}
+            _oriented(run.scores, run.higher_is_better), expert_up, _subset(list(data["site"]), test),
+            resamples=resamples, seed=seed) for run in ok}
+    out["_runs"] = all_runs  # for the outputs; removed before writing
     return out
 
 
@@ -230,7 +354,10 @@ def _wrap(text: str, width: int) -> str:
 def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[str, str]]) -> Report:
     report = Report(
         title=f"Meta-evaluation on {dataset_name}",
-        intro=[f"{results['n']} reports, {results.get('n_with_expert_score', results['n'])} with an expert score. "
+        intro=[f"Target: {results.get('target', 'score')} ({results.get('target_meaning', 'expert score')})"
+               + (f"; graded on a held-out subset of {results['split']['held_out']} of {results['n_dataset']} rows "
+                  f"(seed {results['split']['seed']})" if results.get("split") else "") + ".",
+               f"{results['n']} reports, {results.get('n_with_expert_score', results['n'])} with an expert score. "
                f"Correlations: {results['orientation']}; 95% percentile bootstrap CIs over {results['resamples']} "
                f"resamples (seed {results['seed']}). Each statistic uses only the rows its metric scored: its n is shown."],
         warnings=list(results.get("warnings", [])), plots=plots)
@@ -249,6 +376,31 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
                                    "MAE sig. errors", "unscored"], rows,
         note="n (corr.): rows with both a metric score and an expert value, used by τ and ρ. "
              "Local module paths are shortened here; results.json has the full names.", numeric={2, 6}))
+    inter = results.get("inter_rater")
+    if inter:
+        report.tables.append(Table(
+            "Inter-rater baseline", ["rater", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]"],
+            [[name, interval_text(r["kendall_tau_b"]), interval_text(r["spearman"])] for name, r in inter["raters"].items()],
+            note=f"{inter['meaning']}; mean τ-b {inter['mean_kendall_tau_b']:.3f}, mean ρ {inter['mean_spearman']:.3f}."))
+    table = results.get("judge_metric_kendall_tau_b")
+    if table:
+        names = sorted({m for row in table.values() for m in row})
+        report.tables.append(Table("Kendall τ-b by judge and metric", ["judge"] + names,
+                                   [[judge] + [row.get(m) for m in names] for judge, row in table.items()],
+                                   numeric=set(range(1, len(names) + 1))))
+    for name, m in results["metrics"].items():
+        for key, title in (("per_category", "per error category (expert mean count per category)"),
+                           ("criteria", "per criterion against the expert target")):
+            if key in m:
+                report.tables.append(Table(
+                    f"{short_label(name)}, {title}", ["", "source", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]"],
+                    [[c, v.get("source", ""), interval_text(v["kendall_tau_b"]), interval_text(v["spearman"])]
+                     for c, v in m[key].items()]))
+    for name, e in (results.get("ensembles") or {}).items():
+        if "error" not in e:
+            weights = "" if e.get("weights") is None else \
+                f"; weights {', '.join(f'{w:.3g}' for w in e['weights'])}, intercept {e['intercept']:.3g} ({e['scheme']})"
+            report.intro.append(f"Ensemble {name}: {e['method']}{weights}.")
     for name, m in results["metrics"].items():
         if "error_type_f1" in m:
             report.tables.append(Table(
@@ -274,20 +426,27 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
 
 
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
-                 resamples: int = 1000, seed: int = 0) -> Path:
+                 resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
+                 split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     label = dataset_label(data, dataset_name or "expert dataset")
-    results = analyse(runs, data, resamples=resamples, seed=seed)
+    results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
+                      split_seed=split_seed, ensembles=ensembles)
+    runs = results.pop("_runs")  # the ensembles included
     results["dataset"] = label
     results = strict_json_ready(results)
     (folder / "results.json").write_text(json.dumps(results, indent=2, default=str, allow_nan=False))
+    held = set(results["split"]["test_ids"]) if results.get("split") else None
+    expert_target, _, _ = targets.expert_target(data, target)
     with (folder / "per_sample.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["id", "expert_score"] + [f"{r.name}" for r in runs] + [f"{r.name}_reason" for r in runs])
+        writer.writerow(["id", "split", "expert_score", "expert_target"] + [f"{r.name}" for r in runs]
+                        + [f"{r.name}_reason" for r in runs])
         for i in range(len(data)):
-            writer.writerow([data[i]["id"], data[i]["expert_score"]] + [r.scores[i] for r in runs]
-                            + [r.reasons[i] if r.reasons else None for r in runs])
+            part = "all" if held is None else ("test" if data[i]["id"] in held else "train")
+            writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert_target[i]]
+                            + [r.scores[i] for r in runs] + [r.reasons[i] if r.reasons else None for r in runs])
     plots = _plots(runs, data, folder)
     report = build_report(results, label, plots)
     (folder / "summary.md").write_text(to_markdown(report))

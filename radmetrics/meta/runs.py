@@ -35,6 +35,8 @@ class MetricRun:
     error: str | None = None
     #: per sample extra score columns some metrics give (ER²Score's per-criterion rewards), name -> scores
     extra: dict[str, list[float | None]] = field(default_factory=dict)
+    #: which judge, when one run grades several judges (meta-eval --judge A --judge B): name is metric@label
+    judge_label: str | None = None
 
     @classmethod
     def failed(cls, name: str, n: int, error: str, higher_is_better: bool = True) -> MetricRun:
@@ -91,15 +93,18 @@ def run_radmetrics_metric(name: str, references: Sequence[Any], candidates: Sequ
 
 
 def pick_key(spec: str, output: dict[str, Any], key: str | None, n: int) -> str:
-    """The output key to report: the one named, else the only numeric one, else the one named like the
-    module; several candidates are an error that lists them (never "the first numeric key")."""
-    numeric = [k for k, v in output.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)
-               or (isinstance(v, list) and len(v) == n and v and all(isinstance(x, (int, float)) for x in v))]
+    """The output key to report: the one named; else the only per-sample list; else the only numeric value;
+    else the one named like the module. Several candidates are an error that lists them (never "the first
+    numeric key": that picked ROUGE-1 for rouge and precision for bertscore)."""
+    lists = [k for k, v in output.items()
+             if isinstance(v, list) and len(v) == n and v and all(isinstance(x, (int, float)) for x in v)]
+    numeric = [k for k, v in output.items() if isinstance(v, (int, float)) and not isinstance(v, bool)] + lists
     if key is not None:
         if key not in output:
             raise RadmetricsError(f"metric '{spec}' has no output '{key}'; its outputs: {', '.join(output)}")
         return key
+    if len(lists) == 1:
+        return lists[0]
     if len(numeric) == 1:
         return numeric[0]
     base = spec.split(":")[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".py")

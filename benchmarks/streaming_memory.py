@@ -1,0 +1,81 @@
+"""Peak memory of `radmetrics score` against the number of rows: it must not grow with the input.
+
+    python benchmarks/streaming_memory.py --rows 10000 100000 1000000
+
+For each size, writes an input of that many report pairs (the bundled sample's pairs, repeated with fresh ids),
+fills a response cache with their answers once (the GREEN replay outputs of the sample), then runs
+`radmetrics score --metric green` in a fresh process against that cache (every row a cache hit: what is measured
+is the pipeline's own memory, reading -> prompts -> cache -> parse -> results file -> summary) and reports the
+process's peak RSS (``ru_maxrss`` of the child). The ratio is to the smallest size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "radmetrics" / "sample_data"
+
+
+def write_input(path: Path, rows: int) -> None:
+    pairs = [json.loads(line) for line in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(rows):
+            pair = dict(pairs[i % len(pairs)], id=f"row-{i}")
+            fh.write(json.dumps(pair) + "\n")
+
+
+def run(rows: int, work: Path, cache: Path) -> dict:
+    source = work / f"pairs-{rows}.jsonl"
+    write_input(source, rows)
+    out = work / f"results-{rows}.jsonl"
+    cmd = [sys.executable, "-m", "radmetrics.cli", "score", "--metric", "green", "--input", str(source),
+           "--output", str(out), "--backend", "replay", "--replay", str(SAMPLE / "green_replay.jsonl"),
+           "--cache", str(cache), "--no-progress"]
+    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if peak <= before:
+        raise SystemExit("peak RSS of a child did not rise above an earlier one; run sizes in increasing order")
+    with open(out, encoding="utf-8") as fh:
+        written = sum(1 for _ in fh)
+    source.unlink()
+    out.unlink()
+    return {"rows": rows, "written": written, "peak_rss_mib": peak / 1024, "seconds": seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="radmetrics-memory-") as tmp:
+        work = Path(tmp)
+        cache = work / "cache.sqlite"
+        results = []
+        # children's ru_maxrss is the max over all children so far: measure in increasing order
+        for rows in sorted(args.rows):
+            results.append(run(rows, work, cache))
+            print(json.dumps(results[-1]), flush=True)
+    base = results[0]["peak_rss_mib"]
+    print("\n| rows | peak RSS MiB | ratio to smallest | seconds |")
+    print("| ---: | ---: | ---: | ---: |")
+    for r in results:
+        print(f"| {r['rows']:,} | {r['peak_rss_mib']:.0f} | {r['peak_rss_mib'] / base:.2f}× | {r['seconds']:.0f} |")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""`radmetrics rexamine`: the ReXamine-Global robustness run (per-site style sensitivity and expert agreement)."""
+from __future__ import annotations
+
+import click
+
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+
+
+@click.command("rexamine")
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV: id, site, reference[, reference_standardized][, candidate][, expert_errors].")
+@click.option("--metric", "-m", "metrics", multiple=True, required=True,
+              help="radmetrics metric, named baseline or evaluate module; repeatable.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
+@click.option("--expert-column", default="expert_errors", show_default=True,
+              help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
+@judge_flags()
+@click.option("--alpha", default=0.05, show_default=True, type=float, help="Family-wise α (Bonferroni).")
+@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+def rexamine_command(input_path, metrics, output, expert_column, judge_flags: JudgeFlags, alpha, resamples,
+                     seed) -> None:
+    """Score every candidate against its original and its standardized reference with each METRIC, per site:
+    paired t-tests (Bonferroni), means ± std, Spearman with experts, largest disagreements. Missing standardized
+    references and candidates are written through the judge with ReXamine-Global's App. A prompts."""
+    from radmetrics.errors import optional_import
+    from radmetrics.meta.rexamine_run import run_rexamine
+
+    for module in ("scipy", "matplotlib"):
+        optional_import(module, "meta", "by rexamine")
+    folder = run_rexamine(input_path, list(metrics), output, expert_column=expert_column,
+                          backend=judge_flags.backend, judge=judge_flags.model, judge_options=judge_flags.options,
+                          cache=judge_flags.cache, max_new_tokens=judge_flags.max_new_tokens,
+                          system_options=judge_flags.system_options, alpha=alpha, resamples=resamples, seed=seed,
+                          echo=lambda m: click.echo(m, err=True))
+    click.echo((folder / "summary.md").read_text())
+    click.echo(f"Report: {folder}")

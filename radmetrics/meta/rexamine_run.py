@@ -1,0 +1,170 @@
+"""The `radmetrics rexamine` run: data steps through the shared judge, scoring, statistics (rexamine.py), files."""
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+from radmetrics.meta import rexamine
+from radmetrics.meta.runs import MetricRun, run_metric
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max_new_tokens: int,
+                   echo: Callable[[str], None]) -> dict[str, Any]:
+    """Standardized references and candidates the input lacks, written with App. A's prompts; provenance."""
+    from radmetrics.data import steps
+    from radmetrics.judge import _USE_DEFAULT, get_judge
+    from radmetrics.types import GenerationConfig
+
+    need_std = [i for i, r in enumerate(rows) if not (r.get("reference_standardized") or "").strip()]
+    need_cand = [i for i, r in enumerate(rows) if not (r.get("candidate") or "").strip()]
+    provenance: dict[str, Any] = {"steps_version": steps.STEPS_VERSION}
+    if not need_std and not need_cand:
+        return provenance
+    cache = _USE_DEFAULT if judge_kwargs["cache"] is None else judge_kwargs["cache"]
+    the_judge = get_judge(judge_kwargs["backend"], model=judge_kwargs["judge"], cache=cache,
+                          **judge_kwargs["judge_options"])
+    config = GenerationConfig(max_new_tokens=max_new_tokens)
+    provenance["judge"] = the_judge.identity()
+    if need_std:
+        echo(f"Standardizing {len(need_std)} reference(s) with ReXamine-Global's App. A prompt ...")
+        for i, result in zip(need_std, steps.standardize(the_judge, [rows[i]["reference"] for i in need_std], config)):
+            rows[i]["reference_standardized"] = result.output
+            rows[i]["standardize_failure"] = result.reason
+        provenance["standardized_rows"] = len(need_std)
+    if need_cand:
+        echo(f"Writing {len(need_cand)} error-containing candidate(s) from the standardized references ...")
+        sources = [rows[i]["reference_standardized"] or "" for i in need_cand]
+        for i, result in zip(need_cand, steps.perturb(the_judge, sources, config)):
+            rows[i]["candidate"] = result.output
+            rows[i]["perturb_failure"] = result.reason
+        provenance["perturbed_rows"] = len(need_cand)
+    return provenance
+
+
+def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, expert_column: str = "expert_errors",
+                 backend: str = "transformers", judge: str | None = None, judge_options: dict[str, Any] | None = None,
+                 cache: Any = None, max_new_tokens: int = 1024, system_options: dict[str, Any] | None = None,
+                 alpha: float = 0.05, resamples: int = 1000,
+                 seed: int = 0, echo: Callable[[str], None] = print) -> Path:
+    from radmetrics.meta.compare import _read_rows, _strict
+    from radmetrics.types import GenerationConfig
+
+    rows = _read_rows(Path(input_path))
+    missing = [c for c in ("site", "reference") if not any(c in r for r in rows)]
+    if missing:
+        raise InputError(f"{input_path}: rows need {', '.join(missing)} (columns: id, site, reference"
+                         "[, reference_standardized][, candidate][, expert_errors])")
+    for n, row in enumerate(rows):
+        row.setdefault("id", f"row-{n}")
+        row["site"] = str(row.get("site") or "unknown")
+    judge_kwargs = {"backend": backend, "judge": judge, "judge_options": dict(judge_options or {}), "cache": cache,
+                    "config": GenerationConfig(max_new_tokens=max_new_tokens)}
+    if system_options:
+        judge_kwargs["system_options"] = dict(system_options)
+    provenance = _write_missing(rows, judge_kwargs, max_new_tokens, echo)
+    sites = [r["site"] for r in rows]
+    for site in sorted(set(sites)):
+        if sites.count(site) < 2:
+            echo(f"Note: site {site} has {sites.count(site)} row: its t-test and correlation are n/a.")
+    expert = [_float(r.get(expert_column)) for r in rows]
+    originals = [r.get("reference") for r in rows]
+    standardized_refs = [r.get("reference_standardized") for r in rows]
+    candidates = [r.get("candidate") for r in rows]
+    original: dict[str, MetricRun] = {}
+    standardized: dict[str, MetricRun] = {}
+    n = len(rows)
+    for metric in metrics:
+        run = run_metric(metric, originals + standardized_refs, candidates + candidates, judge_kwargs)
+        if run.error:
+            echo(f"Note: {metric} failed ({run.error}); n/a, the other metrics are kept.")
+        original[metric] = MetricRun(metric, run.scores[:n], run.higher_is_better, [], run.fingerprint,
+                                     run.reasons[:n], run.error)
+        standardized[metric] = MetricRun(metric, run.scores[n:], run.higher_is_better, [], run.fingerprint,
+                                         run.reasons[n:], run.error)
+    tests = rexamine.site_t_tests(original, standardized, sites, alpha)
+    spearman_original = rexamine.site_spearman(original, expert, sites, resamples, seed)
+    spearman_standardized = rexamine.site_spearman(standardized, expert, sites, resamples, seed)
+    results = {
+        "n_rows": n, "sites": sorted(set(sites)), "alpha": alpha, "provenance": provenance,
+        "sign_convention": "scores oriented so higher = worse; t = standardized − original (negative: the candidate "
+                           "looks better against the stylistically similar reference)",
+        "failed_metrics": {m: r.error for m, r in original.items() if r.error},
+        "t_tests": tests, "table2": rexamine.table2(tests),
+        "table3": rexamine.table3(original, standardized, expert, sites),
+        "spearman": {"original": spearman_original, "standardized": spearman_standardized},
+        "largest_disagreements": {m: rexamine.largest_disagreements(r, expert, rows)
+                                  for m, r in original.items() if not r.error},
+    }
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(_strict(results), indent=2, allow_nan=False, default=str))
+    with (folder / "rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
+        for row in rows:  # the data steps' outputs with their provenance, to re-run or read
+            fh.write(json.dumps({**row, "provenance": provenance}, default=str) + "\n")
+    with (folder / "per_row.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["id", "site", expert_column] + [f"{m}:{ref}" for m in metrics for ref in ("original", "standardized")])
+        for i, row in enumerate(rows):
+            writer.writerow([row["id"], row["site"], "" if expert[i] is None else expert[i]]
+                            + [("" if run.scores[i] is None else run.scores[i])
+                               for m in metrics for run in (original[m], standardized[m])])
+    rexamine.fig3(spearman_original, spearman_standardized, folder / "fig3_spearman.png")
+    (folder / "summary.md").write_text(_summary(results))
+    return folder
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _summary(results: dict[str, Any]) -> str:
+    sites = results["sites"]
+    lines = [f"# ReXamine-Global robustness run ({results['n_rows']} reports, {len(sites)} sites)", "",
+             f"Sign convention: {results['sign_convention']}. Bonferroni: α = {results['alpha']} / (metrics × sites).",
+             "", "Table 2 — paired t-tests, original vs standardized references:", "",
+             "| metric | mean t | min t | max t | significant sites |", "| --- | ---: | ---: | ---: | ---: |"]
+    for metric, row in results["table2"].items():
+        lines.append(f"| {metric} | {_fmt(row['mean_t'])} | {_fmt(row['min_t'])} | {_fmt(row['max_t'])} | "
+                     f"{row['significant_sites']} / {row['sites_tested']} |")
+    for metric, error in results["failed_metrics"].items():
+        lines.append(f"| {metric} | n/a: {error[:100]} | | | |")
+    lines += ["", "Per site (t, p; n/a with the reason):", "", "| metric | site | n | t | p | significant |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]
+    for t in results["t_tests"]:
+        sig = "n/a: " + t["reason"] if t["t"] is None else ("yes" if t["significant"] else "no")
+        lines.append(f"| {t['metric']} | {t['site']} | {t['n']} | {_fmt(t['t'])} | {_fmt(t['p_value'], 3)} | {sig} |")
+    lines += ["", "Table 3 — mean ± std per site:", "", "| metric | references | " + " | ".join(sites) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in sites) + " |"]
+
+    def cell(s):
+        return "n/a" if s["mean"] is None else f"{s['mean']:.2f} ± {_fmt(s['std'])}"
+
+    metrics = [m for m in next(iter(results["table3"].values()), {}) if m != "expert"]
+    for metric in metrics:
+        for ref in ("original", "standardized"):
+            lines.append(f"| {metric} | {ref} | " + " | ".join(cell(results["table3"][s][metric][ref]) for s in sites) + " |")
+    lines.append("| expert errors | both | " + " | ".join(cell(results["table3"][s]["expert"]) for s in sites) + " |")
+    lines += ["", "Table 4 — Spearman ρ with expert error counts per site (positive = agreement):", "",
+              "| metric | references | " + " | ".join(sites) + " |", "| --- | --- | " + " | ".join("---:" for _ in sites) + " |"]
+    for metric in results["spearman"]["original"]:
+        for ref in ("original", "standardized"):
+            per_site = results["spearman"][ref][metric]
+            lines.append(f"| {metric} | {ref} | " + " | ".join(_fmt(per_site[s]["value"]) for s in sites) + " |")
+    lines += ["", "Largest disagreements with the experts (App. D), per metric:", ""]
+    for metric, items in results["largest_disagreements"].items():
+        for item in items:
+            lines.append(f"- {metric}, {item['id']} ({item['site']}): {item['kind']}; metric {_fmt(item['metric_score'], 3)}, "
+                         f"expert errors {_fmt(item['expert_errors'], 1)}")
+    lines += ["", "Plot: ![fig3](fig3_spearman.png)", ""]
+    return "\n".join(lines)

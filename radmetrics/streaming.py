@@ -1,0 +1,285 @@
+"""Scoring a file of any length in constant memory: read a chunk of rows, judge it, write its results, forget it.
+
+`radmetrics score` runs on this. Per chunk of rows (default 4,096): the rows are read lazily (JSONL line by line,
+CSV record by record), prompts built and tokenized only for that chunk, judged through the one pipeline
+(`runner.judge_pairs`: cache, engine, parse, re-asks), and the result rows appended **in input order** to
+``OUTPUT.part`` (flushed per chunk). The corpus summary is kept as running totals (`RunningSummary`): the scores
+of scored rows as a float array (8 bytes a row) and counters, never the judgments. At the end the part file is
+renamed over OUTPUT in one step (a CSV output is written from the part file in two streaming passes, header
+first; Parquet, which needs one schema, reads the part file back whole); a run that dies leaves OUTPUT untouched and ``OUTPUT.part`` holding every finished chunk, and the next
+run with the same input and settings continues after it (the part file's rows are re-read, not re-judged).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from radmetrics.errors import InputError
+from radmetrics.types import Judgment
+
+#: rows read at a time for column detection (JSONL: the union of their keys)
+SNIFF_ROWS = 1000
+
+
+@dataclass
+class PairStream:
+    path: Path
+    reference_column: str
+    candidate_column: str
+    #: bytes that were not UTF-8 (replaced), counted as the rows are read
+    decoding_errors: int = 0
+
+    def rows(self) -> Iterator[tuple[dict[str, Any], str | None]]:
+        """(row, why it cannot be read or None) for every record, in order, read lazily."""
+        self.decoding_errors = 0
+        yield from _records(self.path, self)
+
+
+def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
+               candidate_column: str | None = None) -> PairStream:
+    """A lazy reader of report pairs; the columns are chosen from the first rows (aliases as `io.read_pairs`)."""
+    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, _pick
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Input file not found: {path}")
+    columns: dict[str, None] = {}
+    for n, (row, problem) in enumerate(_records(path)):
+        if n >= SNIFF_ROWS:
+            break
+        if problem is None:
+            columns.update(dict.fromkeys(row))
+    ref = _pick(columns, REFERENCE_ALIASES, reference_column, "reference", path)
+    cand = _pick(columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
+    return PairStream(path, ref, cand)
+
+
+def _lines(path: Path, counter: Any = None) -> Iterator[str]:
+    """Decoded lines; a stray non-UTF-8 byte is replaced (and counted), it does not stop the run."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh):
+            if n == 0:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a spreadsheet's BOM is not part of column 1 / row 0
+            line = raw.decode("utf-8", errors="replace")
+            if counter is not None and "\ufffd" in line:
+                counter.decoding_errors += line.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+            yield line
+
+
+def _records(path: Path, counter: Any = None) -> Iterator[tuple[dict[str, Any], str | None]]:
+    if path.suffix.lower() in {".csv", ".tsv"}:
+        reader = csv.DictReader(_lines(path, counter), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        for row in reader:
+            yield {k: v for k, v in row.items() if k is not None}, None
+        return
+    for lineno, line in enumerate(_lines(path, counter), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError(f"a JSON {type(row).__name__}, not an object")
+        except ValueError as e:
+            yield {"_line": lineno}, f"line {lineno} is not a JSON object ({str(e)[:80]})"
+            continue
+        yield row, None
+
+
+class RunningSummary:
+    """The corpus summary of a scoring system, accumulated row by row: equal to ``runner.aggregate(system, all)``
+    without holding the judgments.
+
+    Running totals cover the shared mean/std summary (the scores kept as a float array, 8 bytes a row, summed in
+    row order as `mean_std_summary` does) and GREEN's extras (leniency counts, error-free shares, derived means).
+    They are checked once against the system's own ``aggregate`` on the first ``VERIFY_ROWS`` rows: when they
+    agree the rows are dropped and only totals are kept; when they do not (a system with another aggregate), or
+    with ``keep_all`` (GREEN's clustered summary needs every explanation), light copies of the judgments (raw
+    text dropped) are kept and the system's aggregate runs at the end."""
+
+    VERIFY_ROWS = 2048
+
+    def __init__(self, system: Any, keep_all: bool = False):
+        from collections import Counter
+
+        self.system, self.key = system, system.score_key
+        self.scores = array("d")
+        self.total = 0
+        self.reasons: dict[str, int] = {}
+        self.leniency: Counter[str] = Counter()
+        self.lenient = self.differ = self.empty_candidates = 0
+        self.error_free: dict[str, int] = {}
+        self.green_scored = 0
+        self.derived: dict[str, list[float]] = {}
+        self.kept: list[Judgment] | None = []
+        self.mode = "keep" if keep_all else "verify"
+        self.keys: list[str] | None = None
+
+    def add(self, judgment: Judgment) -> None:
+        from radmetrics.scoring import count_reasons
+        from radmetrics.types import GreenJudgment
+
+        self.total += 1
+        self.empty_candidates += bool(judgment.details.get("empty_candidate"))
+        if judgment.score is None:
+            for reason, n in count_reasons([judgment]).items():
+                self.reasons[reason] = self.reasons.get(reason, 0) + n
+        else:
+            self.scores.append(judgment.score)
+            names = judgment.details.get("leniency") or []
+            self.leniency.update(names)
+            self.lenient += bool(names)
+            if names:
+                self.differ += not judgment.details.get("official_reading", {}).get("same_counts", True)
+            if isinstance(judgment, GreenJudgment):
+                self.green_scored += 1
+                for letter in _letters():
+                    if judgment.significant.get(letter, 0) == 0:
+                        self.error_free[letter] = self.error_free.get(letter, 0) + 1
+                for name, value in (judgment.details.get("derived") or {}).items():
+                    acc = self.derived.setdefault(name, [0.0, 0])
+                    if value is not None:
+                        acc[0] += value
+                        acc[1] += 1
+        if self.kept is not None:
+            self.kept.append(_light(judgment))
+            if self.mode == "verify" and len(self.kept) >= self.VERIFY_ROWS:
+                self._verify()
+
+    def _verify(self) -> None:
+        """Running totals replace the judgments once they give exactly the system's own aggregate."""
+        import logging
+
+        from radmetrics.runner import aggregate
+
+        logger = logging.getLogger("radmetrics")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # the check must not repeat the aggregate's warnings
+        try:
+            expected = aggregate(self.system, self.kept)
+        finally:
+            logger.setLevel(level)
+        totals = self._totals(list(expected))
+        if totals == expected:
+            self.mode, self.kept, self.keys = "totals", None, list(expected)
+        else:
+            self.mode = "keep"
+
+    def _totals(self, keys: list[str]) -> dict[str, Any] | None:
+        n = len(self.scores)
+        mean = sum(self.scores) / n if n else None
+        out: dict[str, Any] = {
+            self.key: mean, f"{self.key}_std": (sum((s - mean) ** 2 for s in self.scores) / n) ** 0.5 if n else None,
+            "num_scored": n, "num_unscored": self.total - n, "unscored_reasons": dict(self.reasons),
+            "leniency": dict(self.leniency.most_common()), "num_lenient": self.lenient,
+            "num_official_would_differ": self.differ, "num_empty_candidates": self.empty_candidates,
+            "derived": {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()}}
+        if "error_free_share" in keys:
+            from radmetrics.green.parse import SUB_CATEGORIES
+
+            out["error_free_share"] = {f"({letter}) {SUB_CATEGORIES[letter]}": (
+                self.error_free.get(letter, 0) / self.green_scored if self.green_scored else None)
+                for letter in _letters()}
+        if any(k not in out for k in keys):
+            return None
+        return {k: out[k] for k in keys}
+
+    def result(self, **options: Any) -> dict[str, Any]:
+        """The summary; ``options`` go to the system's aggregate as `runner.aggregate` passes them."""
+        if self.mode == "totals" and not any(options.values()):
+            return self._totals(self.keys)  # type: ignore[arg-type, return-value]
+        from radmetrics.runner import aggregate
+
+        return aggregate(self.system, self.kept, **options)
+
+
+def _letters() -> tuple[str, ...]:
+    from radmetrics.green.parse import LETTERS
+
+    return tuple(LETTERS)
+
+
+def _light(judgment: Judgment) -> Judgment:
+    """A judgment without its raw judge text (the biggest part; aggregates never read it)."""
+    import copy
+
+    light = copy.copy(judgment)
+    light.raw = ""
+    return light
+
+
+class OrderedPartWriter:
+    """Result rows appended in input order to ``OUTPUT.part``; `finish` renames it over OUTPUT (JSONL) or
+    writes OUTPUT from it (CSV), atomically. ``OUTPUT.part.json`` records the run's identity (input, metric,
+    judge, settings), so a later run continues the part file only when they are the same."""
+
+    def __init__(self, output: str | os.PathLike, identity: dict[str, Any]):
+        self.output = Path(output)
+        self.output.parent.mkdir(parents=True, exist_ok=True)
+        self.part = self.output.with_name(self.output.name + ".part")
+        self.stamp_file = self.output.with_name(self.output.name + ".part.json")
+        stamp = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+        self.done_rows = 0
+        same = self.stamp_file.exists() and self.stamp_file.read_text().strip() == stamp
+        if same and self.part.exists():
+            offset = 0
+            with open(self.part, "rb") as fh:
+                for line in fh:
+                    if not line.endswith(b"\n"):
+                        break  # a line cut by a crash: dropped, its row is judged again
+                    offset += len(line)
+                    self.done_rows += 1
+            os.truncate(self.part, offset)
+        else:
+            self.part.unlink(missing_ok=True)
+            self.stamp_file.write_text(stamp)
+        self.fh = open(self.part, "a", encoding="utf-8")
+
+    def resumed_rows(self) -> Iterator[dict[str, Any]]:
+        """The rows a previous run already wrote (to rebuild the running summary)."""
+        with open(self.part, encoding="utf-8") as fh:
+            for _, line in zip(range(self.done_rows), fh):
+                yield json.loads(line)
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+        self.done_rows += len(rows)
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def finish(self) -> None:
+        self.fh.close()
+        if self.output.suffix.lower() == ".csv":
+            tmp = self.output.with_name(f".{self.output.name}.tmp")
+            fields: dict[str, None] = {}
+            for row in self._part_rows():  # pass 1: the header (every key of every row)
+                fields.update(dict.fromkeys(row))
+            with open(tmp, "w", encoding="utf-8", newline="") as out:
+                writer = csv.DictWriter(out, fieldnames=list(fields))
+                writer.writeheader()
+                for row in self._part_rows():  # pass 2: the rows
+                    writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+            os.replace(tmp, self.output)
+            self.part.unlink()
+        elif self.output.suffix.lower() == ".parquet":
+            from radmetrics.io import write_rows
+
+            write_rows(self.output, list(self._part_rows()))  # one schema for all rows: read back whole
+            self.part.unlink()
+        else:
+            os.replace(self.part, self.output)
+        self.stamp_file.unlink(missing_ok=True)
+
+    def _part_rows(self) -> Iterator[dict[str, Any]]:
+        with open(self.part, encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)

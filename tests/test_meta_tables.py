@@ -1,0 +1,183 @@
+"""meta-eval targets, held-out splits, inter-rater rows, ensembles, several judges with extra request fields,
+ER²Score per criterion, preference accuracy — pure parts against hand derivations, commands end to end on the
+fixtures (judge metrics through a real OpenAI-compatible server on 127.0.0.1 answering like the fake judge)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, REPO
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+
+from radmetrics.errors import InputError
+from radmetrics.meta import stats, targets
+
+
+@pytest.fixture(scope="module")
+def rexval():
+    from radmetrics.data import load_expert_dataset
+
+    return load_expert_dataset("rexval", FIXTURES / "rexval")
+
+
+def test_targets_from_the_expert_columns(rexval):
+    sig, higher, _ = targets.expert_target(rexval, "significant")
+    total, _, _ = targets.expert_target(rexval, "total")
+    assert higher is False
+    for row, s, t in zip(rexval, sig, total):
+        assert s == pytest.approx(sum(row["expert_significant"]))
+        assert t == pytest.approx(sum(row["expert_significant"]) + sum(row["expert_insignificant"]))
+        assert t == pytest.approx(row["expert_total_errors"])  # the converter's own total agrees
+    from radmetrics.data import load_expert_dataset
+
+    rate = load_expert_dataset("rate_eval", FIXTURES / "rate_eval")
+    with pytest.raises(InputError, match="target 'total' needs per-category expert error counts"):
+        targets.expert_target(rate, "total")
+
+
+def test_held_out_split_is_seeded_and_disjoint():
+    train, test = targets.held_out(20, 8, seed=3)
+    assert len(test) == 8 and len(train) == 12 and not set(train) & set(test)
+    assert targets.held_out(20, 8, seed=3) == (train, test) and targets.held_out(20, 8, seed=4)[1] != test
+    assert len(targets.held_out(20, 0.25)[1]) == 5
+    with pytest.raises(InputError, match="must have 3..20 rows"):
+        targets.held_out(20, 40)
+
+
+def test_inter_rater_is_each_rater_against_the_mean_of_the_others(rexval):
+    rows = targets.inter_rater(rexval, "significant")
+    row = rexval[0]
+    totals = [sum(s) for s in row["rater_significant"]]
+    assert rows["rater 0"][0] == totals[0]
+    assert rows["others of rater 0"][0] == pytest.approx(np.mean(totals[1:]))
+    with_insig = targets.inter_rater(rexval, "total")
+    assert with_insig["rater 1"][0] == sum(row["rater_significant"][1]) + sum(row["rater_insignificant"][1])
+
+
+def test_ensembles_hand_derived():
+    a, b = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 2.0], [1.0, 0.0, 2.0, 1.0, 3.0, 0.0, 2.0, 5.0]
+    y = [1 + 2 * u - v for u, v in zip(a, b)]
+    # y is exactly linear in (a, b): every cross-validated fit recovers it and predicts every row exactly
+    fit = targets.linear_ensemble([a, b], y, train=[], test=[], folds=4, seed=0)
+    assert fit["predictions"] == pytest.approx(y) and fit["weights"] == pytest.approx([2, -1])
+    held = targets.linear_ensemble([a, b], y, train=[0, 1, 2, 3, 4], test=[5, 6, 7])
+    assert held["predictions"] == pytest.approx(y) and held["scheme"] == "fitted on the 5 training rows"
+    assert targets.zscore_average([a, b]) == pytest.approx(stats.ensemble_average([a, b]))
+    assert targets.zscore_average([[1.0, None, 3.0], [1.0, 2.0, 3.0]])[1] is None
+
+
+def run_cli(*args):
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args)], capture_output=True, text=True,
+                         cwd=REPO, env=os.environ.copy(), timeout=600)
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    return run
+
+
+def test_meta_eval_offline_baselines_with_a_judge_total_target_split_and_ensembles(tmp_path):
+    out = tmp_path / "report"
+    with FakeOpenAIServer(analysis_for) as server:
+        run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", "rouge-l", "-m", "bleu-2", "-m", "green",
+                      "-m", "meteor", "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x",
+                      "--target", "total", "--split", "12", "--split-seed", "1", "--ensemble", "average:green,rouge-l",
+                      "--ensemble", "linear:green,bleu-2", "--resamples", "200", "--cache", tmp_path / "c.sqlite",
+                      "-o", out)
+    # METEOR cannot run here (no WordNet): the report is written with the others, then exit code 2
+    assert run.returncode == 2 and "1 of 4 metrics failed (meteor)" in run.stderr, run.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert results["target"] == "total" and results["n"] == 12 and results["split"]["train"] == 8
+    metrics = results["metrics"]
+    assert metrics["meteor"]["failed"].startswith("RuntimeError: METEOR needs nltk's WordNet corpus")
+    for name in ("rouge-l", "bleu-2", "green", "average(green+rouge-l)", "linear(green+bleu-2)"):
+        assert "failed" not in metrics[name], name
+        assert metrics[name]["kendall_tau_b"]["n"] == 12 - metrics[name]["num_unscored"] >= 10, name
+    # τ on the held-out rows against the total error count, recomputed from per_sample.csv
+    with (out / "per_sample.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    test_rows = [r for r in rows if r["split"] == "test"]
+    assert len(test_rows) == 12 and {r["id"] for r in test_rows} == set(results["split"]["test_ids"])
+    for name in ("rouge-l", "green", "linear(green+bleu-2)"):
+        ours = [float(r[name]) if r[name] else None for r in test_rows]
+        expert = [-float(r["expert_target"]) for r in test_rows]  # errors: fewer = better
+        assert metrics[name]["kendall_tau_b"]["value"] == pytest.approx(
+            stats.kendall_tau(ours, expert, resamples=0).value)
+    # the linear ensemble was fitted on the 8 training rows only
+    assert results["ensembles"]["linear(green+bleu-2)"]["scheme"] == "fitted on the 8 training rows"
+    assert len(results["inter_rater"]["raters"]) == 6
+    summary = (out / "summary.md").read_text()
+    assert "Inter-rater baseline" in summary and "METEOR needs nltk's WordNet corpus" in summary
+
+
+def test_several_judges_and_extra_request_fields(tmp_path):
+    out = tmp_path / "judges"
+    with FakeOpenAIServer(analysis_for) as server:
+        run = run_cli("meta-eval", "-d", FIXTURES / "rate_eval", "--dataset-name", "rate_eval", "-m", "green",
+                      "-m", "vert", "--backend", "openai", "--base-url", server.base_url, "--judge", "gpt-a",
+                      "--judge", "gpt-b", "--judge-option", 'extra_body={"reasoning_effort": "low"}',
+                      "--ensemble", "average:green@gpt-a,green@gpt-b", "--resamples", "100", "--cache",
+                      tmp_path / "c.sqlite", "-o", out)
+        requests = list(server.requests)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert requests and all(r["body"]["reasoning_effort"] == "low" for r in requests)
+    assert {r["body"]["model"] for r in requests} == {"gpt-a", "gpt-b"}
+    results = json.loads((out / "results.json").read_text())
+    table = results["judge_metric_kendall_tau_b"]
+    assert set(table) == {"gpt-a", "gpt-b"} and set(table["gpt-a"]) == {"green", "vert"}
+    assert table["gpt-a"]["green"] == results["metrics"]["green@gpt-a"]["kendall_tau_b"]["value"]
+    assert results["metrics"]["green@gpt-a"]["fingerprint"]["judge"]["extra_body"] == {"reasoning_effort": "low"}
+    assert "average(green@gpt-a+green@gpt-b)" in results["metrics"]
+    assert "Kendall τ-b by judge and metric" in (out / "summary.md").read_text()
+
+
+def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval):
+    from tiny_judge import build_tiny_base
+
+    from radmetrics.er2score import CRITERIA
+    from radmetrics.er2score.model import MultiRewardModel
+
+    model = MultiRewardModel.new(str(build_tiny_base(tmp_path / "base")), CRITERIA["radcliq"])
+    folder = model.save(tmp_path / "er2")
+    out = tmp_path / "er2-report"
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}", "-m", "er2score",
+                  "--target", "per-category", "--resamples", "50", "-o", out)
+    assert run.returncode == 2 and "1 of 2 metrics failed (er2score)" in run.stderr, run.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    entry = results["metrics"][f"er2score:model={folder}"]
+    assert "failed" not in entry and set(entry["criteria"]) == set(CRITERIA["radcliq"])
+    # criterion i is graded against expert category i (RadCliQ's six categories are ReXVal's (a)-(f))
+    assert [v["source"] for v in entry["per_category"].values()] == list(CRITERIA["radcliq"])
+    with (out / "per_sample.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    scores = model.score(list(rexval["reference"]), list(rexval["candidate"]))
+    first = CRITERIA["radcliq"][0]
+    expected = stats.kendall_tau([s["rewards"][first] for s in scores],
+                                 [-row["expert_significant"][0] for row in rexval], resamples=0).value
+    assert entry["per_category"]["a"]["kendall_tau_b"]["value"] == pytest.approx(expected, abs=1e-6)
+    assert [float(r[f"er2score:model={folder}"]) for r in rows] == pytest.approx([s["er2score"] for s in scores],
+                                                                                 abs=1e-5)
+    # er2score without its model is an n/a that says what to pass
+    assert "er2score needs its trained model" in results["metrics"]["er2score"]["failed"]
+
+
+def test_preference_accuracy_end_to_end(tmp_path):
+    out = tmp_path / "pref"
+    with FakeOpenAIServer(analysis_for) as server:
+        run = run_cli("preference-eval", "-i", FIXTURES / "preference" / "preferences.jsonl", "-m", "green",
+                      "-m", "bleu-2", "-m", "no-such-module", "--backend", "openai", "--base-url", server.base_url,
+                      "--judge", "judge-x", "--resamples", "500", "--cache", tmp_path / "c.sqlite", "-o", out)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    green = results["metrics"]["green"]
+    # The fake judge's GREEN = shared words / (shared + candidate-only words), 0 when nothing is shared:
+    # p0 a 4/4 vs b 0 -> a (experts a: right); p1 a 0 vs b 2/3 -> b (right); p2 identical -> tie (wrong);
+    # p3 a 3/3 vs b 1/4 -> a (experts b: wrong); p4 a 3/3 vs b 2/3 -> a (right); p5 a GARBLED -> unscored (wrong)
+    # -> 3 / 6 right; high confidence p0 p1 p4 all right, low confidence p2 p3 p5 all wrong
+    assert green["accuracy"] == pytest.approx(0.5) and green["ties"] == 1 and green["unscored_pairs"] == 1
+    assert green["by_confidence"] == {"high": 1.0, "low": 0.0}
+    assert green["ci_low"] <= 0.5 <= green["ci_high"]
+    assert results["metrics"]["no-such-module"]["error"] and results["metrics"]["bleu-2"]["error"] is None

@@ -1,0 +1,79 @@
+"""`radmetrics rexamine` end to end: missing standardized references and candidates written through a judge on
+127.0.0.1 with ReXamine-Global's App. A prompts (provenance kept), per-site t-tests in the paper's sign convention
+with Bonferroni (recomputed here with scipy from per_row.csv), Table 3, per-site Spearman, Fig. 3, disagreements,
+and a one-row site reported as n/a."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, REPO
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+from scipy import stats as sp
+
+from radmetrics.data.steps import PERTURB_PROMPT, STANDARDIZE_PROMPT
+
+
+def answer(prompt: str) -> str:
+    """The fake judge, plus App. A step 2: the perturbation flips left and right in the template report."""
+    if prompt.endswith(PERTURB_PROMPT.split("{report}", 1)[1]):
+        report = prompt[: -len(PERTURB_PROMPT.split("{report}", 1)[1])]
+        return report.replace("right", "LEFT").replace("left", "right").replace("LEFT", "left") + " New nodule."
+    return analysis_for(prompt)
+
+
+def test_rexamine_run_end_to_end(tmp_path):
+    out = tmp_path / "rex"
+    with FakeOpenAIServer(answer) as server:
+        run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "rexamine", "-i",
+                              str(FIXTURES / "rexamine" / "sites.jsonl"), "-m", "bleu-2", "-m", "rouge-l", "-m", "green",
+                              "-m", "meteor", "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x",
+                              "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50", "-o", str(out)],
+                             capture_output=True, text=True, cwd=REPO, env=os.environ.copy(), timeout=900)
+        prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "site Germany has 1 row" in run.stderr
+    # the two rows without standardized reference / candidate were written with the App. A prompts
+    assert sum(p.startswith(STANDARDIZE_PROMPT.split("{report}")[0]) for p in prompts) == 2
+    data = [json.loads(line) for line in (out / "rexamine_data.jsonl").read_text().splitlines()]
+    written = {d["id"]: d for d in data}["au-3"]
+    assert written["reference_standardized"].startswith("Findings: Cardiomegaly. Mild congestion.")
+    assert written["candidate"].endswith("New nodule.") and written["provenance"]["judge"]["model"] == "judge-x"
+    results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert results["failed_metrics"]["meteor"].startswith("RuntimeError: METEOR needs")
+    # 3 metrics that ran x 3 sites: Bonferroni threshold 0.05 / 9
+    assert all(t["threshold"] == pytest.approx(0.05 / 9) for t in results["t_tests"])
+    with (out / "per_row.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    for metric, higher_is_better in (("bleu-2", True), ("rouge-l", True), ("green", True)):
+        for site in ("Australia", "Taiwan"):
+            here = [r for r in rows if r["site"] == site and r[f"{metric}:original"] and r[f"{metric}:standardized"]]
+            sign = -1 if higher_is_better else 1  # the paper's orientation: higher = worse
+            std = [sign * float(r[f"{metric}:standardized"]) for r in here]
+            orig = [sign * float(r[f"{metric}:original"]) for r in here]
+            ours = next(t for t in results["t_tests"] if t["metric"] == metric and t["site"] == site)
+            if np.allclose(std, orig):
+                assert ours["t"] == 0.0
+                continue
+            expected = sp.ttest_rel(std, orig)
+            assert ours["t"] == pytest.approx(expected.statistic) and ours["p_value"] == pytest.approx(expected.pvalue)
+            assert ours["significant"] == (expected.pvalue < 0.05 / 9)
+        germany = next(t for t in results["t_tests"] if t["metric"] == metric and t["site"] == "Germany")
+        assert germany["t"] is None and "has 1 row(s)" in germany["reason"]
+        assert results["spearman"]["original"][metric]["Germany"]["value"] is None
+        # Table 3 means are the per-site means of per_row.csv
+        au = [float(r[f"{metric}:original"]) for r in rows if r["site"] == "Australia" and r[f"{metric}:original"]]
+        assert results["table3"]["Australia"][metric]["original"]["mean"] == pytest.approx(np.mean(au))
+    # Spearman with the experts, oriented higher = worse on both sides
+    au = [r for r in rows if r["site"] == "Australia"]
+    rho = sp.spearmanr([-float(r["bleu-2:original"]) for r in au], [float(r["expert_errors"]) for r in au]).statistic
+    assert results["spearman"]["original"]["bleu-2"]["Australia"]["value"] == pytest.approx(rho)
+    assert results["largest_disagreements"]["bleu-2"] and (out / "fig3_spearman.png").read_bytes()[:4] == b"\x89PNG"
+    summary = (out / "summary.md").read_text()
+    assert "Table 2" in summary and "Table 3" in summary and "| meteor | n/a: RuntimeError" in summary

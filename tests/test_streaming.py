@@ -1,0 +1,108 @@
+"""Constant-memory scoring: the running summary equals the systems' own aggregate; `radmetrics score` writes
+chunk by chunk in input order, the same rows and summary as one big chunk; an interrupted run continues after
+the rows it wrote (the part file), and a run with other settings starts over."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE
+
+import radmetrics
+from radmetrics import runner
+from radmetrics.cli import cli
+from radmetrics.streaming import RunningSummary
+
+
+def _replay_judgments(metric: str) -> list:
+    system = radmetrics.get_scoring_system(metric)
+    replay = [json.loads(x)["response"] for x in (SAMPLE / "green_replay.jsonl").read_text().splitlines()]
+    texts = replay * 3 + ["", "garbage", "[Matched Findings]:\n2."]
+    return system, [system.parse(t) for t in texts] + [radmetrics.Judgment.unscored("row 7: candidate is empty")]
+
+
+@pytest.mark.parametrize("metric", ["green", "green_f1", "vert", "finerad_score", "radcliq"])
+def test_running_summary_equals_aggregate(metric):
+    system, judgments = _replay_judgments(metric)
+    judgments = judgments * 200  # past the rows the totals are checked on
+    running = RunningSummary(system)
+    for j in judgments:
+        running.add(j)
+    assert running.result() == runner.aggregate(system, judgments)
+    if metric in ("green", "green_f1", "vert"):
+        assert running.mode == "totals" and running.kept is None  # nothing per row is held
+
+
+def _score(tmp_path, out, *extra):
+    return CliRunner().invoke(cli, ["score", "--metric", "green", "--input", str(tmp_path / "pairs.jsonl"),
+                                     "--output", str(out), "--replay", str(SAMPLE / "green_replay.jsonl"),
+                                     "--no-progress", *extra])
+
+
+@pytest.fixture
+def many_pairs(tmp_path):
+    lines = (SAMPLE / "pairs.jsonl").read_text().splitlines() * 3
+    lines.insert(5, "{not json")
+    (tmp_path / "pairs.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_chunks_write_the_same_rows_in_order(many_pairs):
+    tmp_path = many_pairs
+    one = _score(tmp_path, tmp_path / "one.jsonl", "--chunk-rows", "1000")
+    small = _score(tmp_path, tmp_path / "small.jsonl", "--chunk-rows", "4")
+    assert one.exit_code == 0 and small.exit_code == 0, small.output
+    assert (tmp_path / "one.jsonl").read_text() == (tmp_path / "small.jsonl").read_text()
+    rows = [json.loads(x) for x in (tmp_path / "small.jsonl").read_text().splitlines()]
+    assert len(rows) == 25 and rows[5]["reason"].startswith("row 5: line 6 is not a JSON object")
+    assert [r.get("id") for r in rows[:5]] == [json.loads(x)["id"] for x in
+                                               (SAMPLE / "pairs.jsonl").read_text().splitlines()[:5]]
+    one_summary = json.loads((tmp_path / "one.jsonl.summary.json").read_text())["summary"]
+    assert json.loads((tmp_path / "small.jsonl.summary.json").read_text())["summary"] == one_summary
+    assert not list(tmp_path.glob("*.part*"))  # renamed into place, nothing left over
+
+
+def test_interrupted_run_continues_after_the_written_rows(many_pairs, monkeypatch):
+    from radmetrics import streaming
+
+    tmp_path = many_pairs
+    full = _score(tmp_path, tmp_path / "full.jsonl", "--chunk-rows", "4")
+    assert full.exit_code == 0
+
+    real_write, writes = streaming.OrderedPartWriter.write, []
+
+    def dies_after_two_chunks(self, rows):
+        if len(writes) == 2:
+            raise KeyboardInterrupt
+        writes.append(len(rows))
+        real_write(self, rows)
+
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", dies_after_two_chunks)
+    out = tmp_path / "out.jsonl"
+    _score(tmp_path, out, "--chunk-rows", "4")
+    assert not out.exists() and (tmp_path / "out.jsonl.part").read_text().count("\n") == 8
+    # a crash in the middle of a line: that row is judged again
+    with open(tmp_path / "out.jsonl.part", "a") as fh:
+        fh.write('{"half a ro')
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", real_write)
+    judged = []
+    real_judge_pairs = runner.judge_pairs
+    monkeypatch.setattr(runner, "judge_pairs",
+                        lambda system, judge, refs, *a, **k: judged.append(len(refs)) or
+                        real_judge_pairs(system, judge, refs, *a, **k))
+    again = _score(tmp_path, out, "--chunk-rows", "4")
+    assert again.exit_code == 0, again.output
+    assert "8 rows were already written" in again.output
+    assert sum(judged) == 25 - 8  # only the rows not written yet (row 5, bad JSON, was among the 8)
+    assert out.read_text() == (tmp_path / "full.jsonl").read_text()
+    assert (json.loads((tmp_path / "out.jsonl.summary.json").read_text())["summary"]
+            == json.loads((tmp_path / "full.jsonl.summary.json").read_text())["summary"])
+
+    # other settings: the part file is not continued
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", dies_after_two_chunks)
+    writes.clear()
+    _score(tmp_path, out, "--chunk-rows", "4")
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", real_write)
+    other = _score(tmp_path, out, "--chunk-rows", "4", "--max-new-tokens", "99")
+    assert other.exit_code == 0 and "already written" not in other.output
