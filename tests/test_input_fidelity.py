@@ -70,7 +70,7 @@ def test_own_output_round_trips_every_line_separator_and_control_character(tmp_p
     got = read_csv(tmp_path / "out.csv")
     assert [g["reference"] for g in got] == [r["reference"] for r in rows]
     assert [g["candidate"] for g in got] == [r["candidate"] for r in rows]
-    assert f"Read {len(rows)} rows" in from_csv.stderr
+    assert f"Scored {len(rows)} rows" in from_csv.stderr
     print(f"\n{len(rows)} rows, {len(SEPARATORS)} line separators + {len(CONTROLS)} control characters: "
           "jsonl -> jsonl -> jsonl and jsonl -> csv -> jsonl, every character kept")
 
@@ -89,9 +89,9 @@ def test_csv_keeps_quoted_newlines_and_bom_is_dropped(tmp_path):
     with FakeOpenAIServer(analysis_for) as server:
         out = score(server, src, tmp_path / "o.jsonl", tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
-        assert "Read 2 rows" in out.stderr and "reference = 'reference'" in out.stderr
+        assert "Scored 2 rows" in out.stderr and "reference = 'reference'" in out.stderr
         out2 = score(server, jsonl, tmp_path / "o2.jsonl", tmp_path)
-        assert out2.returncode == 0 and "Read 2 rows" in out2.stderr, out2.stderr[-3000:]
+        assert out2.returncode == 0 and "Scored 2 rows" in out2.stderr, out2.stderr[-3000:]
     got = read_jsonl(tmp_path / "o.jsonl")
     assert got[0]["reference"] == "FINDINGS:\nleft effusion.\r\n\nIMPRESSION:\u2028effusion"
     assert got[1]["candidate"] == "heart\x0cnormal" and all(g["parsed"] for g in got)

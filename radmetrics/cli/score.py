@@ -55,20 +55,21 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming).
     Exit codes: 0 done; 1 the judge failed every row (or over --max-failures); 2 bad input or usage;
     130 / 143 interrupted (every answer received is cached: rerun to resume)."""
-    import uuid
+    import hashlib
 
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
-    from radmetrics.io import AtomicFile, check_output_path, check_output_safe, check_text_file, summary_path
+    from radmetrics.io import (AtomicFile, check_output_path, check_output_safe, check_text_file, clean_stale_tmp,
+                               summary_path)
     from radmetrics.runner import build_judge, fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
     # before anything is loaded or asked: never overwrite the input, never write through a link
     check_output_safe(output_path, input_path, judge_flags.options.get("path"))
-    check_text_file(input_path)
-    run_id = uuid.uuid4().hex  # in every result row written by this run and in the summary
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
+    check_text_file(input_path)
+    clean_stale_tmp(output_path)
     check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
@@ -83,9 +84,12 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
                f"candidate = '{pairs.candidate_column}'", err=True)
     fp = fingerprint(system, the_judge, config)
     stat = os.stat(input_path)
-    writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
-                                             "mtime": stat.st_mtime_ns, "fingerprint": fp,
-                                             "columns": [pairs.reference_column, pairs.candidate_column]})
+    identity = {"input": os.path.abspath(input_path), "size": stat.st_size, "mtime": stat.st_mtime_ns,
+                "fingerprint": fp, "columns": [pairs.reference_column, pairs.candidate_column]}
+    writer = OrderedPartWriter(output_path, identity)
+    # The run id names this input + settings: in every result row and in the summary, so a summary is matched to
+    # its results; a resumed run continues under the same id (its rows equal an uninterrupted run's).
+    run_id = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
     running = RunningSummary(system, keep_all=summary)
     tally = FailureTally()
     try:
