@@ -6,13 +6,20 @@ answers in their formats. Two words in a candidate make test cases: GARBLED gets
 gets a truncated answer to the first ask (a re-ask gets the full one).
 
 To give a system other answers (seeded, with other counts), add a function to ANSWERS: name -> f(system,
-reference, candidate) -> text.
+reference, candidate) -> text. GREEN and its derived scores get realistic answers (`green_counts`): seeded
+non-zero counts in every category (a)-(f), significant and insignificant, so that a category or formula bug
+changes the scores every fake-judge test checks; `expected_score` computes GREEN from those counts with the
+paper's Eq. 1 as written in tests/green_answers.py, not with radmetrics.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
 from collections.abc import Callable
+
+from green_answers import ERROR_TYPES, green_answer, green_score
 
 from radmetrics.hookspecs import hookimpl
 from radmetrics.judge.base import JudgeBackend
@@ -84,11 +91,44 @@ def injection_answer(prompt: str) -> str:
     return json.dumps({"modified report": report + " " + " ".join(added), "changes detail": changes})
 
 
+def green_counts(reference: str, candidate: str) -> tuple[dict[str, int], dict[str, int], int]:
+    """(significant, insignificant, matched) of the fake judge's GREEN answer to a pair.
+
+    As GREEN's prompt holds the pair (words joined by single spaces, at most 300 per report): identical reports
+    have no error and every word matched; otherwise every category (a)-(f) has 1-3 significant and 1-2
+    insignificant errors drawn from a generator seeded with the pair's text (the same pair always gets the
+    same counts: the cache and the de-duplication of identical rows rely on it, and a failure reproduces), and
+    the words (letters and digits) the reports share are the matched findings (none shared: 0 matched, GREEN's score-0 rule)."""
+    ref, cand = (" ".join(text.split()[:300]).lower() for text in (reference, candidate))
+    ref_words, cand_words = (set(re.findall(r"[a-z0-9]+", text)) for text in (ref, cand))
+    if ref == cand:
+        return dict.fromkeys(ERROR_TYPES, 0), dict.fromkeys(ERROR_TYPES, 0), len(ref_words)
+    rng = random.Random(int.from_bytes(hashlib.sha256(f"{ref}\x00{cand}".encode()).digest()[:8], "big"))
+    significant = {letter: rng.randint(1, 3) for letter in ERROR_TYPES}
+    insignificant = {letter: rng.randint(1, 2) for letter in ERROR_TYPES}
+    return significant, insignificant, len(ref_words & cand_words)
+
+
+def realistic_green_answer(system, reference: str, candidate: str) -> str:
+    """GREEN's answer layout (App. A.1, as tests/green_answers.py writes it) with the pair's counts."""
+    return green_answer(*green_counts(reference, candidate))
+
+
+def _green_family() -> list[str]:
+    """Every scoring system that asks GREEN's prompt (GREEN and the scores derived from its analysis)."""
+    from radmetrics.green.system import GreenSystem
+
+    return [name for name, system in scoring_systems().items() if isinstance(system, GreenSystem)]
+
+
+for _name in _green_family():
+    ANSWERS[_name] = realistic_green_answer
+
+
 def expected_score(reference: str, candidate: str) -> float:
-    """GREEN's score of the sample answer: shared words / (shared + candidate-only words)."""
-    ref_words, cand_words = set(reference.lower().split()), set(candidate.lower().split())
-    matched, false = len(ref_words & cand_words), len(cand_words - ref_words)
-    return 0.0 if matched == 0 else matched / (matched + false)
+    """GREEN of the fake judge's answer to this pair: paper Eq. 1 over the pair's seeded counts."""
+    significant, _, matched = green_counts(reference, candidate)
+    return green_score(significant, matched)
 
 
 class FakeGreenJudge(JudgeBackend):

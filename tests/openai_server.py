@@ -1,12 +1,20 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, with scripted faults.
 
-`script` is a list consumed one entry per request: "ok", "429", "500", "timeout", "reset", "garbage",
-"truncated", "empty" (no choices), "401", "400", "schema" ({"choices": "abc"}), "blank" (empty answer text),
-"nontext" (a number as the answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every
-0.2 s); when it runs out every request is "ok". Answers come from `answer(prompt)`, after `delay` seconds.
-`echo_key=True` puts the request's Authorization header into every error and junk body, placed to straddle
-character 200 (a client that cuts before redacting leaks it). Each request's headers, body, arrival time
-(`t_start`) and the time its response was fully written (`t_done`) are recorded.
+`script` is a list consumed one entry per request: "ok", "timeout", "reset", "garbage", "truncated",
+"empty" (no choices), or an HTTP status as text ("429", "500", "401", "400", "404", "503", ...); when it runs
+out every request is "ok". Answers come from `answer(prompt)`. Each request's headers, body and arrival time
+(`time.monotonic()`) are recorded. 429 and 503 carry `Retry-After: <retry_after>`.
+
+`echo_key=True` makes the server misbehave the way a careless proxy or API does with credentials: the
+request's Authorization value is echoed in a response header, in every error body, in garbage pages and in a
+field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
+the n-th error reply (default: a short JSON error, with the key when `echo_key`, placed to straddle
+character 200 so that a client cutting before it redacts leaks part of it).
+
+More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
+answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
+before each answer. Each request also records `t_start` (wall clock) and `t_done` (when its response was fully
+written, or when the server noticed the client had left a trickle).
 """
 from __future__ import annotations
 
@@ -17,13 +25,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAIServer:
-    def __init__(self, answer, script=None, retry_after: str = "0", delay: float = 0.0, echo_key: bool = False):
+    def __init__(self, answer, script=None, retry_after: str = "0", echo_key: bool = False, error_body=None,
+                 delay: float = 0.0):
         self.answer = answer
+        self.delay = delay
         self.script = list(script or [])
         self.retry_after = retry_after
-        self.delay = delay
         self.echo_key = echo_key
+        self.error_body = error_body
         self.requests: list[dict] = []
+        self.errors_sent = 0
         self.lock = threading.Lock()
         server = self
 
@@ -32,16 +43,16 @@ class FakeOpenAIServer:
                 pass
 
             def do_POST(self):
+                arrived = time.monotonic()
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                record = {"path": self.path, "headers": dict(self.headers), "body": body, "t_start": time.time(),
-                          "t_done": None}
+                auth = self.headers.get("Authorization", "")
+                record = {"path": self.path, "headers": dict(self.headers), "body": body, "time": arrived,
+                          "t_start": time.time(), "t_done": None}
                 with server.lock:
                     server.requests.append(record)
                     action = server.script.pop(0) if server.script else "ok"
-                echo = ""
-                if server.echo_key:  # placed so that characters 170-230 of the body hold the key
-                    echo = "x" * 150 + " the key you sent: " + self.headers.get("authorization", "") + " is wrong"
+                echo = {"X-Echo-Authorization": auth} if server.echo_key else {}
                 if action == "timeout":
                     time.sleep(1.5)
                     action = "ok"
@@ -51,14 +62,26 @@ class FakeOpenAIServer:
                     self.connection.shutdown(2)
                     self.connection.close()
                     return
-                if action in {"429", "500", "401", "400"}:
+                if action.isdigit():
+                    with server.lock:
+                        n = server.errors_sent
+                        server.errors_sent += 1
+                    if server.error_body is not None:
+                        payload = server.error_body(auth, n)
+                    elif server.echo_key:
+                        payload = json.dumps({"error": {"message": "x" * 150 + f" scripted failure for {auth}",
+                                                        "key": auth}}).encode()
+                    else:
+                        payload = b'{"error": {"message": "scripted failure"}}'
                     self.send_response(int(action))
-                    if action == "429":
+                    if action in {"429", "503"}:
                         self.send_header("Retry-After", server.retry_after)
+                    for k, v in echo.items():
+                        self.send_header(k, v)
                     self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    message = echo or "scripted failure"
-                    self.wfile.write(json.dumps({"error": {"message": message}}).encode())
+                    self.wfile.write(payload)
                     record["t_done"] = time.time()
                     return
                 if action == "trickle":
@@ -86,16 +109,21 @@ class FakeOpenAIServer:
                     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
                 else:
                     choice = {"index": 0, "text": text, "finish_reason": "stop"}
-                payload = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
-                                      "choices": [] if action == "empty" else [choice]}).encode()
+                reply = {"id": "x", "object": "chat.completion", "model": body.get("model"),
+                         "choices": [] if action == "empty" else [choice]}
+                if server.echo_key:
+                    reply["system_fingerprint"] = f"served for {auth}"
+                payload = json.dumps(reply).encode()
                 if action == "garbage":
-                    payload = f"<html>bad gateway {echo}</html>".encode()
+                    payload = f"<html>bad gateway ({auth})</html>".encode()
                 if action == "truncated":
                     payload = payload[: len(payload) // 2]
                 if action == "schema":
-                    payload = json.dumps({"choices": "abc", "note": echo}).encode()
+                    payload = json.dumps({"choices": "abc", "note": f"served for {auth}"}).encode()
                 try:
                     self.send_response(200)
+                    for k, v in echo.items():
+                        self.send_header(k, v)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()

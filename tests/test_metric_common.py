@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import doctest
+import math
 import re
 
 import pytest
 from conftest import HUB_CARDS, PACKAGE, SAMPLE
 
+from green_answers import f1_score, formula_score, green_score
+
 import radmetrics
 
+from radmetrics.runner import read_answer
 from radmetrics.evaluate_modules import all_evaluate_modules, evaluate_module_files
 
 MODULES = evaluate_module_files()  # judge metrics
@@ -55,12 +59,32 @@ REFS = ["Small left pleural effusion. No pneumothorax.", "Cardiomegaly with mild
 CANDS = ["Small left pleural effusion.", "Cardiomegaly. Pulmonary nodule.", "Normal chest."]
 
 
+#: the GREEN family's scores of the fake judge's seeded answers, from the papers' formulas (tests/green_answers.py)
+FROM_COUNTS = {"green": lambda s, i, m: green_score(s, m), "green_f1": lambda s, i, m: f1_score(s, m),
+               "green_ec": lambda s, i, m: float(sum(s.values())), "green_formula": formula_score,
+               "green_total_errors": lambda s, i, m: float(sum(s.values()) + sum(i.values()))}
+
+
+def expected_scores(name):
+    """Per row: the GREEN family from the formulas; any other system's score of its own sample answer (what
+    the fake judge sends), read directly — so the run must deliver exactly that, through every layer."""
+    import fake_judge
+
+    if name in FROM_COUNTS:
+        return [FROM_COUNTS[name](*fake_judge.green_counts(r, c)) for r, c in zip(REFS, CANDS)]
+    system = radmetrics.get_scoring_system(name)
+    return [read_answer(system, system.sample_answer(r, c), r, c).score for r, c in zip(REFS, CANDS)]
+
+
 @pytest.mark.parametrize("name", radmetrics.list_scoring_systems())
 def test_every_scoring_system_scores_through_a_plugged_in_fake_judge(name, fake_judge):
     result = radmetrics.score(name, REFS, CANDS, backend="fake", cache=False, progress=False)
     assert result.summary["num_unscored"] == 0, [j.reason for j in result.judgments]
+    expected = expected_scores(name)
+    assert all(math.isfinite(x) for x in expected)
     system = radmetrics.get_scoring_system(name)
-    assert result.summary[system.score_key] is not None
+    assert result.scores == pytest.approx(expected)
+    assert result.summary[system.score_key] == pytest.approx(sum(expected) / len(expected))
     assert result.fingerprint["scoring_system"] == name and result.fingerprint["prompt_version"]
 
 
@@ -72,4 +96,6 @@ def test_every_module_computes_through_evaluate_with_the_fake_judge(name, fake_j
     module = evaluate.load(str(MODULES[name].relative_to(PACKAGE.parent)), backend="fake", cache=False, progress=False)
     out = module.compute(predictions=CANDS, references=REFS)
     key = radmetrics.get_scoring_system(name).score_key
-    assert out["num_unscored"] == 0 and len(out["scores"]) == 3 and out[key] is not None
+    expected = expected_scores(name)
+    assert out["num_unscored"] == 0 and out["scores"] == pytest.approx(expected)
+    assert out[key] == pytest.approx(sum(expected) / len(expected))

@@ -10,6 +10,7 @@ import click
 from radmetrics.cli.compare import compare_command
 from radmetrics.cli.data import data_group, meta_eval_command, preference_eval_command
 from radmetrics.cli.hub import hub_group
+from radmetrics.cli.reward import reward_check_command
 from radmetrics.cli.rexamine import rexamine_command
 from radmetrics.cli.score import score_command
 from radmetrics.cli.train import train_group
@@ -41,6 +42,7 @@ cli.add_command(preference_eval_command)
 cli.add_command(rexamine_command)
 cli.add_command(hub_group)
 cli.add_command(train_group)
+cli.add_command(reward_check_command)
 
 
 @cli.command("list")

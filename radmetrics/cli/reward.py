@@ -1,0 +1,154 @@
+"""`radmetrics reward-check`: can this reward teach this policy anything? (see radmetrics/rewards/check.py)"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import click
+
+from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.errors import InputError
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """JSONL or CSV rows; a line that is not a JSON object is an error naming it (this is a check, not a run)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"Input file not found: {file}")
+    text = file.read_text(encoding="utf-8", errors="replace")
+    if file.suffix.lower() == ".csv":
+        return list(csv.DictReader(text.splitlines()))
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{file}:{lineno}: not a JSON object ({str(e)[:80]})") from e
+        if not isinstance(row, dict):
+            raise InputError(f"{file}:{lineno}: not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if name not in columns:
+        raise InputError(f"{path}: no column '{name}' (set {flag}); columns are: {', '.join(columns) or '(none)'}")
+
+
+@click.command("reward-check")
+@click.option("--metric", "-m", required=True,
+              help="Scoring system used as the reward (see `radmetrics list`), or er2score (then --judge is the "
+                   "trained ER2Score folder or Hub id).")
+@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV: a prompt and a reference column (with --policy), or prompt, completion and "
+                   "reference columns (with --completions).")
+@click.option("--policy", default=None, help="Base policy (model id or folder) to sample completions from.")
+@click.option("--completions", "given", is_flag=True,
+              help="INPUT already holds sampled completions (one row per completion, grouped by prompt).")
+@click.option("--prompt-column", default="prompt", show_default=True)
+@click.option("--reference-column", default="reference", show_default=True)
+@click.option("--completion-column", default="completion", show_default=True)
+@click.option("--samples", default=16, show_default=True, type=int, help="Prompts to sample (random, seeded).")
+@click.option("--num-generations", "-g", default=8, show_default=True, type=int,
+              help="Completions per prompt (GRPO's group size).")
+@click.option("--completion-tokens", default=256, show_default=True, type=int,
+              help="Longest policy completion (new tokens).")
+@click.option("--temperature", default=1.0, show_default=True, type=float)
+@click.option("--top-p", default=1.0, show_default=True, type=float)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--batch-size", default=None, type=int,
+              help="Completions per reward call (default: all in one call, like one GRPO generation batch).")
+@judge_flags()
+@click.option("--output", "-o", "output_path", default=None, type=click.Path(dir_okay=False),
+              help="Write the full report (per-group spreads) as JSON here.")
+def reward_check_command(metric, input_path, policy, given, prompt_column, reference_column, completion_column,
+                         samples, num_generations, completion_tokens, temperature, top_p, seed, batch_size,
+                         judge_flags: JudgeFlags, output_path) -> None:
+    """Score a sample of the base policy's completions with a reward and report what GRPO would learn from it:
+    the spread of rewards within each prompt's group (a group whose rewards are all equal teaches nothing),
+    the unscored share and the judge's speed."""
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.rewards import reward_function
+    from radmetrics.rewards.check import check_reward, sample_completions
+
+    if bool(policy) == bool(given):
+        raise RadmetricsError("give either --policy (sample completions now) or --completions (INPUT has them)")
+    rows = read_rows(input_path)
+    if not rows:
+        raise InputError(f"{input_path}: no rows")
+    for name, flag in ((prompt_column, "--prompt-column"), (reference_column, "--reference-column")):
+        _column(rows, name, input_path, flag)
+    generation_seconds = None
+    if given:
+        _column(rows, completion_column, input_path, "--completion-column")
+        grouped: dict[str, dict[str, Any]] = {}
+        for row in rows:  # one group per distinct prompt, in first-seen order
+            key = json.dumps(row.get(prompt_column), sort_keys=True)
+            group = grouped.setdefault(key, {"prompt": row.get(prompt_column), "reference": row.get(reference_column),
+                                             "completions": []})
+            group["completions"].append(row.get(completion_column))
+        chosen = list(grouped.values())
+        chosen = random.Random(seed).sample(chosen, min(samples, len(chosen)))
+        completions = [g["completions"] for g in chosen]
+    else:
+        chosen = [{"prompt": r.get(prompt_column), "reference": r.get(reference_column)} for r in rows]
+        chosen = random.Random(seed).sample(chosen, min(samples, len(chosen)))
+        click.echo(f"Sampling {num_generations} completions for each of {len(chosen)} prompts from {policy}...",
+                   err=True)
+        completions, generation_seconds = sample_completions(
+            policy, [g["prompt"] for g in chosen], num_generations=num_generations, max_new_tokens=completion_tokens,
+            temperature=temperature, top_p=top_p, seed=seed)
+    flags = judge_flags
+    reward = reward_function(metric, backend=flags.backend, judge=flags.model, judge_options=flags.options,
+                             system_options=flags.system_options or None, cache=flags.cache, config=flags.config())
+    settings = {"metric": metric, "input": input_path, "policy": policy, "num_generations": num_generations,
+                "completion_tokens": completion_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
+                "backend": flags.backend, "judge": flags.model}
+    report = check_reward(reward, [g["prompt"] for g in chosen], [g["reference"] for g in chosen], completions,
+                          batch_size=batch_size, generation_seconds=generation_seconds, settings=settings)
+    data = report.to_dict()
+    if output_path:
+        Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    print_report(data, output_path)
+
+
+def print_report(data: dict[str, Any], output_path: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    def fmt(value: Any) -> str:
+        return "n/a" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    console = Console(stderr=True)
+    groups = Table(title=f"reward {data['reward']}: spread within each prompt's group")
+    for name in ("prompt", "scored", "unscored", "mean", "std", "min", "max", "learns?"):
+        groups.add_column(name, justify="left" if name == "prompt" else "right")
+    for g in data["per_group"]:
+        groups.add_row(g["prompt"][:40], str(g["scored"]), str(g["unscored"]), fmt(g["mean"]), fmt(g["std"]),
+                       fmt(g["min"]), fmt(g["max"]), "no: flat" if g["flat"] else "yes")
+    console.print(groups)
+    summary = Table(title="summary")
+    summary.add_column("measure")
+    summary.add_column("value", justify="right")
+    summary.add_row("completions", str(data["completions"]))
+    summary.add_row("groups with no spread (teach GRPO nothing)",
+                    f"{data['flat_groups']}/{len(data['per_group'])} ({fmt(data['flat_group_share'])})")
+    summary.add_row("mean within-group std", fmt(data["mean_group_std"]))
+    summary.add_row("unscored share", fmt(data["unscored_share"]))
+    for reason, count in list(data["unscored_reasons"].items())[:5]:
+        summary.add_row(f"  unscored: {reason[:70]}", str(count))
+    summary.add_row("reward speed (completions/s)", fmt(data["reward_samples_per_s"]))
+    if data["generation_seconds"] is not None:
+        summary.add_row("policy sampling (s)", fmt(data["generation_seconds"]))
+    console.print(summary)
+    if data["flat_group_share"] is not None and data["flat_group_share"] > 0.5:
+        console.print("[bold]Most groups have no reward spread: GRPO would get little signal. Try a higher "
+                      "temperature, larger groups, or a finer-grained metric.[/bold]")
+    if output_path:
+        console.print(f"Full report: {output_path}")

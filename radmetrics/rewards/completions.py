@@ -1,0 +1,60 @@
+"""What TRL hands a reward function, read as report pairs: completions (plain text or conversational) and the
+reference column among the dataset columns it passes as keyword arguments.
+
+TRL's contract (trl/trainer/grpo_trainer.py `_calculate_rewards`): `reward(prompts=..., completions=...,
+completion_ids=..., **columns)` where `columns` are the dataset's other columns repeated once per generation,
+plus `trainer_state`, `log_extra` and `log_metric`. A conversational completion is a list of messages
+(`[{"role": "assistant", "content": ...}]`, content a string or a list of content blocks). Return one float
+or None per completion; TRL ignores None (NaN) in the group baseline and gives the row no advantage.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from radmetrics.errors import InputError
+
+#: keyword arguments TRL adds besides the dataset's columns
+TRAINER_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})
+
+
+def completion_text(completion: Any) -> Any:
+    """The report a completion holds: the text itself, or the assistant messages' text joined by newlines.
+    Anything else is returned as is (the runner marks it unscored, naming its type)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if isinstance(completion, list | tuple) and all(isinstance(m, dict) for m in completion):
+        parts = [_content_text(m.get("content")) for m in completion if m.get("role", "assistant") == "assistant"]
+        parts = [p for p in parts if p is not None]
+        return "\n".join(parts) if parts else None
+    return completion
+
+
+def _content_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content blocks: [{"type": "text", "text": "..."}, {"type": "image"}, ...]
+        texts = [b.get("text") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return "".join(texts) if texts else None
+    return None
+
+
+def reference_values(column: str, completions: Sequence[Any], columns: dict[str, Any]) -> list[Any]:
+    """The reference report of every completion, from the dataset column TRL passed; a missing column is a
+    set-up error (every row would be unscored), so it fails loudly, naming the columns there are."""
+    if column not in columns:
+        available = sorted(k for k in columns if k not in TRAINER_KWARGS)
+        raise InputError(f"The reward needs the reference report in dataset column '{column}', but the trainer "
+                         f"passed only these columns: {', '.join(available) or '(none)'}. Add the column to the "
+                         f"training dataset or pass reference_column=<its name>.")
+    values = list(columns[column])
+    if len(values) != len(completions):
+        raise InputError(f"column '{column}' has {len(values)} values for {len(completions)} completions")
+    return values
+
+
+def training_step(columns: dict[str, Any], fallback: int) -> int:
+    state = columns.get("trainer_state")
+    return int(getattr(state, "global_step", fallback))

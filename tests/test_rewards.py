@@ -1,0 +1,352 @@
+"""radmetrics metrics as TRL rewards: the reward-function contract (plain and conversational completions,
+dataset columns, None for unscored with the reasons logged), orientation and scaling, GRPO training on CPU with
+the tiny GREEN judge and a tiny trained ER²Score, and an OpenAI-compatible judge with faults."""
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+from tiny_policy import build_tiny_policy, report_dataset, train_grpo
+
+import radmetrics
+from radmetrics.errors import InputError, RadmetricsError
+from radmetrics.rewards import er2score_reward, reward_function
+from radmetrics.types import GenerationConfig
+
+REFS = ["Small left effusion. No pneumothorax.", "Cardiomegaly with edema.", "Normal chest.", "Normal chest."]
+CANDS = ["Small left effusion.", "Cardiomegaly.", "GARBLED report", ""]
+
+
+def nan_to_none(values):
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
+
+
+# -- the contract, on the fake judge (plugin seam) ------------------------------------------------------------
+def test_reward_matches_score_plain_and_conversational(fake_judge, caplog):
+    reward = reward_function("green", backend="fake", cache=False)
+    assert reward.__name__ == "green"
+    expected = radmetrics.score("green", REFS, CANDS, backend="fake", cache=False, progress=False).scores
+    assert expected[0] is not None and expected[2] is None  # GARBLED: the judge's answer is unreadable
+    assert expected[3] == 0.0  # an empty completion is judged as written: it counts against the policy
+    with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+        plain = reward(prompts=["p"] * 4, completions=CANDS, reference=REFS, other_column=[1, 2, 3, 4])
+    assert plain == expected  # unscored -> None, the rest the metric's own score
+    lines = [r.getMessage() for r in caplog.records if r.name == "radmetrics.rewards"]
+    assert len(lines) == 1 and "1 of 4 completions unscored" in lines[0] and "(x1)" in lines[0]
+    conversational = [[{"role": "assistant", "content": c}] for c in CANDS[:3]]
+    conversational.append([{"role": "assistant", "content": [{"type": "text", "text": ""}]}])
+    assert reward(prompts=[[{"role": "user", "content": "p"}]] * 4, completions=conversational,
+                  reference=REFS) == expected
+
+
+def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
+    reward = reward_function("green", backend="fake", cache=False)
+    calls = []
+    backend = reward.judge.backend
+    original = backend.generate
+    monkeypatch.setattr(backend, "generate", lambda prompts, *a, **k: calls.append(len(prompts)) or
+                        original(prompts, *a, **k))
+    reward(prompts=["p"] * 4, completions=CANDS, reference=REFS)
+    assert calls == [4]  # every row in one call
+
+
+def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
+    refs, cands = REFS[:2], ["Small left effusion. Rib fracture.", "Cardiomegaly."]
+    finerad = radmetrics.score("finerad_score", refs, cands, backend="fake", cache=False, progress=False).scores
+    assert finerad[0] > 0  # the fake judge marks the rib-fracture line as an urgent error
+    lower = reward_function("finerad_score", backend="fake", cache=False)
+    assert lower(completions=cands, reference=refs) == [-s for s in finerad]
+    ranged = reward_function("finerad_score", backend="fake", cache=False, scale=(0, 8), name="finerad_01")
+    assert ranged.__name__ == "finerad_01"
+    assert ranged(completions=cands, reference=refs) == [max(0.0, (8 - s) / 8) for s in finerad]
+    green = radmetrics.score("green", REFS, CANDS, backend="fake", cache=False, progress=False).scores
+    metrics, extra = {}, {}
+    fallback = reward_function("green", backend="fake", cache=False, on_unscored=-1.0, scale=10)
+    got = fallback(completions=CANDS, reference=REFS, log_metric=metrics.__setitem__,
+                   log_extra=extra.__setitem__, trainer_state=type("S", (), {"global_step": 7})())
+    assert got == [g * 10 if g is not None else -1.0 for g in green]
+    assert metrics["green/unscored_frac"] == 0.25 and metrics["green/samples_per_s"] > 0
+    assert extra["green_unscored_reason"][0] is None and "GREEN format" in extra["green_unscored_reason"][2]
+    assert "step 7" in caplog.text and "returned the fallback -1.0" in caplog.text
+    with pytest.raises(RadmetricsError, match="on_unscored"):
+        reward_function("green", on_unscored="zero")
+    with pytest.raises(RadmetricsError, match="scale"):
+        reward_function("green", scale=(1, 0))
+
+
+def test_missing_reference_column_and_unknown_metric(fake_judge):
+    reward = reward_function("green", backend="fake", cache=False, reference_column="gt")
+    with pytest.raises(InputError, match="column 'gt'.*passed only these columns: reference"):
+        reward(prompts=["p"], completions=["x"], reference=["y"], trainer_state=None)
+    with pytest.raises(radmetrics.UnknownNameError, match="Did you mean 'green'"):
+        reward_function("gren")
+
+
+def test_plugin_scoring_system_is_a_reward(monkeypatch, tmp_path):
+    import json
+
+    from conftest import REPO
+
+    from radmetrics.plugins import get_scoring_system, register_plugin, unregister_plugin
+
+    monkeypatch.syspath_prepend(str(REPO / "tests" / "plugin_pkg"))
+    import radmetrics_example_plugin as plugin  # a third-party scoring system, registered through the real seam
+
+    register_plugin(plugin, name="example-plugin-rewards")
+    try:
+        overlap = get_scoring_system("word_overlap")
+        replay = tmp_path / "answers.jsonl"
+        replay.write_text("\n".join(json.dumps({"prompt": overlap.build_prompt("Normal chest.", c), "response": a})
+                                    for c, a in [("Normal chest.", "7"), ("Something else.", "no idea")]))
+        reward = reward_function("word_overlap", backend="replay", judge_options={"path": str(replay)})
+        assert reward.__name__ == "word_overlap"
+        assert reward(completions=["Normal chest.", "Something else."], reference=["Normal chest."] * 2) == [0.7, None]
+    finally:
+        unregister_plugin(name="example-plugin-rewards")
+
+
+def test_memory_cap_sizes_the_in_process_judge(tiny_judge):
+    from transformers import AutoConfig
+
+    from radmetrics.rewards.layouts import kv_bytes_per_token, memory_capped_options, weight_bytes
+
+    config = AutoConfig.from_pretrained(tiny_judge)
+    # tiny judge: 2 layers x 1 KV head x head_dim 64 x (K and V) x 4 bytes (fp32) = 1024 bytes per token
+    assert kv_bytes_per_token(config, 4) == 2 * 2 * 1 * 64 * 4
+    options = memory_capped_options("transformers", str(tiny_judge), 0.01, {"dtype": "fp32"})
+    assert options == {"max_batch_tokens": int((0.01 * 2**30 * 0.85 - weight_bytes(config, 4)) // 1024)}
+    reward = reward_function("green", judge=str(tiny_judge), judge_options={"dtype": "fp32"}, cache=False,
+                             judge_memory_gib=0.01)
+    assert reward.judge.backend.max_batch_tokens == options["max_batch_tokens"]
+    with pytest.raises(RadmetricsError, match="too small"):
+        memory_capped_options("transformers", str(tiny_judge), 0.0001)
+    with pytest.raises(RadmetricsError, match="in-process judges"):
+        memory_capped_options("openai", "x", 1)
+
+
+# -- GRPO on CPU ----------------------------------------------------------------------------------------------
+class Seen:
+    """A reward function that records what TRL passed and scores nothing (so that rows every real reward
+    leaves unscored stay unscored for TRL)."""
+
+    __name__ = "seen"
+
+    def __init__(self):
+        self.batches = []
+
+    def __call__(self, prompts, completions, reference, **kwargs):
+        self.batches.append((list(completions), list(reference)))
+        return [None] * len(completions)
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    return build_tiny_policy(tmp_path_factory.mktemp("policy") / "tiny-policy")
+
+
+@pytest.mark.slow
+def test_grpo_with_green_from_the_tiny_judge(policy, tiny_judge, tmp_path, caplog):
+    config = GenerationConfig(max_new_tokens=160)
+    green = reward_function("green", judge=str(tiny_judge), cache=tmp_path / "cache.sqlite", config=config)
+    seen = Seen()
+    with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+        trainer = train_grpo(policy, [green, seen], report_dataset(), tmp_path / "grpo", weights=[1.0, 0.0])
+    steps = [h for h in trainer.state.log_history if "rewards/green/mean" in h]
+    assert len(steps) == 2 and len(seen.batches) == 2  # both steps ran
+    everything = []
+    for (completions, references), logged in zip(seen.batches, steps):
+        expected = radmetrics.score("green", references, completions, judge=str(tiny_judge), cache=False,
+                                    config=config, progress=False).scores
+        scored = [s for s in expected if s is not None]
+        if scored:
+            assert logged["rewards/green/mean"] == pytest.approx(sum(scored) / len(scored))
+        else:  # TRL logs the mean of an all-None step as None
+            assert logged["rewards/green/mean"] is None or math.isnan(logged["rewards/green/mean"])
+        everything += expected
+    # the last step's per-completion rewards as TRL keeps them (None -> NaN)
+    assert nan_to_none(list(trainer._logs["rewards"]["green"])) == pytest.approx(expected)
+    assert any(s is not None for s in everything)  # the judge scored completions...
+    assert sum(s is None for s in everything) >= 4  # ...and the empty-reference prompt's 4 came back None
+    assert "reference is empty (x4)" in caplog.text
+    assert green.calls == 2 and green.completions == 16
+
+
+@pytest.fixture(scope="module")
+def tiny_er2score(tmp_path_factory):
+    import fake_judge
+    from tiny_judge import build_tiny_base, training_pairs
+
+    from radmetrics.er2score.data import generate_pairs
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.pairs import CRITERIA
+    from radmetrics.er2score.train import train_reward_model
+    from radmetrics.plugins import register_plugin, unregister_plugin
+
+    register_plugin(fake_judge, name="fake-teacher-rewards")
+    try:
+        pairs, _ = generate_pairs(radmetrics.get_judge("fake", cache=False), [r for r, _, _ in training_pairs()])
+    finally:
+        unregister_plugin(name="fake-teacher-rewards")
+    folder = tmp_path_factory.mktemp("er2")
+    model = MultiRewardModel.new(str(build_tiny_base(folder / "base")), CRITERIA["radcliq"])
+    train_reward_model(model, pairs, steps=20, batch_size=6, lr=5e-3, progress=False)
+    return model.save(folder / "er2score")
+
+
+def test_er2score_reward_model_views_agree(tiny_er2score):
+    import torch
+
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.pairs import reward_input
+
+    reward = er2score_reward(str(tiny_er2score))
+    refs, cands = REFS[:3], CANDS[:3]
+    totals = reward(completions=cands, reference=refs)
+    official = MultiRewardModel.load(tiny_er2score).score(refs, cands)
+    assert totals == pytest.approx([o["er2score"] for o in official], abs=1e-4)
+    criteria = reward.criteria_functions()
+    assert [c.__name__ for c in criteria][0] == "er2score_false_prediction"
+    per = [c(completions=cands, reference=refs) for c in criteria]
+    assert [sum(v) for v in zip(*per)] == pytest.approx(totals, abs=1e-5)
+    assert reward.forward_passes == 1  # the criteria were answered from the total's forward pass
+    module = reward.as_reward_model()
+    batch = reward.tokenizer([reward_input(r, c) for r, c in zip(refs, cands)], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        logits = module(**batch).logits
+    assert logits.shape == (3, 7) and logits[:, 0].tolist() == pytest.approx(totals, abs=1e-4)
+    too_long = er2score_reward(str(tiny_er2score), max_length=16)
+    assert too_long(completions=["x"], reference=["Normal chest."]) == [None]
+    assert "over max_length=16" in too_long.last.reasons[0]
+
+
+@pytest.mark.slow
+def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
+    from radmetrics.er2score.model import MultiRewardModel
+
+    total = er2score_reward(str(tiny_er2score))
+    criteria = total.criteria_functions()
+    seen = Seen()
+    # The criteria sum to the ER²Score (the trained reward); the total rides along with weight 0 to be logged.
+    trainer = train_grpo(policy, [*criteria, total, seen], report_dataset(conversational=True), tmp_path / "grpo",
+                         weights=[1.0] * len(criteria) + [0.0, 0.0])
+    steps = [h for h in trainer.state.log_history if "rewards/er2score/mean" in h]
+    assert len(steps) == 2 and total.forward_passes == 2  # one forward pass per completion batch
+    official = MultiRewardModel.load(tiny_er2score)
+    for (completions, references), logged in zip(seen.batches, steps):
+        assert isinstance(completions[0], list) and completions[0][0]["role"] == "assistant"
+        texts = [c[0]["content"] for c in completions]
+        official_scores = official.score([r or "x" for r in references], texts)
+        # rows with an empty reference are None for the reward (nothing to score against)
+        scored = [o["er2score"] for o, r in zip(official_scores, references) if r.strip()]
+        assert logged["rewards/er2score/mean"] == pytest.approx(sum(scored) / len(scored), abs=1e-4)
+        assert logged["reward"] == pytest.approx(logged["rewards/er2score/mean"], abs=1e-4)
+    last = nan_to_none(list(trainer._logs["rewards"]["er2score"]))
+    assert last == pytest.approx(total.last.rewards)
+    assert sum(1 for b in seen.batches for r in b[1] if not r) == 4  # the empty reference's group
+    assert total.unscored == 4
+
+
+# -- a judge behind an OpenAI-compatible server, with faults ----------------------------------------------------
+@pytest.mark.slow
+def test_grpo_with_openai_judge_faults(policy, tmp_path, caplog):
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    from radmetrics.judge.cache import ResponseCache
+
+    cache = tmp_path / "cache.sqlite"
+    options = {"concurrency": 1, "max_retries": 1, "backoff": 0.01, "timeout": 0.5}
+    # one request at a time: 429 then success; 500 twice (gives up); timeout twice (gives up); the rest fine
+    script = ["429", "500", "500", "timeout", "timeout"]
+    seen = Seen()
+    with FakeOpenAIServer(analysis_for, script=script) as server:
+        options["base_url"] = server.base_url
+        green = reward_function("green", backend="openai", judge="judge-model", judge_options=options, cache=cache)
+        with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+            trainer = train_grpo(policy, [green, seen], report_dataset(empty_reference=False), tmp_path / "grpo",
+                                 steps=1, weights=[1.0, 0.0])
+    assert trainer.state.global_step == 1
+    reasons = [r for r in green.last.reasons if r]
+    assert len(reasons) == 2 and green.last.unscored == 2
+    assert any("gave up after 2 attempts: HTTP 500" in r for r in reasons)
+    assert any("gave up after 2 attempts: timeout" in r for r in reasons)
+    assert "2 of 8 completions unscored" in caplog.text
+    logged = nan_to_none(list(trainer._logs["rewards"]["green"]))
+    assert logged == pytest.approx(green.last.rewards) and logged.count(None) == 2
+    # Only the answers that arrived were cached: scoring the same completions again asks for the two failures
+    completions, references = seen.batches[0]
+    assert len(ResponseCache(cache)) == len(set(completions)) - 2
+    with FakeOpenAIServer(analysis_for) as healthy:
+        again = radmetrics.score("green", references, completions, backend="openai", judge="judge-model",
+                                 cache=cache, progress=False, judge_options={**options, "base_url": healthy.base_url})
+    assert len(healthy.requests) == 2 and again.summary["num_unscored"] == 0
+    assert [s for s, r in zip(again.scores, green.last.rewards) if r is not None] == \
+        [r for r in green.last.rewards if r is not None]
+
+
+# -- radmetrics reward-check ------------------------------------------------------------------------------------
+def test_reward_check_on_given_completions(fake_judge, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+
+    rows = [{"prompt": "A", "reference": "Normal chest.", "completion": "Normal chest."} for _ in range(3)]  # flat
+    rows += [{"prompt": "B", "reference": "Small left effusion.", "completion": c}
+             for c in ["Small left effusion.", "Small effusion. Nodule.", "Large right effusion."]]
+    rows += [{"prompt": "C", "reference": "Cardiomegaly.", "completion": c}
+             for c in ["Cardiomegaly.", "GARBLED", "GARBLED again"]]
+    src = tmp_path / "completions.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "check.json"
+    result = CliRunner().invoke(cli, ["reward-check", "-m", "green", "-i", str(src), "--completions",
+                                      "--backend", "fake", "--no-cache", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    groups = {g["prompt"]: g for g in report["per_group"]}
+    assert groups["A"]["flat"] and groups["A"]["std"] == 0 and groups["A"]["scored"] == 3
+    assert not groups["B"]["flat"] and groups["B"]["max"] > groups["B"]["min"]
+    assert groups["C"]["flat"] and groups["C"]["scored"] == 1 and groups["C"]["unscored"] == 2  # one left: flat
+    assert report["flat_groups"] == 2 and report["completions"] == 9
+    assert report["unscored_share"] == pytest.approx(2 / 9)
+    assert sum(report["unscored_reasons"].values()) == 2 and report["reward_samples_per_s"] > 0
+    assert "teach GRPO nothing" in result.output
+
+
+def test_reward_check_samples_the_policy(fake_judge, policy, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+    from tiny_policy import policy_pairs
+
+    from radmetrics.cli import cli
+
+    src = tmp_path / "prompts.jsonl"
+    src.write_text("\n".join(json.dumps({"prompt": p, "reference": r}) for p, r, _ in policy_pairs()))
+    out = tmp_path / "check.json"
+    result = CliRunner().invoke(cli, ["reward-check", "-m", "finerad_score", "-i", str(src), "--policy", str(policy),
+                                      "-g", "4", "--completion-tokens", "8", "--backend", "fake", "--no-cache",
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["completions"] == 12 and len(report["per_group"]) == 3
+    assert all(g["scored"] + g["unscored"] == 4 for g in report["per_group"])
+    assert report["generation_seconds"] > 0
+    for g in report["per_group"]:  # lower-is-better FineRadScore enters as a reward <= 0
+        assert g["max"] is None or g["max"] <= 0
+
+
+def test_reward_check_bad_arguments_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    from radmetrics.cli import main
+
+    src = tmp_path / "p.jsonl"
+    src.write_text('{"prompt": "x", "ref": "y"}\n')
+    for args, message in ((["-i", str(src)], "either --policy"),
+                          (["-i", str(src), "--completions"], "no column 'reference' (set --reference-column)")):
+        monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "green", *args])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and "Traceback" not in err

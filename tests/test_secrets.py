@@ -1,0 +1,149 @@
+"""API keys never leave the process: a server that echoes the key everywhere, at every fault kind.
+
+The fake server (tests/openai_server.py, echo_key=True) puts the request's Authorization value in a response
+header, in every error body, in garbage pages and in a field of every successful body. Some error bodies
+place the key across the 200-character cut radmetrics applies to error details, at seeded offsets, so that
+redacting after truncating would leave a piece of it. The check: no run of more than 4 characters of the key
+appears in the results file, the summary, the cache (database and WAL), the logs (DEBUG, httpx included),
+stdout / stderr, the rows' reasons, repr() of the judge, or the text of any exception.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import string
+import subprocess
+import sys
+import traceback
+
+import pytest
+from conftest import REPO
+from green_answers import green_answer
+from openai_server import FakeOpenAIServer
+
+import radmetrics
+
+RNG = random.Random(18)  # seeded: the same key and the same cut positions every run
+KEY = "sk-" + "".join(RNG.choices(string.ascii_letters + string.digits, k=40))
+NUMERIC_KEY = int("".join(RNG.choices("123456789", k=24)))  # `--judge-option api_key=...` parses as a number
+
+ANSWER = green_answer({"a": 1, "f": 1}, {"c": 1}, 3)
+FAULTS = ["429", "500", "503", "timeout", "reset", "garbage", "truncated", "empty"]  # retried
+CLIENT_ERRORS = ["401", "400", "403", "404"]  # not retried: the body goes into the row's reason
+N_ROWS = 12
+
+# Known leaks this test finds on main today (TESTING.md, "Secrets"): a key straddling the 200-character cut of an
+# error detail is redacted after the cut, so its first part stays (issue 13 redacts before cutting); httpcore's
+# DEBUG log prints response headers, echoed key included; a numeric key crashes redaction (int has no len) or is
+# printed back by the option type check. Marked, visibly, until those fixes are on main; never skipped.
+KNOWN_LEAKS = pytest.mark.xfail(reason="key leaks found by this test, fixes pending (issue 13): see TESTING.md",
+                                strict=False)
+
+
+def leaked_runs(text: str, key: str, run: int = 5) -> list[str]:
+    """Every piece of the key of `run` characters that occurs in text."""
+    return sorted({key[i: i + run] for i in range(len(key) - run + 1) if key[i: i + run] in text})
+
+
+def straddling_error_body(cuts):
+    """Error bodies whose key starts `k` characters before position 200 (the detail cut), k from `cuts`."""
+
+    def body(auth: str, n: int) -> bytes:
+        key_at = 200 - cuts[n % len(cuts)]
+        head = '{"error": {"message": "'
+        pad = "x" * (key_at - len(head) - len("Bearer "))
+        return (head + pad + auth + '", "type": "invalid_request_error"}}').encode()
+
+    return body
+
+
+def script():
+    """Row 1 meets every retried fault in turn, then a 401; then 400, 403, 404; then 500 until it gives up;
+    the remaining rows are answered."""
+    return FAULTS + CLIENT_ERRORS + ["500"] * 9
+
+
+def pairs():
+    return [(f"Reference {i}: small left effusion.", f"Candidate {i}: small effusion.") for i in range(N_ROWS)]
+
+
+def key_cuts(key: str) -> list[int]:
+    """Seeded cut positions inside the key, each leaving at least 5 of its characters before the cut."""
+    rng = random.Random(len(key))
+    return [rng.randint(5, len(key) - 1) for _ in range(8)]
+
+
+@KNOWN_LEAKS
+@pytest.mark.parametrize("key, key_from", [(KEY, "environment"), (KEY, "option"), (str(NUMERIC_KEY), "option")],
+                         ids=["env", "option", "numeric-option"])
+def test_cli_run_with_a_key_echoing_server_leaks_nothing(tmp_path, key, key_from):
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs()))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    if key_from == "environment":
+        env["OPENAI_API_KEY"] = key
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=script(), echo_key=True,
+                          error_body=straddling_error_body(key_cuts(key))) as server:
+        args = ["score", "-m", "green", "-i", str(src), "-o", str(out), "--backend", "openai", "--base-url",
+                server.base_url, "--judge", "judge-model", "--cache", str(cache), "--no-progress",
+                "--judge-option", "concurrency=1", "--judge-option", "max_retries=8",
+                "--judge-option", "backoff=0.001", "--judge-option", "timeout=0.5"]
+        if key_from == "option":
+            args += ["--judge-option", f"api_key={key}"]
+        # DEBUG logging for every logger (httpx, httpcore, radmetrics) onto stderr
+        code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
+                "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+        run = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, env=env)
+    leaks = {name: leaked_runs(text, key) for name, text in [("stdout", run.stdout), ("stderr", run.stderr)]}
+    if key_from == "option" and key.isdigit() and run.returncode == 2:
+        # a numeric key may be refused as an option value; then it is one line, with no part of the key
+        assert "Traceback" not in run.stderr and run.stderr.strip().count("\n") < 3, run.stderr[-2000:]
+        assert leaks == {"stdout": [], "stderr": []}, "the key leaked into the error"
+        return
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert all(r["headers"]["Authorization"] == f"Bearer {key}" for r in server.requests)  # the key was used
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    reasons = [r["reason"] for r in rows]
+    assert reasons[0].startswith("judge call failed: HTTP 401: ")  # row 1: the 8 retried faults, then 401
+    assert [r.split(": ")[1] for r in reasons[1:4]] == ["HTTP 400", "HTTP 403", "HTTP 404"]
+    assert reasons[4] == "judge call failed: gave up after 9 attempts: HTTP 500"
+    assert all(r["parsed"] for r in rows[5:]) and len(rows) == N_ROWS
+    assert "DEBUG" in run.stderr  # the logs were on
+    files = [out, tmp_path / "out.jsonl.summary.json", *tmp_path.glob("cache.sqlite*")]
+    assert len(files) >= 3
+    for f in files:
+        leaks[f.name] = leaked_runs(f.read_bytes().decode("utf-8", "replace"), key)
+    assert all(v == [] for v in leaks.values()), {k: v for k, v in leaks.items() if v}
+
+
+@KNOWN_LEAKS
+@pytest.mark.parametrize("key", [KEY, NUMERIC_KEY], ids=["text", "number"])
+def test_python_api_with_a_key_echoing_server_leaks_nothing(tmp_path, caplog, key):
+    caplog.set_level(logging.DEBUG)
+    refs, cands = zip(*pairs())
+    texts: list[str] = []
+    options = {"api_key": key, "concurrency": 1, "max_retries": 8, "backoff": 0.001, "timeout": 0.5}
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=script(), echo_key=True,
+                          error_body=straddling_error_body(key_cuts(str(key)))) as server:
+        try:
+            result = radmetrics.score("green", refs, cands, backend="openai", judge="judge-model",
+                                      cache=tmp_path / "c.sqlite", progress=False,
+                                      judge_options={"base_url": server.base_url, **options})
+            judge = radmetrics.get_judge("openai", model="judge-model", cache=tmp_path / "c.sqlite",
+                                         base_url=server.base_url, **options)
+        except radmetrics.RadmetricsError as e:  # a numeric key may be refused: the message must not show it
+            result = judge = None
+            texts.append("".join(traceback.format_exception(e)))
+    texts.append(caplog.text)
+    if result is not None:
+        assert sum(j.parsed for j in result.judgments) == N_ROWS - 5
+        assert all("***" in j.reason for j in result.judgments[:4])  # the echoed key reached the reasons, masked
+        texts += [json.dumps([j.to_dict() for j in result.judgments]), json.dumps(result.summary, default=str),
+                  json.dumps(result.fingerprint, default=str), repr(judge), repr(judge.backend), str(judge.identity())]
+        texts += [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.glob("c.sqlite*")]
+    else:
+        assert isinstance(key, int) and not server.requests
+    leaks = [leaked_runs(text, str(key)) for text in texts]
+    assert all(v == [] for v in leaks), leaks
