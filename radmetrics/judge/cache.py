@@ -173,12 +173,13 @@ class ResponseCache:
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             con = self._connect()
-            con.execute("BEGIN IMMEDIATE")
             try:
+                con.execute("BEGIN IMMEDIATE")
                 yield con
                 con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
+            except BaseException:  # Ctrl-C may land anywhere, even right after BEGIN: never leave it open
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
 
     # -- claims: concurrent runs wait for each other's answers instead of asking twice --------------------------
