@@ -74,6 +74,13 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
+        from radmetrics.green.summary import DEFAULT_SUMMARY_MODEL
+        from radmetrics.judge.preflight import check_hub_model
+
+        # the embedding model too (for systems that summarize): offline and uncached, say so now, not after
+        # every row was judged
+        if "summary" in getattr(system, "aggregate_options", ()):
+            check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag="--summary-model")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
