@@ -45,11 +45,43 @@ class JudgeError(RadmetricsError):
         return self.message
 
 
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """Replace every secret (API keys) in text; used on every message that may reach a log or a file."""
+#: a run of this many characters of a secret anywhere in a text is treated as the secret (a key cut in half by a
+#: server or a log line is still a key)
+SECRET_FRAGMENT = 8
+
+
+def redact(text: str, secrets: Iterable[object]) -> str:
+    """Replace every secret (API keys, of any type: a numeric key is a key too) and every fragment of one of
+    SECRET_FRAGMENT or more characters in text. Used on every message that may reach a log, a file or the
+    screen, always before any truncation."""
+    text = str(text)
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+        if secret is None:
+            continue
+        secret = str(secret)
+        if len(secret) < 4:
+            continue
+        text = text.replace(secret, "***")
+        if len(secret) <= SECRET_FRAGMENT:
+            continue
+        grams = {secret[i:i + SECRET_FRAGMENT] for i in range(len(secret) - SECRET_FRAGMENT + 1)}
+        hidden = bytearray(len(text))
+        found = False
+        for i in range(len(text) - SECRET_FRAGMENT + 1):
+            if text[i:i + SECRET_FRAGMENT] in grams:
+                hidden[i:i + SECRET_FRAGMENT] = b"\x01" * SECRET_FRAGMENT
+                found = True
+        if found:
+            out, i = [], 0
+            while i < len(text):
+                if hidden[i]:
+                    while i < len(text) and hidden[i]:
+                        i += 1
+                    out.append("***")
+                else:
+                    out.append(text[i])
+                    i += 1
+            text = "".join(out)
     return text
 
 

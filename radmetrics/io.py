@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import tempfile
@@ -44,28 +45,106 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
     )
 
 
-def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
-               candidate_column: str | None = None) -> PairFile:
+#: first bytes of files people pass by mistake (compressed, spreadsheets, databases, images, Arrow/Parquet)
+_BINARY_MAGIC = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive (an .xlsx workbook?)",
+                 b"%PDF": "a PDF", b"SQLite format 3\x00": "an SQLite database", b"\x89PNG": "a PNG image",
+                 b"PAR1": "a Parquet file", b"ARROW1": "an Arrow file", b"\xff\xd8\xff": "a JPEG image",
+                 b"BZh": "bzip2 data", b"\xfd7zXZ": "xz data", b"\x28\xb5\x2f\xfd": "zstd data"}
+
+
+def read_text(path: str | os.PathLike) -> tuple[str, int]:
+    """The file's text exactly as written (a leading BOM dropped) and how many bytes were not UTF-8.
+
+    Binary files (a known magic number, NUL bytes >= 1% of the file, or mostly undecodable bytes) are refused
+    with a one-line error rather than read as a table of nothing. Stray non-UTF-8 bytes in a text file are
+    replaced (U+FFFD) and counted: one bad byte must not stop a run."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
     if not path.is_file():
         raise InputError(f"Input file not found: {path}")
     raw = path.read_bytes()
-    text = raw.decode("utf-8", errors="replace")  # a stray byte must not stop a run; counted below
+    for magic, what in _BINARY_MAGIC.items():
+        if raw.startswith(magic):
+            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
+    if raw.startswith(b"\xef\xbb\xbf"):  # spreadsheet exports start with a BOM; it is not part of column 1
+        raw = raw[3:]
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
+    nul = raw.count(b"\x00")
+    if raw and nul * 100 >= len(raw):
+        raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
+    text = raw.decode("utf-8", errors="replace")
     decoding_errors = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
+    if raw and decoding_errors * 10 > len(raw):
+        raise InputError(f"{path} is not UTF-8 text ({decoding_errors} of {len(raw)} bytes are not UTF-8); "
+                         "radmetrics reads UTF-8 JSONL or CSV")
+    if not text.strip():
+        raise InputError(f"{path} is empty")
+    return text, decoding_errors
+
+
+def check_text_file(path: str | os.PathLike, sniff: int = 1 << 16) -> None:
+    """read_text's refusals (binary, UTF-16, NUL, mostly undecodable, empty) on the first SNIFF bytes only, for
+    readers that stream the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
+    if not path.is_file():
+        raise InputError(f"Input file not found: {path}")
+    with path.open("rb") as fh:
+        head = fh.read(sniff)
+    for magic, what in _BINARY_MAGIC.items():
+        if head.startswith(magic):
+            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    nul = head.count(b"\x00")
+    if head and nul * 100 >= len(head):
+        raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
+    bad = head.decode("utf-8", errors="replace").count("\ufffd") - head.decode("utf-8", errors="ignore").count("\ufffd")
+    if head and bad * 10 > len(head):
+        raise InputError(f"{path} is not UTF-8 text ({bad} of {len(head)} bytes are not UTF-8); radmetrics reads "
+                         "UTF-8 JSONL or CSV")
+    if not head.strip() and path.stat().st_size <= sniff:
+        raise InputError(f"{path} is empty")
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """Lines of JSONL split on "\\n" only: U+2028, U+0085, form feed and the other characters that
+    str.splitlines() treats as line breaks are text inside a record, never record boundaries."""
+    lines = text.split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def csv_rows(text: str, delimiter: str = ",") -> tuple[list[str], list[dict[str, Any]]]:
+    """(columns, rows) through the csv module itself, so quoted fields keep their newlines exactly."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
+    return list(reader.fieldnames or []), rows
+
+
+def _parse_json_line(line: str) -> Any:
+    # strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
+    return json.JSONDecoder(strict=False).decode(line)
+
+
+def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
+               candidate_column: str | None = None) -> PairFile:
+    path = Path(path)
+    text, decoding_errors = read_text(path)
     rows: list[dict[str, Any]] = []
     bad: dict[int, str] = {}
     if path.suffix.lower() in {".csv", ".tsv"}:
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-        columns = reader.fieldnames or []
-        for row in reader:
-            rows.append({k: v for k, v in row.items() if k is not None})
+        columns, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
     else:
         columns_seen: dict[str, None] = {}
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(jsonl_lines(text), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _parse_json_line(line)
                 if not isinstance(row, dict):
                     raise ValueError(f"a JSON {type(row).__name__}, not an object")
             except ValueError as e:
@@ -83,13 +162,20 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:
     """Reports of one column (a reference alias by default) from JSONL or CSV; empty ones are dropped."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Input file not found: {path}")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(text.splitlines()))
+    text, _ = read_text(path)
+    if path.suffix.lower() in {".csv", ".tsv"}:
+        _, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
     else:
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        rows = []
+        for lineno, line in enumerate(jsonl_lines(text), 1):
+            if not line.strip():
+                continue
+            try:
+                row = _parse_json_line(line)
+            except ValueError as e:
+                raise InputError(f"{path}: line {lineno} is not JSON ({str(e)[:80]})") from None
+            if isinstance(row, dict):
+                rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     name = _pick(columns, REFERENCE_ALIASES, column, "reference", path)
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
@@ -113,33 +199,154 @@ def check_output_path(path: str | os.PathLike) -> str:
     return suffix
 
 
+def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
+    """Refuse outputs that would destroy something: the input itself, or a symlink (written through, a planted
+    link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
+    output = Path(output)
+    for candidate in (output, summary_path(output)):
+        if candidate.is_symlink():
+            raise InputError(f"{candidate} is a symbolic link; radmetrics does not write through links "
+                             "(remove it or give another --output)")
+        if candidate.is_dir():
+            raise InputError(f"{candidate} is a folder; --output must be a file path")
+        for source in inputs:
+            if source is None:
+                continue
+            source = Path(source)
+            same = (candidate.exists() and source.exists() and os.path.samefile(candidate, source)) or \
+                candidate.resolve() == source.resolve()
+            if same:
+                raise InputError(f"--output {output} would overwrite the input {source}; give another --output")
+
+
+def summary_path(output: str | os.PathLike) -> Path:
+    return Path(f"{os.fspath(output)}.summary.json")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
+    """Delete temp files a killed run left beside PATH (`.<name>.<pid>.<random>.tmp` whose process is gone)."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)) and not tmp.is_symlink():
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
+class AtomicFile:
+    """Write PATH all at once: a temp file beside it (created O_EXCL, named with our pid so a later run can
+    clean it up after a kill), fsync, then rename over PATH. The rename replaces a symlink at PATH instead of
+    writing through it; a reader never sees half a file.
+
+    >>> # with AtomicFile(out) as fh: fh.write(...)        # committed on success, removed on error
+    >>> # part = AtomicFile(out).open(); ...; part.commit() # for streaming writers (append, then rename)
+    """
+
+    def __init__(self, path: str | os.PathLike, binary: bool = False):
+        self.path = Path(path)
+        self.binary = binary
+        self.tmp: Path | None = None
+        self.fh = None
+
+    def open(self) -> AtomicFile:
+        if self.path.is_symlink():
+            raise InputError(f"{self.path} is a symbolic link; radmetrics does not write through links")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_tmp(self.path)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.{os.getpid()}.", suffix=".tmp")
+        self.tmp = Path(tmp)
+        self.fh = os.fdopen(fd, "wb") if self.binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
+        return self
+
+    def write(self, text: str) -> None:
+        self.fh.write(text)
+
+    def close_tmp(self) -> None:
+        """Flush and close the temp file (a multi-file commit renames several prepared temps in a row)."""
+        if self.fh is not None and not self.fh.closed:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            self.fh.close()
+
+    def commit(self) -> None:
+        self.close_tmp()
+        os.replace(self.tmp, self.path)
+        self.tmp = None
+
+    def discard(self) -> None:
+        if self.fh is not None and not self.fh.closed:
+            self.fh.close()
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+    def __enter__(self):
+        return self.open().fh
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+def _write_table(fh, path: Path, rows: list[dict[str, Any]]) -> None:
+    if path.suffix.lower() == ".parquet":
+        _write_parquet(fh, rows)
+    elif path.suffix.lower() == ".csv":
+        flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
+        fields = list(dict.fromkeys(k for r in flat for k in r))
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(flat)
+    else:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+
 def write_rows(path: str | os.PathLike, rows: list[dict[str, Any]]) -> None:
     """Write atomically (temp file + rename) so a killed run never leaves half a results file.
     The format follows the extension (check_output_path)."""
     path = Path(path)
-    if check_output_path(path) == ".parquet":
-        return _write_parquet(path, rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with AtomicFile(path, binary=check_output_path(path) == ".parquet") as fh:
+        _write_table(fh, path, rows)
+
+
+def write_results(path: str | os.PathLike, rows: list[dict[str, Any]], summary: dict[str, Any]) -> Path:
+    """Results and their summary as one unit: both prepared as temp files, the old summary removed, then the
+    results and the summary renamed into place. A kill at any point leaves either the old pair, new results
+    without a summary, or the new pair — never new results beside an old summary (both carry `run_id`)."""
+    path = Path(path)
+    results = AtomicFile(path, binary=check_output_path(path) == ".parquet").open()
+    corpus = AtomicFile(summary_path(path)).open()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            if path.suffix.lower() == ".csv":
-                flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
-                fields = list(dict.fromkeys(k for r in flat for k in r))
-                writer = csv.DictWriter(fh, fieldnames=fields)
-                writer.writeheader()
-                writer.writerows(flat)
-            else:
-                for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, path)
+        _write_table(results.fh, path, rows)
+        json.dump(summary, corpus.fh, indent=2, default=str, ensure_ascii=False)
+        results.close_tmp()
+        corpus.close_tmp()
+        summary_path(path).unlink(missing_ok=True)
+        results.commit()
+        corpus.commit()
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        results.discard()
+        corpus.discard()
         raise
+    return summary_path(path)
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+def _write_parquet(fh, rows: list[dict[str, Any]]) -> None:
     """Parquet through pyarrow; nested fields (details, fingerprint, counts) as JSON text, so that rows
     whose details differ in shape still share one schema."""
     import pyarrow as pa
@@ -149,13 +356,4 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
              for k, v in r.items()} for r in rows]
     fields = list(dict.fromkeys(k for r in flat for k in r))
     table = pa.Table.from_pylist([{k: r.get(k) for k in fields} for r in flat])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    pq.write_table(table, fh)

@@ -64,7 +64,9 @@ def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
 def _lines(path: Path, counter: Any = None) -> Iterator[str]:
     """Decoded lines; a stray non-UTF-8 byte is replaced (and counted), it does not stop the run."""
     with open(path, "rb") as fh:
-        for raw in fh:
+        for n, raw in enumerate(fh):
+            if n == 0:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a spreadsheet's BOM is not part of column 1 / row 0
             line = raw.decode("utf-8", errors="replace")
             if counter is not None and "\ufffd" in line:
                 counter.decoding_errors += line.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")

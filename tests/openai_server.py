@@ -8,7 +8,12 @@ out every request is "ok". Answers come from `answer(prompt)`. Each request's he
 `echo_key=True` makes the server misbehave the way a careless proxy or API does with credentials: the
 request's Authorization value is echoed in a response header, in every error body, in garbage pages and in a
 field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
-the n-th error reply (default: a short JSON error, with the key when `echo_key`).
+the n-th error reply (default: a short JSON error, with the key when `echo_key`,).
+
+More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
+answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
+before each answer. Each request also records `t_start` (wall clock) and `t_done` (when its response was fully
+written, or when the server noticed the client had left a trickle).
 """
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOpenAIServer:
-    def __init__(self, answer, script=None, retry_after: str = "0", echo_key: bool = False, error_body=None):
+    def __init__(self, answer, script=None, retry_after: str = "0", echo_key: bool = False, error_body=None,
+                 delay: float = 0.0):
         self.answer = answer
+        self.delay = delay
         self.script = list(script or [])
         self.retry_after = retry_after
         self.echo_key = echo_key
@@ -39,14 +46,17 @@ class FakeOpenAIServer:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 auth = self.headers.get("Authorization", "")
+                record = {"path": self.path, "headers": dict(self.headers), "body": body, "time": arrived,
+                          "t_start": time.time(), "t_done": None}
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
-                                            "time": arrived})
+                    server.requests.append(record)
                     action = server.script.pop(0) if server.script else "ok"
                 echo = {"X-Echo-Authorization": auth} if server.echo_key else {}
                 if action == "timeout":
                     time.sleep(1.5)
                     action = "ok"
+                if server.delay:
+                    time.sleep(server.delay)
                 if action == "reset":
                     self.connection.shutdown(2)
                     self.connection.close()
@@ -71,13 +81,33 @@ class FakeOpenAIServer:
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    record["t_done"] = time.time()
                     return
-                if self.path.endswith("/chat/completions"):
-                    prompt = body["messages"][-1]["content"]
-                    choice = {"index": 0, "message": {"role": "assistant", "content": server.answer(prompt)},
-                              "finish_reason": "stop"}
+                if action == "trickle":
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", "100000")
+                    self.end_headers()
+                    try:
+                        for _ in range(1000):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except (BrokenPipeError, ConnectionResetError):
+                        record["t_done"] = time.time()  # when the server noticed the client had left
+                    return
+                chat = self.path.endswith("/chat/completions")
+                text = server.answer(body["messages"][-1]["content"] if chat else body["prompt"])
+                if action == "blank":
+                    text = ""
+                elif action == "nontext":
+                    text = 5
+                elif action == "huge":
+                    text = "junk " * 1_000_000
+                if chat:
+                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
                 else:
-                    choice = {"index": 0, "text": server.answer(body["prompt"]), "finish_reason": "stop"}
+                    choice = {"index": 0, "text": text, "finish_reason": "stop"}
                 reply = {"id": "x", "object": "chat.completion", "model": body.get("model"),
                          "choices": [] if action == "empty" else [choice]}
                 if server.echo_key:
@@ -87,6 +117,8 @@ class FakeOpenAIServer:
                     payload = f"<html>bad gateway ({auth})</html>".encode()
                 if action == "truncated":
                     payload = payload[: len(payload) // 2]
+                if action == "schema":
+                    payload = json.dumps({"choices": "abc", "note": f"served for {auth}"}).encode()
                 try:
                     self.send_response(200)
                     for k, v in echo.items():
@@ -95,6 +127,7 @@ class FakeOpenAIServer:
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    record["t_done"] = time.time()
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     pass
 

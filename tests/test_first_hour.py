@@ -202,3 +202,11 @@ def test_train_judge_takes_an_openai_compatible_teacher(tmp_path):
 def test_data_convert_lists_the_dataset_names(tmp_path):
     run = cli("data", "convert", "nosuch", tmp_path, "-o", tmp_path / "out")
     assert run.returncode == 2 and all(n in run.stderr for n in ("rexval", "radeval", "rate_eval", "refisco"))
+
+
+# -- 6. --summary offline: before the judging, one line -------------------------------------------------------------
+def test_summary_model_missing_offline_fails_before_judging(tmp_path):
+    replay = REPO / "radmetrics" / "sample_data" / "green_replay.jsonl"
+    run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "o.jsonl", "--summary")
+    assert_one_line_error(run, "summary model 'sentence-transformers/paraphrase-mpnet-base-v2'", "--summary-model")
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.summary.json").exists()

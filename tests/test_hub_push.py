@@ -2,6 +2,7 @@
 PhysioNet-derived data never public; then loaded back from the server with `datasets`."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,11 +18,19 @@ def hub(tmp_path, monkeypatch):
         yield server
 
 
-def push(hub, *args):
+def push(hub, *args, command=("data", "push")):
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_testtoken_SECRET", "HF_HUB_OFFLINE": "0",
-           "HF_HUB_DISABLE_TELEMETRY": "1"}
-    return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "push", *map(str, args)], cwd=REPO,
+           "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(hub.root / "hf_home")}
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *command, *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, env=env)
+
+
+def hub_push(hub, *args):
+    return push(hub, *args, command=("hub", "push"))
+
+
+def uploads(hub):
+    return [p for method, p, _ in hub.requests if method == "POST" and "/commit/" in p]
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +48,88 @@ def test_push_is_private_by_default_and_can_be_gated(hub, rexval_folder):
     assert "README.md" in hub.files("dataset", "lab/rexval")
     assert any(f.endswith(".arrow") for f in hub.files("dataset", "lab/rexval"))
     assert "hf_testtoken_SECRET" not in out.stdout + out.stderr
-    assert "private, gated manual" in out.stdout
+    assert "(private, gated manual; visibility read back from the Hub)" in out.stdout
 
 
-def test_physionet_data_is_never_pushed_publicly(hub, rexval_folder):
-    out = push(hub, rexval_folder, "lab/rexval-public", "--public")
-    assert out.returncode != 0 and "Refusing to push rexval publicly" in out.stderr
+@pytest.mark.parametrize("command", [("data", "push"), ("hub", "push", "--type", "dataset"), ("hub", "push")])
+def test_physionet_data_is_never_pushed_publicly_by_any_command(hub, rexval_folder, command):
+    out = push(hub, rexval_folder, "lab/rexval-public", "--public", command=command)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "Refusing to push" in out.stderr and "rexval (PhysioNet credentialed data)" in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert ("dataset", "lab/rexval-public") not in hub.repos and not hub.requests
+
+
+def test_physionet_dataset_dict_and_card_only_provenance_are_refused(hub, rexval_folder, tmp_path):
+    import datasets
+
+    splits = datasets.load_from_disk(str(rexval_folder)).train_test_split(test_size=0.5, seed=0)
+    splits.save_to_disk(str(tmp_path / "dict"))  # a DatasetDict: once a KeyError
+    out = push(hub, tmp_path / "dict", "lab/rexval-dict", "--public")
+    assert out.returncode == 2 and "rexval (PhysioNet credentialed data)" in out.stderr, out.stderr[-2000:]
+    model = tmp_path / "judge"  # no data at all, but its card says where the training data came from
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "README.md").write_text("Fine-tuned on MIMIC-CXR reports (credentialed access).")
+    out = hub_push(hub, model, "lab/judge", "--public")
+    assert out.returncode == 2 and "its card (README.md) says 'MIMIC-CXR'" in out.stderr, out.stderr[-2000:]
+    assert not hub.requests
+
+
+def test_public_repo_is_never_written_without_public(hub, tmp_path):
+    import datasets
+
+    folder = tmp_path / "mine"
+    datasets.Dataset.from_list([{"dataset": "my_reports", "reference": "a", "candidate": "b"}]).save_to_disk(str(folder))
+    assert push(hub, folder, "lab/open", "--public").returncode == 0
+    before = hub.files("dataset", "lab/open")
+    assert len(uploads(hub)) == 1
+    for command in (("data", "push"), ("hub", "push", "--type", "dataset")):
+        out = push(hub, folder, "lab/open", command=command)
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert "lab/open is a public dataset repository on the Hub" in out.stderr and "--public" in out.stderr
+    assert len(uploads(hub)) == 1 and hub.files("dataset", "lab/open") == before
+    out = push(hub, folder, "lab/open", "--public")
+    assert out.returncode == 0 and "(public; visibility read back from the Hub)" in out.stdout
+
+
+def test_printed_visibility_is_the_repos_real_one(hub, tmp_path):
+    import datasets
+
+    folder = tmp_path / "mine"
+    datasets.Dataset.from_list([{"dataset": "my_reports", "reference": "a", "candidate": "b"}]).save_to_disk(str(folder))
+    assert push(hub, folder, "lab/closed").returncode == 0
+    out = push(hub, folder, "lab/closed", "--public")  # exists private: stays private, and says so
+    assert out.returncode == 0 and "(private; visibility read back" in out.stdout and "stays private" in out.stdout
+    assert hub.repos[("dataset", "lab/closed")]["private"] is True
+
+
+def test_hand_written_card_is_never_overwritten_unless_asked(hub, rexval_folder, tmp_path):
+    assert push(hub, rexval_folder, "lab/rexval").returncode == 0
+    card = hub.folder("dataset", "lab/rexval") / "README.md"
+    card.write_text("# Our ReXVal copy\nNotes by the lab.\n")  # edited on the Hub
+    out = push(hub, rexval_folder, "lab/rexval")
+    assert out.returncode == 0 and "kept the README.md on the Hub" in out.stdout
+    assert card.read_text() == "# Our ReXVal copy\nNotes by the lab.\n"
+    out = push(hub, rexval_folder, "lab/rexval", "--overwrite-card")
+    assert out.returncode == 0 and card.read_text() == (rexval_folder / "README.md").read_text()
+
+    model = tmp_path / "judge"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "README.md").write_text("My own card.\n")
+    training = tmp_path / "training.json"
+    training.write_text(json.dumps({"config": {"recipe": "vert", "base_model": "tiny", "lora_r": 4, "lora_alpha": 8,
+                                               "learning_rate": 1e-4}, "losses": [1.0, 0.5]}))
+    out = hub_push(hub, model, "lab/judge", "--training", training)
+    assert out.returncode == 2 and "--overwrite-card" in out.stderr and not uploads(hub)[3:]
+    assert (model / "README.md").read_text() == "My own card.\n"
+    assert hub_push(hub, model, "lab/judge", "--training", training, "--overwrite-card").returncode == 0
+    rendered = (model / "README.md").read_text()
+    assert "VERT recipe" in rendered
+    out = hub_push(hub, model, "lab/judge", "--training", training)  # our own unedited card: refreshed freely
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (hub.folder("model", "lab/judge") / "README.md").read_text() == rendered
 
 
 def test_public_push_of_other_data(hub, tmp_path):
@@ -102,3 +186,12 @@ def test_space_app_loads_its_module_with_the_judge_from_the_space_variables(hub,
     run = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "LAUNCH green openai my-judge {'base_url': 'http://127.0.0.1:9/v1'}" in run.stdout
+
+
+def test_publish_metrics_never_adds_to_a_public_space(hub, tmp_path):
+    source = "git+https://github.com/radmetrics/radmetrics@v0.1.0"
+    out = publish(hub, tmp_path, "--radmetrics-source", source)
+    assert out.returncode == 0 and "green: " in out.stdout and "(private)" in out.stdout, out.stderr[-2000:]
+    hub.repos[("space", "lab/green")]["private"] = False  # someone made one Space public on the Hub
+    out = publish(hub, tmp_path, "--radmetrics-source", source)
+    assert out.returncode == 2 and "lab/green is a public space repository" in out.stderr, out.stderr[-2000:]

@@ -31,7 +31,7 @@ def test_unknown_option_in_python_names_the_valid_ones():
 
 
 def test_mistyped_option_is_an_error_not_a_traceback():
-    with pytest.raises(JudgeOptionError, match="'max_batch_size' of the transformers backend must be int, not 'many'"):
+    with pytest.raises(JudgeOptionError, match="'max_batch_size' of the transformers backend must be int or None, not 'many'"):
         TransformersJudge(model="m", max_batch_size="many")
     with pytest.raises(JudgeOptionError, match="'timeout' of the openai backend must be float"):
         radmetrics.get_judge("openai", model="m", base_url="http://127.0.0.1:9", timeout="soon")

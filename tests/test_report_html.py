@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 
 import pytest
 
+from radmetrics.meta.html_report import cell_text
 from radmetrics.meta.report import CATEGORY_NAMES, MetricRun, write_report
 
 
@@ -100,3 +102,22 @@ def test_report_html_is_self_contained_and_renders_in_a_browser(tmp_path):
                          text=True, timeout=120).stdout
     assert dom.count("<img") == len(pngs) and "Meta-evaluation on rexval" in dom
     assert dom.count("<table") >= 4
+
+
+def test_compare_writes_the_same_numbers_as_one_html_page(tmp_path):
+    """radmetrics compare's report.html: every metric's systems and pairs, the forest plot embedded."""
+    from radmetrics.meta.compare import compare, write_outputs
+
+    refs = [f"no effusion. small nodule {i}." for i in range(10)]
+    systems = {"A": [f"no effusion. nodule {i}." for i in range(10)], "B": [f"effusion {i}." for i in range(10)]}
+    result = compare(systems, refs, ["rouge-l", "bleu-2", "no-such-module-xyz"], [f"r{i}" for i in range(10)],
+                     resamples=200, seed=0)
+    paths = write_outputs(result, tmp_path / "cmp")
+    html = paths["html"].read_text()
+    data = json.loads(paths["results"].read_text())
+    for metric in ("rouge-l", "bleu-2"):
+        assert f"{metric}: systems" in html and f"{metric}: pairs" in html
+        pair = data["metrics"][metric]["pairs"][0]
+        assert cell_text(pair["difference"]) in html and cell_text(pair["p_value"]) in html
+    assert "no-such-module-xyz: not computed" in html
+    assert html.count('src="data:image/png;base64,') == 1 and "<script" not in html

@@ -1,6 +1,7 @@
 """`radmetrics` command line. Errors radmetrics raises on purpose print as one line, exit code 2."""
 from __future__ import annotations
 
+import signal
 import sys
 import warnings
 
@@ -16,7 +17,18 @@ from radmetrics.cli.train import train_group
 from radmetrics.errors import MissingExtraError, RadmetricsError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx):
+        # click turns KeyboardInterrupt into a bare "Aborted!"; we say what was kept and exit 128 + signal.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            from radmetrics.cli.exit_status import RunInterrupted, Terminated
+
+            raise RunInterrupted(signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radmetrics")
 def cli() -> None:
     """LLM-judge metrics for radiology reports (GREEN and friends) on one shared judge backend."""
@@ -75,10 +87,16 @@ def sample_path_command(name: str | None) -> None:
 
 
 def main() -> None:
+    from radmetrics.cli.exit_status import RunInterrupted, interrupted_line, raise_terminated
+
+    signal.signal(signal.SIGTERM, raise_terminated)
     # Deprecated names (e.g. --metric radcliq) say so on the command line too.
     warnings.filterwarnings("default", category=DeprecationWarning, module="radmetrics")
     try:
         cli.main(standalone_mode=False)
+    except RunInterrupted as e:
+        click.echo(interrupted_line(), err=True)
+        _exit_now(e.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
@@ -122,6 +140,21 @@ def is_network_error(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def _exit_now(code: int) -> None:
+    """After an interrupt everything worth keeping is committed (answers in the cache, claims released): skip
+    the interpreter's teardown, which on a busy machine took longer than the rest of the stop (measured 1.5 s
+    of the 2 s budget). Not when Ray is loaded: its exit hook stops the workers it started."""
+    import logging
+    import os
+
+    if "ray" in sys.modules:
+        sys.exit(code)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

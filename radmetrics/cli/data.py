@@ -264,24 +264,17 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
 @click.argument("repo_id")
 @click.option("--public", is_flag=True, help="Make the dataset public (private by default).")
 @click.option("--gated", type=click.Choice(["auto", "manual"]), default=None, help="Require access requests.")
-def push_command(folder: str, repo_id: str, public: bool, gated: str | None) -> None:
+@click.option("--overwrite-card", is_flag=True, help="Replace a README.md on the Hub that was written by hand.")
+def push_command(folder: str, repo_id: str, public: bool, gated: str | None, overwrite_card: bool) -> None:
     """Push a converted dataset FOLDER (with its card) to the Hub as REPO_ID, private unless --public.
-    Datasets derived from PhysioNet (ReXVal, RadEval's MIMIC reports, RaTE-Eval) are never pushed publicly."""
-    import datasets
+    Data derived from PhysioNet (ReXVal, RadEval's MIMIC reports, RaTE-Eval, ReFISco) is never pushed publicly,
+    and nothing is added to an existing public repository without --public."""
+    from radmetrics.hub import describe_push, push_folder
 
-    from radmetrics.data import PHYSIONET_DERIVED
-    from radmetrics.hub import push_folder
-
-    if public:
-        names = set(datasets.load_from_disk(folder)["dataset"])
-        restricted = sorted(names & PHYSIONET_DERIVED)
-        if restricted:
-            raise click.ClickException(
-                f"Refusing to push {', '.join(restricted)} publicly: it is derived from PhysioNet credentialed data, "
-                "whose licence forbids redistribution. Push it private (the default), optionally --gated.")
-    result = push_folder(folder, repo_id, repo_type="dataset", public=public, gated=gated)
-    click.echo(f"Pushed {folder} to {result['url']} ({'private' if result['private'] else 'public'}"
-               f"{', gated ' + gated if gated else ''})")
+    result = push_folder(folder, repo_id, repo_type="dataset", public=public, gated=gated,
+                         overwrite_card=overwrite_card)
+    for line in describe_push(folder, result):
+        click.echo(line)
 
 
 @click.command("preference-eval")

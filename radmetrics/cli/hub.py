@@ -20,6 +20,8 @@ def hub_group() -> None:
 @click.option("--gated", type=click.Choice(["auto", "manual"]), default=None)
 @click.option("--training", type=click.Path(exists=True, dir_okay=False),
               help="training.json of `radmetrics train judge`: renders the model card.")
+@click.option("--overwrite-card", is_flag=True,
+              help="Replace a README.md written by hand (in FOLDER with --training, and on the Hub).")
 @click.option("--eval", "eval_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="lm-eval results_*.json or meta-eval results.json: evaluation table and model-index "
                    "(with or without --training; without it the folder's card is updated).")
@@ -27,26 +29,36 @@ def hub_group() -> None:
               help="Hub id of the evaluation dataset for model-index (e.g. my-lab/rexval; default: its short name).")
 @click.option("--base-model", "base_model_id", default=None,
               help="Hub id of the base model when training used a local copy (the card's base_model).")
-def push_command(folder, repo_id, repo_type, public, gated, training, eval_files, eval_dataset, base_model_id) -> None:
-    """Push FOLDER (a merged judge, an adapter, or a dataset) to REPO_ID with its card."""
+def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_card, eval_files, eval_dataset,
+                 base_model_id) -> None:
+    """Push FOLDER (a merged judge, an adapter, or a dataset) to REPO_ID with its card, private unless --public.
+    Same privacy gate as `data push`: PhysioNet-derived data never public, no adding to a public repo without
+    --public, a hand-written card kept unless --overwrite-card."""
     from radmetrics.errors import optional_import
 
     for module in ("huggingface_hub", "yaml"):
         optional_import(module, "hub", "by hub push")
-    from radmetrics.hub import push_folder
+    from radmetrics.hub import describe_push, push_folder
     from radmetrics.hub.cards import evaluations_from_files, is_adapter, render_model_card, update_model_card
+    from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
     card_path = Path(folder) / "README.md"
     evaluations = evaluations_from_files(list(eval_files), eval_dataset)
     if repo_type == "model" and training:
         card = render_model_card(repo_id, json.loads(Path(training).read_text()), evaluations,
                                  adapter=is_adapter(folder), base_model_id=base_model_id)
-        card_path.write_text(card, encoding="utf-8")
+        write_card(card_path, card, overwrite=overwrite_card)
     elif repo_type == "model" and eval_files:
+        # --eval alone adds the results to the folder's card (a hand-written one keeps its text); a card we
+        # rendered stays marked as ours so that later pushes may refresh it
         existing = card_path.read_text(encoding="utf-8") if card_path.is_file() else None
-        card_path.write_text(update_model_card(existing, repo_id, evaluations), encoding="utf-8")
-    result = push_folder(folder, repo_id, repo_type=repo_type, public=public, gated=gated)
-    click.echo(f"Pushed {folder} to {result['url']} ({'private' if result['private'] else 'public'})")
+        ours = existing is None or not written_by_user(existing)
+        updated = update_model_card(strip_marker(existing) if existing else None, repo_id, evaluations)
+        card_path.write_text(card_with_marker(updated) if ours else updated, encoding="utf-8")
+    result = push_folder(folder, repo_id, repo_type=repo_type, public=public, gated=gated,
+                         overwrite_card=overwrite_card)
+    for line in describe_push(folder, result):
+        click.echo(line)
 
 
 @hub_group.command("publish-metrics")
@@ -81,4 +93,4 @@ def publish_metrics_command(namespace: str, public: bool, workdir: str | None, w
         space = build_space(name, module, root / name, radmetrics_source=radmetrics_source,
                             wheel=Path(wheel) if wheel else None, default_judge=default_judge)
         result = push_folder(space, f"{namespace}/{module.stem}", repo_type="space", public=public)
-        click.echo(f"{name}: {result['url']}")
+        click.echo(f"{name}: {result['url']} ({'private' if result['private'] else 'public'})")

@@ -43,21 +43,44 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--chunk-rows", default=4096, show_default=True, type=int,
               help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
+@click.option("--retry-unscored", is_flag=True,
+              help="Ask again for rows whose (cached) judge answer could not be scored, replacing it in the cache.")
+@click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
+              help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
+                   "(a run where every row failed always exits 1). Input problems are not counted.")
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
-                  reference_column, candidate_column, engine, actors, chunk_rows, progress) -> None:
+                  reference_column, candidate_column, engine, actors, chunk_rows, progress, retry_unscored,
+                  max_failures) -> None:
     """Score every (reference, candidate) pair of INPUT with METRIC; rows that cannot be judged are kept,
-    unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming)."""
+    unscored, with their reason. Read, judged and written in chunks: memory stays flat (radmetrics.streaming).
+    Exit codes: 0 done; 1 the judge failed every row (or over --max-failures); 2 bad input or usage;
+    130 / 143 interrupted (every answer received is cached: rerun to resume)."""
+    import hashlib
+
     import radmetrics
+    from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
-    from radmetrics.io import check_output_path
+    from radmetrics.io import (AtomicFile, check_output_path, check_output_safe, check_text_file, clean_stale_tmp,
+                               summary_path)
     from radmetrics.runner import build_judge, fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
+    # before anything is loaded or asked: never overwrite the input, never write through a link
+    check_output_safe(output_path, input_path, judge_flags.options.get("path"))
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
+    check_text_file(input_path)
+    clean_stale_tmp(output_path)
     check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
         for module in ("sklearn", "sentence_transformers", "scipy"):
             optional_import(module, "summary", "by --summary")
+        from radmetrics.green.summary import DEFAULT_SUMMARY_MODEL
+        from radmetrics.judge.preflight import check_hub_model
+
+        # the embedding model too (for systems that summarize): offline and uncached, say so now, not after
+        # every row was judged
+        if "summary" in getattr(system, "aggregate_options", ()):
+            check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag="--summary-model")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
@@ -68,28 +91,38 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
                f"candidate = '{pairs.candidate_column}'", err=True)
     fp = fingerprint(system, the_judge, config)
     stat = os.stat(input_path)
-    writer = OrderedPartWriter(output_path, {"input": os.path.abspath(input_path), "size": stat.st_size,
-                                             "mtime": stat.st_mtime_ns, "fingerprint": fp,
-                                             "columns": [pairs.reference_column, pairs.candidate_column]})
+    identity = {"input": os.path.abspath(input_path), "size": stat.st_size, "mtime": stat.st_mtime_ns,
+                "fingerprint": fp, "columns": [pairs.reference_column, pairs.candidate_column]}
+    writer = OrderedPartWriter(output_path, identity)
+    # The run id names this input + settings: in every result row and in the summary, so a summary is matched to
+    # its results; a resumed run continues under the same id (its rows equal an uninterrupted run's).
+    run_id = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
     running = RunningSummary(system, keep_all=summary)
+    tally = FailureTally()
     try:
-        total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress)
+        total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress,
+                             run_id=run_id, retry_unscored=retry_unscored, tally=tally)
     except BaseException:
         writer.close()  # the part file keeps every finished chunk; the next run continues after them
         raise
+    summary_path(output_path).unlink(missing_ok=True)  # never new results beside the previous run's summary
     writer.finish()
     if pairs.decoding_errors:
         click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
     click.echo(f"Scored {total} rows from {input_path}", err=True)
     corpus = running.result(summary=summary, summary_model=summary_model)
-    summary_path = output_path + ".summary.json"
-    with open(summary_path, "w", encoding="utf-8") as fh:
-        json.dump({"summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2, default=str)
-    print_summary(system, corpus, output_path, summary_path, fp.get("judge"))
+    with AtomicFile(summary_path(output_path)) as fh:
+        json.dump({"run_id": run_id, "summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2,
+                  default=str)
+    print_summary(system, corpus, output_path, str(summary_path(output_path)), fp.get("judge"))
+    failed = tally.message(max_failures)
+    if failed:
+        click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
+        raise SystemExit(JUDGE_FAILED)
 
 
 def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, Any], chunk_rows: int,
-                 progress: bool) -> int:
+                 progress: bool, run_id: str | None = None, retry_unscored: bool = False, tally=None) -> int:
     """Judge the input chunk by chunk, appending each chunk's result rows in input order; rows a previous run
     already wrote (same input and settings) are read back into the summary, not judged again. Returns the
     number of rows."""
@@ -103,12 +136,18 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         judged = judge_pairs(system, judge, [row.get(pairs.reference_column) for _, row in good],
                              [row.get(pairs.candidate_column) for _, row in good], config, progress=progress,
                              row_ids=[i for i, _ in good]) if good else []
+        if retry_unscored and judged:
+            judged = _retry_unscored(system, judge, [row.get(pairs.reference_column) for _, row in good],
+                                     [row.get(pairs.candidate_column) for _, row in good], judged, config, progress,
+                                     [i for i, _ in good])
         by_row = dict(zip((i for i, _ in good), judged))
         out = []
         for i, row, problem in chunk:
             judgment = by_row.get(i) or Judgment.unscored(f"row {i}: {problem}")
             running.add(judgment)
-            out.append(result_row(row, judgment, system.score_key, fp))
+            if tally is not None:
+                tally.add(judgment)
+            out.append({**result_row(row, judgment, system.score_key, fp), **({"run_id": run_id} if run_id else {})})
         writer.write(out)
         chunk.clear()
 
@@ -127,6 +166,24 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if resumed:
         click.echo(f"Continued an interrupted run: {resumed} rows were already written.", err=True)
     return writer.done_rows
+
+
+def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_ids):
+    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
+    forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
+    from radmetrics.runner import judge_pairs
+
+    redo = [k for k, j in enumerate(judged)
+            if not j.parsed and j.raw and not (j.reason or "").startswith(("row ", "judge call failed"))]
+    if not redo or not hasattr(judge, "forget"):
+        return judged
+    judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
+    again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
+                        progress=progress, row_ids=[row_ids[k] for k in redo])
+    judged = list(judged)
+    for k, judgment in zip(redo, again):
+        judged[k] = judgment
+    return judged
 
 
 def _with_resumed(records, writer):

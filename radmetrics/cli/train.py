@@ -139,7 +139,9 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.judge import get_judge
 
     if pairs_path:
-        pairs = [json.loads(x) for x in Path(pairs_path).read_text().splitlines() if x.strip()]
+        from radmetrics.io import jsonl_lines, read_text
+
+        pairs = [json.loads(x) for x in jsonl_lines(read_text(pairs_path)[0]) if x.strip()]
         wrong = [i for i, p in enumerate(pairs) if len(p["accepted_scores"]) != len(CRITERIA[system])]
         if wrong:
             raise click.ClickException(f"pair {wrong[0]} has {len(pairs[wrong[0]]['accepted_scores'])} sub-scores; "

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from radmetrics.er2score.pairs import reward_input
+from radmetrics.errors import RadmetricsError
 
 HEAD_FILE = "reward_head.pt"
 CONFIG_FILE = "er2score_config.json"
@@ -93,10 +95,17 @@ class MultiRewardModel:
         folder = Path(folder) if Path(folder).exists() else Path(snapshot_download(str(folder)))
         config = json.loads((folder / CONFIG_FILE).read_text())
         base = base_model or config["base_model"]
+        # weights_only: a downloaded head file is data, never code to run (a pickle may carry any callable).
+        # Read first, so a refused file fails before the backbone is loaded.
+        try:
+            state = torch.load(folder / HEAD_FILE, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as e:
+            raise RadmetricsError(f"{folder / HEAD_FILE} is not plain tensors: refused to unpickle it "
+                                  f"({str(e).splitlines()[0][:160]})") from None
         backbone = AutoModel.from_pretrained(base, **load_kwargs)
         if (folder / "adapter_config.json").exists():
             backbone = PeftModel.from_pretrained(backbone, str(folder))
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         head = torch.nn.Linear(backbone.config.hidden_size, len(config["criteria"]))
-        head.load_state_dict(torch.load(folder / HEAD_FILE, map_location="cpu"))
+        head.load_state_dict(state)
         return cls(backbone, tokenizer, config["criteria"], base, head, config.get("higher_is_better", True))

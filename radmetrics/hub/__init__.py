@@ -1,20 +1,50 @@
 """Pushing to the Hugging Face Hub: private unless the user asks otherwise. The only network code outside
-radmetrics/judge/, and it runs only when the user runs a push command."""
+radmetrics/judge/, and it runs only when the user runs a push command. Every push path (data push, hub push of
+judges and datasets, publish-metrics Spaces) goes through `push_folder` and so through the privacy gate in
+radmetrics/hub/privacy.py."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
+from radmetrics.hub.privacy import PushRefused, check_public_allowed, written_by_user
+
+__all__ = ["PushRefused", "push_folder", "repo_visibility"]
+
+
+def repo_visibility(api, repo_id: str, repo_type: str) -> bool | None:
+    """The repository's real visibility from the Hub API: True private, False public, None: no such repo."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        info = api.repo_info(repo_id, repo_type=repo_type)
+    except RepositoryNotFoundError:
+        return None
+    # A repo_info without the field is treated as public: the gate must fail closed.
+    return bool(getattr(info, "private", False))
+
+
+def _remote_card(api, repo_id: str, repo_type: str) -> str | None:
+    info = api.repo_info(repo_id, repo_type=repo_type)
+    if "README.md" not in {s.rfilename for s in (getattr(info, "siblings", None) or [])}:
+        return None
+    with tempfile.TemporaryDirectory(prefix="radmetrics-card-") as tmp:
+        path = api.hf_hub_download(repo_id, "README.md", repo_type=repo_type, cache_dir=tmp)
+        return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", public: bool = False,
                 gated: str | None = None, token: str | None = None, commit_message: str | None = None,
-                exist_ok: bool = True) -> dict[str, Any]:
-    """Create the repo (private unless public=True), upload the folder, optionally gate it ("auto"/"manual").
+                overwrite_card: bool = False) -> dict[str, Any]:
+    """Upload FOLDER to REPO_ID through the privacy gate; create the repo private unless public=True.
 
-    The endpoint is huggingface_hub's (HF_ENDPOINT); the token comes from the argument or the usual
-    environment / login, and is never printed."""
+    Refuses (PushRefused) to push PhysioNet/credentialed data publicly, and to add to an existing public
+    repository unless public=True. A README.md on the Hub that a person wrote is kept (not uploaded over)
+    unless overwrite_card. Returns {"url", "commit", "private" (read back from the Hub after the push),
+    "gated", "card_kept", "public_requested"}. The token comes from the argument or the usual environment /
+    login, and is never printed."""
     from huggingface_hub import HfApi
 
     folder = Path(folder)
@@ -22,17 +52,49 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"Nothing to push: {folder} is not a folder")
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
+    if public:
+        check_public_allowed(folder, f"{folder} to {repo_id}")
     card = folder / "README.md"
     if card.is_file():
         validate_card(card, repo_type)
     api = HfApi(token=token)
-    extra = {"space_sdk": "gradio"} if repo_type == "space" else {}  # our Spaces are evaluate Gradio widgets
-    url = api.create_repo(repo_id, repo_type=repo_type, private=not public, exist_ok=exist_ok, **extra)
+    existed = repo_visibility(api, repo_id, repo_type) is not None
+    if not existed:
+        extra = {"space_sdk": "gradio"} if repo_type == "space" else {}  # our Spaces are evaluate Gradio widgets
+        api.create_repo(repo_id, repo_type=repo_type, private=not public, exist_ok=True, **extra)
+    private = repo_visibility(api, repo_id, repo_type)  # read back: someone may have created it meanwhile
+    if private is None:
+        raise RadmetricsError(f"{repo_id}: the Hub did not create the {repo_type} repository")
+    if not private and not public:
+        raise PushRefused(f"{repo_id} is a public {repo_type} repository on the Hub: pushing {folder} into it would "
+                          "publish it. Pass --public to add to a public repository, or push to a new (private) repo.")
+    ignore = []
+    if existed and (folder / "README.md").is_file() and not overwrite_card:
+        remote = _remote_card(api, repo_id, repo_type)
+        local = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
+        if remote is not None and remote != local and written_by_user(remote):
+            ignore.append("README.md")
     commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
+                               ignore_patterns=ignore or None,
                                commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
     if gated:
         api.update_repo_settings(repo_id, repo_type=repo_type, gated=gated)
-    return {"url": str(url), "commit": getattr(commit, "oid", None), "private": not public, "gated": gated or False}
+    url = f"{api.endpoint}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
+    return {"url": url, "commit": getattr(commit, "oid", None), "private": repo_visibility(api, repo_id, repo_type),
+            "gated": gated or False, "card_kept": bool(ignore), "public_requested": public}
+
+
+def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:
+    """The lines a push command prints: where it went and the repository's real visibility."""
+    visibility = "private" if result["private"] else "public"
+    lines = [f"Pushed {folder} to {result['url']} ({visibility}"
+             f"{', gated ' + result['gated'] if result['gated'] else ''}; visibility read back from the Hub)"]
+    if result["public_requested"] and result["private"]:
+        lines.append("Note: the repository already existed as private and stays private; change its visibility "
+                     "on the Hub if you mean to publish it.")
+    if result["card_kept"]:
+        lines.append("Note: kept the README.md on the Hub (written by hand); pass --overwrite-card to replace it.")
+    return lines
 
 
 def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None) -> None:

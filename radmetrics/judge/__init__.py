@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import JudgeError, UnknownNameError
 from radmetrics.judge.base import BackendOptions, Judge, JudgeBackend, JudgeOptionError, OnResult
-from radmetrics.judge.cache import ResponseCache, cache_key, default_cache_path
+from radmetrics.judge.cache import ResponseCache, cache_key, default_cache_path, usable_answer
 from radmetrics.types import GenerationConfig, GenerationFailure
 
 __all__ = ["BackendOptions", "CachedJudge", "Judge", "JudgeBackend", "JudgeOptionError", "ResponseCache", "get_judge",
@@ -26,9 +27,18 @@ _instances: dict[str, Any] = {}
 _lock = threading.RLock()
 
 
+#: answers received from backends and answers written to the cache in this process (the CLI's interrupt line)
+run_tally = {"answered": 0, "cached": 0}
+
+
 class CachedJudge:
     """A `Judge`: a backend behind the response cache. Answers already in the cache are not asked again; each new
-    answer is written as soon as the backend hands it over, so an interrupted run keeps them all."""
+    answer is written as soon as the backend hands it over, so an interrupted run keeps them all. With a cache,
+    prompts are claimed before they are asked (in windows for backends with a `concurrency`), so concurrent
+    runs on one cache file wait for each other's answers instead of asking twice."""
+
+    #: how long to sleep between looks for another process's answers
+    poll_seconds = 0.2
 
     def __init__(self, backend: JudgeBackend, cache: ResponseCache | None):
         self.backend = backend
@@ -42,6 +52,16 @@ class CachedJudge:
     def identity(self) -> dict[str, Any]:
         return self.backend.identity()
 
+    def keys(self, prompts: Sequence[str], config: GenerationConfig | None = None) -> list[str]:
+        config = config or GenerationConfig()
+        identity, config_dict = self.backend.identity(), config.to_dict()
+        return [cache_key(identity, p, config_dict) for p in prompts]
+
+    def forget(self, prompts: Sequence[str], config: GenerationConfig | None = None) -> None:
+        """Drop these prompts' cached answers so the next generate asks again (`--retry-unscored`)."""
+        if self.cache is not None and prompts:
+            self.cache.delete(self.keys(prompts, config))
+
     def generate(
         self,
         prompts: Sequence[str],
@@ -51,8 +71,8 @@ class CachedJudge:
     ) -> list[str]:
         config = config or GenerationConfig()
         prompts = list(prompts)
-        identity, config_dict = self.backend.identity(), config.to_dict()
-        keys = [cache_key(identity, p, config_dict) for p in prompts]
+        identity = self.backend.identity()
+        keys = self.keys(prompts, config)
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
         for i, answer in enumerate(answers):
@@ -63,30 +83,67 @@ class CachedJudge:
         for i, answer in enumerate(answers):
             if answer is None:
                 todo.setdefault(keys[i], []).append(i)
-        if todo:
-            first = [idxs[0] for idxs in todo.values()]
-            self.calls += len(first)
+
+        def settle(key: str, text: str) -> None:
+            for i in todo[key]:
+                answers[i] = text
+                if on_result:
+                    on_result(i, text)
+
+        def ask(batch: list[str], lease=None, show: bool = progress) -> None:
+            self.calls += len(batch)
 
             def store(j: int, text: str) -> None:
-                idxs = todo[keys[first[j]]]
-                if self.cache is not None and not isinstance(text, GenerationFailure):  # failures: retried next run
-                    self.cache.put_many([(keys[idxs[0]], identity["backend"], identity.get("model"), text)])
-                for i in idxs:
-                    answers[i] = text
-                    if on_result:
-                        on_result(i, text)
+                key = batch[j]
+                if answers[todo[key][0]] is not None:
+                    return
+                if not isinstance(text, GenerationFailure):
+                    run_tally["answered"] += 1
+                    if self.cache is not None and usable_answer(text):  # failures and junk: asked again next run
+                        self.cache.put_many([(key, identity["backend"], identity.get("model"), text)])
+                        run_tally["cached"] += 1
+                if lease is not None and not (self.cache is not None and usable_answer(text)):
+                    lease.release([key])  # let another run try it
+                settle(key, text)
 
             try:
-                fresh = self.backend.generate([prompts[i] for i in first], config, on_result=store,
-                                              progress=progress)
+                fresh = self.backend.generate([prompts[todo[k][0]] for k in batch], config, on_result=store,
+                                              progress=show)
             except JudgeError as e:
                 if e.prompt_index is not None:  # name the position in our caller's list
-                    e.prompt_index = first[e.prompt_index]
+                    e.prompt_index = todo[batch[e.prompt_index]][0]
                 raise
             for j, text in enumerate(fresh):  # backends that do not stream results
-                if answers[first[j]] is None:
-                    store(j, text)
+                store(j, text)
+
+        if todo and self.cache is None:
+            ask(list(todo))
+        elif todo:
+            self._ask_claimed(list(todo), ask, settle, progress)
         return [a if a is not None else GenerationFailure("no answer") for a in answers]
+
+    def _ask_claimed(self, keys: list[str], ask, settle, progress: bool) -> None:
+        """Claim, ask, and wait for other processes' answers until every key is settled."""
+        from tqdm.auto import tqdm
+
+        concurrency = getattr(self.backend, "concurrency", None)
+        window = max(16, 4 * int(concurrency)) if concurrency else None  # None: the whole list at once
+        with self.cache.lease() as lease, tqdm(total=len(keys), desc=f"judge {self.model}", unit="report",
+                                               disable=not progress or window is None) as bar:
+            pending = dict.fromkeys(keys)  # ordered; settled keys are removed, so a window reads a prefix
+            while pending:
+                mine, others = lease.claim(pending.keys(), limit=window)
+                if mine:
+                    ask(mine, lease, show=progress and window is None)
+                    bar.update(len(mine))
+                found = self.cache.get_many(others) if others else {}
+                for key, text in found.items():
+                    settle(key, text)
+                bar.update(len(found))
+                for key in [*mine, *found]:
+                    pending.pop(key, None)
+                if not mine and not found:
+                    time.sleep(self.poll_seconds)  # every remaining prompt is being asked by another run
 
     def __repr__(self) -> str:
         return f"<CachedJudge {self.backend!r} cache={self.cache.path if self.cache else None}>"

@@ -67,13 +67,19 @@ class BackendOptions:
                 raise JudgeOptionError(f"Unknown option '{name}' for the {backend} backend.{hint} "
                                        f"Valid options: {', '.join(sorted(fields))}")
             if not _fits(value, hints[name]):
+                # never echo what may be a secret (an api_key of the wrong type is still a key)
+                shown = "a value of that type" if _secret_name(name) else repr(value)
                 raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be "
-                                       f"{_type_name(hints[name])}, not {value!r}")
+                                       f"{_type_name(hints[name])}, not {shown}")
         return cls(**options)
 
     @classmethod
     def names(cls) -> list[str]:
         return sorted(f.name for f in dataclasses.fields(cls))
+
+
+def _secret_name(name: str) -> bool:
+    return any(word in name.lower() for word in ("key", "token", "secret", "password"))
 
 
 def _fits(value: Any, hint: Any) -> bool:

@@ -4,20 +4,58 @@ Keyed by a hash of backend identity (backend, model, revision, chat template, ..
 and the generation settings. WAL mode and one transaction per write so that a run killed at any
 point leaves a readable cache with every answer written before the kill; several processes may share
 one file (SQLite's locking; busy timeout).
+
+Concurrent runs share work through a claim (lease) table in the same file: a process claims a prompt before
+asking it; another process that needs the same prompt waits for the answer instead of asking again. Leases
+are renewed while the owner works and expire when it dies (at once when the owner is a dead process on this
+host, after `lease_seconds` otherwise). A corrupt, truncated or non-SQLite file is a one-line CacheError
+naming the file and the remedy.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import itertools
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from radmetrics.errors import RadmetricsError
+
 DEFAULT_CACHE_ENV = "RADMETRICS_CACHE"
+LEASE_ENV = "RADMETRICS_LEASE_SECONDS"
+#: an answer this long is not an answer to one report (and must not be kept for ever)
+MAX_CACHED_CHARS = 1_000_000
+
+
+class CacheError(RadmetricsError):
+    """The cache file cannot be used; the message names the file and what to do."""
+
+
+def usable_answer(text: Any) -> bool:
+    """Only real answers are cached: text, not blank, not absurdly long (failures and junk are asked again)."""
+    return isinstance(text, str) and bool(text.strip()) and len(text) <= MAX_CACHED_CHARS
+
+
+def _guarded(method):
+    """sqlite errors other than 'busy' become one CacheError line naming the file and the remedy."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                raise
+            raise CacheError(self.unusable(e)) from None
+    return wrapper
 
 
 def default_cache_path() -> Path | None:
@@ -37,18 +75,49 @@ def cache_key(identity: dict[str, Any], prompt: str, config: dict[str, Any]) -> 
 class ResponseCache:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Judge answers about patient reports: readable by the owner only (0600), created that way.
-        if not self.path.exists():
-            fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
-            os.close(fd)
+        if self.path.is_dir():
+            raise CacheError(self.unusable("it is a folder"))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Judge answers about patient reports: readable by the owner only (0600), created that way.
+            if not self.path.exists():
+                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+        except OSError as e:
+            raise CacheError(self.unusable(e.strerror or e)) from None
+        self._check_header()
         self._local = threading.local()
         self._lock = threading.Lock()
-        with self._connect() as con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS responses ("
-                " key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, created REAL)"
-            )
+        self._create_tables()
+
+    def _check_header(self) -> None:
+        """O(1) checks SQLite itself leaves to the first unlucky query: the magic, and a file shorter than the
+        page count its header records (a truncated copy opens fine and then fails, or silently finds nothing)."""
+        with self.path.open("rb") as fh:
+            header = fh.read(100)
+        if not header:
+            return  # new, empty file
+        if not header.startswith(b"SQLite format 3\x00"):
+            raise CacheError(self.unusable("not an SQLite file"))
+        if len(header) < 100:
+            raise CacheError(self.unusable("truncated"))
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        size = self.path.stat().st_size
+        if pages and size < pages * page_size:
+            raise CacheError(self.unusable(f"truncated: {size} bytes, its header records {pages * page_size}"))
+
+    def unusable(self, why: object) -> str:
+        return (f"cache file {self.path} cannot be used ({why}): run with --no-cache, or delete the file "
+                "(or pass --cache NEW_FILE) to start a new cache")
+
+    @_guarded
+    def _create_tables(self) -> None:
+        con = self._connect()
+        con.execute("CREATE TABLE IF NOT EXISTS responses ("
+                    " key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, created REAL)")
+        con.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
 
     def _connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -70,6 +139,7 @@ class ResponseCache:
             self._local.con = con
         return con
 
+    @_guarded
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         con = self._connect()
         found: dict[str, str] = {}
@@ -82,23 +152,143 @@ class ResponseCache:
                 found[key] = response
         return found
 
+    @_guarded
     def put_many(self, rows: Iterable[tuple[str, str, str | None, str]]) -> None:
-        """rows: (key, backend, model, response); one transaction, so all or none land."""
-        rows = [(k, b, m, r, time.time()) for k, b, m, r in rows]
+        """rows: (key, backend, model, response); one transaction, so all or none land. Unusable answers
+        (blank, not text, oversized) are not kept. A claim on a key ends with its answer."""
+        rows = [(k, b, m, r, time.time()) for k, b, m, r in rows if usable_answer(r)]
         if not rows:
             return
+        with self._write() as con:
+            con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+            con.executemany("DELETE FROM claims WHERE key = ?", [(r[0],) for r in rows])
+
+    @_guarded
+    def delete(self, keys: Sequence[str]) -> None:
+        """Forget answers (`--retry-unscored` asks those prompts again)."""
+        with self._write() as con:
+            con.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             con = self._connect()
-            con.execute("BEGIN IMMEDIATE")
             try:
-                con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+                con.execute("BEGIN IMMEDIATE")
+                yield con
                 con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
+            except BaseException:  # Ctrl-C may land anywhere, even right after BEGIN: never leave it open
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
 
+    # -- claims: concurrent runs wait for each other's answers instead of asking twice --------------------------
+    @_guarded
+    def claim(self, keys: Iterable[str], owner: str, ttl: float,
+              limit: int | None = None) -> tuple[list[str], list[str]]:
+        """Claim up to LIMIT of KEYS for OWNER, in order: keys nobody holds, whose lease has expired, or whose
+        owner is a dead process on this host. Returns (claimed, others): the keys claimed, and the keys looked at
+        that are answered already or held by another live run (the caller reads or waits for those). Keys after
+        the LIMIT-th claim are not looked at, so a long list costs one window's work per call."""
+        now = time.time()
+        claimed: list[str] = []
+        others: list[str] = []
+        with self._write() as con:
+            remaining = iter(keys)
+            while limit is None or len(claimed) < limit:
+                chunk = list(itertools.islice(remaining, 500))  # SQLite's bound-parameter limit
+                if not chunk:
+                    break
+                marks = ",".join("?" * len(chunk))
+                answered = {k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk)}
+                held = {k: (o, e) for k, o, e in con.execute(
+                    f"SELECT key, owner, expires FROM claims WHERE key IN ({marks})", chunk)}
+                for key in chunk:
+                    if limit is not None and len(claimed) >= limit:
+                        break
+                    if key in answered:
+                        others.append(key)
+                        continue
+                    if key in held:
+                        holder, expires = held[key]
+                        if holder != owner and expires > now and _owner_alive(holder):
+                            others.append(key)
+                            continue
+                    con.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)", (key, owner, now + ttl))
+                    claimed.append(key)
+        return claimed, others
+
+    @_guarded
+    def renew(self, owner: str, ttl: float) -> None:
+        with self._write() as con:
+            con.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl, owner))
+
+    @_guarded
+    def release(self, owner: str, keys: Sequence[str] | None = None) -> None:
+        with self._write() as con:
+            if keys is None:
+                con.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+            else:
+                con.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, owner) for k in keys])
+
+    @contextlib.contextmanager
+    def lease(self, ttl: float | None = None) -> Iterator[Lease]:
+        """A claim owner for one generate call: renewed in the background, every claim released at the end."""
+        lease = Lease(self, ttl or float(os.environ.get(LEASE_ENV, 60)))
+        try:
+            yield lease
+        finally:
+            lease.close()
+
+    @_guarded
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
+    @_guarded
     def integrity_ok(self) -> bool:
         return self._connect().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _owner_alive(owner: str) -> bool:
+    """Owners are host:pid:token; a dead process on this host holds nothing (a kill -9 must not make the
+    rerun wait out the lease). Owners on other hosts are trusted until their lease expires."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Lease:
+    def __init__(self, cache: ResponseCache, ttl: float):
+        self.cache, self.ttl = cache, ttl
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, daemon=True, name="radmetrics-lease")
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                self.cache.renew(self.owner, self.ttl)
+            except Exception:  # a busy file now and then: the next beat renews
+                pass
+
+    def claim(self, keys: Iterable[str], limit: int | None = None) -> tuple[list[str], list[str]]:
+        return self.cache.claim(keys, self.owner, self.ttl, limit)
+
+    def release(self, keys: Sequence[str] | None = None) -> None:
+        self.cache.release(self.owner, keys)
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            self.release()
+        except Exception:  # never hide the error (or interrupt) that ended the run
+            pass

@@ -1,25 +1,37 @@
 """`openai`: any OpenAI-compatible server (vLLM, SGLang, TGI, transformers serve, hosted APIs).
 
-Bounded concurrency (a thread pool), per-request timeouts, retries with exponential backoff on 429/5xx,
-connection errors and unreadable bodies, honouring Retry-After. A request that still fails becomes a
-`GenerationFailure` for that row only. The API key comes from the argument or the environment and is
-never logged, written or put in an error message.
+Bounded concurrency (a thread pool); a total deadline per request (connect + headers + body: `timeout`), so a
+server trickling bytes cannot hold a request; retries with exponential backoff on 429/5xx, connection errors
+and unusable bodies (non-JSON, truncated, wrong schema such as {"choices": "abc"}, empty or non-text answers,
+bodies over `max_response_bytes`), honouring Retry-After. A request that still fails becomes a
+`GenerationFailure` for that row only. Ctrl-C / SIGTERM: nothing new is sent, requests in flight get
+`cancel_grace` seconds, every answer received is handed over (and so cached) before the interrupt goes on.
+The API key comes from the argument or the environment and is never logged, written or put in an error
+message: every text leaving this module is redacted before any truncation.
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import JudgeError, redact
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
+from radmetrics.judge.http_deadline import SLICE as SLICE_S
+from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
 from radmetrics.types import GenerationConfig, GenerationFailure
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+#: an answer to one report is a few KB; a body far beyond that is junk (a 5 MB body was once cached for ever)
+MAX_RESPONSE_BYTES = 2_000_000
+
+
+class _Unusable(ValueError):
+    """A 200 response whose body is no answer (read as a retryable failure)."""
 
 
 @dataclass(frozen=True)
@@ -28,8 +40,9 @@ class OpenAIOptions(BackendOptions):
 
     #: the server, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL; nothing is sent anywhere otherwise)
     base_url: str | None = None
-    #: prefer api_key_env: a key given here is never logged or written, but may sit in shell history
-    api_key: str | None = None
+    #: prefer api_key_env: a key given here is never logged or written, but may sit in shell history; a
+    #: numeric key (--judge-option api_key=123... reads as a number) is a key too
+    api_key: str | int | None = field(default=None, repr=False)
     api_key_env: str = "OPENAI_API_KEY"
     #: "chat" (/chat/completions) or "completions" (/completions)
     mode: str = "chat"
@@ -39,6 +52,10 @@ class OpenAIOptions(BackendOptions):
     backoff: float = 1.0
     max_backoff: float = 60.0
     system_prompt: str | None = None
+    #: a 200 body longer than this is junk, not an answer: retried, never cached
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    #: after Ctrl-C / SIGTERM, how long requests in flight may still finish (their answers are cached)
+    cancel_grace: float = 1.0
     #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
     extra_body: dict | None = None
 
@@ -67,6 +84,9 @@ class OpenAIJudge(JudgeBackend):
         self.backoff = settings.backoff
         self.max_backoff = settings.max_backoff
         self.system_prompt = settings.system_prompt
+        self.max_response_bytes = int(settings.max_response_bytes)
+        self.cancel_grace = float(settings.cancel_grace)
+        self._budget = RequestBudget()
         if settings.extra_body is not None and not isinstance(settings.extra_body, dict):
             raise JudgeError(f"extra_body must be a JSON object of extra request fields, got {settings.extra_body!r}")
         #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
@@ -92,11 +112,10 @@ class OpenAIJudge(JudgeBackend):
 
         with self._client_lock:
             if self._client is None:
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                self._client = httpx.Client(
-                    base_url=self.base_url, headers=headers, timeout=self.timeout,
-                    limits=httpx.Limits(max_connections=self.concurrency),
-                )
+                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key is not None else {}
+                transport = deadline_transport(self._budget, limits=httpx.Limits(max_connections=self.concurrency))
+                self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
+                                            transport=transport)
             return self._client
 
     def _payload(self, prompt: str, config: GenerationConfig) -> tuple[str, dict[str, Any]]:
@@ -116,15 +135,50 @@ class OpenAIJudge(JudgeBackend):
         body["prompt"] = prompt
         return "/completions", body
 
-    def _extract(self, data: Any) -> str:
-        choices = data.get("choices") if isinstance(data, dict) else None
+    def _extract(self, body: bytes) -> str:
+        """The answer text of a 200 body, or _Unusable with a reason a person can read."""
+        try:
+            data = json.loads(body)
+        except ValueError as e:
+            raise _Unusable(f"not JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise _Unusable(f"the body is a JSON {type(data).__name__}, not an object")
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            raise _Unusable("no 'choices'" if choices is None else f"'choices' is a {type(choices).__name__}, not a list")
         if not choices:
-            raise ValueError("response has no choices")
+            raise _Unusable("'choices' is empty")
         choice = choices[0]
-        text = (choice.get("message") or {}).get("content") if self.mode == "chat" else choice.get("text")
+        if not isinstance(choice, dict):
+            raise _Unusable(f"choices[0] is a {type(choice).__name__}, not an object")
+        if self.mode == "chat":
+            message = choice.get("message")
+            if not isinstance(message, dict):
+                raise _Unusable("choices[0] has no 'message' object")
+            text, where = message.get("content"), "message.content"
+        else:
+            text, where = choice.get("text"), "text"
         if not isinstance(text, str):
-            raise ValueError("response choice has no text")
+            raise _Unusable(f"choices[0].{where} is {'missing' if text is None else type(text).__name__}, not text")
+        if not text.strip():
+            raise _Unusable("the answer is empty")
         return text
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, bytes]:
+        """(status, headers, body) within the total deadline; a body over max_response_bytes is _Unusable."""
+        client = self.client
+        self._budget.start(self.timeout)
+        try:
+            with client.stream("POST", path, json=body) as response:
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > self.max_response_bytes:
+                        raise _Unusable(f"the body is over {self.max_response_bytes} bytes")
+                    chunks.append(chunk)
+                return response.status_code, response.headers, b"".join(chunks)
+        finally:
+            self._budget.stop()
 
     def _one(self, prompt: str, config: GenerationConfig) -> str:
         import httpx
@@ -132,31 +186,34 @@ class OpenAIJudge(JudgeBackend):
         path, body = self._payload(prompt, config)
         last_error = "unknown error"
         for attempt in range(self.max_retries + 1):
-            wait = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
+            if self._budget.cancelled.is_set():
+                return GenerationFailure("interrupted before an answer came")
+            wait_s = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             try:
-                response = self.client.post(path, json=body)
-                if response.status_code == 200:
-                    try:
-                        return self._extract(response.json())
-                    except ValueError as e:  # non-JSON, truncated JSON, empty choices: retry
-                        last_error = f"unreadable response body ({e})"
-                elif response.status_code in RETRY_STATUS:
-                    last_error = f"HTTP {response.status_code}"
-                    retry_after = response.headers.get("retry-after")
+                status, headers, data = self._post(path, body)
+                if status == 200:
+                    return self._safe(self._extract(data))
+                if status in RETRY_STATUS:
+                    last_error = f"HTTP {status}"
+                    retry_after = headers.get("retry-after")
                     if retry_after:
                         try:
-                            wait = min(self.max_backoff, max(0.0, float(retry_after)))
+                            wait_s = min(self.max_backoff, max(0.0, float(retry_after)))
                         except ValueError:
                             pass
-                else:  # 400/401/404...: asking again will not help
-                    detail = response.text[:200]
-                    return GenerationFailure(self._safe(f"HTTP {response.status_code}: {detail}"))
+                else:  # 400/401/404...: asking again will not help. Redact first, then cut.
+                    detail = self._safe(data.decode("utf-8", errors="replace"))[:200]
+                    return GenerationFailure(f"HTTP {status}: {detail}")
+            except _Unusable as e:  # non-JSON, truncated, wrong schema, empty / non-text answer, oversized
+                last_error = self._safe(f"unusable response body ({e})")
             except httpx.TimeoutException:
-                last_error = f"timeout after {self.timeout}s"
+                last_error = f"no complete answer within the {self.timeout}s request deadline"
             except httpx.TransportError as e:
                 last_error = f"connection error ({type(e).__name__})"
-            if attempt < self.max_retries:
-                time.sleep(wait)
+            if self._budget.cancelled.is_set():
+                return GenerationFailure("interrupted before an answer came")
+            if attempt < self.max_retries and self._budget.cancelled.wait(wait_s):
+                return GenerationFailure("interrupted before an answer came")
         return GenerationFailure(self._safe(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
 
     def _safe(self, message: str) -> str:
@@ -167,17 +224,37 @@ class OpenAIJudge(JudgeBackend):
         from tqdm.auto import tqdm
 
         out: list[str] = [""] * len(prompts)
-        with ThreadPoolExecutor(self.concurrency) as pool, tqdm(
-            total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report"
-        ) as bar:
-            futures = {pool.submit(self._one, p, config): i for i, p in enumerate(prompts)}
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    out[i] = future.result()
-                except Exception as e:  # a bug in one request must not lose the others
-                    out[i] = GenerationFailure(self._safe(f"{type(e).__name__}: {e}"))
-                if on_result:
-                    on_result(i, out[i])
-                bar.update(1)
+        reported: set[int] = set()
+        self._budget.reset()
+        pool = ThreadPoolExecutor(self.concurrency)
+        futures: dict = {}
+
+        def report(future) -> None:
+            i = futures[future]
+            try:
+                out[i] = future.result()
+            except Exception as e:  # a bug in one request must not lose the others
+                out[i] = GenerationFailure(self._safe(f"{type(e).__name__}: {e}"))
+            reported.add(i)
+            if on_result:
+                on_result(i, out[i])
+
+        try:
+            with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
+                futures = {pool.submit(self._one, p, config): i for i, p in enumerate(prompts)}
+                for future in as_completed(futures):
+                    report(future)
+                    bar.update(1)
+        except BaseException:
+            # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
+            # answer that came (the cache keeps it) before the interrupt goes on.
+            self._budget.cancel(self.cancel_grace)
+            pool.shutdown(wait=False, cancel_futures=True)
+            wait(list(futures), timeout=self.cancel_grace + 2 * SLICE_S)
+            for future, i in futures.items():
+                if i not in reported and future.done() and not future.cancelled():
+                    report(future)
+            raise
+        finally:
+            pool.shutdown(wait=False)
         return out

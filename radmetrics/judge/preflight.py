@@ -68,14 +68,15 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
     if hub_cached(model, revision):
         return
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    server = ", or use an OpenAI-compatible server (--backend openai --base-url URL)" if what == "judge" else ""
     if hub_offline():
         raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
                          f"downloading it: download it where there is network (`hf download {model}`), or pass a "
-                         f"local folder with {flag}, or use an OpenAI-compatible server (--backend openai --base-url URL).")
+                         f"local folder with {flag}{server}.")
     if not can_connect(endpoint):
         raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and {endpoint} cannot be reached "
-                         f"(no network?): pass a local folder with {flag}, use an OpenAI-compatible server "
-                         "(--backend openai --base-url URL), or download the model where there is network.")
+                         f"(no network?): pass a local folder with {flag}{server}, or download the model where there "
+                         "is network.")
 
 
 def check_judge(backend: str, model: str | None, options: dict | None = None) -> None:

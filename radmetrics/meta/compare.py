@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -21,6 +20,7 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
+from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html
 from radmetrics.meta.runs import MetricRun, run_metric
 
 
@@ -193,18 +193,8 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-ready: NaN never appears (missing values are None with a reason)."""
-        return _strict({"n_rows": len(self.ids), "systems": self.systems, "settings": self.settings,
+        return strict_json_ready({"n_rows": len(self.ids), "systems": self.systems, "settings": self.settings,
                         "notes": self.notes, "metrics": self.metrics})
-
-
-def _strict(value: Any) -> Any:
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    return value
 
 
 def _top_reasons(reasons: Sequence[str | None], limit: int = 5) -> dict[str, int]:
@@ -312,7 +302,37 @@ def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
                     writer.writerow([row_id, system, metric, "" if score is None else repr(float(score)),
                                      "" if score is not None else (run.reasons[i] or "unscored")])
     forest_plot(result, paths["forest"])
+    paths["html"] = out / "report.html"
+    paths["html"].write_text(to_html(compare_report(result), out), encoding="utf-8")
     return paths
+
+
+def compare_report(result: CompareResult) -> Report:
+    """The comparison as one self-contained page (report.html): the same numbers as results.json."""
+    data = result.to_dict()
+    report = Report(title=f"Comparison of {', '.join(result.systems)} on {len(result.ids)} reports",
+                    intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap 95% CIs; pairs: mean "
+                           "difference (A − B) with a paired-bootstrap CI, paired approximate-randomization p and "
+                           "Holm-adjusted p across the pairs of a metric. Each number uses only the rows its "
+                           "metric scored (n)."] + list(data.get("notes") or []),
+                    plots=[("forest.png", "difference between systems per metric, with 95% CIs")])
+    for metric, entry in data["metrics"].items():
+        label = short_label(metric)
+        if entry.get("error"):
+            report.warnings.append(f"{label}: not computed: {entry['error']}")
+            continue
+        direction = "higher" if entry["higher_is_better"] else "lower"
+        report.tables.append(Table(
+            f"{label}: systems ({direction} is better)", ["system", "mean [95% CI]", "scored", "unscored"],
+            [[name, interval_text(s), s.get("num_scored"), s.get("num_unscored")]
+             for name, s in entry["systems"].items()], numeric={2, 3}))
+        report.tables.append(Table(
+            f"{label}: pairs", ["A", "B", "n", "A − B [95% CI]", "p", "p (Holm)", "win / tie / loss", "better"],
+            [[pr["a"], pr["b"], pr.get("n_paired"), interval_text({**pr, "value": pr.get("difference")}),
+              pr.get("p_value"), pr.get("p_holm"), f"{pr.get('win')} / {pr.get('tie')} / {pr.get('loss')}",
+              pr.get("better") or pr.get("reason") or "no significant difference"] for pr in entry["pairs"]],
+            note="win/tie/loss counts the rows both systems scored, from A's side.", numeric={2, 4, 5}))
+    return report
 
 
 def forest_plot(result: CompareResult, path: str | Path) -> Path:
@@ -346,7 +366,7 @@ def forest_plot(result: CompareResult, path: str | Path) -> Path:
                 continue
             low = pair["ci_low"] if pair["ci_low"] is not None else pair["difference"]
             high = pair["ci_high"] if pair["ci_high"] is not None else pair["difference"]
-            ax.errorbar(pair["difference"], y, xerr=[[pair["difference"] - low], [high - pair["difference"]]],
+            ax.errorbar(pair["difference"], y, xerr=[[max(0.0, pair["difference"] - low)], [max(0.0, high - pair["difference"])]],
                         fmt="o", color="black", mfc="black" if pair["significant"] else "white", capsize=4)
             p = pair["p_holm"]
             ax.annotate("" if p is None else f"p_Holm={p:.3g}", (high, y), xytext=(6, 0),

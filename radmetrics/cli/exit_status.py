@@ -1,0 +1,84 @@
+"""How a scoring run ends: interrupted (130 / 143), judge failed (1), or fine (0); and the lines that say so."""
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from typing import Any
+
+#: exit code when the judge, not the input, made the run fail (every row, or more than --max-failures)
+JUDGE_FAILED = 1
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C or SIGTERM reached a command; carries the exit code (128 + signal number). Not a
+    KeyboardInterrupt subclass so that click passes it through unchanged."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so it takes the same path as Ctrl-C (nothing new sent, answers kept)."""
+
+
+def raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def interrupted_line() -> str:
+    from radmetrics.judge import run_tally
+
+    return (f"interrupted: {run_tally['answered']} answered, {run_tally['cached']} cached; rerun to resume")
+
+
+def judge_failures(judgments: list[Any]) -> Counter:
+    """Unscored rows the judge caused (a failed call or an unreadable answer), by reason; input problems
+    ("row N: ...") are the user's and are not counted."""
+    reasons: Counter = Counter()
+    for judgment in judgments:
+        if judgment.score is None and not judgment.parsed and not (judgment.reason or "").startswith("row "):
+            reasons[(judgment.reason or "unknown")[:160]] += 1
+    return reasons
+
+
+def failure_message(judgments: list[Any], max_failures: float | None) -> str | None:
+    """The one-line error when the run must exit non-zero, or None."""
+    judged = [j for j in judgments if not (j.reason or "").startswith("row ")]
+    if not judged:
+        return None
+    reasons = judge_failures(judged)
+    failed = sum(reasons.values())
+    top = "; ".join(f"{n} × {reason}" for reason, n in reasons.most_common(3))
+    if failed == len(judged):
+        return f"no row was scored: {failed} of {len(judged)} judged rows failed because of the judge ({top})"
+    if max_failures is not None and failed > max_failures * len(judged):
+        return (f"{failed} of {len(judged)} judged rows ({failed / len(judged):.0%}) failed because of the judge, "
+                f"over --max-failures {max_failures:g} ({top})")
+    return None
+
+
+class FailureTally:
+    """failure_message's counts, gathered row by row (the streaming runner keeps no list of judgments)."""
+
+    def __init__(self) -> None:
+        self.judged = 0
+        self.reasons: Counter = Counter()
+
+    def add(self, judgment: Any) -> None:
+        if (judgment.reason or "").startswith("row "):
+            return
+        self.judged += 1
+        self.reasons.update(judge_failures([judgment]))
+
+    def message(self, max_failures: float | None) -> str | None:
+        if not self.judged:
+            return None
+        failed = sum(self.reasons.values())
+        top = "; ".join(f"{n} × {reason}" for reason, n in self.reasons.most_common(3))
+        if failed == self.judged:
+            return f"no row was scored: {failed} of {self.judged} judged rows failed because of the judge ({top})"
+        if max_failures is not None and failed > max_failures * self.judged:
+            return (f"{failed} of {self.judged} judged rows ({failed / self.judged:.0%}) failed because of the judge, "
+                    f"over --max-failures {max_failures:g} ({top})")
+        return None

@@ -1,0 +1,398 @@
+"""Faults of the second adversarial round, each provoked through the real CLI against a real local
+OpenAI-compatible server (tests/openai_server.py): key leaks across every fault kind, Ctrl-C / SIGTERM,
+unusable answers and the cache, corrupt caches, concurrent runs sharing one cache, exit codes, atomic
+outputs, the total request deadline, wrong-schema bodies. Figures are recorded in RELIABILITY.md."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sqlite3
+import string
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+
+from radmetrics.judge.cache import ResponseCache
+
+FAST = ["--judge-option", "backoff=0.01", "--judge-option", "max_backoff=0.05"]
+
+
+def write_pairs(path: Path, n: int, tag: str = "", rotate: int = 0) -> list[dict]:
+    rows = [{"id": i, "reference": f"finding {i}{tag} left effusion stable", "candidate": f"finding {i}{tag} right effusion"}
+            for i in range(n)]
+    rows = rows[rotate:] + rows[:rotate]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def cli_args(src, out, server_url, cache, *extra, concurrency=2):
+    cache_args = ["--no-cache"] if cache is None else ["--cache", str(cache)]
+    return [sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i", str(src), "-o", str(out),
+            "--backend", "openai", "--base-url", server_url, "--judge", "judge-model", *cache_args,
+            "--judge-option", f"concurrency={concurrency}", "--no-progress", *map(str, extra)]
+
+
+def run(args, env=None, **kwargs):
+    return subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env or os.environ.copy(), **kwargs)
+
+
+def prompts_of(server) -> list[str]:
+    return [r["body"]["messages"][-1]["content"] for r in server.requests]
+
+
+# -- secrets ---------------------------------------------------------------------------------------------------
+def longest_fragment(secret: str, blobs: list[bytes]) -> int:
+    """Length of the longest piece of SECRET found in any blob (0 when not even 4 characters match)."""
+    best = 0
+    for size in range(4, len(secret) + 1):
+        pieces = {secret[i:i + size].encode() for i in range(len(secret) - size + 1)}
+        if any(piece in blob for blob in blobs for piece in pieces):
+            best = size
+        else:
+            break
+    return best
+
+
+def artifacts(tmp_path: Path, *texts: str) -> list[bytes]:
+    files = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".jsonl.in")]
+    return files + [t.encode() for t in texts]
+
+
+FAULTS = ["400", "401", "429", "500", "garbage", "truncated", "empty", "schema", "blank", "nontext", "reset",
+          "timeout", "huge", "trickle"]
+
+
+@pytest.mark.parametrize("key_kind", ["text", "numeric"])
+def test_planted_key_never_leaks_across_every_fault_kind(tmp_path, key_kind):
+    rng = random.Random()
+    if key_kind == "text":
+        key = "sk-" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(32))
+        key_args, env = [], {**os.environ, "OPENAI_API_KEY": key}
+    else:  # --judge-option api_key=<digits> is read as JSON: an int (it used to crash redact)
+        key = str(rng.randint(10**19, 10**20 - 1))
+        key_args, env = ["--judge-option", f"api_key={key}"], {k: v for k, v in os.environ.items()
+                                                                if k != "OPENAI_API_KEY"}
+    src = tmp_path / "pairs.jsonl.in"
+    write_pairs(src, 2 * len(FAULTS))
+
+    def answer(prompt):  # a judge that repeats the key in its answer
+        return analysis_for(prompt) + f"\n(request signed with {key})"
+
+    with FakeOpenAIServer(answer, script=FAULTS * 2, echo_key=True) as server:
+        out = run(cli_args(src, tmp_path / "out.jsonl", server.base_url, tmp_path / "cache.sqlite", *key_args,
+                           "--judge-option", "max_retries=1", "--judge-option", "timeout=1", *FAST,
+                           concurrency=1), env=env)
+        wrong_texts = []
+        if key_kind == "text":  # an option of the wrong type is an error that must not echo the value
+            wrong = run(cli_args(src, tmp_path / "wrong.jsonl", server.base_url, None, "--judge-option",
+                                 f'api_key=["{key}"]'), env=env)
+            assert wrong.returncode == 2 and "Option 'api_key' of the openai backend must be" in wrong.stderr
+            wrong_texts = [wrong.stdout, wrong.stderr]
+    assert out.returncode == 0, out.stderr[-3000:]
+    sent = [r["headers"].get("Authorization") for r in server.requests]
+    assert sent and all(s == f"Bearer {key}" for s in sent)  # the server did get (and echo) the key
+    rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    reasons = Counter((r["reason"] or "scored").split(" (")[0] for r in rows)
+    assert any(r["parsed"] for r in rows) and not all(r["parsed"] for r in rows), reasons
+    texts = [out.stdout, out.stderr, *wrong_texts]
+    fragment = longest_fragment(key, artifacts(tmp_path, *texts))
+    assert fragment < 8, f"{fragment} characters of the key leaked"
+    (tmp_path / "outcome.json").write_text(json.dumps({"requests": len(server.requests), "fragment": fragment}))
+    print(f"\n{key_kind} key, {len(FAULTS)} fault kinds x2, {len(server.requests)} requests: longest key fragment in "
+          f"output, summary, cache, stdout, stderr: {fragment} characters; reasons {dict(reasons)}")
+
+
+# -- Ctrl-C / SIGTERM ---------------------------------------------------------------------------------------------
+def with_ctrl_c(args: list[str]) -> list[str]:
+    """The CLI as `python -m radmetrics.cli` runs it, with Ctrl-C delivered as a terminal would: a shell starts
+    background jobs (CI, this sandbox) with SIGINT ignored, and Python then leaves it ignored. (No preexec_fn:
+    it is unsafe in a test process with server threads.)"""
+    assert args[1:3] == ["-m", "radmetrics.cli"]
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "sys.argv[0] = 'radmetrics'; from radmetrics.cli import main; main()")
+    return [args[0], "-c", code, *args[3:]]
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path, signum, code):
+    n, concurrency = 300, 8
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, n)
+    with FakeOpenAIServer(analysis_for, delay=0.4) as server:
+        proc = subprocess.Popen(with_ctrl_c(cli_args(src, out, server.base_url, cache, concurrency=concurrency)),
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while sum(r["t_done"] is not None for r in server.requests) < 3 * concurrency and time.time() < deadline:
+            time.sleep(0.01)
+        done_before = sum(r["t_done"] is not None for r in server.requests)
+        sent_at = time.time()
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=30)
+        took = time.time() - sent_at
+        # Python runs a signal handler when the main thread next gets the interpreter: on a loaded machine a
+        # worker may start one more request in that gap; after it, nothing new may start.
+        late = [r for r in server.requests if r["t_start"] > sent_at + 0.25]
+        gap = [r for r in server.requests if sent_at < r["t_start"] <= sent_at + 0.25]
+        asked_before = len(server.requests)
+        assert proc.returncode == code, (proc.returncode, stderr[-3000:])
+        line = stderr.strip().splitlines()[-1]
+        m = re.fullmatch(r"interrupted: (\d+) answered, (\d+) cached; rerun to resume", line)
+        assert m, stderr[-3000:]
+        answered, cached = int(m.group(1)), int(m.group(2))
+        assert "Traceback" not in stderr
+        assert took <= 2.0, f"took {took:.2f}s to exit"
+        assert not late, f"{len(late)} requests started after the signal"
+        assert answered == cached == len(ResponseCache(cache)) >= done_before
+        assert not out.exists()
+        rerun = run(cli_args(src, out, server.base_url, cache, concurrency=concurrency))
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == n and all(r["parsed"] for r in rows)
+    asked = Counter(prompts_of(server))
+    twice = sum(c - 1 for c in asked.values())
+    assert len(asked) == n and twice <= concurrency  # only requests cancelled in flight are asked again
+    (tmp_path / "outcome.json").write_text(json.dumps({"exit_s": took, "cached": cached, "asked_before": asked_before,
+                                                       "twice": twice, "in_handler_gap": len(gap)}))
+    print(f"\n{signal.Signals(signum).name}: exit {code} after {took:.2f}s; {asked_before} requests, {cached} answers "
+          f"cached, {len(gap)} started before the handler ran, 0 after; rerun asked {len(server.requests) - asked_before}, {twice} twice")
+
+
+# -- cache ---------------------------------------------------------------------------------------------------------
+def test_only_usable_answers_are_cached_and_wrong_schema_is_retried(tmp_path):
+    src, cache = tmp_path / "pairs.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, 5)
+    with FakeOpenAIServer(analysis_for, script=["blank", "nontext", "huge", "schema", "truncated"]) as server:
+        first = run(cli_args(src, tmp_path / "a.jsonl", server.base_url, cache, "--judge-option", "max_retries=0",
+                             concurrency=1))
+        assert first.returncode == 1, first.stderr[-3000:]  # every row failed because of the judge
+        reasons = [json.loads(x)["reason"] for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+        assert reasons == [
+            "judge call failed: gave up after 1 attempts: unusable response body (the answer is empty)",
+            "judge call failed: gave up after 1 attempts: unusable response body (choices[0].message.content is int, "
+            "not text)",
+            "judge call failed: gave up after 1 attempts: unusable response body (the body is over 2000000 bytes)",
+            "judge call failed: gave up after 1 attempts: unusable response body ('choices' is a str, not a list)",
+            reasons[4]]
+        assert reasons[4].startswith("judge call failed: gave up after 1 attempts: unusable response body (not JSON")
+        assert len(ResponseCache(cache)) == 0  # none of it kept
+        server.script = ["schema", "blank", "huge"]  # with retries the same faults are asked again in the run
+        second = run(cli_args(src, tmp_path / "b.jsonl", server.base_url, cache, *FAST, concurrency=1))
+        assert second.returncode == 0, second.stderr[-3000:]
+    rows = [json.loads(x) for x in (tmp_path / "b.jsonl").read_text().splitlines()]
+    assert all(r["parsed"] for r in rows) and len(server.requests) == 5 + 5 + 3
+    assert len(ResponseCache(cache)) == 5
+
+
+def test_retry_unscored_asks_again_for_cached_unreadable_answers(tmp_path):
+    src, cache = tmp_path / "pairs.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, 6)
+    state = {"readable": False}
+
+    def answer(prompt):
+        return analysis_for(prompt) if state["readable"] else "I am unable to compare these reports."
+
+    with FakeOpenAIServer(answer) as server:
+        first = run(cli_args(src, tmp_path / "a.jsonl", server.base_url, cache))
+        assert first.returncode == 1 and "no row was scored: 6 of 6" in first.stderr, first.stderr[-3000:]
+        assert len(ResponseCache(cache)) == 6  # readable text, not a call failure: cached
+        state["readable"] = True
+        again = run(cli_args(src, tmp_path / "b.jsonl", server.base_url, cache))
+        assert again.returncode == 1 and len(server.requests) == 6  # cached answers come back as they were
+        retried = run(cli_args(src, tmp_path / "c.jsonl", server.base_url, cache, "--retry-unscored"))
+        assert retried.returncode == 0 and len(server.requests) == 12, retried.stderr[-3000:]
+        last = run(cli_args(src, tmp_path / "d.jsonl", server.base_url, cache))
+        assert last.returncode == 0 and len(server.requests) == 12
+    assert all(json.loads(x)["parsed"] for x in (tmp_path / "d.jsonl").read_text().splitlines())
+
+
+def _truncated_cache(path: Path) -> Path:
+    cache = ResponseCache(path)
+    cache.put_many([(f"k{i}", "openai", "m", "answer " * 200) for i in range(300)])
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    return path
+
+
+@pytest.mark.parametrize("kind", ["folder", "garbage", "truncated"])
+def test_corrupt_cache_is_a_one_line_error_naming_file_and_remedy(tmp_path, kind):
+    src, cache = tmp_path / "pairs.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, 3)
+    if kind == "folder":
+        cache.mkdir()
+    elif kind == "garbage":
+        cache.write_bytes(b"this is not a database, just bytes " * 100)
+    else:
+        _truncated_cache(cache)
+    with FakeOpenAIServer(analysis_for) as server:  # a live judge: the cache is what fails
+        out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, cache))
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert not server.requests
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) <= 2, out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert f"cache file {cache} cannot be used" in line and "--no-cache" in line and "delete the file" in line
+
+
+def test_four_concurrent_runs_on_overlapping_prompts_ask_each_once(tmp_path):
+    n = 300
+    cache = tmp_path / "cache.sqlite"
+    srcs = []
+    for k in range(4):  # the same 300 pairs, each run starting at a different place
+        srcs.append(tmp_path / f"run{k}.jsonl")
+        write_pairs(srcs[-1], n, rotate=75 * k)
+    with FakeOpenAIServer(analysis_for, delay=0.05) as server:
+        started = time.time()
+        procs = [subprocess.Popen(cli_args(src, tmp_path / f"out{k}.jsonl", server.base_url, cache, concurrency=4),
+                                  cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for k, src in enumerate(srcs)]
+        errors = [p.communicate(timeout=600)[1] for p in procs]
+        took = time.time() - started
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [e[-2000:] for e in errors]
+    for k in range(4):
+        rows = [json.loads(x) for x in (tmp_path / f"out{k}.jsonl").read_text().splitlines()]
+        assert len(rows) == n and all(r["parsed"] for r in rows)
+    asked = len(server.requests)
+    assert asked <= 330, asked
+    assert ResponseCache(cache).integrity_ok() and len(ResponseCache(cache)) == n
+    (tmp_path / "outcome.json").write_text(json.dumps({"requests": asked, "seconds": took}))
+    print(f"\n4 concurrent runs x {n} overlapping prompts: {asked} requests ({len(set(prompts_of(server)))} distinct) "
+          f"in {took:.1f}s")
+
+
+def test_stale_leases_expire_and_dead_local_owners_hold_nothing(tmp_path, monkeypatch):
+    src, cache = tmp_path / "pairs.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, 6)
+    with FakeOpenAIServer(analysis_for) as probe:  # learn the prompts' cache keys from one uncached run
+        run(cli_args(src, tmp_path / "probe.jsonl", probe.base_url, cache))
+    keys = [k for (k,) in sqlite3.connect(cache).execute("SELECT key FROM responses")]
+    con = sqlite3.connect(cache)
+    con.execute("DELETE FROM responses")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    now = time.time()
+    con.executemany("INSERT INTO claims VALUES (?, ?, ?)",
+                    [(k, "another-host:1:run", now + 15) for k in keys[:3]]  # alive elsewhere, lease ends in 15 s
+                    + [(k, f"{socket.gethostname()}:{dead.stdout.strip()}:run", now + 3600) for k in keys[3:]])
+    con.commit()
+    con.close()
+    with FakeOpenAIServer(analysis_for) as server:
+        out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, cache))
+        assert out.returncode == 0, out.stderr[-3000:]
+        starts = [r["t_start"] for r in server.requests]
+    assert len(starts) == 6
+    assert sum(t < now + 15 for t in starts) == 3  # the dead process's claims were taken at once
+    assert sum(t >= now + 15 for t in starts) == 3  # waited for the live lease to expire, then asked
+    assert max(starts) < now + 30
+
+
+# -- exit codes ----------------------------------------------------------------------------------------------------
+def test_exit_code_when_the_judge_fails_every_row_or_more_than_max_failures(tmp_path):
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 4)
+    with FakeOpenAIServer(analysis_for, script=["500"] * 8) as broken:  # reachable, but every request fails
+        dead = run(cli_args(src, tmp_path / "dead.jsonl", broken.base_url, None, "--judge-option", "max_retries=1",
+                            *FAST))
+    assert dead.returncode == 1, dead.stderr[-3000:]
+    line = dead.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: no row was scored: 4 of 4 judged rows failed because of the judge (4 × judge "
+                           "call failed: gave up after 2 attempts: HTTP 500)"), line
+    assert len((tmp_path / "dead.jsonl").read_text().splitlines()) == 4  # results are still written
+    with FakeOpenAIServer(analysis_for) as server:
+        server.script = ["401"]
+        strict = run(cli_args(src, tmp_path / "s.jsonl", server.base_url, None, "--max-failures", "0.2",
+                              concurrency=1))
+        assert strict.returncode == 1 and "1 of 4 judged rows (25%) failed because of the judge, over " \
+            "--max-failures 0.2" in strict.stderr, strict.stderr[-3000:]
+        server.script = ["401"]
+        lenient = run(cli_args(src, tmp_path / "l.jsonl", server.base_url, None, "--max-failures", "0.5",
+                               concurrency=1))
+        assert lenient.returncode == 0, lenient.stderr[-3000:]
+        bad_input = tmp_path / "empty_refs.jsonl"
+        bad_input.write_text(json.dumps({"reference": "", "candidate": "x"}) + "\n")
+        assert run(cli_args(bad_input, tmp_path / "e.jsonl", server.base_url, None)).returncode == 0
+
+
+# -- atomic outputs ------------------------------------------------------------------------------------------------
+def test_outputs_are_atomic_paired_by_run_id_and_never_written_through_links(tmp_path):
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 3)
+    out = tmp_path / "out.jsonl"
+    stale = tmp_path / ".out.jsonl.999999999.abc123.tmp"  # left by a killed run (no such process)
+    stale.write_text("half")
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    with FakeOpenAIServer(analysis_for) as server:
+        done = run(cli_args(src, out, server.base_url, None))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not stale.exists() and not list(tmp_path.glob(".*.tmp"))
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        summary = json.loads((tmp_path / "out.jsonl.summary.json").read_text())
+        assert {r["run_id"] for r in rows} == {summary["run_id"]} and len(summary["run_id"]) == 32
+
+        link = tmp_path / "other.jsonl.summary.json"
+        link.symlink_to(victim)
+        planted = run(cli_args(src, tmp_path / "other.jsonl", server.base_url, None))
+        assert planted.returncode == 2 and "is a symbolic link" in planted.stderr, planted.stderr[-3000:]
+        assert victim.read_text() == "keep me" and not (tmp_path / "other.jsonl").exists()
+
+        before = src.read_bytes()
+        same = run(cli_args(src, src, server.base_url, None))
+        assert same.returncode == 2 and "would overwrite the input" in same.stderr
+        assert src.read_bytes() == before
+        asked = len(server.requests)
+    assert asked == 3  # the refused runs asked nothing
+
+
+# -- requests ------------------------------------------------------------------------------------------------------
+def test_total_deadline_bounds_a_trickling_server(tmp_path):
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 2)
+    with FakeOpenAIServer(analysis_for, script=["trickle", "trickle"]) as server:
+        out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, None, "--judge-option", "timeout=1",
+                           "--judge-option", "max_retries=0", concurrency=2))
+        time.sleep(0.5)  # the server notices the client left on its next byte
+        held = [r["t_done"] - r["t_start"] for r in server.requests if r["t_done"]]
+    assert out.returncode == 1, out.stderr[-3000:]
+    reasons = {json.loads(x)["reason"] for x in (tmp_path / "o.jsonl").read_text().splitlines()}
+    assert reasons == {"judge call failed: gave up after 1 attempts: no complete answer within the 1s request "
+                       "deadline"}
+    assert len(held) == 2 and max(held) < 2.0, held
+    (tmp_path / "outcome.json").write_text(json.dumps({"held": held}))
+    print(f"\ntrickling server, timeout=1: requests held {max(held):.2f}s at most")
+
+
+# -- model files -----------------------------------------------------------------------------------------------------
+class _Payload:
+    """Unpickling this runs code (writes a file): what a hostile head file on the Hub would carry."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "code ran"))
+
+
+def test_er2score_head_file_is_never_unpickled_as_code(tmp_path):
+    import torch
+
+    from radmetrics.er2score.model import CONFIG_FILE, HEAD_FILE, MultiRewardModel
+    from radmetrics.errors import RadmetricsError
+
+    marker = tmp_path / "pwned.txt"
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({"criteria": ["a"], "base_model": "never-loaded"}))
+    torch.save({"weight": _Payload(str(marker))}, tmp_path / HEAD_FILE)
+    with pytest.raises(RadmetricsError, match="is not plain tensors: refused to unpickle it"):
+        MultiRewardModel.load(tmp_path)
+    assert not marker.exists()
