@@ -2,6 +2,8 @@
 installed wheel alike."""
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -33,3 +35,17 @@ def sample_path(name: str | None = None) -> Path:
     if name not in SAMPLE_FILES:
         raise InputError(f"No sample file {name!r}; the samples are {', '.join(SAMPLE_FILES)}")
     return folder / name
+
+
+#: the stamp on cards radmetrics rendered: a later push can tell an unedited card of ours from one a person wrote
+_CARD_MARKER = re.compile(r"\n?<!-- radmetrics-card sha256=([0-9a-f]{64}) -->\n?$")
+
+
+def card_with_marker(text: str) -> str:
+    """A card radmetrics rendered, stamped so that a later push can tell it was not edited since."""
+    text = text.rstrip("\n") + "\n"
+    return f"{text}\n<!-- radmetrics-card sha256={hashlib.sha256(text.encode()).hexdigest()} -->\n"
+
+
+def strip_marker(card_text: str) -> str:
+    return _CARD_MARKER.sub("\n", card_text)

@@ -79,7 +79,7 @@ def save_dataset(dataset, out_dir: str | Path, card_fields: dict[str, str]) -> P
     """save_to_disk plus the dataset card (README.md) beside the data."""
     out = Path(out_dir)
     dataset.save_to_disk(str(out))
-    from radmetrics.hub.privacy import card_with_marker
+    from radmetrics.hub_cards import card_with_marker
 
     (out / "README.md").write_text(card_with_marker(render_card(card_fields)), encoding="utf-8")
     return out

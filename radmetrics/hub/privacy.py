@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 
 from radmetrics.errors import RadmetricsError
+# the card stamp lives with the card templates, so dataset writers (radmetrics.data) need not import hub
+from radmetrics.hub_cards import _CARD_MARKER, card_with_marker, strip_marker  # noqa: F401
 
 
 class PushRefused(RadmetricsError):
@@ -25,7 +27,6 @@ class PushRefused(RadmetricsError):
 
 #: words in a card that mark credentialed data (our dataset cards say them; so do PhysioNet's own)
 _RESTRICTED_CARD = re.compile(r"physionet|credentialed|mimic-cxr|mimic-iv|mimic[ _-]?iii", re.IGNORECASE)
-_CARD_MARKER = re.compile(r"\n?<!-- radmetrics-card sha256=([0-9a-f]{64}) -->\n?$")
 #: placeholder text of the default card transformers / peft write: not something a person wrote
 _AUTO_CARD_HINTS = ("[More Information Needed]",)
 
@@ -78,16 +79,6 @@ def check_public_allowed(folder: str | Path, what: str) -> None:
         raise PushRefused(
             f"Refusing to push {what} publicly: {'; '.join(reasons)}. PhysioNet's credentialed-data licence forbids "
             "redistribution; push it private (the default), optionally --gated.")
-
-
-def card_with_marker(text: str) -> str:
-    """A card radmetrics rendered, stamped so that a later push can tell it was not edited since."""
-    text = text.rstrip("\n") + "\n"
-    return f"{text}\n<!-- radmetrics-card sha256={hashlib.sha256(text.encode()).hexdigest()} -->\n"
-
-
-def strip_marker(card_text: str) -> str:
-    return _CARD_MARKER.sub("\n", card_text)
 
 
 def written_by_user(card_text: str) -> bool:
