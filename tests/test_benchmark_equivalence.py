@@ -35,7 +35,11 @@ def test_harness_prints_the_table(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "| official GREEN loop (baseline) |" in out.stdout and "ratio to baseline" in out.stdout
-    assert '"identical_outputs": "16/16"' in out.stdout  # every contender, token for token
+    rows = json.loads((tmp_path / "b.json").read_text())["rows"]
+    # every transformers contender equals the official loop token for token. vLLM (run in its own process when a
+    # vllm environment exists) is timed here but not held to equality on random weights, where near-ties let
+    # its CPU kernels pick other tokens; its token equality on the trained judge is tests/test_vllm_backend.py's.
+    assert {r["identical_outputs"] for r in rows if r["contender"] != judge_throughput.VLLM} == {"16/16"}
     assert f"| {judge_throughput.DEFAULT} |" in out.stdout  # no options: what a user gets
     assert f"| {judge_throughput.TUNED} |" in out.stdout
     assert f"| {judge_throughput.ENGINE_OFF} |" in out.stdout
@@ -50,5 +54,5 @@ def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_j
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads((tmp_path / "b.json").read_text())
     assert result["info"]["forced_output_tokens"] is None and result["info"]["max_new_tokens"] == 1024
-    assert {r["identical_outputs"] for r in result["rows"]} == {"12/12"}
+    assert {r["identical_outputs"] for r in result["rows"] if r["contender"] != judge_throughput.VLLM} == {"12/12"}
     assert 20 < result["info"]["answer_tokens_mean"] < 1024  # stopped at EOS, well before the limit
