@@ -295,12 +295,12 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
     from radmetrics.errors import optional_import
 
     optional_import("scipy", "meta", "by preference-eval")
-    from radmetrics.meta.compare import _strict
+    from radmetrics.meta.html_report import strict_json_ready
     from radmetrics.meta.preference import preference_accuracy, read_preferences
 
     rows = read_preferences(input_path)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
-    results = _strict(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
+    results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))

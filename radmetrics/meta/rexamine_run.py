@@ -57,7 +57,8 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
                  cache: Any = None, max_new_tokens: int = 1024, system_options: dict[str, Any] | None = None,
                  alpha: float = 0.05, resamples: int = 1000,
                  seed: int = 0, echo: Callable[[str], None] = print) -> Path:
-    from radmetrics.meta.compare import _read_rows, _strict
+    from radmetrics.meta.compare import _read_rows
+    from radmetrics.meta.html_report import strict_json_ready
     from radmetrics.types import GenerationConfig
 
     rows = _read_rows(Path(input_path))
@@ -108,7 +109,7 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     }
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(_strict(results), indent=2, allow_nan=False, default=str))
+    (folder / "results.json").write_text(json.dumps(strict_json_ready(results), indent=2, allow_nan=False, default=str))
     with (folder / "rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
         for row in rows:  # the data steps' outputs with their provenance, to re-run or read
             fh.write(json.dumps({**row, "provenance": provenance}, default=str) + "\n")
