@@ -95,7 +95,14 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except RunInterrupted as e:
+        from radmetrics.judge import tally_lock
+
+        # from here on no worker thread stores an answer: the counts printed are the cache's (RLock: the
+        # line below takes it again in this thread); held until the process ends
+        held = tally_lock.acquire(timeout=1.0)
         click.echo(interrupted_line(), err=True)
+        if held and "ray" in sys.modules:  # a normal exit joins the worker threads: let them finish
+            tally_lock.release()
         _exit_now(e.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)

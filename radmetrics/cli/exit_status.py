@@ -27,9 +27,15 @@ def raise_terminated(signum, frame) -> None:
 
 
 def interrupted_line() -> str:
-    from radmetrics.judge import run_tally
+    from radmetrics.judge import run_tally, tally_lock
 
-    return (f"interrupted: {run_tally['answered']} answered, {run_tally['cached']} cached; rerun to resume")
+    # wait (briefly) for a worker thread that is storing an answer, so the counts and the cache agree
+    locked = tally_lock.acquire(timeout=1.0)
+    try:
+        return f"interrupted: {run_tally['answered']} answered, {run_tally['cached']} cached; rerun to resume"
+    finally:
+        if locked:
+            tally_lock.release()
 
 
 def judge_failures(judgments: list[Any]) -> Counter:

@@ -29,6 +29,9 @@ _lock = threading.RLock()
 
 #: answers received from backends and answers written to the cache in this process (the CLI's interrupt line)
 run_tally = {"answered": 0, "cached": 0}
+#: held while an answer is counted and cached: an interrupted run reads the tally only between two answers,
+#: so "N answered, N cached" is never read half-way through storing one (worker threads store answers)
+tally_lock = threading.RLock()
 
 
 class CachedJudge:
@@ -98,10 +101,13 @@ class CachedJudge:
                 if answers[todo[key][0]] is not None:
                     return
                 if not isinstance(text, GenerationFailure):
-                    run_tally["answered"] += 1
-                    if self.cache is not None and usable_answer(text):  # failures and junk: asked again next run
-                        self.cache.put_many([(key, identity["backend"], identity.get("model"), text)])
-                        run_tally["cached"] += 1
+                    with tally_lock:
+                        cached = self.cache is not None and usable_answer(text)  # failures, junk: asked again
+                        if cached:
+                            self.cache.put_many([(key, identity["backend"], identity.get("model"), text)])
+                        # counted after the write, in one call: an interrupt (raised in the main thread, which
+                        # may be the one storing) never leaves an answer counted but not cached
+                        run_tally.update(answered=run_tally["answered"] + 1, cached=run_tally["cached"] + cached)
                 if lease is not None and not (self.cache is not None and usable_answer(text)):
                     lease.release([key])  # let another run try it
                 settle(key, text)
