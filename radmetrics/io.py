@@ -125,6 +125,28 @@ def csv_rows(text: str, delimiter: str = ",") -> tuple[list[str], list[dict[str,
     return list(reader.fieldnames or []), rows
 
 
+def read_rows_strict(path: str | os.PathLike, why: str = "") -> list[dict[str, Any]]:
+    """Every row of a JSONL, CSV or TSV file, read as written (read_text, jsonl_lines, csv_rows); a line that is
+    not a JSON object is an error naming it, for callers that cannot leave a row out (`why` says so)."""
+    path = Path(path)
+    text, _ = read_text(path)
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return csv_rows(text, "\t" if suffix == ".tsv" else ",")[1]
+    rows = []
+    for lineno, line in enumerate(jsonl_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            row = _parse_json_line(line)
+        except ValueError as e:
+            raise InputError(f"{path} line {lineno} is not JSON ({str(e)[:80]}){why}") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path} line {lineno} is a JSON {type(row).__name__}, not an object{why}")
+        rows.append(row)
+    return rows
+
+
 def _parse_json_line(line: str) -> Any:
     # strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
     return json.JSONDecoder(strict=False).decode(line)

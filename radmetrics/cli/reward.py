@@ -1,7 +1,6 @@
 """`radmetrics reward-check`: can this reward teach this policy anything? (see radmetrics/rewards/check.py)"""
 from __future__ import annotations
 
-import csv
 import json
 import random
 from pathlib import Path
@@ -15,24 +14,9 @@ from radmetrics.errors import InputError
 
 def read_rows(path: str) -> list[dict[str, Any]]:
     """JSONL or CSV rows; a line that is not a JSON object is an error naming it (this is a check, not a run)."""
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"Input file not found: {file}")
-    text = file.read_text(encoding="utf-8", errors="replace")
-    if file.suffix.lower() == ".csv":
-        return list(csv.DictReader(text.splitlines()))
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{file}:{lineno}: not a JSON object ({str(e)[:80]})") from e
-        if not isinstance(row, dict):
-            raise InputError(f"{file}:{lineno}: not a JSON object")
-        rows.append(row)
-    return rows
+    from radmetrics.io import read_rows_strict
+
+    return read_rows_strict(path)
 
 
 def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None:

@@ -10,7 +10,6 @@ pairs of each metric, win/tie/loss. `load_systems` reads candidate files and mat
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,23 +33,9 @@ class Alignment:
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise InputError(f"file not found: {path}")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix.lower() in {".csv", ".tsv"}:
-        return list(csv.DictReader(io.StringIO(text), delimiter="\t" if path.suffix.lower() == ".tsv" else ","))
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{path} line {lineno} is not JSON ({str(e)[:80]}); rows must be matched by id, "
-                             "so every line must be readable") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path} line {lineno} is a JSON {type(row).__name__}, not an object")
-        rows.append(row)
+    from radmetrics.io import read_rows_strict
+
+    rows = read_rows_strict(path, why="; rows must be matched by id, so every line must be readable")
     if not rows:
         raise InputError(f"{path} has no rows")
     return rows
