@@ -449,3 +449,130 @@ def test_replay_file_is_read_as_utf8_whatever_the_locale(tmp_path):
     run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])
     assert run.stdout.strip() == "True", run.stderr[-2000:]
+
+
+def test_redact_applies_every_secret_whatever_comes_before_it():
+    key = "sk-ABCDEFGHIJKLMNOPQRST"
+    # an unset key, a too-short one and a short (8-character) one before the real key do not stop redaction
+    for before in ([None], ["abc"], ["12345678"], [None, "abc", "12345678"]):
+        assert redact(f"x {key} y sk-ABCDEFGH z", [*before, key]) == "x *** y *** z"
+
+
+def test_exceptions_carry_their_message_in_args():
+    """`e.args[0]` is the message (logging, pickling and `except ... as e: e.args` read it)."""
+    for e in (UnknownNameError("backend", "zzz", ["openai"]), JudgeError("no answer"), MissingExtraError("yaml")):
+        assert e.args == (str(e),) and str(e)
+
+
+def test_missing_module_of_radmetrics_itself_is_a_bug_not_an_extra():
+    assert MissingExtraError.from_import_error(ModuleNotFoundError("x", name="radmetrics.nope")) is None
+    assert MissingExtraError.from_import_error(ModuleNotFoundError("x", name="radmetrics")) is None
+
+
+def test_optional_import_names_the_missing_dependency_not_the_module(tmp_path, monkeypatch):
+    (tmp_path / "radmetrics_test_wrapper.py").write_text("import radmetrics_test_missing_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MissingExtraError) as info:
+        optional_import("radmetrics_test_wrapper", extra="hub", purpose="to push")
+    # the dependency is what is missing, and the extra given for the wrapper is not claimed for it
+    assert str(info.value) == ('radmetrics_test_missing_dependency is not installed (needed to push): '
+                               'pip install "radmetrics[all]"')
+    with pytest.raises(MissingExtraError) as info:
+        optional_import("radmetrics_test_missing_pkg.sub", extra="hub")
+    assert str(info.value) == 'radmetrics_test_missing_pkg is not installed: pip install "radmetrics[hub]"'
+
+
+class _LockedAtFirst:
+    """A real connection whose first `failures` `PRAGMA journal_mode=WAL` calls raise `error` (another process
+    switching the same new file to WAL at that moment)."""
+
+    def __init__(self, con, failures: int, error: str):
+        self.con, self.failures, self.error = con, failures, error
+
+    def execute(self, sql, *args):
+        if "journal_mode" in sql and self.failures:
+            self.failures -= 1
+            raise sqlite3.OperationalError(self.error)
+        return self.con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def _fake_connect(monkeypatch, failures: int, error: str):
+    real = sqlite3.connect
+    made = []
+
+    def connect(*args, **kwargs):
+        made.append(_LockedAtFirst(real(*args, **kwargs), failures, error))
+        return made[-1]
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", connect)
+    return made
+
+
+def test_switching_to_wal_waits_while_another_process_holds_the_lock(tmp_path, monkeypatch):
+    made = _fake_connect(monkeypatch, 3, "database is locked")
+    sleeps = []
+    monkeypatch.setattr(cache_module.time, "sleep", lambda s: sleeps.append(s))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many([("k", "b", "m", "answer")])
+    assert cache.get_many(["k"]) == {"k": "answer"}
+    assert sleeps == [0.05, 0.05, 0.05] and made[0].failures == 0
+    assert len(made) == 1 and cache._connect() is made[0]  # one connection per thread, reused
+
+
+def test_switching_to_wal_fails_at_once_on_other_errors(tmp_path, monkeypatch):
+    _fake_connect(monkeypatch, 2, "disk I/O error")
+    monkeypatch.setattr(cache_module.time, "sleep", lambda s: None)
+    with pytest.raises(CacheError, match=r"\(disk I/O error\)"):
+        ResponseCache(tmp_path / "c.sqlite")
+
+
+def test_switching_to_wal_gives_up_after_a_minute(tmp_path, monkeypatch):
+    _fake_connect(monkeypatch, 10**6, "database is locked")
+    clock = [1000.0]
+    monkeypatch.setattr(cache_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cache_module.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        ResponseCache(tmp_path / "c.sqlite")
+    assert 1060.0 < clock[0] <= 1060.1  # waited one minute in 0.05 s steps, then gave up
+
+
+def test_cache_folder_that_cannot_be_made_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("x")
+    path = tmp_path / "file" / "c.sqlite"
+    with pytest.raises(CacheError) as info:
+        ResponseCache(path)
+    assert str(info.value) == (f"cache file {path} cannot be used (File exists): run with --no-cache, or delete "
+                               "the file (or pass --cache NEW_FILE) to start a new cache")
+
+
+def test_cache_header_reads_the_full_four_byte_page_count(tmp_path):
+    """A header recording 2**24 + 1 pages: a reader of three bytes would see 1 page and miss the truncation."""
+    header = bytearray(100)
+    header[:16] = b"SQLite format 3\x00"
+    header[16:18] = (4096).to_bytes(2, "big")
+    header[28:32] = (2**24 + 1).to_bytes(4, "big")
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(bytes(header) + b"\x00" * (2 * 4096))
+    with pytest.raises(CacheError, match="truncated"):
+        ResponseCache(path)
+
+
+def test_a_process_that_cannot_be_signalled_is_alive(monkeypatch):
+    def denied(pid, sig):
+        raise PermissionError
+
+    monkeypatch.setattr(cache_module.os, "kill", denied)
+    assert cache_module._owner_alive(f"{socket.gethostname()}:12345:x")
+
+
+def test_lease_renewer_is_a_named_daemon_thread(tmp_path):
+    import threading
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    with cache.lease(ttl=30):
+        renewers = [t for t in threading.enumerate() if t.name == "radmetrics-lease"]
+        # a daemon: a run that dies without reaching close() is not kept alive by its renewer
+        assert len(renewers) == 1 and renewers[0].daemon
