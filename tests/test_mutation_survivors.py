@@ -576,3 +576,88 @@ def test_lease_renewer_is_a_named_daemon_thread(tmp_path):
         renewers = [t for t in threading.enumerate() if t.name == "radmetrics-lease"]
         # a daemon: a run that dies without reaching close() is not kept alive by its renewer
         assert len(renewers) == 1 and renewers[0].daemon
+
+
+# -- vert/parse.py: the overall score, every way judges write it -----------------------------------------------------
+from green_answers import green_answer  # noqa: E402
+
+from radmetrics.vert.parse import (  # noqa: E402
+    VertParseError,
+    check_range,
+    read_bare_score,
+    read_counts,
+    read_overall_score,
+    read_overall_score_with_form,
+)
+
+H = "[Overall Accuracy Score]: "
+
+
+@pytest.mark.parametrize("text, expected", [
+    (H + "0", (0.0, "plain")),  # both ends of [0, 1] are scores
+    (H + "1", (1.0, "plain")),
+    (H + ",85", (0.85, "decimal-comma")),
+    (H + "**Score: 0.85**", (0.85, "plain")),
+    (H + "Score: **0.85**", (0.85, "plain")),
+    (H + "X 0.5", (0.5, "in-sentence")),  # a letter before the number: read in the sentence
+    (H + "3/(3+2) =0.60", (0.6, "worked")),
+    ("[Overall Accuracy Score]:\n0.8\n[Explanation]: 2 of 3 findings", (0.8, "plain")),
+])
+def test_vert_score_and_how_it_was_written(text, expected):
+    assert read_overall_score_with_form(text) == expected
+    assert read_overall_score(text) == expected[0]
+
+
+@pytest.mark.parametrize("text, message", [
+    (None, "empty judge output"),
+    ("  \n", "empty judge output"),
+    ("The report is fine.", "no [Overall Accuracy Score] in the output (truncated or another format)"),
+    (H + "(see below)\n[Notes]: 0.2", "[Overall Accuracy Score] has no readable number"),
+    (H + "−0.2", "overall score -0.2 outside [0, 1]"),  # a unicode minus is a minus
+    (H + "−0,5", "overall score -0.5 outside [0, 1] (decimal-comma)"),
+    (H + "−1,000", "overall score '-1,000' has no single reading (decimal or thousands comma?)"),
+    (H + "1.5", "overall score 1.5 outside [0, 1]"),
+    (H + "I would rate it 1.5", "overall score 1.5 outside [0, 1] (in-sentence)"),
+    (H + "3/(3+2) = 7/5 - which is " + "a" * 60,
+     "worked score '3/(3+2) = 7/5 - which is " + "a" * 35 + "' does not end in a number"),
+    (H + "between 0.5 and 0.7 " + "b" * 60,
+     "[Overall Accuracy Score] has no single number: 'between 0.5 and 0.7 " + "b" * 40 + "'"),
+    (H + "0.5 * 2 " + "c" * 60, "[Overall Accuracy Score] has no readable number: '0.5 * 2 " + "c" * 52 + "'"),
+])
+def test_vert_unreadable_scores_say_why(text, message):
+    with pytest.raises(VertParseError) as info:
+        read_overall_score_with_form(text)
+    assert str(info.value) == message
+
+
+def test_vert_range_message_names_how_the_number_was_written():
+    with pytest.raises(VertParseError, match=r"^overall score 2 outside \[0, 1\]$"):
+        check_range(2.0, "plain")
+    with pytest.raises(VertParseError, match=r"^overall score -1 outside \[0, 1\] \(worked\)$"):
+        check_range(-1.0, "worked")
+    check_range(0.0, "plain")
+    check_range(1.0, "plain")
+
+
+def test_vert_bare_score_reads_the_first_line_only():
+    assert read_bare_score("0.7\nThe candidate misses 2 findings.") == (0.7, "plain")
+    assert read_bare_score("**Overall Accuracy Score:**\n0.7") == (0.7, "plain")
+    with pytest.raises(VertParseError, match="^empty judge output$"):
+        read_bare_score(" ")
+    with pytest.raises(VertParseError, match=r"^overall score 1.2 outside \[0, 1\]$"):
+        read_bare_score("1.2")
+    with pytest.raises(VertParseError, match=r"\(in-sentence\)$"):
+        read_bare_score("I give it 1.2")
+    # the score line is the first: a number further down (a count of findings) is not read as the score
+    with pytest.raises(VertParseError, match="has no readable number"):
+        read_bare_score("Score:\n2 findings missed\n0.7")
+
+
+def test_vert_reads_green_counts_when_the_judge_wrote_them():
+    text = green_answer({"a": 2, "f": 1}, {"b": 1}, 3)
+    counts = read_counts(text)
+    assert set(counts) == {"significant", "insignificant", "matched_findings", "green_leniency"}
+    assert counts["significant"] == {"a": 2, "b": 0, "c": 0, "d": 0, "e": 0, "f": 1}
+    assert counts["insignificant"] == {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0, "f": 0}
+    assert counts["matched_findings"] == 3 and counts["green_leniency"] == []
+    assert read_counts(H + "0.5") == {}
