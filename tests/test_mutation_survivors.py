@@ -661,3 +661,76 @@ def test_vert_reads_green_counts_when_the_judge_wrote_them():
     assert counts["insignificant"] == {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0, "f": 0}
     assert counts["matched_findings"] == 3 and counts["green_leniency"] == []
     assert read_counts(H + "0.5") == {}
+
+
+# -- finerad_score/parse.py: corrections, severities, categories -----------------------------------------------------
+from radmetrics.finerad_score.parse import (  # noqa: E402
+    Correction,
+    FineRadParseError,
+    apply_corrections,
+    parse_corrections,
+    read_corrections,
+)
+
+
+def _entry(corrections="Fixed.", severity="Urgent error", **extra) -> dict:
+    return {"corrections": corrections, "clinical severity": severity, **extra}
+
+
+def _answer(*pairs) -> str:
+    return "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs) + "}"
+
+
+def test_finerad_entries_in_order_with_labels_comments_and_categories():
+    text = _answer(
+        ("0", _entry("Small effusion.", "Urgent error.", comments="size", **{"error category": [
+            "4. Incorrect severity of finding", "omission of finding", "Some other problem"]})),
+        ("1", _entry("[delete]", "No error")),  # not a correction: skipped, and the next one still read
+        ("[3]", _entry("Line three.", "Not actionable", **{"error category": "2. Omission of finding"})),
+        ("None", _entry("New line.", "Emergent", **{"error category": ""})),
+    )
+    corrections, notes = read_corrections(text)
+    assert notes == []
+    assert [(c.line, c.corrections, c.severity, c.severity_label, c.comments, c.categories) for c in corrections] == [
+        (0, "Small effusion.", 3, "Urgent error.", "size",
+         ["Incorrect severity of finding", "Omission of finding", "Some other problem"]),
+        (3, "Line three.", 1, "Not actionable", "", ["Omission of finding"]),
+        (None, "New line.", 4, "Emergent", "", []),
+    ]
+    assert parse_corrections(text) == corrections
+
+
+def test_finerad_identical_duplicates_count_once_and_reading_goes_on():
+    text = _answer(("None", _entry("New.", "Urgent")), ("None", _entry("New.", "Urgent")),
+                   ("2", _entry("Two.", "Emergent error")))
+    corrections, notes = read_corrections(text)
+    assert [c.line for c in corrections] == [None, 2]
+    assert notes == ["line None: the same entry given twice, counted once"]
+
+
+@pytest.mark.parametrize("text, message, retryable", [
+    (None, "empty judge output", True),
+    ("   ", "empty judge output", True),
+    ("{1, 2}", "JSON is a set, not an object keyed by line id", True),
+    (_answer(("first", _entry())), "key 'first' is neither a line id nor 'None'", True),
+    (_answer(("0", {"corrections": "x."})), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", {"clinical severity": "Urgent"})), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", 5)), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", _entry("Fix.", "Serious"))), "line 0: unknown clinical severity 'Serious'", False),
+])
+def test_finerad_unreadable_answers_say_why_and_whether_to_ask_again(text, message, retryable):
+    with pytest.raises(FineRadParseError) as info:
+        read_corrections(text)
+    assert str(info.value) == message
+    assert info.value.retryable is retryable
+
+
+def test_apply_corrections_keeps_substitutes_deletes_and_appends():
+    lines = ["Heart normal.", "Small effusion.", "No pneumothorax.", "Old line."]
+    corrections = [Correction(1, "Large effusion. ", 3, "Urgent error", ""),
+                   Correction(3, "[delete]", 1, "Not actionable", ""),
+                   Correction(None, " New finding.", 2, "Actionable nonurgent error", ""),
+                   Correction(None, "delete", 1, "Not actionable", "")]
+    assert apply_corrections(lines, corrections) == "Heart normal. Large effusion. No pneumothorax. New finding."
+    with pytest.raises(ValueError, match="^line 1 has two different corrections$"):
+        apply_corrections(lines, corrections + [Correction(1, "Other.", 3, "Urgent error", "")])
