@@ -734,3 +734,168 @@ def test_apply_corrections_keeps_substitutes_deletes_and_appends():
     assert apply_corrections(lines, corrections) == "Heart normal. Large effusion. No pneumothorax. New finding."
     with pytest.raises(ValueError, match="^line 1 has two different corrections$"):
         apply_corrections(lines, corrections + [Correction(1, "Other.", 3, "Urgent error", "")])
+
+
+# -- hub/privacy.py: what may be pushed publicly, and which cards may be replaced -------------------------------------
+from radmetrics.hub.privacy import (  # noqa: E402
+    PushRefused,
+    card_with_marker,
+    check_public_allowed,
+    restricted_reasons,
+    write_card,
+    written_by_user,
+)
+
+
+@pytest.mark.parametrize("card, word", [("From PhysioNet.", "PhysioNet"), ("credentialed access", "credentialed"),
+                                        ("MIMIC-CXR reports", "MIMIC-CXR"), ("mimic-iv notes", "mimic-iv"),
+                                        ("MIMIC III", "MIMIC III"), ("mimic_iii", "mimic_iii"),
+                                        ("mimiciii", "mimiciii")])
+def test_a_card_naming_credentialed_data_keeps_the_folder_private(tmp_path, card, word):
+    (tmp_path / "README.md").write_text(f"# Data\n\n{card}\n")
+    assert restricted_reasons(tmp_path) == [f"its card (README.md) says '{word}'"]
+    with pytest.raises(PushRefused) as info:
+        check_public_allowed(tmp_path, "the folder to lab/x")
+    assert str(info.value) == (f"Refusing to push the folder to lab/x publicly: its card (README.md) says '{word}'. "
+                               "PhysioNet's credentialed-data licence forbids redistribution; push it private (the "
+                               "default), optionally --gated.")
+
+
+def test_rows_from_physionet_datasets_keep_the_folder_private(tmp_path):
+    (tmp_path / "README.md").write_text("# Open data\n")
+    sub = tmp_path / "splits"
+    sub.mkdir()
+    (sub / "test.jsonl").write_text("not json\n" + json.dumps(["a list"]) + "\n" + json.dumps({"dataset": 3}) + "\n"
+                                    + json.dumps({"dataset": "rexval"}) + "\n" + json.dumps({"dataset": "mine"}) + "\n")
+    (tmp_path / "more.jsonl").write_text(json.dumps({"dataset": "radeval", "text": "x"}) + "\n")
+    assert restricted_reasons(tmp_path) == ["its rows come from radeval, rexval (PhysioNet credentialed data)"]
+    (sub / "test.jsonl").write_text(json.dumps({"dataset": "mine"}) + "\n")
+    (tmp_path / "more.jsonl").unlink()
+    assert restricted_reasons(tmp_path) == []
+    check_public_allowed(tmp_path, "x")  # nothing restricted: allowed
+
+
+@pytest.mark.parametrize("as_dict", [False, True], ids=["Dataset", "DatasetDict"])
+def test_saved_datasets_from_physionet_keep_the_folder_private(tmp_path, as_dict):
+    import datasets
+
+    rows = datasets.Dataset.from_dict({"dataset": ["refisco", "mine"], "text": ["a", "b"]})
+    saved = datasets.DatasetDict({"test": rows}) if as_dict else rows
+    saved.save_to_disk(str(tmp_path / "ds"))
+    assert restricted_reasons(tmp_path / "ds") == ["its rows come from refisco (PhysioNet credentialed data)"]
+    datasets.Dataset.from_dict({"text": ["a"]}).save_to_disk(str(tmp_path / "plain"))
+    assert restricted_reasons(tmp_path / "plain") == []
+
+
+def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
+    rendered = card_with_marker("# Judge\n\nScores reports.\n")
+    assert not written_by_user(rendered)
+    assert written_by_user(rendered.replace("Scores", "Rates"))  # edited after rendering
+    assert not written_by_user("# Model card\n\n[More Information Needed]\n")  # a library's placeholder
+    assert written_by_user("# My own card\n")
+    card = tmp_path / "README.md"
+    write_card(card, "# New\n", overwrite=False)  # no card yet
+    assert card.read_text() == card_with_marker("# New\n")
+    write_card(card, "# Newer\n", overwrite=False)  # an unedited rendered card is refreshed
+    assert card.read_text() == card_with_marker("# Newer\n")
+    card.write_text("# Mine\n")
+    with pytest.raises(PushRefused) as info:
+        write_card(card, "# Rendered\n", overwrite=False)
+    assert str(info.value) == (f"{card} was written or edited by hand: not replacing it (pass --overwrite-card to "
+                               "replace it with the rendered card)")
+    assert card.read_text() == "# Mine\n"
+    write_card(card, "# Rendered\n", overwrite=True)
+    assert card.read_text() == card_with_marker("# Rendered\n")
+
+
+# -- hub/__init__.py: push_folder, in this process, against a Hub-compatible server on 127.0.0.1 ------------------------
+@pytest.fixture
+def hub_here(tmp_path, monkeypatch):
+    """A Hub-compatible server, with huggingface_hub (already imported, offline) pointed at it in this process."""
+    from huggingface_hub import constants
+    from hub_server import HubServer
+
+    with HubServer(tmp_path / "hub") as server:
+        monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+        yield server
+
+
+def _judge_folder(tmp_path, card: str | None = None) -> Path:
+    folder = tmp_path / "judge"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    if card is not None:
+        (folder / "README.md").write_text(card)
+    return folder
+
+
+def test_push_folder_is_private_by_default_and_reports_what_it_did(tmp_path, hub_here):
+    from radmetrics.hub import describe_push, push_folder
+
+    folder = _judge_folder(tmp_path)
+    result = push_folder(folder, "lab/judge")
+    assert hub_here.repos[("model", "lab/judge")]["private"] is True
+    assert result == {"url": f"{hub_here.endpoint}/lab/judge", "commit": result["commit"], "private": True,
+                      "gated": False, "card_kept": False, "public_requested": False}
+    assert isinstance(result["commit"], str) and result["commit"]
+    assert describe_push(folder, result) == [
+        f"Pushed {folder} to {hub_here.endpoint}/lab/judge (private; visibility read back from the Hub)"]
+    data = push_folder(folder, "lab/data", repo_type="dataset", gated="manual", public=True)
+    assert data["url"] == f"{hub_here.endpoint}/datasets/lab/data" and data["private"] is False
+    assert hub_here.repos[("dataset", "lab/data")]["gated"] == "manual"
+    assert describe_push(folder, data) == [
+        f"Pushed {folder} to {hub_here.endpoint}/datasets/lab/data (public, gated manual; visibility read back "
+        "from the Hub)"]
+
+
+def test_push_folder_refuses_to_add_to_a_public_repo_unless_asked(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    folder = _judge_folder(tmp_path)
+    push_folder(folder, "lab/open", public=True)
+    with pytest.raises(PushRefused) as info:
+        push_folder(folder, "lab/open")
+    assert str(info.value) == (f"lab/open is a public model repository on the Hub: pushing {folder} into it would "
+                               "publish it. Pass --public to add to a public repository, or push to a new (private) "
+                               "repo.")
+    again = push_folder(folder, "lab/open", public=True)
+    assert again["private"] is False and again["public_requested"] is True
+    push_folder(folder, "lab/closed")
+    kept_private = push_folder(folder, "lab/closed", public=True)  # an existing private repo stays private
+    assert kept_private["private"] is True
+    from radmetrics.hub import describe_push
+
+    assert describe_push(folder, kept_private)[1] == (
+        "Note: the repository already existed as private and stays private; change its visibility on the Hub if you "
+        "mean to publish it.")
+
+
+def test_push_folder_keeps_a_hand_written_card_on_the_hub(tmp_path, hub_here):
+    from radmetrics.hub import describe_push, push_folder
+
+    folder = _judge_folder(tmp_path, card="---\nlicense: mit\n---\n# Mine, by hand\n")
+    push_folder(folder, "lab/carded")
+    (folder / "README.md").write_text(card_with_marker("---\nlicense: mit\n---\n# Rendered\n"))
+    kept = push_folder(folder, "lab/carded")
+    assert kept["card_kept"] is True
+    assert describe_push(folder, kept)[-1] == ("Note: kept the README.md on the Hub (written by hand); pass "
+                                               "--overwrite-card to replace it.")
+    replaced = push_folder(folder, "lab/carded", overwrite_card=True)
+    assert replaced["card_kept"] is False
+
+
+def test_push_folder_bad_arguments_are_one_line(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    with pytest.raises(RadmetricsError, match=r"^Nothing to push: .*nope is not a folder$"):
+        push_folder(tmp_path / "nope", "lab/x")
+    with pytest.raises(RadmetricsError, match=r"^gated must be 'auto' or 'manual', not 'yes'$"):
+        push_folder(_judge_folder(tmp_path), "lab/x", gated="yes")
+    physionet = _judge_folder(tmp_path, card="# Derived from MIMIC-CXR\n")
+    with pytest.raises(PushRefused, match=f"^Refusing to push {physionet} to lab/x publicly"):
+        push_folder(physionet, "lab/x", public=True)
+    assert not hub_here.repos
