@@ -899,3 +899,95 @@ def test_push_folder_bad_arguments_are_one_line(tmp_path, hub_here):
     with pytest.raises(PushRefused, match=f"^Refusing to push {physionet} to lab/x publicly"):
         push_folder(physionet, "lab/x", public=True)
     assert not hub_here.repos
+
+
+# -- meta/stats.py: small statistics, checked by hand and with scipy --------------------------------------------------
+import math  # noqa: E402
+import warnings  # noqa: E402
+
+from radmetrics.meta import stats as meta_stats  # noqa: E402
+
+
+def test_correlation_to_dict_has_every_field():
+    c = meta_stats.Correlation(0.5, 0.1, 0.9, 0.04, 10, 100)
+    assert c.to_dict() == {"value": 0.5, "ci_low": 0.1, "ci_high": 0.9, "p_value": 0.04, "n": 10, "resamples": 100}
+
+
+def test_mae_of_nothing_is_nan_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would reach the user's screen
+        out = meta_stats.mae([None], [1.0])
+    assert math.isnan(out["mae"]) and math.isnan(out["std"]) and out["n"] == 0
+
+
+def test_category_accuracy_is_per_category_not_per_report():
+    # 3 reports x 2 categories; expert means 0.4 -> 0, 1.6 -> 2, 2.5 -> 2 (numpy rounds half to even: 3 is wrong)
+    predicted = [[0, 2], [1, 2], [3, 3]]
+    expert = [[0.4, 1.6], [1.0, 2.0], [2.5, 3.0]]
+    assert meta_stats.category_accuracy(predicted, expert) == [2 / 3, 1.0]
+
+
+def test_error_type_f1_recall_when_tp_equals_fn():
+    # one category: human 2, model 1 -> TP 1, FP 0, FN 1: precision 1, recall 1/2, F1 2/3
+    (row,) = meta_stats.error_type_f1([[2]], [[1]])
+    assert row == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "tp": 1.0, "fp": 0.0, "fn": 1.0}
+
+
+def test_preference_accuracy_ties_and_empty():
+    # pair 1 tied (wrong), pair 2 right, pair 3 wrong: 1/3
+    assert meta_stats.preference_accuracy([0.5, 0.9, 0.1], [0.5, 0.2, 0.3], [True, True, True]) == 1 / 3
+    assert meta_stats.preference_accuracy([1, 2], [2, 1], [True, True], higher_is_better=False) == 0.5
+    assert math.isnan(meta_stats.preference_accuracy([], [], []))
+
+
+def test_paired_randomization_defaults_to_1000_trials():
+    out = meta_stats.paired_randomization_test([1, 2, 3, 4, 5], [1, 2, 3, 5, 4], [1, 2, 3, 4, 5], method="spearman")
+    assert out["trials"] == 1000
+    assert out["difference"] == pytest.approx(1 - 0.9)  # spearman 1.0 vs 0.9 (one swap of neighbours)
+
+
+def test_rexamine_site_tests_equal_scipy_and_bonferroni():
+    from scipy import stats as sp
+
+    original = {"bleu": {"a": [0.1, 0.4, 0.3, 0.8], "b": [0.5, 0.5, 0.2, 0.9]},
+                "errors": {"a": [3, 1, 2, 0], "b": [1, 1, 4, 2]}}
+    standardized = {"bleu": {"a": [0.3, 0.5, 0.35, 0.9], "b": [0.4, 0.6, 0.1, 0.95]},
+                    "errors": {"a": [2, 1, 1, 0], "b": [1, 0, 4, 1]}}
+    rows = meta_stats.rexamine_site_tests(original, standardized, alpha=0.08, higher_is_better={"errors": False})
+    assert [(r["metric"], r["site"]) for r in rows] == [("bleu", "a"), ("bleu", "b"), ("errors", "a"), ("errors", "b")]
+    for r in rows:
+        x, y = original[r["metric"]][r["site"]], standardized[r["metric"]][r["site"]]
+        sign = -1 if r["metric"] == "bleu" else 1  # oriented so that higher = worse
+        expected = sp.ttest_rel([sign * v for v in y], [sign * v for v in x])
+        assert r == {"metric": r["metric"], "site": r["site"], "mean_original": pytest.approx(sum(x) / 4),
+                     "mean_standardized": pytest.approx(sum(y) / 4), "t": pytest.approx(expected.statistic),
+                     "p_value": pytest.approx(expected.pvalue), "threshold": 0.02,
+                     "significant": bool(expected.pvalue < 0.02), "t_convention": "paper"}
+    raw = meta_stats.rexamine_site_tests(original, standardized, convention="raw")
+    assert raw[2]["t"] == pytest.approx(sp.ttest_rel(original["errors"]["a"], standardized["errors"]["a"]).statistic)
+    assert meta_stats.rexamine_site_tests({}, {}) == []
+    with pytest.raises(ValueError, match=r"^unknown convention 'other': 'paper' or 'raw'$"):
+        meta_stats.rexamine_site_tests(original, standardized, convention="other")
+
+
+def test_per_site_spearman_equals_scipy_within_each_site():
+    from scipy import stats as sp
+
+    scores = [0.1, 0.5, 0.3, 0.9, 0.2, 0.8, 0.4, 0.6]
+    expert = [1, 3, 2, 4, 4, 1, 2, 3]
+    sites = ["b", "a", "b", "a", "b", "a", "b", "a"]
+    out = meta_stats.per_site_spearman(scores, expert, sites, resamples=20, seed=1)
+    assert list(out) == ["a", "b"]
+    for site in "ab":
+        idx = [i for i, s in enumerate(sites) if s == site]
+        expected = sp.spearmanr([scores[i] for i in idx], [expert[i] for i in idx])
+        assert out[site]["value"] == pytest.approx(expected.statistic) and out[site]["n"] == 4
+        assert out[site]["resamples"] == 20
+
+
+def test_ensemble_average_with_a_constant_metric():
+    # metric 2 is constant: z-scores of 0 (not a division by zero); metric 1 z-scored by its population std
+    out = meta_stats.ensemble_average([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
+    z = 1 / math.sqrt(2 / 3)
+    assert out == pytest.approx([-z / 2, 0.0, z / 2])
+    assert meta_stats.ensemble_average([[1.0, 3.0], [3.0, 5.0]], standardize=False) == [2.0, 4.0]
