@@ -600,6 +600,8 @@ H = "[Overall Accuracy Score]: "
     (H + ",85", (0.85, "decimal-comma")),
     (H + "**Score: 0.85**", (0.85, "plain")),
     (H + "Score: **0.85**", (0.85, "plain")),
+    (H + "`Score: 0.85`", (0.85, "plain")),  # markdown code and emphasis around "Score: ..." are dropped first
+    (H + "_Score: 0.85_", (0.85, "plain")),
     (H + "X 0.5", (0.5, "in-sentence")),  # a letter before the number: read in the sentence
     (H + "3/(3+2) =0.60", (0.6, "worked")),
     ("[Overall Accuracy Score]:\n0.8\n[Explanation]: 2 of 3 findings", (0.8, "plain")),
