@@ -994,3 +994,36 @@ def test_ensemble_average_with_a_constant_metric():
     z = 1 / math.sqrt(2 / 3)
     assert out == pytest.approx([-z / 2, 0.0, z / 2])
     assert meta_stats.ensemble_average([[1.0, 3.0], [3.0, 5.0]], standardize=False) == [2.0, 4.0]
+
+
+def test_privacy_gate_reads_cards_and_rows_that_are_not_utf8(tmp_path):
+    """A card or a JSONL file with bytes that are not UTF-8 is still read (replaced), never a crash."""
+    (tmp_path / "README.md").write_bytes(b"# Data \xff\xfe\n\nFrom PhysioNet.\n")
+    (tmp_path / "rows.jsonl").write_bytes(b'{"dataset": "rate_eval", "text": "\xff"}\n\xfe\xff\n')
+    reasons = restricted_reasons(tmp_path)
+    assert reasons == ["its card (README.md) says 'PhysioNet'",
+                       "its rows come from rate_eval (PhysioNet credentialed data)"]
+    with pytest.raises(PushRefused) as info:
+        check_public_allowed(tmp_path, "data")
+    assert str(info.value).startswith(f"Refusing to push data publicly: {reasons[0]}; {reasons[1]}. PhysioNet's")
+    card = tmp_path / "README.md"
+    with pytest.raises(PushRefused, match="written or edited by hand"):
+        write_card(card, "# Rendered\n", overwrite=False)
+
+
+@pytest.mark.parametrize("text", ["# Judge  \nTwo spaces end the line above.  \n", "# Model X\n"])
+def test_rendered_cards_ending_in_spaces_or_any_letter_are_recognised(text):
+    assert not written_by_user(card_with_marker(text))
+
+
+def test_rendered_cards_are_written_and_recognised_as_utf8_whatever_the_locale(tmp_path):
+    card = tmp_path / "README.md"
+    code = ("import sys; from radmetrics.hub.privacy import write_card; "
+            "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 2\\n', overwrite=False); "
+            "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 3\\n', overwrite=False)")
+    write_card(card, "# Größe × 1\n", overwrite=False)  # here (a UTF-8 locale), then under C:
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    run = subprocess.run([sys.executable, "-c", code, str(card)], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert card.read_text(encoding="utf-8") == card_with_marker("# Größe × 3\n")
