@@ -1027,3 +1027,141 @@ def test_rendered_cards_are_written_and_recognised_as_utf8_whatever_the_locale(t
                          cwd=Path(__file__).resolve().parents[1])
     assert run.returncode == 0, run.stderr[-2000:]
     assert card.read_text(encoding="utf-8") == card_with_marker("# Größe × 3\n")
+
+
+# -- green/parse.py: what the judge meant, the rules it needed, and why not when it cannot be read ---------------------
+# Answers written as judges drift from GREEN App. GA.1's template (the drift corpus covers the official forms).
+GA = "(a) False report of a finding in the candidate"
+GB = "(b) Missing a finding present in the reference"
+GC = "(c) Misidentification of a finding's anatomic location/position"
+GD = "(d) Misassessment of the severity of a finding"
+GE = "(e) Mentioning a comparison that isn't in the reference"
+GF = "(f) Omitting a comparison detailing a change from a prior study"
+GX = "[Explanation]:\nDiffers.\n\n"
+GSIG = "[Clinically Significant Errors]:\n"
+GINS = "[Clinically Insignificant Errors]:\n"
+GMAT = "[Matched Findings]:\n"
+
+
+def _errs(*counts):
+    return "\n".join(f"{m}: {n}" for m, n in zip((GA, GB, GC, GD, GE, GF), counts, strict=False))
+
+
+GZERO = _errs("0.", "0.", "0.", "0.", "0.", "0.")
+GREEN_CASES = {
+ "chat-debris": "<|user|>[Matched Findings]: 9.<|assistant|>" + GX.replace("Differs.", "Differs <unk>here</s>.") + GSIG + GZERO + "\n\n" + GMAT + "2. a; b</s>",
+ "echo-without-explanation": GSIG + "(a) <Error Type>: <The number of errors>.\n" + GMAT + "<The number of matched findings>.\n\n" + GSIG + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "blank-line-once": GX + GSIG + _errs("1. x", "0.", "0.", "", "", "").split("\n(d)")[0] + "\n\n" + "\n".join(_errs("0.", "0.", "0.", "0.", "0.", "0.").split("\n")[3:]) + "\n\n" + GMAT + "1. y",
+ "count-in-sentence": GX + GSIG + GZERO + "\n\n" + GMAT + "There are 2 matched findings: effusion and cardiomegaly.",
+ "counts-without-periods": GX + GSIG + _errs("1", "0", "2 - p; q", "0", "0", "0") + "\n\n" + GMAT + "1. y",
+ "count-before-a-list": GX + GSIG + _errs("2 (see below); 1. x; 2. y", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "items-on-one-line": GX + GSIG + f"{GA}: 1. left effusion. {GB}: 2. nodule; mass\n" + "\n".join(GZERO.split("\n")[2:]) + "\n\n" + GMAT + "1. y",
+ "lettered-with-numbers-inside": GX + GSIG + f"{GA}: 1. (2) left effusion.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "wording-without-colon": GX + GSIG + GA.lower()[4:] + " - 2. p; q\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "marker-wording-without-colon": GX + GSIG + "(a) false report of a finding in the candidate = 2. p; q\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "official-count-after-see-below": GX + GSIG + f"{GA}: see below: 1. x.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "empty-sections": GX + GSIG + GINS + GMAT + "1. y",
+ "zero-section": GX + GSIG + "(a)-(f): 0.\n\n" + GMAT + "None.",
+ "matched-stated-then-listed": GX + GSIG + GZERO + "\n\n" + GMAT + "2.\n1. effusion\n2. cardiomegaly",
+ "matched-word": GX + GSIG + GZERO + "\n\n" + GMAT + "two: effusion and cardiomegaly",
+ "matched-bold": GX + GSIG + GZERO + "\n\n" + GMAT + "**2**\neffusion, cardiomegaly",
+ "matched-counted": GX + GSIG + GZERO + "\n\n" + GMAT + "2 matched: effusion, cardiomegaly",
+ "matched-numbered-list": GX + GSIG + GZERO + "\n\n" + GMAT + "1) effusion\n2) cardiomegaly\n3) nodule",
+ "matched-intro-then-list": GX + GSIG + GZERO + "\n\n" + GMAT + "The matched findings are:\n1. effusion\n2. nodule",
+ "matched-one-with-dash": GX + GSIG + GZERO + "\n\n" + GMAT + "1 - effusion",
+ "header-forms": "**Explanation**:\nDiffers.\n\n### Clinically Significant Errors\n" + GZERO + "\n\n**Matched Findings**:\n1. y",
+ "template-then-filled-matched": GX + GSIG + GZERO + "\n\n" + GMAT + "<The number of matched findings>.\n" + GMAT + "2. y; z",
+}
+GREEN_ERRORS = {
+ "not-text": 5,
+ "empty": " </s> ",
+ "no-sections": "The candidate is fine.",
+ "count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "1"),
+ "no-count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "").rstrip(),
+ "no-count-mid": GX + GSIG + _errs("", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "numbers-neither": GX + GSIG + _errs("3 (x); 1. a; 3. b", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "two-counts": GX + GSIG + GZERO + "\n" + GA + ": 2. " + "a" * 70 + "\n\n" + GMAT + "1. y",
+ "no-but-counts": GX + GSIG + "No significant errors, as far as I can tell after reading both reports carefully.\n" + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "matched-cut-off": GX + GSIG + GZERO + "\n\n" + GMAT + "2)",
+ "matched-not-whole": GX + GSIG + GZERO + "\n\n" + GMAT + "1.5 findings, more or less, given how the two reports describe it",
+ "matched-zero-then-list": GX + GSIG + GZERO + "\n\n" + GMAT + "There are no matched findings between the two reports, none at all.\n1. effusion",
+ "matched-stated-disagrees": GX + GSIG + GZERO + "\n\n" + GMAT + "There are 3 matched findings:\n1. effusion\n2. nodule",
+ "two-sections-differ": GX + GSIG + GZERO + "\n\n" + GMAT + "1. y\n\n" + GMAT + "2. y; z",
+ "significant-only-template": GX + GSIG + "(a) <Error Type>: <The number of errors>.\n\n" + GMAT + "1. y",
+}
+GREEN_EXPECTED = {
+    'chat-debris': ('000000', None, 2, 'Differs here.', []),
+    'echo-without-explanation': ('100000', None, 1, '', ['template-echo']),
+    'blank-line-once': ('100000', None, 1, 'Differs.', ['blank-line-in-section']),
+    'count-in-sentence': ('000000', None, 2, 'Differs.', ['count-in-sentence']),
+    'counts-without-periods': ('102000', None, 1, 'Differs.', ['count-form']),
+    'count-before-a-list': ('200000', None, 1, 'Differs.', ['count-form']),
+    'items-on-one-line': ('120000', None, 1, 'Differs.', ['items-on-one-line']),
+    'lettered-with-numbers-inside': ('100000', None, 1, 'Differs.', []),
+    'wording-without-colon': ('200000', None, 1, 'Differs.', ['category-wording']),
+    'marker-wording-without-colon': ('200000', None, 1, 'Differs.', []),
+    'official-count-after-see-below': ('100000', None, 1, 'Differs.', []),
+    'empty-sections': ('000000', '000000', 1, 'Differs.', ['empty-section']),
+    'zero-section': ('000000', None, 0, 'Differs.', ['zero-section']),
+    'matched-stated-then-listed': ('000000', None, 2, 'Differs.', []),
+    'matched-word': ('000000', None, 2, 'Differs.', ['count-word']),
+    'matched-bold': ('000000', None, 2, 'Differs.', ['count-form']),
+    'matched-counted': ('000000', None, 2, 'Differs.', ['count-form']),
+    'matched-numbered-list': ('000000', None, 3, 'Differs.', ['numbered-list']),
+    'matched-intro-then-list': ('000000', None, 2, 'Differs.', ['count-after-sentence', 'numbered-list']),
+    'matched-one-with-dash': ('000000', None, 1, 'Differs.', ['count-form']),
+    'header-forms': ('000000', None, 1, 'Differs.', ['header-form']),
+    'template-then-filled-matched': ('000000', None, 2, 'Differs.', ['template-echo']),
+}
+GREEN_MESSAGES = {
+    'not-text': 'judge output is int, not text',
+    'empty': 'empty judge output',
+    'no-sections': 'no [Clinically Significant Errors] section and no [Matched Findings] section (truncated or not GREEN format)',
+    'count-cut-off': "[Clinically Significant Errors] item (f): the count 1 ends the output (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study: 1'",
+    'no-count-cut-off': "[Clinically Significant Errors] item (f) has no count (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study:'",
+    'no-count-mid': "[Clinically Significant Errors] item (a) has no count in line '(a) False report of a finding in the candidate:'",
+    'numbers-neither': "[Clinically Significant Errors] item (a): numbers 3, 1, 3 are neither one count nor a list 1..n in line '(a) False report of a finding in the candidate: 3 (x); 1. a; 3. b'",
+    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 0.' and '(a) False report of a finding in the candidate: 2. aaaaaaaaa'",
+    'no-but-counts': "[Clinically Significant Errors] starts with 'No significant errors, as far as I can tell after reading bo' but its items count errors",
+    'matched-cut-off': '[Matched Findings]: the count 2 ends the output (cut off?)',
+    'matched-not-whole': "[Matched Findings]: '1.5 findings, more or less, given how th' is not a whole count",
+    'matched-zero-then-list': "[Matched Findings] says 'There are no matched findings between the two reports, none ' and then lists '1. effusion'",
+    'matched-stated-disagrees': "[Matched Findings] says '3 matched findings' but lists 2",
+    'two-sections-differ': 'two [Matched Findings] sections with different counts',
+    'significant-only-template': "the output only repeats the template's placeholders, with no filled analysis",
+}
+
+
+from radmetrics.green.parse import GreenParseError, clean_response, parse_green  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(GREEN_CASES))
+def test_green_reads_drifted_answers_and_names_each_rule(name):
+    """Counts (a)-(f), insignificant counts, matched findings, explanation, and the exact leniency rules."""
+    analysis = parse_green(GREEN_CASES[name])
+    significant, insignificant, matched, explanation, leniency = GREEN_EXPECTED[name]
+    assert "".join(str(analysis.significant[x]) for x in "abcdef") == significant
+    if insignificant is None:
+        assert analysis.insignificant is None
+    else:
+        assert "".join(str(analysis.insignificant[x]) for x in "abcdef") == insignificant
+    assert (analysis.matched_findings, analysis.explanation, analysis.leniency) == (matched, explanation, leniency)
+    assert analysis.format == ("tolerant" if leniency else "official")
+
+
+def test_green_error_sentences_of_items_on_one_line_and_of_empty_sections():
+    assert {k: v for k, v in parse_green(GREEN_CASES["items-on-one-line"]).significant_sentences.items() if v} == {
+        "a": ["left effusion."], "b": ["nodule", "mass"]}
+    assert parse_green(GREEN_CASES["empty-sections"]).significant_sentences == {x: [] for x in "abcdef"}
+    assert parse_green(GREEN_CASES["zero-section"]).significant_sentences == {x: [] for x in "abcdef"}
+
+
+@pytest.mark.parametrize("name", list(GREEN_ERRORS))
+def test_green_unreadable_answers_say_why(name):
+    with pytest.raises(GreenParseError) as info:
+        parse_green(GREEN_ERRORS[name])
+    assert str(info.value) == GREEN_MESSAGES[name]
+
+
+def test_green_clean_response_as_upstream():
+    assert clean_response("<|user|>q<|assistant|>[Explanation]: y<unk> z</s>") == " y z"
