@@ -71,7 +71,7 @@ def mutant_names(work: Path) -> list[str]:
 
 def survivors_of(path: Path) -> list[str]:
     """The mutant names a previous run's <module>.survivors.txt lists."""
-    return re.findall(r"^# (\S+): (?:survived|no tests)$", path.read_text(), re.M)
+    return re.findall(r"^# (\S+): (?:survived|no tests|not checked)$", path.read_text(), re.M)
 
 
 def run_module(module: str, tests: list[str], scratch: Path, time_box: int, sample: int = 0, seed: int = 18,
@@ -116,6 +116,8 @@ def run_module(module: str, tests: list[str], scratch: Path, time_box: int, samp
     with (scratch / f"{work.name}.survivors.txt").open("w") as fh:
         for name in survivors:
             fh.write(subprocess.run([*mutmut, "show", name], cwd=work, capture_output=True, text=True).stdout + "\n")
+        # mutants a time box left unrun: listed so that a later --survivors-of run checks them too
+        fh.writelines(f"# {name}: not checked\n" for name, verdict in status.items() if verdict == "not checked")
     killed = counts.get("killed", 0) + counts.get("timeout", 0)
     total = sum(counts.values())
     return {"module": module, "total": total, "killed": killed, "survivors": len(survivors), "counts": counts,
