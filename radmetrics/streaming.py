@@ -271,13 +271,26 @@ class OrderedPartWriter:
             os.replace(tmp, self.output)
             self.part.unlink()
         elif self.output.suffix.lower() == ".parquet":
-            from radmetrics.io import write_rows
+            from radmetrics.io import AtomicFile, write_parquet_batches
 
-            write_rows(self.output, list(self._part_rows()))  # one schema for all rows: read back whole
+            with AtomicFile(self.output, binary=True) as fh:  # two passes over the part file, a batch at a time
+                write_parquet_batches(fh, self._part_batches)
             self.part.unlink()
         else:
             os.replace(self.part, self.output)
         self.stamp_file.unlink(missing_ok=True)
+
+    def _part_batches(self) -> Iterator[list[dict[str, Any]]]:
+        from radmetrics.io import PARQUET_BATCH_ROWS
+
+        batch: list[dict[str, Any]] = []
+        for row in self._part_rows():
+            batch.append(row)
+            if len(batch) >= PARQUET_BATCH_ROWS:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     def _part_rows(self) -> Iterator[dict[str, Any]]:
         with open(self.part, encoding="utf-8") as fh:

@@ -106,3 +106,30 @@ def test_interrupted_run_continues_after_the_written_rows(many_pairs, monkeypatc
     monkeypatch.setattr(streaming.OrderedPartWriter, "write", real_write)
     other = _score(tmp_path, out, "--chunk-rows", "4", "--max-new-tokens", "99")
     assert other.exit_code == 0 and "already written" not in other.output
+
+
+def test_parquet_is_written_a_batch_at_a_time_with_the_same_rows(many_pairs, monkeypatch):
+    """Parquet from the part file in batches (memory flat at any n): the same rows as the JSONL output, columns
+    whose values differ in type across batches (int and float scores, null reasons) promoted to one type."""
+    import pyarrow.parquet as pq
+
+    import radmetrics.io
+
+    monkeypatch.setattr(radmetrics.io, "PARQUET_BATCH_ROWS", 4)  # 25 rows: 7 batches, the unscored row in one
+    tmp_path = many_pairs
+    assert _score(tmp_path, tmp_path / "r.jsonl", "--chunk-rows", "4").exit_code == 0
+    done = _score(tmp_path, tmp_path / "r.parquet", "--chunk-rows", "4")
+    assert done.exit_code == 0, done.output
+    expected = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    table = pq.read_table(tmp_path / "r.parquet")
+    got = table.to_pylist()
+    assert len(got) == len(expected) == 25
+    assert table.schema.field("green").type == "double"
+    for want, row in zip(expected, got):
+        assert set(row) >= set(want)
+        for key, value in want.items():
+            if isinstance(value, (dict, list)):
+                assert json.loads(row[key]) == value, key
+            else:
+                assert row[key] == value, key
+    assert not (tmp_path / "r.parquet.part").exists()
