@@ -13,6 +13,8 @@ Judgment, and the Judgments into a corpus summary. Subclasses must implement `bu
     finalize(judgment, reference, candidate)           default: the judgment as parsed
     aggregate(judgments, **options) -> dict            default: mean, std, unscored counts;
                                                        options it takes are listed in `aggregate_options`
+    row_mean_names / row_means(judgment) -> dict       default: none; per-row values whose mean over scored
+                                                       rows `aggregate` reports (streaming keeps sums of them)
     pair_in_prompt(prompt) -> (reference, candidate)   which pair a prompt of this system is about
     configure(**options) -> copy                       system options (`--system-option KEY=VALUE`)
 """
