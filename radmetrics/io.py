@@ -184,20 +184,7 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:
     """Reports of one column (a reference alias by default) from JSONL or CSV; empty ones are dropped."""
     path = Path(path)
-    text, _ = read_text(path)
-    if path.suffix.lower() in {".csv", ".tsv"}:
-        _, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
-    else:
-        rows = []
-        for lineno, line in enumerate(jsonl_lines(text), 1):
-            if not line.strip():
-                continue
-            try:
-                row = _parse_json_line(line)
-            except ValueError as e:
-                raise InputError(f"{path}: line {lineno} is not JSON ({str(e)[:80]})") from None
-            if isinstance(row, dict):
-                rows.append(row)
+    rows = read_rows_strict(path, why="; every line of a references file must be a JSON object")
     columns = list(dict.fromkeys(k for r in rows for k in r))
     name = _pick(columns, REFERENCE_ALIASES, column, "reference", path)
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
