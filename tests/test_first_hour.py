@@ -210,3 +210,21 @@ def test_summary_model_missing_offline_fails_before_judging(tmp_path):
     run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "o.jsonl", "--summary")
     assert_one_line_error(run, "summary model 'sentence-transformers/paraphrase-mpnet-base-v2'", "--summary-model")
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.summary.json").exists()
+
+
+def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path):
+    """--pairs and --references are read by the strict row reader: a line that is not a JSON object, or a pair
+    without its sub-scores, is one line naming it, before any model is loaded."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c", "accepted_scores": [0, 0, 0, 0, 0, 0]}\n'
+                     '["not", "an", "object"]\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
+    assert_one_line_error(run, "line 2 is a JSON list, not an object", "pairs file")
+    pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c"}\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
+    assert_one_line_error(run, "pair 0 has no list of accepted_scores")
+    references = tmp_path / "references.jsonl"
+    references.write_text('{"reference": "Heart normal."}\n{broken\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--references", references, "--teacher", "x",
+              "--base-url", "http://127.0.0.1:9", "-o", tmp_path / "out")
+    assert_one_line_error(run, "line 2 is not JSON", "references file")

@@ -22,22 +22,26 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# module (under radmetrics/) -> the fast tests that exercise it (no tiny judge, no lm_eval, no subprocess-only tests)
+# module (under radmetrics/) -> the fast tests that exercise it: pure-function tests plus the few end-to-end ones
+# that run in-process in seconds (no tiny judge, no lm_eval, no hub Space start-up, no slow fuzzing). mutmut runs,
+# per mutant, only the tests of this list that call the mutated function, fastest first, stopping at the first
+# failure.
+SURVIVORS = "tests/test_mutation_survivors.py"
 MODULES: dict[str, list[str]] = {
-    "green/parse.py": ["tests/test_green_parse.py", "tests/test_green_drift.py", "tests/test_green_realistic.py",
-                       "tests/test_caught_bugs.py"],
+    "green/parse.py": ["tests/test_green_parse.py", "tests/test_green_drift.py", SURVIVORS],
     "green/derived.py": ["tests/test_judge_metrics.py", "tests/test_green_realistic.py"],
-    "green/system.py": ["tests/test_green_parse.py", "tests/test_green_realistic.py", "tests/test_caught_bugs.py"],
-    "vert/parse.py": ["tests/test_vert_parse.py", "tests/test_judge_metrics.py", "tests/test_caught_bugs.py"],
-    "meta/stats.py": ["tests/test_meta.py", "tests/test_stats_reference.py"],
-    "judge/cache.py": ["tests/test_registry_and_cache.py"],
-    "judge/replay.py": ["tests/test_caught_bugs.py", "tests/test_bad_input.py"],
-    "errors.py": ["tests/test_caught_bugs.py", "tests/test_openai_backend.py"],
-    "hub/__init__.py": ["tests/test_caught_bugs.py", "tests/test_hub_push.py"],
+    "vert/parse.py": ["tests/test_vert_parse.py", SURVIVORS],
+    "finerad_score/parse.py": ["tests/test_finerad_parse.py", SURVIVORS],
+    "meta/stats.py": ["tests/test_stats_reference.py", "tests/test_meta.py", SURVIVORS],
+    "judge/cache.py": ["tests/test_registry_and_cache.py", SURVIVORS],
+    "judge/replay.py": ["tests/test_caught_bugs.py", "tests/test_bad_input.py", SURVIVORS],
+    "errors.py": ["tests/test_caught_bugs.py", "tests/test_secrets.py", SURVIVORS],
+    "hub/__init__.py": ["tests/test_caught_bugs.py", "tests/test_hub_push.py", SURVIVORS],
+    "hub/privacy.py": ["tests/test_hub_push.py", SURVIVORS],
 }
-# tests that need the tiny judge, lm_eval or a long fuzz run: never part of a mutation selection
+# tests that need the tiny judge, lm_eval, a Space start-up or a long fuzz run: never part of a mutation selection
 DESELECT = ["-k", "not tiny_judge and not max_input_tokens and not stop_sequences_end and not fuzzed "
-                  "and not meta_eval_writes and not cli_run_with"]
+                  "and not meta_eval_writes and not space_app_loads and not publish_metrics"]
 
 
 def scratch_copy(dest: Path) -> None:
@@ -55,24 +59,48 @@ def scratch_copy(dest: Path) -> None:
                    shell=True, cwd=dest, check=True)
 
 
-def run_module(module: str, tests: list[str], scratch: Path, time_box: int) -> dict:
+def mutant_names(work: Path) -> list[str]:
+    """Every mutant mutmut generated in WORK (from its meta files)."""
+    import json
+
+    names: list[str] = []
+    for meta in sorted((work / "mutants").rglob("*.meta")):
+        names += sorted(json.loads(meta.read_text())["exit_code_by_key"])
+    return names
+
+
+def run_module(module: str, tests: list[str], scratch: Path, time_box: int, sample: int = 0, seed: int = 18) -> dict:
     work = scratch / module.replace("/", "_").removesuffix(".py")
     scratch_copy(work)
     tests = [t for t in tests if (work / t.split("::")[0]).exists()]
     selection = ", ".join(f'"{t}"' for t in tests + DESELECT)
+    # mutmut runs the tests in <work>/mutants/, a copy of radmetrics/ and tests/: the data folders the package
+    # and the tests read (hub_cards/, lm_eval_tasks/, fixtures beside the README ...) go with them
+    extra = ", ".join(f'"{p.name}"' for p in sorted(work.iterdir())
+                      if p.name not in {"radmetrics", "tests", "mutants", ".git"})
     with (work / "pyproject.toml").open("a") as fh:
         fh.write(f'\n[tool.mutmut]\nsource_paths = ["radmetrics"]\nonly_mutate = ["radmetrics/{module}"]\n'
-                 f"pytest_add_cli_args_test_selection = [{selection}]\n")
+                 f"also_copy = [{extra}]\npytest_add_cli_args_test_selection = [{selection}]\n")
     started = time.time()
     mutmut = [sys.executable, "-m", "mutmut"]
+    chosen: list[str] = []
+    if sample:
+        # generate every mutant and run only the first of each function, then draw the sample with a fixed seed
+        subprocess.run(["nice", *mutmut, "run", "*__mutmut_1"], cwd=work, capture_output=True)
+        import random
+
+        every = mutant_names(work)
+        chosen = sorted(random.Random(seed).sample(every, min(sample, len(every))))
     try:
-        subprocess.run(["nice", *mutmut, "run"], cwd=work, timeout=time_box, capture_output=True)
+        subprocess.run(["nice", *mutmut, "run", *chosen], cwd=work, timeout=time_box, capture_output=True)
         finished = True
     except subprocess.TimeoutExpired:
         finished = False
     results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
                              text=True).stdout
     status = dict(re.findall(r"^\s*(\S+): (\w[\w ]*)$", results, re.M))
+    if sample:
+        status = {name: verdict for name, verdict in status.items() if name in set(chosen)}
     counts: dict[str, int] = {}
     for verdict in status.values():
         counts[verdict] = counts.get(verdict, 0) + 1
@@ -91,6 +119,9 @@ def main() -> None:
     parser.add_argument("modules", nargs="*", help="e.g. green/parse (default: all)")
     parser.add_argument("--scratch", default="/tmp/radmetrics-mutation")
     parser.add_argument("--time-box", type=int, default=1200, help="seconds per module")
+    parser.add_argument("--sample", type=int, default=0, help="run only this many mutants per module, drawn with "
+                        "--seed (for modules too large to finish; say so with the figures)")
+    parser.add_argument("--seed", type=int, default=18)
     args = parser.parse_args()
     scratch = Path(args.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
@@ -98,7 +129,7 @@ def main() -> None:
     print("| module | mutants | killed | survived | kill rate | minutes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for module in chosen:
-        r = run_module(module, MODULES[module], scratch, args.time_box)
+        r = run_module(module, MODULES[module], scratch, args.time_box, args.sample, args.seed)
         rate = f"{100 * r['killed'] / r['total']:.1f}%" if r["total"] else "n/a"
         note = "" if r["finished"] else " (time box hit)"
         print(f"| radmetrics/{module} | {r['total']} | {r['killed']} | {r['survivors']} | {rate} | "

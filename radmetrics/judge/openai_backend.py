@@ -12,6 +12,7 @@ message: every text leaving this module is redacted before any truncation.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -28,6 +29,40 @@ from radmetrics.types import GenerationConfig, GenerationFailure
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 #: an answer to one report is a few KB; a body far beyond that is junk (a 5 MB body was once cached for ever)
 MAX_RESPONSE_BYTES = 2_000_000
+
+
+#: the HTTP libraries' loggers: httpcore's DEBUG log prints every response header, so a server that echoes the
+#: Authorization header would put the key in the user's logs. A logger's filter sees only records logged on that
+#: very logger, not its children, so each one is named.
+HTTP_LOGGERS = ("httpx", "httpcore", "httpcore.connection", "httpcore.http11", "httpcore.http2", "httpcore.proxy",
+                "httpcore.socks")
+
+
+class _KeyRedactingFilter(logging.Filter):
+    """Redacts the keys of every openai judge built in this process from the HTTP libraries' log records."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, secret: object) -> None:
+        with self._lock:
+            if not self.secrets:
+                for name in HTTP_LOGGERS:
+                    logging.getLogger(name).addFilter(self)
+            self.secrets.add(str(secret))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            safe = redact(message, self.secrets)
+            if safe != message:
+                record.msg, record.args = safe, ()
+        return True
+
+
+_LOG_REDACTOR = _KeyRedactingFilter()
 
 
 class _Unusable(ValueError):
@@ -77,6 +112,8 @@ class OpenAIJudge(JudgeBackend):
             raise JudgeError(f"mode must be 'chat' or 'completions', not {settings.mode!r}")
         self.base_url = base_url.rstrip("/")
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
+        if self._api_key is not None:
+            _LOG_REDACTOR.add(self._api_key)
         self.mode = settings.mode
         self.concurrency = max(1, int(settings.concurrency))
         self.timeout = settings.timeout
