@@ -184,20 +184,7 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:
     """Reports of one column (a reference alias by default) from JSONL or CSV; empty ones are dropped."""
     path = Path(path)
-    text, _ = read_text(path)
-    if path.suffix.lower() in {".csv", ".tsv"}:
-        _, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
-    else:
-        rows = []
-        for lineno, line in enumerate(jsonl_lines(text), 1):
-            if not line.strip():
-                continue
-            try:
-                row = _parse_json_line(line)
-            except ValueError as e:
-                raise InputError(f"{path}: line {lineno} is not JSON ({str(e)[:80]})") from None
-            if isinstance(row, dict):
-                rows.append(row)
+    rows = read_rows_strict(path, why="; every line of a references file must be a JSON object")
     columns = list(dict.fromkeys(k for r in rows for k in r))
     name = _pick(columns, REFERENCE_ALIASES, column, "reference", path)
     return [r[name] for r in rows if isinstance(r.get(name), str) and r[name].strip()]
@@ -369,13 +356,40 @@ def write_results(path: str | os.PathLike, rows: list[dict[str, Any]], summary: 
 
 
 def _write_parquet(fh, rows: list[dict[str, Any]]) -> None:
-    """Parquet through pyarrow; nested fields (details, fingerprint, counts) as JSON text, so that rows
-    whose details differ in shape still share one schema."""
+    write_parquet_batches(fh, lambda: (rows[i:i + PARQUET_BATCH_ROWS] for i in range(0, len(rows), PARQUET_BATCH_ROWS)))
+
+
+#: rows converted to Arrow at a time: bounds the writer's memory whatever the number of rows
+PARQUET_BATCH_ROWS = 4096
+
+
+def write_parquet_batches(fh, batches) -> None:
+    """Parquet through pyarrow, one record batch at a time (memory does not grow with the rows); nested fields
+    (details, fingerprint, counts) as JSON text, so that rows whose details differ in shape share one schema.
+
+    ``batches()`` returns a fresh iterator of row lists each call: pass 1 finds every column and the type that
+    holds all of its values (pyarrow's permissive promotion: int + float -> double, null + x -> x); pass 2
+    writes each batch cast to that schema."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    flat = [{k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
-             for k, v in r.items()} for r in rows]
-    fields = list(dict.fromkeys(k for r in flat for k in r))
-    table = pa.Table.from_pylist([{k: r.get(k) for k in fields} for r in flat])
-    pq.write_table(table, fh)
+    def tables(fields: list[str] | None):
+        for rows in batches():
+            flat = [{k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
+                     for k, v in r.items()} for r in rows]
+            names = fields if fields is not None else list(dict.fromkeys(k for r in flat for k in r))
+            yield pa.Table.from_pylist([{k: r.get(k) for k in names} for r in flat]), names
+
+    fields: dict[str, None] = {}
+    schemas = []
+    for table, names in tables(None):
+        fields.update(dict.fromkeys(names))
+        schemas.append(table.schema)
+    if not schemas:
+        pq.write_table(pa.table({}), fh)
+        return
+    types = pa.unify_schemas(schemas, promote_options="permissive")
+    schema = pa.schema([types.field(name) for name in fields])
+    with pq.ParquetWriter(fh, schema) as writer:
+        for table, _ in tables(list(fields)):
+            writer.write_table(table.cast(schema))

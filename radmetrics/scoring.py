@@ -13,6 +13,8 @@ Judgment, and the Judgments into a corpus summary. Subclasses must implement `bu
     finalize(judgment, reference, candidate)           default: the judgment as parsed
     aggregate(judgments, **options) -> dict            default: mean, std, unscored counts;
                                                        options it takes are listed in `aggregate_options`
+    row_mean_names / row_means(judgment) -> dict       default: none; per-row values whose mean over scored
+                                                       rows `aggregate` reports (streaming keeps sums of them)
     pair_in_prompt(prompt) -> (reference, candidate)   which pair a prompt of this system is about
     configure(**options) -> copy                       system options (`--system-option KEY=VALUE`)
 """
@@ -46,6 +48,10 @@ class ScoringSystem:
     max_retries: int = 0
     #: the keyword options `aggregate` understands (e.g. GREEN's "summary"); others are reported and dropped
     aggregate_options: tuple[str, ...] = ()
+    #: per-row values whose mean over the scored rows `aggregate` reports besides the score (see `row_means`):
+    #: name -> None (one number) or the keys of a dict of numbers. Declared so that a streaming run
+    #: (radmetrics.streaming) keeps running sums of them instead of every judgment.
+    row_mean_names: dict[str, tuple[str, ...] | None] = {}
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         raise NotImplementedError
@@ -93,7 +99,7 @@ class ScoringSystem:
 
     #: class attributes that describe the system rather than configure it
     _DESCRIPTIVE = frozenset({"name", "score_key", "prompt_version", "parser_version", "evaluate_module",
-                              "higher_is_better", "aggregate_options"})
+                              "higher_is_better", "aggregate_options", "row_mean_names"})
 
     def option_names(self) -> list[str]:
         """The settings `configure` accepts: public data attributes (e.g. VERT's k, shots_path, seed)."""
@@ -108,6 +114,11 @@ class ScoringSystem:
     def fingerprint(self) -> dict[str, str]:
         return {"scoring_system": self.name, "prompt_version": self.prompt_version,
                 "parser_version": self.parser_version}
+
+    def row_means(self, judgment: Judgment) -> dict[str, Any] | None:
+        """This row's values for `row_mean_names` (each a number, or a dict of numbers by key); None when the
+        row adds none (e.g. unscored). Default: no such values."""
+        return None
 
     def aggregate(self, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
         """Corpus summary: mean and population std (ddof=0, as GREEN's np.std) over scored rows."""
@@ -158,6 +169,42 @@ def mean_std_summary(key: str, judgments: Sequence[Judgment]) -> dict[str, Any]:
         "num_unscored": len(judgments) - n,
         "unscored_reasons": count_reasons(judgments),
     }
+
+
+class RowMeans:
+    """Running means of a system's `row_means` values, summed in row order: the same numbers whether the
+    judgments are held (`aggregate`) or streamed past (radmetrics.streaming). A name no row gave is None
+    (per key for dict values)."""
+
+    def __init__(self, system: ScoringSystem):
+        self.system = system
+        self.sums: dict[str, Any] = {name: (dict.fromkeys(keys, 0) if keys is not None else 0)
+                                     for name, keys in system.row_mean_names.items()}
+        self.count = 0
+
+    def add(self, judgment: Judgment) -> None:
+        values = self.system.row_means(judgment)
+        if values is None:
+            return
+        self.count += 1
+        for name, keys in self.system.row_mean_names.items():
+            if keys is None:
+                self.sums[name] += values[name]
+            else:
+                for key in keys:
+                    self.sums[name][key] += values[name][key]
+
+    def result(self) -> dict[str, Any]:
+        n = self.count
+        return {name: ({k: (v / n if n else None) for k, v in total.items()} if isinstance(total, dict)
+                       else (total / n if n else None)) for name, total in self.sums.items()}
+
+
+def row_means_summary(system: ScoringSystem, judgments: Sequence[Judgment]) -> dict[str, Any]:
+    means = RowMeans(system)
+    for judgment in judgments:
+        means.add(judgment)
+    return means.result()
 
 
 def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:

@@ -97,7 +97,8 @@ class RunningSummary:
     without holding the judgments.
 
     Running totals cover the shared mean/std summary (the scores kept as a float array, 8 bytes a row, summed in
-    row order as `mean_std_summary` does) and GREEN's extras (leniency counts, error-free shares, derived means).
+    row order as `mean_std_summary` does), the means a system declares in `row_mean_names` (FineRadScore,
+    RadCliQ) and GREEN's extras (leniency counts, error-free shares, derived means).
     They are checked once against the system's own ``aggregate`` on the first ``VERIFY_ROWS`` rows: when they
     agree the rows are dropped and only totals are kept; when they do not (a system with another aggregate), or
     with ``keep_all`` (GREEN's clustered summary needs every explanation), light copies of the judgments (raw
@@ -117,6 +118,9 @@ class RunningSummary:
         self.error_free: dict[str, int] = {}
         self.green_scored = 0
         self.derived: dict[str, list[float]] = {}
+        from radmetrics.scoring import RowMeans
+
+        self.row_means = RowMeans(system)  # FineRadScore's severity mean, RadCliQ's per-category means, ...
         self.kept: list[Judgment] | None = []
         self.mode = "keep" if keep_all else "verify"
         self.keys: list[str] | None = None
@@ -126,6 +130,7 @@ class RunningSummary:
         from radmetrics.types import GreenJudgment
 
         self.total += 1
+        self.row_means.add(judgment)
         self.empty_candidates += bool(judgment.details.get("empty_candidate"))
         if judgment.score is None:
             for reason, n in count_reasons([judgment]).items():
@@ -179,7 +184,8 @@ class RunningSummary:
             "num_scored": n, "num_unscored": self.total - n, "unscored_reasons": dict(self.reasons),
             "leniency": dict(self.leniency.most_common()), "num_lenient": self.lenient,
             "num_official_would_differ": self.differ, "num_empty_candidates": self.empty_candidates,
-            "derived": {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()}}
+            "derived": {name: (acc[0] / acc[1] if acc[1] else None) for name, acc in self.derived.items()},
+            **self.row_means.result()}
         if "error_free_share" in keys:
             from radmetrics.green.parse import SUB_CATEGORIES
 
@@ -271,13 +277,26 @@ class OrderedPartWriter:
             os.replace(tmp, self.output)
             self.part.unlink()
         elif self.output.suffix.lower() == ".parquet":
-            from radmetrics.io import write_rows
+            from radmetrics.io import AtomicFile, write_parquet_batches
 
-            write_rows(self.output, list(self._part_rows()))  # one schema for all rows: read back whole
+            with AtomicFile(self.output, binary=True) as fh:  # two passes over the part file, a batch at a time
+                write_parquet_batches(fh, self._part_batches)
             self.part.unlink()
         else:
             os.replace(self.part, self.output)
         self.stamp_file.unlink(missing_ok=True)
+
+    def _part_batches(self) -> Iterator[list[dict[str, Any]]]:
+        from radmetrics.io import PARQUET_BATCH_ROWS
+
+        batch: list[dict[str, Any]] = []
+        for row in self._part_rows():
+            batch.append(row)
+            if len(batch) >= PARQUET_BATCH_ROWS:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     def _part_rows(self) -> Iterator[dict[str, Any]]:
         with open(self.part, encoding="utf-8") as fh:

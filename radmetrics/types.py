@@ -29,7 +29,9 @@ class Judgment:
         return cls(score=None, parsed=False, reason=reason, raw=raw, details=dict(details))
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain, JSON-ready data: new dicts and lists all the way down (safe to change), built without
+        `dataclasses.asdict`'s deep copy of every leaf, which took a third of a cached run's time."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def significant_errors(self) -> list[int] | None:
         """Clinically significant errors per category (a)-(f) of a read answer; None when the answer was not
@@ -37,6 +39,21 @@ class Judgment:
         if not self.parsed or self.error_counts is None:
             return None
         return self.error_counts.significant_list()
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    if type(value) in _LEAVES:  # most values: returned before any other check
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value) if type(value) in (list, tuple) else [_plain(v) for v in value]
+    return value
 
 
 @dataclass

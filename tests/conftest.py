@@ -29,8 +29,20 @@ PACKAGE = Path(radmetrics.__file__).resolve().parent
 SAMPLE = PACKAGE / "sample_data"
 HUB_CARDS = package_folder("hub_cards")
 LM_EVAL_TASKS = package_folder("lm_eval_tasks")
-if os.environ.get("RADMETRICS_TEST_INSTALLED") == "1" and PACKAGE.parent == REPO:
-    raise RuntimeError(f"RADMETRICS_TEST_INSTALLED=1 but radmetrics is imported from the checkout {PACKAGE}")
+INSTALLED = os.environ.get("RADMETRICS_TEST_INSTALLED") == "1"
+if INSTALLED:
+    if PACKAGE.parent == REPO:
+        raise RuntimeError(f"RADMETRICS_TEST_INSTALLED=1 but radmetrics is imported from the checkout {PACKAGE}")
+    # Tests start `python -m radmetrics.cli` (and scripts) with cwd=REPO; Python puts the cwd first on sys.path,
+    # which would import the checkout's radmetrics. Safe-path mode (3.11+) keeps subprocesses on the wheel.
+    os.environ["PYTHONSAFEPATH"] = "1"
+    import subprocess
+
+    seen = subprocess.run([sys.executable, "-c", "import radmetrics; print(radmetrics.__file__)"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    if Path(seen).resolve().parent != PACKAGE:
+        raise RuntimeError(f"a subprocess started in {REPO} imports radmetrics from {seen}, not the wheel {PACKAGE}"
+                           " (Python 3.11+ is needed for PYTHONSAFEPATH)")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, LM_EVAL_TASKS, PACKAGE
 
 import radmetrics
 from radmetrics.json_answer import AnswerError, load_json_object, load_json_tolerant
@@ -163,7 +163,7 @@ def test_vert_with_summary_through_the_cli(fake_judge, tmp_path):
 
 # -- bug 2: RadCliQ counts in meta-eval equal lm-eval's ------------------------------------------------------
 def _lm_eval_utils():
-    spec = importlib.util.spec_from_file_location("radmetrics_lm_eval_utils", REPO / "lm_eval_tasks" / "utils.py")
+    spec = importlib.util.spec_from_file_location("radmetrics_lm_eval_utils", LM_EVAL_TASKS / "utils.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -218,5 +218,5 @@ def test_the_old_name_radcliq_still_works_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match="'radcliq' is now called 'radcliq_rubric'"):
         system = radmetrics.get_scoring_system("radcliq")
     assert system.name == "radcliq_rubric" and "radcliq" not in radmetrics.list_scoring_systems()
-    card = (REPO / "radmetrics" / "radcliq_rubric" / "README.md").read_text()
+    card = (PACKAGE / "radcliq_rubric" / "README.md").read_text()
     assert "not RadCliQ-v1" in card

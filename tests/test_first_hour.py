@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, SAMPLE
 
 WORD_OVERLAP = str(FIXTURES / "word_overlap") + ":scores"  # the per-sample key of its two outputs
 BROKEN = str(FIXTURES / "broken_metric")
@@ -126,7 +126,7 @@ def test_help_accepts_dash_h_and_documents_every_meta_eval_flag():
 
 
 # -- 2. no judge reachable: seconds, and what to do -------------------------------------------------------------------
-SAMPLE_PAIRS = REPO / "radmetrics" / "sample_data" / "pairs.jsonl"
+SAMPLE_PAIRS = SAMPLE / "pairs.jsonl"
 
 
 def test_score_without_a_reachable_judge_says_what_to_do_in_seconds(tmp_path):
@@ -158,7 +158,7 @@ def test_metrics_without_a_published_judge_say_so(metric, tmp_path):
 
 # -- 7. the output format follows the extension ----------------------------------------------------------------------
 def test_output_format_follows_the_extension(tmp_path):
-    replay = REPO / "radmetrics" / "sample_data" / "green_replay.jsonl"
+    replay = SAMPLE / "green_replay.jsonl"
     refused = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.txt")
     assert_one_line_error(refused, "unknown results format '.txt'", ".parquet")
     assert not (tmp_path / "x.txt").exists()
@@ -206,7 +206,25 @@ def test_data_convert_lists_the_dataset_names(tmp_path):
 
 # -- 6. --summary offline: before the judging, one line -------------------------------------------------------------
 def test_summary_model_missing_offline_fails_before_judging(tmp_path):
-    replay = REPO / "radmetrics" / "sample_data" / "green_replay.jsonl"
+    replay = SAMPLE / "green_replay.jsonl"
     run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "o.jsonl", "--summary")
     assert_one_line_error(run, "summary model 'sentence-transformers/paraphrase-mpnet-base-v2'", "--summary-model")
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.summary.json").exists()
+
+
+def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path):
+    """--pairs and --references are read by the strict row reader: a line that is not a JSON object, or a pair
+    without its sub-scores, is one line naming it, before any model is loaded."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c", "accepted_scores": [0, 0, 0, 0, 0, 0]}\n'
+                     '["not", "an", "object"]\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
+    assert_one_line_error(run, "line 2 is a JSON list, not an object", "pairs file")
+    pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c"}\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
+    assert_one_line_error(run, "pair 0 has no list of accepted_scores")
+    references = tmp_path / "references.jsonl"
+    references.write_text('{"reference": "Heart normal."}\n{broken\n')
+    run = cli("train", "er2score", "--base", tmp_path, "--references", references, "--teacher", "x",
+              "--base-url", "http://127.0.0.1:9", "-o", tmp_path / "out")
+    assert_one_line_error(run, "line 2 is not JSON", "references file")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SAMPLE
+from conftest import PACKAGE, REPO, SAMPLE
 
 import radmetrics
 from radmetrics.judge import CachedJudge, Judge, JudgeOptionError
@@ -44,7 +44,7 @@ def test_evaluate_load_rejects_a_misspelt_option():
     import evaluate
 
     with pytest.raises(radmetrics.UnknownNameError) as info:
-        evaluate.load(str(REPO / "radmetrics" / "green"), judgee="StanfordAIMI/GREEN-RadLlama2-7b")
+        evaluate.load(str(PACKAGE / "green"), judgee="StanfordAIMI/GREEN-RadLlama2-7b")
     assert "Unknown radmetrics/green option 'judgee'. Did you mean 'judge'?" in str(info.value)
 
 

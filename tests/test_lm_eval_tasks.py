@@ -111,3 +111,54 @@ def test_every_builtin_metric_is_an_lm_eval_task():
     builtin = {n for n in radmetrics.list_scoring_systems()
                if type(radmetrics.get_scoring_system(n)).__module__.startswith("radmetrics.")}
     assert set(tasks) == builtin
+
+
+def test_radeval_task_reads_the_original_csv_as_data_convert_does(tiny_judge, tmp_path):
+    """radeval_path may name the original RadEval CSV itself (as downloaded: a spreadsheet export with a BOM and
+    CRLF lines, any file name), the same file `radmetrics data convert radeval` takes; a real lm_eval run reads
+    it through the converter and scores every annotated candidate."""
+    import csv
+
+    import datasets
+    from tiny_judge import training_pairs
+
+    pairs = training_pairs()
+    annotation = ("Clinically significant errors:\n1. False prediction of finding: {0}\n2. Omission of finding: {1}\n"
+                  "3. 0\n4. 0\n5. 0\n6. 0\n7. 0\nClinically insignificant errors:\n1. 0\n2. 1\n3. 0\n4. 0\n5. 0\n6. 0\n7. 0")
+    download = tmp_path / "RadEval reader study (download).csv"
+    with download.open("w", newline="", encoding="utf-8-sig") as fh:
+        writer = csv.writer(fh)  # csv's default line ending is \r\n, as spreadsheet exports write
+        writer.writerow(["annotator", "type", "ground_truth", "images_path", "prediction1", "prediction2",
+                         "prediction3", "annotation1", "annotation2", "annotation3"])
+        for row in range(2):
+            reference = pairs[3 * row][0]
+            candidates = [c for _, c, _ in pairs[3 * row:3 * row + 3]]
+            writer.writerow([f"reader{row}", "findings", reference, f"mimic-cxr/s{row}", *candidates,
+                             *(annotation.format(slot + row, slot) for slot in range(3))])
+    converted = subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "convert", "radeval", str(download),
+                                "--output", str(tmp_path / "converted")], capture_output=True, text=True, env=os.environ.copy())
+    assert converted.returncode == 0, converted.stderr
+    expected = datasets.load_from_disk(str(tmp_path / "converted"))
+
+    include = subprocess.run([sys.executable, "-m", "radmetrics.cli", "lm-eval-path"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    out = tmp_path / "lm_eval"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_judge},dtype=float32",
+           "--tasks", "radeval_judge", "--include_path", include, "--device", "cpu", "--batch_size", "6",
+           "--metadata", json.dumps({"radeval_path": str(download)}),
+           "--gen_kwargs", "max_gen_toks=256", "--output_path", str(out), "--log_samples"]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=out, env=os.environ.copy())
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "radeval_judge" in run.stdout and "kendall_tau" in run.stdout
+    samples = [json.loads(x) for x in next(out.rglob("samples_radeval_judge_*.jsonl")).read_text().splitlines()]
+    docs = sorted((s["doc"] for s in samples), key=lambda d: d["id"])
+    assert len(docs) == len(expected) == 6
+    for doc, row in zip(docs, sorted(expected, key=lambda r: r["id"])):
+        assert (doc["id"], doc["reference"], doc["candidate"], doc["expert_score"], doc["expert_significant"]) == \
+               (row["id"], row["reference"], row["candidate"], row["expert_score"], row["expert_significant"])
+    assert [d["expert_score"] for d in docs] == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]  # categories 1 + 2 summed
+    results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["radeval_judge"]
+    # every doc was judged and its answer read or counted unreadable (the tiny judge was trained on other pairings)
+    unread = sum(s["kendall_tau"][0] is None for s in samples)
+    assert results["unparsed,none"] == pytest.approx(unread / 6) and "kendall_tau,none" in results

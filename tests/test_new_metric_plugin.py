@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, LM_EVAL_TASKS
 
 SYSTEM = '''
 """Extra words: the judge lists the candidate's findings the reference lacks; score = how many it listed."""
@@ -134,7 +134,7 @@ def test_scored_through_lm_eval(plugin_env, tmp_path):
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "rexval_extra_words.yaml").write_text(
-        f"include: {REPO / 'lm_eval_tasks' / '_judge_template.yaml'}\ntask: rexval_extra_words\n"
+        f"include: {LM_EVAL_TASKS / '_judge_template.yaml'}\ntask: rexval_extra_words\n"
         "metadata:\n  version: 1.0\n  dataset: rexval\n  scoring_system: extra_words\n  chat_format: none\n")
     run = subprocess.run([sys.executable, "-m", "lm_eval", "--model", "dummy", "--tasks", "rexval_extra_words",
                           "--include_path", str(tasks), "--metadata", json.dumps({"rexval_path": str(FIXTURES / "rexval")}),

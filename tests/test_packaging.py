@@ -70,3 +70,56 @@ def test_readme_metric_table_says_which_names_load_through_evaluate():
     assert bold - {"mrscore"} <= modules  # mrscore: once its plugin distribution is installed
     assert not (named - bold) & modules
     assert (named - bold) <= set(radmetrics.list_scoring_systems())
+
+
+def test_readme_metric_table_is_true_through_evaluate(tmp_path):
+    """Every name in the README's metric table is reached through evaluate as the table says: a bold name with
+    evaluate.load("radmetrics/<name>") from another directory after `radmetrics install-metrics` (plugin rows:
+    tests/test_mrscore_plugin.py), any other name from the route its row names after "through evaluate:",
+    each run here for real (replay answers, the sample's for GREEN and the scoring systems' own for VERT)."""
+    if not README.exists():
+        pytest.skip("README.md is not shipped with an installed wheel")
+    table = README.read_text().split("| --- | --- | --- |", 1)[1].split("\n\n", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.strip().splitlines()]
+    routes = {}
+    for cell in first_cells:
+        bold = re.findall(r"\*\*`(\w+)`\*\*", cell)
+        names = re.findall(r"`(\w+)`", re.sub(r"\((was|plugin) [^)]*\)", "", cell.split("through evaluate:")[0]))
+        for name in names:
+            assert name in bold or "through evaluate:" in cell, f"README metric table: how is {name} reached?"
+            routes[name] = "load" if name in bold else cell.split("through evaluate:")[1]
+    assert {"green", "green_f1", "vert_formula", "vert_rubric"} <= set(routes)
+    assert "`derived`" in routes["green_f1"] and '"formula"' in routes["vert_formula"]
+    plugin_rows = {n for c in first_cells if "(plugin " in c for n in re.findall(r"\*\*`(\w+)`\*\*", c)}
+
+    vert_replay = tmp_path / "vert_replay.jsonl"
+    pairs = [json.loads(line) for line in radmetrics.sample_path("pairs.jsonl").read_text().splitlines()][:3]
+    with vert_replay.open("w") as fh:
+        for variant in ("vert_formula", "vert_rubric"):
+            system = radmetrics.get_scoring_system(variant)
+            for p in pairs:
+                fh.write(json.dumps({"prompt": system.build_prompt(p["reference"], p["candidate"]),
+                                     "response": system.sample_answer(p["reference"], p["candidate"])}) + "\n")
+    code = f"""
+import json, evaluate
+loaded = {{n: evaluate.load("radmetrics/" + n).name for n in {sorted(n for n, r in routes.items() if r == "load"
+                                                                   and n not in plugin_rows)!r}}}
+refs, cands = {[p["reference"] for p in pairs]!r}, {[p["candidate"] for p in pairs]!r}
+green = evaluate.load("radmetrics/green", backend="replay", judge_options={{"path": {str(radmetrics.sample_path(
+    "green_replay.jsonl"))!r}}}, cache=False, progress=False).compute(predictions=cands, references=refs)
+variants = {{v: evaluate.load("radmetrics/vert", backend="replay", judge_options={{"path": {str(vert_replay)!r}}},
+                              cache=False, progress=False, system_options={{"variant": v}})
+             .compute(predictions=cands, references=refs) for v in ("formula", "rubric")}}
+print(json.dumps({{"loaded": loaded, "derived": green["derived"], "green_unscored": green["num_unscored"],
+                  "vert_unscored": {{v: o["num_unscored"] for v, o in variants.items()}}}}))
+"""
+    installed = subprocess.run([sys.executable, "-m", "radmetrics.cli", "install-metrics"], cwd=tmp_path,
+                               capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert set(out["loaded"]) == {n for n, r in routes.items() if r == "load"} - plugin_rows
+    assert {"green_f1", "green_ec", "green_total_errors", "green_formula"} <= set(out["derived"])
+    assert all(v is not None for v in out["derived"].values()) and out["green_unscored"] == 0
+    assert out["vert_unscored"] == {"formula": 0, "rubric": 0}  # every prompt was the variant's own

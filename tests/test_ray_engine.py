@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SAMPLE
 from tiny_judge import training_pairs
 
 import radmetrics
@@ -48,9 +48,9 @@ import json, ray, sys
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
 from radmetrics.judge.ray_engine import RayShardedJudge
 import radmetrics
-replay = [json.loads(x) for x in open({str(REPO / "radmetrics/sample_data/green_replay.jsonl")!r})]
+replay = [json.loads(x) for x in open({str(SAMPLE / "green_replay.jsonl")!r})]
 prompts = [r["prompt"] for r in replay] * 5
-judge = RayShardedJudge("replay", path={str(REPO / "radmetrics/sample_data/green_replay.jsonl")!r}, actors=2)
+judge = RayShardedJudge("replay", path={str(SAMPLE / "green_replay.jsonl")!r}, actors=2)
 seen = []
 first = judge.generate(prompts, on_result=lambda i, t: seen.append(i))
 pool = list(judge._pool)

@@ -18,7 +18,9 @@ from radmetrics.streaming import RunningSummary
 def _replay_judgments(metric: str) -> list:
     system = radmetrics.get_scoring_system(metric)
     replay = [json.loads(x)["response"] for x in (SAMPLE / "green_replay.jsonl").read_text().splitlines()]
-    texts = replay * 3 + ["", "garbage", "[Matched Findings]:\n2."]
+    pairs = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
+    own = [system.sample_answer(p["reference"], p["candidate"]) for p in pairs]  # scored in every system's format
+    texts = replay * 3 + own + ["", "garbage", "[Matched Findings]:\n2."]
     return system, [system.parse(t) for t in texts] + [radmetrics.Judgment.unscored("row 7: candidate is empty")]
 
 
@@ -29,9 +31,10 @@ def test_running_summary_equals_aggregate(metric):
     running = RunningSummary(system)
     for j in judgments:
         running.add(j)
-    assert running.result() == runner.aggregate(system, judgments)
-    if metric in ("green", "green_f1", "vert"):
-        assert running.mode == "totals" and running.kept is None  # nothing per row is held
+    expected = runner.aggregate(system, judgments)
+    assert running.result() == expected
+    assert expected["num_scored"] >= len(judgments) // 5  # the system's own format is read, not only unscored rows
+    assert running.mode == "totals" and running.kept is None  # nothing per row is held
 
 
 def _score(tmp_path, out, *extra):
@@ -106,3 +109,60 @@ def test_interrupted_run_continues_after_the_written_rows(many_pairs, monkeypatc
     monkeypatch.setattr(streaming.OrderedPartWriter, "write", real_write)
     other = _score(tmp_path, out, "--chunk-rows", "4", "--max-new-tokens", "99")
     assert other.exit_code == 0 and "already written" not in other.output
+
+
+def test_parquet_is_written_a_batch_at_a_time_with_the_same_rows(many_pairs, monkeypatch):
+    """Parquet from the part file in batches (memory flat at any n): the same rows as the JSONL output, columns
+    whose values differ in type across batches (int and float scores, null reasons) promoted to one type."""
+    import pyarrow.parquet as pq
+
+    import radmetrics.io
+
+    monkeypatch.setattr(radmetrics.io, "PARQUET_BATCH_ROWS", 4)  # 25 rows: 7 batches, the unscored row in one
+    tmp_path = many_pairs
+    assert _score(tmp_path, tmp_path / "r.jsonl", "--chunk-rows", "4").exit_code == 0
+    done = _score(tmp_path, tmp_path / "r.parquet", "--chunk-rows", "4")
+    assert done.exit_code == 0, done.output
+    expected = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    table = pq.read_table(tmp_path / "r.parquet")
+    got = table.to_pylist()
+    assert len(got) == len(expected) == 25
+    assert table.schema.field("green").type == "double"
+    for want, row in zip(expected, got):
+        assert set(row) >= set(want)
+        for key, value in want.items():
+            if isinstance(value, (dict, list)):
+                assert json.loads(row[key]) == value, key
+            else:
+                assert row[key] == value, key
+    assert not (tmp_path / "r.parquet.part").exists()
+
+
+def test_row_means_by_hand():
+    """FineRadScore's and RadCliQ's extra means, streamed or held, over scored rows only (hand-computed)."""
+    from radmetrics.finerad_score.system import FineRadJudgment
+    from radmetrics.radcliq_rubric.parse import RubricJudgment
+    from radmetrics.taxonomy import RADCLIQ_KEYS
+
+    finerad = radmetrics.get_scoring_system("finerad_score")
+    rows = [FineRadJudgment(score=7, parsed=True, severity_max=4, corrections=[{"x": 1}]),
+            FineRadJudgment(score=0, parsed=True, severity_max=1, corrections=[]),
+            FineRadJudgment(score=None, parsed=False, reason="no JSON", severity_max=9)]
+    running = RunningSummary(finerad)
+    for j in rows:
+        running.add(j)
+    for summary in (finerad.aggregate(rows), running._totals(list(finerad.aggregate(rows)))):
+        assert summary["severity_max_mean"] == 2.5 and summary["share_without_corrections"] == 0.5
+
+    rubric = radmetrics.get_scoring_system("radcliq_rubric")
+    first, second = RADCLIQ_KEYS[0], RADCLIQ_KEYS[1]
+    counts = [dict.fromkeys(RADCLIQ_KEYS, 0) for _ in range(2)]
+    counts[0][first], counts[1][first], counts[1][second] = 3, 1, 2
+    rows = [RubricJudgment(score=3, parsed=True, significant=counts[0], insignificant=counts[1]),
+            RubricJudgment(score=3, parsed=True, significant=counts[1], insignificant=counts[0]),
+            RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output")]
+    summary = rubric.aggregate(rows)
+    assert summary["mean_significant"][first] == 2.0 and summary["mean_significant"][second] == 1.0
+    assert summary["mean_insignificant"][first] == 2.0 and summary["num_scored"] == 2
+    empty = rubric.aggregate(rows[2:])
+    assert empty["mean_significant"] == dict.fromkeys(RADCLIQ_KEYS)  # no scored row: None per key, not 0

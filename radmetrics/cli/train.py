@@ -75,7 +75,7 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
         config = JudgeSFTConfig.from_yaml(config_path, **overrides)
     else:
         if not base_model:
-            raise click.ClickException("--base is required (or give it in --config)")
+            raise click.UsageError("--base is required (or give it in --config)")
         config = JudgeSFTConfig(**{k: v for k, v in overrides.items() if v is not None})
     data = _load_pairs_source(data_path)
     if config.recipe == "vert":
@@ -139,18 +139,23 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.judge import get_judge
 
     if pairs_path:
-        from radmetrics.io import jsonl_lines, read_text
+        from radmetrics.io import read_rows_strict
 
-        pairs = [json.loads(x) for x in jsonl_lines(read_text(pairs_path)[0]) if x.strip()]
-        wrong = [i for i, p in enumerate(pairs) if len(p["accepted_scores"]) != len(CRITERIA[system])]
+        pairs = read_rows_strict(pairs_path, why="; every line of a pairs file must be a JSON object")
+        wrong = [i for i, p in enumerate(pairs)
+                 if not isinstance(p.get("accepted_scores"), list) or len(p["accepted_scores"]) != len(CRITERIA[system])]
         if wrong:
-            raise click.ClickException(f"pair {wrong[0]} has {len(pairs[wrong[0]]['accepted_scores'])} sub-scores; "
-                                       f"{system} has {len(CRITERIA[system])}")
+            got = pairs[wrong[0]].get("accepted_scores")
+            from radmetrics.errors import InputError
+
+            raise InputError(
+                f"{pairs_path}: pair {wrong[0]} has {len(got) if isinstance(got, list) else 'no list of'} accepted_scores; "
+                f"{system} has {len(CRITERIA[system])} sub-scores")
     elif references_path:
         from radmetrics.io import read_references
 
         if system != "radcliq":
-            raise click.ClickException("teacher generation writes RadCliQ pairs; for MRScore give --pairs")
+            raise click.UsageError("teacher generation writes RadCliQ pairs; for MRScore give --pairs")
 
         references = read_references(references_path)
         judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
@@ -161,7 +166,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
         out.mkdir(parents=True, exist_ok=True)
         (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
     else:
-        raise click.ClickException("give --references (the teacher writes pairs) or --pairs")
+        raise click.UsageError("give --references (the teacher writes pairs) or --pairs")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
     # ready pairs carry their own direction; teacher pairs follow --radcliq-convention
     model.higher_is_better = higher_is_better(system, radcliq_convention)

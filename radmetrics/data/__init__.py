@@ -30,16 +30,18 @@ def converter(name: str):
 
 
 def load_expert_dataset(name: str, path: str | Path):
-    """A dataset written by `radmetrics data convert` (save_to_disk), or the original files, converted."""
+    """A dataset written by `radmetrics data convert` (save_to_disk), or the original files (a folder, or the
+    file itself for converters that read one file) converted by the same converter `data convert` runs."""
     import datasets
 
     path = Path(path)
     if (path / "dataset_info.json").exists() or (path / "state.json").exists():
         return datasets.load_from_disk(str(path))
-    if not path.is_dir():
-        raise InputError(f"{path}: not a folder of {name} files nor a converted dataset")
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (give the original {name} files, as "
+                          f"`radmetrics data convert {name}` takes them, or a converted dataset)")
     build, _ = converter(name)
-    return build(path)
+    return build(path)  # the converter names what is wrong with files it cannot read
 
 
 def convert(name: str, source: str | Path, out_dir: str | Path) -> Path:

@@ -36,6 +36,8 @@ def _truthy(value: str, where: str) -> bool:
 
 def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
     folder = Path(folder)
+    if folder.is_file():
+        raise InputError(f"{folder}: ReXVal is two files ({REPORTS_FILE}, {RATERS_FILE}); give their folder")
     reports = read_csv_rows(folder / REPORTS_FILE, ("study_id", "gt_report"), "ReXVal")
     types = [t for t in CANDIDATE_TYPES if t in reports[0]] if reports else []
     if not types:

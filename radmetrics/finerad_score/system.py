@@ -16,7 +16,7 @@ from radmetrics.finerad_score.parse import (
     read_corrections,
 )
 from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
-from radmetrics.scoring import ScoringSystem, mean_std_summary
+from radmetrics.scoring import ScoringSystem, mean_std_summary, row_means_summary
 from radmetrics.types import Judgment
 
 
@@ -115,10 +115,12 @@ class FineRadScoreSystem(ScoringSystem):
             judgment.details["corrected_report_missing"] = str(e)
         return judgment
 
+    row_mean_names = {"severity_max_mean": None, "share_without_corrections": None}
+
+    def row_means(self, judgment: Judgment) -> dict[str, Any] | None:
+        if not isinstance(judgment, FineRadJudgment) or judgment.score is None:
+            return None
+        return {"severity_max_mean": judgment.severity_max, "share_without_corrections": int(not judgment.corrections)}
+
     def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
-        result = mean_std_summary(self.score_key, judgments)
-        scored = [j for j in judgments if isinstance(j, FineRadJudgment) and j.score is not None]
-        result["severity_max_mean"] = sum(j.severity_max for j in scored) / len(scored) if scored else None
-        result["share_without_corrections"] = (sum(1 for j in scored if not j.corrections) / len(scored)
-                                               if scored else None)
-        return result
+        return {**mean_std_summary(self.score_key, judgments), **row_means_summary(self, judgments)}

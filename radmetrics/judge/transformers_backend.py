@@ -66,20 +66,13 @@ class TransformersJudge(JudgeBackend):
                              "'StanfordAIMI/GREEN-RadLlama2-7b'.")
         super().__init__(model=model, **options)
         settings: TransformersOptions = self.settings  # type: ignore[assignment]
-        self.dtype_name = settings.dtype
-        self.device_name = settings.device
-        self.chat_template = settings.chat_template
-        self.max_batch_size = settings.max_batch_size
-        self.max_batch_tokens = settings.max_batch_tokens
-        self.max_input_tokens = settings.max_input_tokens
-        self.trust_remote_code = settings.trust_remote_code
-        self.attn_implementation = settings.attn_implementation
-        self.prefix_cache = settings.prefix_cache
-        self.engine = settings.engine
-        self.prefill_chunk_tokens = settings.prefill_chunk_tokens
-        # KV slots the engine reserves per answer before it has seen any: then the p95 of answers so far
-        self.answer_tokens = settings.answer_tokens
-        self.cuda_graphs = settings.cuda_graphs
+        self.dtype_name, self.device_name = settings.dtype, settings.device
+        # the other options as attributes of the same name (answer_tokens: KV slots the engine reserves per
+        # answer before it has seen any; then the p95 of answers so far)
+        for name in ("chat_template", "max_batch_size", "max_batch_tokens", "max_input_tokens", "trust_remote_code",
+                     "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
+                     "cuda_graphs"):
+            setattr(self, name, getattr(settings, name))
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
         self._model = None

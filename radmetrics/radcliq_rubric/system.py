@@ -13,7 +13,7 @@ from typing import Any
 
 from radmetrics.radcliq_rubric.parse import PARSER_VERSION, RubricJudgment, parse_radcliq
 from radmetrics.radcliq_rubric.prompt import PROMPT_VERSION, build_radcliq_rubric_prompt
-from radmetrics.scoring import ScoringSystem, mean_std_summary, word_comparison
+from radmetrics.scoring import ScoringSystem, mean_std_summary, row_means_summary, word_comparison
 from radmetrics.taxonomy import RADCLIQ_KEYS
 from radmetrics.types import Judgment
 
@@ -40,10 +40,12 @@ class RadCliQRubricSystem(ScoringSystem):
     def parse(self, text: str) -> Judgment:
         return parse_radcliq(text)
 
+    row_mean_names = {"mean_significant": RADCLIQ_KEYS, "mean_insignificant": RADCLIQ_KEYS}
+
+    def row_means(self, judgment: Judgment) -> dict[str, Any] | None:
+        if not isinstance(judgment, RubricJudgment) or judgment.score is None:
+            return None
+        return {"mean_significant": judgment.significant, "mean_insignificant": judgment.insignificant}
+
     def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
-        result = mean_std_summary(self.score_key, judgments)
-        scored = [j for j in judgments if isinstance(j, RubricJudgment) and j.score is not None]
-        for kind in ("significant", "insignificant"):
-            result[f"mean_{kind}"] = {k: (sum(getattr(j, kind)[k] for j in scored) / len(scored) if scored else None)
-                                      for k in RADCLIQ_KEYS}
-        return result
+        return {**mean_std_summary(self.score_key, judgments), **row_means_summary(self, judgments)}
