@@ -1,6 +1,7 @@
 """Tests written to kill mutants that survived tools/mutation.py (see TESTING.md, "Mutation testing")."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
@@ -440,10 +441,25 @@ def test_replay_missing_prompt_names_its_start(tmp_path):
     assert info.value.prompt_index == 1
 
 
+@contextlib.contextmanager
+def _ascii_locale():
+    """Files opened without an encoding get ASCII, as under a C locale (pathlib asks io.text_encoding)."""
+    import io
+
+    real = io.text_encoding
+    io.text_encoding = lambda encoding, stacklevel=2: real(encoding, stacklevel) if encoding else "ascii"
+    try:
+        yield
+    finally:
+        io.text_encoding = real
+
+
 def test_replay_file_is_read_as_utf8_whatever_the_locale(tmp_path):
     """A recorded answer with non-ASCII text (e.g. '5 × 4 mm') under a C/ASCII locale (Windows: cp1252)."""
     path = _replay_file(tmp_path, [json.dumps({"prompt": "Größe", "response": "5 × 4 mm"}, ensure_ascii=False)])
-    assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]  # here (a UTF-8 locale), then under C:
+    assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]
+    with _ascii_locale():  # in this process, as an ASCII locale would default it; then for real, under C:
+        assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]
     code = ("import sys; from radmetrics.judge.replay import ReplayJudge; "
             "print(ReplayJudge(path=sys.argv[1]).generate(['Gr\\u00f6\\u00dfe']) == ['5 \\u00d7 4 mm'])")
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
@@ -1021,7 +1037,10 @@ def test_rendered_cards_are_written_and_recognised_as_utf8_whatever_the_locale(t
     code = ("import sys; from radmetrics.hub.privacy import write_card; "
             "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 2\\n', overwrite=False); "
             "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 3\\n', overwrite=False)")
-    write_card(card, "# Größe × 1\n", overwrite=False)  # here (a UTF-8 locale), then under C:
+    write_card(card, "# Größe × 1\n", overwrite=False)
+    with _ascii_locale():  # in this process, as an ASCII locale would default it; then for real, under C:
+        write_card(card, "# Größe × 1\n", overwrite=False)
+        assert not written_by_user(card.read_bytes().decode("utf-8"))
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     run = subprocess.run([sys.executable, "-c", code, str(card)], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])
@@ -1062,6 +1081,8 @@ GREEN_CASES = {
  "official-count-after-see-below": GX + GSIG + f"{GA}: see below: 1. x.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
  "empty-sections": GX + GSIG + GINS + GMAT + "1. y",
  "zero-section": GX + GSIG + "(a)-(f): 0.\n\n" + GMAT + "None.",
+ "matched-empty": GX + GMAT + GSIG + GZERO,
+ "no-errors-sentence": GX + GSIG + "No clinically significant errors.\n\n" + GMAT + "1. y",
  "matched-stated-then-listed": GX + GSIG + GZERO + "\n\n" + GMAT + "2.\n1. effusion\n2. cardiomegaly",
  "matched-word": GX + GSIG + GZERO + "\n\n" + GMAT + "two: effusion and cardiomegaly",
  "matched-bold": GX + GSIG + GZERO + "\n\n" + GMAT + "**2**\neffusion, cardiomegaly",
@@ -1080,7 +1101,7 @@ GREEN_ERRORS = {
  "no-count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "").rstrip(),
  "no-count-mid": GX + GSIG + _errs("", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
  "numbers-neither": GX + GSIG + _errs("3 (x); 1. a; 3. b", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
- "two-counts": GX + GSIG + GZERO + "\n" + GA + ": 2. " + "a" * 70 + "\n\n" + GMAT + "1. y",
+ "two-counts": GX + GSIG + GA + ": 2. " + "a" * 70 + "\n" + GZERO + "\n\n" + GMAT + "1. y",
  "no-but-counts": GX + GSIG + "No significant errors, as far as I can tell after reading both reports carefully.\n" + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
  "matched-cut-off": GX + GSIG + GZERO + "\n\n" + GMAT + "2)",
  "matched-not-whole": GX + GSIG + GZERO + "\n\n" + GMAT + "1.5 findings, more or less, given how the two reports describe it",
@@ -1112,6 +1133,8 @@ GREEN_EXPECTED = {
     'matched-one-with-dash': ('000000', None, 1, 'Differs.', ['count-form']),
     'header-forms': ('000000', None, 1, 'Differs.', ['header-form']),
     'template-then-filled-matched': ('000000', None, 2, 'Differs.', ['template-echo']),
+    'matched-empty': ('000000', None, 0, 'Differs.', ['empty-section']),
+    'no-errors-sentence': ('000000', None, 1, 'Differs.', []),
 }
 GREEN_MESSAGES = {
     'not-text': 'judge output is int, not text',
@@ -1121,7 +1144,7 @@ GREEN_MESSAGES = {
     'no-count-cut-off': "[Clinically Significant Errors] item (f) has no count (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study:'",
     'no-count-mid': "[Clinically Significant Errors] item (a) has no count in line '(a) False report of a finding in the candidate:'",
     'numbers-neither': "[Clinically Significant Errors] item (a): numbers 3, 1, 3 are neither one count nor a list 1..n in line '(a) False report of a finding in the candidate: 3 (x); 1. a; 3. b'",
-    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 0.' and '(a) False report of a finding in the candidate: 2. aaaaaaaaa'",
+    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 2. aaaaaaaaa' and '(a) False report of a finding in the candidate: 0.'",
     'no-but-counts': "[Clinically Significant Errors] starts with 'No significant errors, as far as I can tell after reading bo' but its items count errors",
     'matched-cut-off': '[Matched Findings]: the count 2 ends the output (cut off?)',
     'matched-not-whole': "[Matched Findings]: '1.5 findings, more or less, given how th' is not a whole count",
@@ -1154,6 +1177,7 @@ def test_green_error_sentences_of_items_on_one_line_and_of_empty_sections():
         "a": ["left effusion."], "b": ["nodule", "mass"]}
     assert parse_green(GREEN_CASES["empty-sections"]).significant_sentences == {x: [] for x in "abcdef"}
     assert parse_green(GREEN_CASES["zero-section"]).significant_sentences == {x: [] for x in "abcdef"}
+    assert parse_green(GREEN_CASES["no-errors-sentence"]).significant_sentences == {x: [] for x in "abcdef"}
 
 
 @pytest.mark.parametrize("name", list(GREEN_ERRORS))
