@@ -1189,3 +1189,65 @@ def test_green_unreadable_answers_say_why(name):
 
 def test_green_clean_response_as_upstream():
     assert clean_response("<|user|>q<|assistant|>[Explanation]: y<unk> z</s>") == " y z"
+
+
+def test_repo_visibility_fails_closed():
+    """A repo_info without a 'private' field is read as public: the gate must never assume private."""
+    from radmetrics.hub import repo_visibility
+
+    class Info:
+        pass
+
+    class Api:
+        def __init__(self, info):
+            self.info = info
+
+        def repo_info(self, repo_id, repo_type):
+            return self.info
+
+    assert repo_visibility(Api(Info()), "lab/x", "model") is False
+    private = Info()
+    private.private = True
+    assert repo_visibility(Api(private), "lab/x", "model") is True
+
+
+def test_push_folder_to_a_space_a_token_and_gated_auto(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    folder = _judge_folder(tmp_path)
+    space = push_folder(folder, "lab/widget", repo_type="space")
+    assert space["url"] == f"{hub_here.endpoint}/spaces/lab/widget" and space["private"] is True
+    push_folder(folder, "lab/auto", gated="auto", token="hf_explicit_token")
+    assert hub_here.repos[("model", "lab/auto")]["gated"] == "auto"
+    sent = [headers.get("Authorization") or headers.get("authorization") for method, path, headers in
+            hub_here.requests if "lab/auto" in path or method == "POST"]
+    assert "Bearer hf_explicit_token" in sent
+
+
+def test_push_folder_asks_the_hub_to_check_the_card_before_creating_anything(tmp_path, hub_here):
+    from radmetrics.hub import push_folder, validate_card
+
+    folder = _judge_folder(tmp_path, card="---\nlicense: not-a-licence\n---\n# Judge\n")
+    with pytest.raises(RadmetricsError, match=r"^The Hub refuses the card .*README.md: .*license"):
+        push_folder(folder, "lab/refused", repo_type="dataset")
+    assert hub_here.validated[-1][0] == "dataset" and not hub_here.repos
+    (folder / "README.md").write_text("---\nlicense: mit\n---\n# Judge\n")
+    validate_card(folder / "README.md", endpoint=hub_here.endpoint + "/")  # a trailing "/" is no "//api"
+    assert hub_here.validated[-1] == ("model", [])
+
+
+def test_a_hand_written_dataset_card_on_the_hub_stays_as_it_is(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    hand = "---\nlicense: mit\n---\n# Größe, by hand\n"
+    folder = _judge_folder(tmp_path, card=hand)
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is False
+    # the same card again: nothing to keep, also when files are opened as under an ASCII locale
+    with _ascii_locale():
+        assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is False
+    (folder / "README.md").write_text(card_with_marker("---\nlicense: mit\n---\n# Rendered\n"))
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is True
+    on_hub = hub_here.folder("dataset", "lab/ds") / "README.md"
+    assert on_hub.read_text(encoding="utf-8") == hand  # not uploaded over
+    on_hub.write_bytes(b"---\nlicense: mit\n---\n# Edited on the Hub \xff\n")  # not UTF-8: read, replaced
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is True
