@@ -993,7 +993,7 @@ def test_per_site_spearman_equals_scipy_within_each_site():
     from scipy import stats as sp
 
     scores = [0.1, 0.5, 0.3, 0.9, 0.2, 0.8, 0.4, 0.6]
-    expert = [1, 3, 2, 4, 4, 1, 2, 3]
+    expert = [1, 3, 2, 4, 4, 1, 3, 3]  # site a: rho 0.32, site b: 0.40 (different, so a swapped site shows)
     sites = ["b", "a", "b", "a", "b", "a", "b", "a"]
     out = meta_stats.per_site_spearman(scores, expert, sites, resamples=20, seed=1)
     assert list(out) == ["a", "b"]
@@ -1002,6 +1002,29 @@ def test_per_site_spearman_equals_scipy_within_each_site():
         expected = sp.spearmanr([scores[i] for i in idx], [expert[i] for i in idx])
         assert out[site]["value"] == pytest.approx(expected.statistic) and out[site]["n"] == 4
         assert out[site]["resamples"] == 20
+    assert out["a"]["value"] != pytest.approx(out["b"]["value"])
+
+
+def test_correlation_defaults_kendall_1000_resamples_seed_0():
+    from scipy import stats as sp
+
+    x, y = [1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5]
+    default = meta_stats.correlation(x, y)
+    assert default.value == pytest.approx(sp.kendalltau(x, y).statistic) and default.resamples == 1000
+    seeded = meta_stats.correlation(x, y, seed=0)
+    assert (default.ci_low, default.ci_high) == (seeded.ci_low, seeded.ci_high)
+    assert (default.ci_low, default.ci_high) != (lambda c: (c.ci_low, c.ci_high))(meta_stats.correlation(x, y, seed=1))
+    short = meta_stats.correlation([1, 2], [2, 1])
+    assert all(math.isnan(v) for v in (short.value, short.ci_low, short.ci_high, short.p_value))
+    assert (short.n, short.resamples) == (2, 0)
+
+
+def test_paired_randomization_is_seeded_by_default():
+    args = ([1, 2, 3, 4, 5, 6], [2, 1, 3, 5, 4, 6], [1, 2, 3, 4, 6, 5])
+    first = meta_stats.paired_randomization_test(*args, trials=200, method="spearman")
+    assert first == meta_stats.paired_randomization_test(*args, trials=200, method="spearman", seed=0)
+    assert first["p_value"] != meta_stats.paired_randomization_test(*args, trials=200, method="spearman",
+                                                                    seed=1)["p_value"]
 
 
 def test_ensemble_average_with_a_constant_metric():
