@@ -1201,6 +1201,8 @@ def test_green_error_sentences_of_items_on_one_line_and_of_empty_sections():
     assert parse_green(GREEN_CASES["empty-sections"]).significant_sentences == {x: [] for x in "abcdef"}
     assert parse_green(GREEN_CASES["zero-section"]).significant_sentences == {x: [] for x in "abcdef"}
     assert parse_green(GREEN_CASES["no-errors-sentence"]).significant_sentences == {x: [] for x in "abcdef"}
+    zero_errors = parse_green(GX + GSIG + "0 errors.\n\n" + GMAT + "1. y")
+    assert zero_errors.leniency == ["zero-section"] and zero_errors.significant_sentences == {x: [] for x in "abcdef"}
 
 
 @pytest.mark.parametrize("name", list(GREEN_ERRORS))
