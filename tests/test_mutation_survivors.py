@@ -1278,3 +1278,30 @@ def test_a_hand_written_dataset_card_on_the_hub_stays_as_it_is(tmp_path, hub_her
     assert on_hub.read_text(encoding="utf-8") == hand  # not uploaded over
     on_hub.write_bytes(b"---\nlicense: mit\n---\n# Edited on the Hub \xff\n")  # not UTF-8: read, replaced
     assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is True
+
+
+def test_correlation_bad_input_and_missing_pairs():
+    with pytest.raises(ValueError, match=r"^3 scores but 2 expert values$"):
+        meta_stats.correlation([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match=r"^pearson$"):
+        meta_stats.correlation([1, 2, 3], [1, 2, 3], method="pearson")
+    nothing = meta_stats.correlation([None, None, None], [1, 2, 3])
+    assert nothing.n == 0 and math.isnan(nothing.value)
+
+
+def test_bootstrap_ci_is_the_2_5_and_97_5_percentiles_of_the_resampled_taus():
+    """Continuous data (no ties), so that a percentile off by a fraction moves the interval."""
+    import numpy as np
+    from scipy import stats as sp
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=15)
+    y = x + rng.normal(size=15)
+    out = meta_stats.correlation(list(x), list(y), resamples=300, seed=3)
+    draw, taus = np.random.default_rng(3), []
+    for _ in range(300):  # the percentile bootstrap of pairs, written out here
+        idx = draw.integers(0, 15, 15)
+        tau = sp.kendalltau(x[idx], y[idx]).statistic
+        if not math.isnan(tau):
+            taus.append(tau)
+    assert (out.ci_low, out.ci_high) == pytest.approx(tuple(np.percentile(taus, [2.5, 97.5])), abs=1e-12)
