@@ -32,6 +32,7 @@ def test_official_loop_and_fast_path_agree_token_for_token(tiny_judge):
     assert fast == baseline
 
 
+@pytest.mark.slow
 def test_harness_prints_the_table(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "judge_throughput.py"), "--preset", "cpu-tiny",
                           "--n", "16", "--out-tokens", "4", "--rounds", "1", "--json", str(tmp_path / "b.json")],

@@ -136,6 +136,7 @@ def _strict_json(text):
     return json.loads(text, parse_constant=no_nan)
 
 
+@pytest.mark.slow
 def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}",

@@ -43,6 +43,7 @@ def test_teacher_generation_with_the_a2_prompt(teacher_pairs):
         parse_generation('{"ground truth report": "x"}')
 
 
+@pytest.mark.slow
 def test_train_score_save_load(teacher_pairs, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel
     from radmetrics.er2score.train import train_reward_model

@@ -43,6 +43,7 @@ def test_meta_eval_offline_hub_baseline_fails_before_any_judging(tiny_judge, tmp
     assert "Loading weights" not in run.stderr  # the judge was never loaded
 
 
+@pytest.mark.slow
 def test_meta_eval_keeps_finished_metrics_when_one_fails(tiny_judge, tmp_path):
     out = tmp_path / "report"
     run = cli("meta-eval", "-m", "green", "-m", BROKEN, "-m", WORD_OVERLAP, "-d", FIXTURES / "rexval",
@@ -212,6 +213,7 @@ def test_summary_model_missing_offline_fails_before_judging(tmp_path):
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.summary.json").exists()
 
 
+@pytest.mark.slow
 def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path):
     """--pairs and --references are read by the strict row reader: a line that is not a JSON object, or a pair
     without its sub-scores, is one line naming it, before any model is loaded."""

@@ -13,6 +13,9 @@ import pytest
 from conftest import FIXTURES, REPO, SAMPLE
 from hub_server import HubServer, card_metadata_errors
 
+#: the module trains and pushes a judge (~35 s): slow, run by CI and `pytest -m slow`
+pytestmark = pytest.mark.slow
+
 REPO_ID = "lab/tiny-green-judge"
 
 

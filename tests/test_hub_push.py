@@ -172,6 +172,7 @@ def test_publish_metrics_uploads_each_module_as_a_space_that_can_start(hub, tmp_
     assert all(repo_type == "space" and errors == [] for repo_type, errors in hub.validated)
 
 
+@pytest.mark.slow
 def test_space_app_loads_its_module_with_the_judge_from_the_space_variables(hub, tmp_path):
     out = publish(hub, tmp_path, "--radmetrics-source", "git+https://github.com/radmetrics/radmetrics@v0.1.0")
     assert out.returncode == 0, out.stderr[-2000:]

@@ -113,6 +113,7 @@ def test_every_builtin_metric_is_an_lm_eval_task():
     assert set(tasks) == builtin
 
 
+@pytest.mark.slow
 def test_radeval_task_reads_the_original_csv_as_data_convert_does(tiny_judge, tmp_path):
     """radeval_path may name the original RadEval CSV itself (as downloaded: a spreadsheet export with a BOM and
     CRLF lines, any file name), the same file `radmetrics data convert radeval` takes; a real lm_eval run reads

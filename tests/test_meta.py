@@ -150,6 +150,7 @@ def test_rexval_bad_files_name_the_problem(tmp_path):
 
 
 # -- meta-eval --------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
     out = tmp_path / "report"
     run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "meta-eval", "-m", "green", "-m", "green_ec",

@@ -134,6 +134,7 @@ def test_several_judges_and_extra_request_fields(tmp_path):
     assert "Kendall τ-b by judge and metric" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval):
     from tiny_judge import build_tiny_base
 

@@ -49,6 +49,7 @@ def test_plugin_card_has_required_sections():
     assert all(f"\n## {s}\n" in card for s in required)
 
 
+@pytest.mark.slow
 def test_evaluate_load_mrscore_from_another_directory(plugin_env, tmp_path):
     installed = subprocess.run([sys.executable, "-m", "radmetrics.cli", "install-metrics"], env=plugin_env,
                                capture_output=True, text=True, check=True).stdout

@@ -108,6 +108,7 @@ def replay(plugin_env, tmp_path_factory):
     return folder / "replay.jsonl"
 
 
+@pytest.mark.slow
 def test_scored_through_evaluate(plugin_env, replay, tmp_path):
     installed = subprocess.run([sys.executable, "-m", "radmetrics.cli", "install-metrics"], env=plugin_env,
                                capture_output=True, text=True, check=True).stdout
@@ -130,6 +131,7 @@ def test_scored_through_the_cli(plugin_env, replay, tmp_path):
     assert [r["extra_words"] for r in rows] == [2.0, 0.0] and all(r["parsed"] for r in rows)
 
 
+@pytest.mark.slow
 def test_scored_through_lm_eval(plugin_env, tmp_path):
     tasks = tmp_path / "tasks"
     tasks.mkdir()

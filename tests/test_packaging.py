@@ -72,6 +72,7 @@ def test_readme_metric_table_says_which_names_load_through_evaluate():
     assert (named - bold) <= set(radmetrics.list_scoring_systems())
 
 
+@pytest.mark.slow
 def test_readme_metric_table_is_true_through_evaluate(tmp_path):
     """Every name in the README's metric table is reached through evaluate as the table says: a bold name with
     evaluate.load("radmetrics/<name>") from another directory after `radmetrics install-metrics` (plugin rows:

@@ -16,6 +16,7 @@ import radmetrics
 pytest.importorskip("ray")
 
 
+@pytest.mark.slow
 def test_cli_engine_ray_keeps_order_and_shares_the_cache(tiny_judge, tmp_path):
     pairs = training_pairs() * 2  # 12 rows over 2 actors
     src = tmp_path / "pairs.jsonl"

@@ -124,6 +124,7 @@ def with_ctrl_c(args: list[str]) -> list[str]:
     return [args[0], "-c", code, *args[3:]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_stops_fast_sends_nothing_new_and_caches_every_answer(tmp_path, signum, code):
     n, concurrency = 300, 8
@@ -272,6 +273,7 @@ def test_four_concurrent_runs_on_overlapping_prompts_ask_each_once(tmp_path):
           f"in {took:.1f}s")
 
 
+@pytest.mark.slow
 def test_stale_leases_expire_and_dead_local_owners_hold_nothing(tmp_path, monkeypatch):
     src, cache = tmp_path / "pairs.jsonl", tmp_path / "cache.sqlite"
     write_pairs(src, 6)

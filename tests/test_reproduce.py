@@ -69,6 +69,7 @@ def adapt(command: str, server_url: str, er2: str, out: str, cache: str) -> list
     return fixed + ["--resamples", "30", "--cache", cache]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("title, command", COMMANDS, ids=[t for t, _ in COMMANDS])
 def test_reproduce_command_runs_on_the_fixtures(title, command, tmp_path, er2_model):
     out = tmp_path / "out"
