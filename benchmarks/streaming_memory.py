@@ -31,12 +31,29 @@ def write_input(path: Path, rows: int) -> None:
             fh.write(json.dumps(pair) + "\n")
 
 
-def run(rows: int, work: Path, cache: Path, suffix: str = ".jsonl") -> dict:
+def write_replay(path: Path, metric: str) -> Path:
+    """Recorded answers for METRIC: GREEN's bundled judge outputs; for another system, its own `sample_answer`
+    (a realistic answer in its format, scored) for each distinct pair of the sample."""
+    if metric == "green":
+        return SAMPLE / "green_replay.jsonl"
+    import radmetrics
+
+    system = radmetrics.get_scoring_system(metric)
+    pairs = [json.loads(line) for line in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
+    with open(path, "w", encoding="utf-8") as fh:
+        for p in pairs:
+            fh.write(json.dumps({"prompt": system.build_prompt(p["reference"], p["candidate"]),
+                                 "response": system.sample_answer(p["reference"], p["candidate"])}) + "\n")
+    return path
+
+
+def run(rows: int, work: Path, cache: Path, suffix: str = ".jsonl", metric: str = "green") -> dict:
     source = work / f"pairs-{rows}.jsonl"
     write_input(source, rows)
     out = work / f"results-{rows}{suffix}"
-    cmd = [sys.executable, "-m", "radmetrics.cli", "score", "--metric", "green", "--input", str(source),
-           "--output", str(out), "--backend", "replay", "--replay", str(SAMPLE / "green_replay.jsonl"),
+    replay = write_replay(work / f"replay-{metric}.jsonl", metric)
+    cmd = [sys.executable, "-m", "radmetrics.cli", "score", "--metric", metric, "--input", str(source),
+           "--output", str(out), "--backend", "replay", "--replay", str(replay),
            "--cache", str(cache), "--no-progress"]
     start = time.perf_counter()
     with open(work / "stderr.txt", "w+") as err:
@@ -58,12 +75,14 @@ def run(rows: int, work: Path, cache: Path, suffix: str = ".jsonl") -> dict:
             written = sum(1 for _ in fh)
     source.unlink()
     out.unlink()
-    return {"rows": rows, "format": suffix[1:], "written": written, "peak_rss_mib": peak / 1024, "seconds": seconds}
+    return {"rows": rows, "metric": metric, "format": suffix[1:], "written": written, "peak_rss_mib": peak / 1024, "seconds": seconds}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--metric", default="green", help="scoring system (GREEN: the bundled judge outputs; "
+                        "others: their own sample answers)")
     parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl", help="results file format")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -72,7 +91,7 @@ def main() -> None:
         cache = work / "cache.sqlite"
         results = []
         for rows in sorted(args.rows):
-            results.append(run(rows, work, cache, "." + args.format))
+            results.append(run(rows, work, cache, "." + args.format, args.metric))
             print(json.dumps(results[-1]), flush=True)
     base = results[0]["peak_rss_mib"]
     print("\n| rows | peak RSS MiB | ratio to smallest | seconds |")

@@ -41,7 +41,12 @@ class Judgment:
         return self.error_counts.significant_list()
 
 
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _LEAVES:  # most values: returned before any other check
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

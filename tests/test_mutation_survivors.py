@@ -265,7 +265,8 @@ def test_cache_sqlite_errors_become_one_line_but_busy_is_raised(tmp_path):
 
 
 def _other_live_owner() -> str:
-    return f"{socket.gethostname()}:{os.getppid()}:other"
+    # another run, alive: this very process under another token (never signal a process the test did not start)
+    return f"{socket.gethostname()}:{os.getpid()}:other"
 
 
 def test_claims_share_work_between_runs(tmp_path):
@@ -323,7 +324,6 @@ def test_owner_liveness():
     assert cache_module._owner_alive(f"{host}:notapid:x")
     dead = 2**22 + 12345  # above the kernel's pid_max default: no such process
     assert not cache_module._owner_alive(f"{host}:{dead}:x")
-    assert cache_module._owner_alive(f"{host}:1:x")  # pid 1 exists, owned by root: PermissionError -> alive
 
 
 def test_dead_owner_on_this_host_holds_nothing(tmp_path):
@@ -443,6 +443,7 @@ def test_replay_missing_prompt_names_its_start(tmp_path):
 def test_replay_file_is_read_as_utf8_whatever_the_locale(tmp_path):
     """A recorded answer with non-ASCII text (e.g. '5 × 4 mm') under a C/ASCII locale (Windows: cp1252)."""
     path = _replay_file(tmp_path, [json.dumps({"prompt": "Größe", "response": "5 × 4 mm"}, ensure_ascii=False)])
+    assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]  # here (a UTF-8 locale), then under C:
     code = ("import sys; from radmetrics.judge.replay import ReplayJudge; "
             "print(ReplayJudge(path=sys.argv[1]).generate(['Gr\\u00f6\\u00dfe']) == ['5 \\u00d7 4 mm'])")
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
@@ -599,6 +600,8 @@ H = "[Overall Accuracy Score]: "
     (H + ",85", (0.85, "decimal-comma")),
     (H + "**Score: 0.85**", (0.85, "plain")),
     (H + "Score: **0.85**", (0.85, "plain")),
+    (H + "`Score: 0.85`", (0.85, "plain")),  # markdown code and emphasis around "Score: ..." are dropped first
+    (H + "_Score: 0.85_", (0.85, "plain")),
     (H + "X 0.5", (0.5, "in-sentence")),  # a letter before the number: read in the sentence
     (H + "3/(3+2) =0.60", (0.6, "worked")),
     ("[Overall Accuracy Score]:\n0.8\n[Explanation]: 2 of 3 findings", (0.8, "plain")),
@@ -661,3 +664,504 @@ def test_vert_reads_green_counts_when_the_judge_wrote_them():
     assert counts["insignificant"] == {"a": 0, "b": 1, "c": 0, "d": 0, "e": 0, "f": 0}
     assert counts["matched_findings"] == 3 and counts["green_leniency"] == []
     assert read_counts(H + "0.5") == {}
+
+
+# -- finerad_score/parse.py: corrections, severities, categories -----------------------------------------------------
+from radmetrics.finerad_score.parse import (  # noqa: E402
+    Correction,
+    FineRadParseError,
+    apply_corrections,
+    parse_corrections,
+    read_corrections,
+)
+
+
+def _entry(corrections="Fixed.", severity="Urgent error", **extra) -> dict:
+    return {"corrections": corrections, "clinical severity": severity, **extra}
+
+
+def _answer(*pairs) -> str:
+    return "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs) + "}"
+
+
+def test_finerad_entries_in_order_with_labels_comments_and_categories():
+    text = _answer(
+        ("0", _entry("Small effusion.", "Urgent error.", comments="size", **{"error category": [
+            "4. Incorrect severity of finding", "omission of finding", "Some other problem"]})),
+        ("1", _entry("[delete]", "No error")),  # not a correction: skipped, and the next one still read
+        ("[3]", _entry("Line three.", "Not actionable", **{"error category": "2. Omission of finding"})),
+        ("None", _entry("New line.", "Emergent", **{"error category": ""})),
+    )
+    corrections, notes = read_corrections(text)
+    assert notes == []
+    assert [(c.line, c.corrections, c.severity, c.severity_label, c.comments, c.categories) for c in corrections] == [
+        (0, "Small effusion.", 3, "Urgent error.", "size",
+         ["Incorrect severity of finding", "Omission of finding", "Some other problem"]),
+        (3, "Line three.", 1, "Not actionable", "", ["Omission of finding"]),
+        (None, "New line.", 4, "Emergent", "", []),
+    ]
+    assert parse_corrections(text) == corrections
+
+
+def test_finerad_identical_duplicates_count_once_and_reading_goes_on():
+    text = _answer(("None", _entry("New.", "Urgent")), ("None", _entry("New.", "Urgent")),
+                   ("2", _entry("Two.", "Emergent error")))
+    corrections, notes = read_corrections(text)
+    assert [c.line for c in corrections] == [None, 2]
+    assert notes == ["line None: the same entry given twice, counted once"]
+
+
+@pytest.mark.parametrize("text, message, retryable", [
+    (None, "empty judge output", True),
+    ("   ", "empty judge output", True),
+    ("{1, 2}", "JSON is a set, not an object keyed by line id", True),
+    (_answer(("first", _entry())), "key 'first' is neither a line id nor 'None'", True),
+    (_answer(("0", {"corrections": "x."})), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", {"clinical severity": "Urgent"})), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", 5)), "line 0: needs 'corrections' and 'clinical severity'", True),
+    (_answer(("0", _entry("Fix.", "Serious"))), "line 0: unknown clinical severity 'Serious'", False),
+])
+def test_finerad_unreadable_answers_say_why_and_whether_to_ask_again(text, message, retryable):
+    with pytest.raises(FineRadParseError) as info:
+        read_corrections(text)
+    assert str(info.value) == message
+    assert info.value.retryable is retryable
+
+
+def test_apply_corrections_keeps_substitutes_deletes_and_appends():
+    lines = ["Heart normal.", "Small effusion.", "No pneumothorax.", "Old line."]
+    corrections = [Correction(1, "Large effusion. ", 3, "Urgent error", ""),
+                   Correction(3, "[delete]", 1, "Not actionable", ""),
+                   Correction(None, " New finding.", 2, "Actionable nonurgent error", ""),
+                   Correction(None, "delete", 1, "Not actionable", "")]
+    assert apply_corrections(lines, corrections) == "Heart normal. Large effusion. No pneumothorax. New finding."
+    with pytest.raises(ValueError, match="^line 1 has two different corrections$"):
+        apply_corrections(lines, corrections + [Correction(1, "Other.", 3, "Urgent error", "")])
+
+
+# -- hub/privacy.py: what may be pushed publicly, and which cards may be replaced -------------------------------------
+from radmetrics.hub.privacy import (  # noqa: E402
+    PushRefused,
+    card_with_marker,
+    check_public_allowed,
+    restricted_reasons,
+    write_card,
+    written_by_user,
+)
+
+
+@pytest.mark.parametrize("card, word", [("From PhysioNet.", "PhysioNet"), ("credentialed access", "credentialed"),
+                                        ("MIMIC-CXR reports", "MIMIC-CXR"), ("mimic-iv notes", "mimic-iv"),
+                                        ("MIMIC III", "MIMIC III"), ("mimic_iii", "mimic_iii"),
+                                        ("mimiciii", "mimiciii")])
+def test_a_card_naming_credentialed_data_keeps_the_folder_private(tmp_path, card, word):
+    (tmp_path / "README.md").write_text(f"# Data\n\n{card}\n")
+    assert restricted_reasons(tmp_path) == [f"its card (README.md) says '{word}'"]
+    with pytest.raises(PushRefused) as info:
+        check_public_allowed(tmp_path, "the folder to lab/x")
+    assert str(info.value) == (f"Refusing to push the folder to lab/x publicly: its card (README.md) says '{word}'. "
+                               "PhysioNet's credentialed-data licence forbids redistribution; push it private (the "
+                               "default), optionally --gated.")
+
+
+def test_rows_from_physionet_datasets_keep_the_folder_private(tmp_path):
+    (tmp_path / "README.md").write_text("# Open data\n")
+    sub = tmp_path / "splits"
+    sub.mkdir()
+    (sub / "test.jsonl").write_text("not json\n" + json.dumps(["a list"]) + "\n" + json.dumps({"dataset": 3}) + "\n"
+                                    + json.dumps({"dataset": "rexval"}) + "\n" + json.dumps({"dataset": "mine"}) + "\n")
+    (tmp_path / "more.jsonl").write_text(json.dumps({"dataset": "radeval", "text": "x"}) + "\n")
+    assert restricted_reasons(tmp_path) == ["its rows come from radeval, rexval (PhysioNet credentialed data)"]
+    (sub / "test.jsonl").write_text(json.dumps({"dataset": "mine"}) + "\n")
+    (tmp_path / "more.jsonl").unlink()
+    assert restricted_reasons(tmp_path) == []
+    check_public_allowed(tmp_path, "x")  # nothing restricted: allowed
+
+
+@pytest.mark.parametrize("as_dict", [False, True], ids=["Dataset", "DatasetDict"])
+def test_saved_datasets_from_physionet_keep_the_folder_private(tmp_path, as_dict):
+    import datasets
+
+    rows = datasets.Dataset.from_dict({"dataset": ["refisco", "mine"], "text": ["a", "b"]})
+    saved = datasets.DatasetDict({"test": rows}) if as_dict else rows
+    saved.save_to_disk(str(tmp_path / "ds"))
+    assert restricted_reasons(tmp_path / "ds") == ["its rows come from refisco (PhysioNet credentialed data)"]
+    datasets.Dataset.from_dict({"text": ["a"]}).save_to_disk(str(tmp_path / "plain"))
+    assert restricted_reasons(tmp_path / "plain") == []
+
+
+def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
+    rendered = card_with_marker("# Judge\n\nScores reports.\n")
+    assert not written_by_user(rendered)
+    assert written_by_user(rendered.replace("Scores", "Rates"))  # edited after rendering
+    assert not written_by_user("# Model card\n\n[More Information Needed]\n")  # a library's placeholder
+    assert written_by_user("# My own card\n")
+    card = tmp_path / "README.md"
+    write_card(card, "# New\n", overwrite=False)  # no card yet
+    assert card.read_text() == card_with_marker("# New\n")
+    write_card(card, "# Newer\n", overwrite=False)  # an unedited rendered card is refreshed
+    assert card.read_text() == card_with_marker("# Newer\n")
+    card.write_text("# Mine\n")
+    with pytest.raises(PushRefused) as info:
+        write_card(card, "# Rendered\n", overwrite=False)
+    assert str(info.value) == (f"{card} was written or edited by hand: not replacing it (pass --overwrite-card to "
+                               "replace it with the rendered card)")
+    assert card.read_text() == "# Mine\n"
+    write_card(card, "# Rendered\n", overwrite=True)
+    assert card.read_text() == card_with_marker("# Rendered\n")
+
+
+# -- hub/__init__.py: push_folder, in this process, against a Hub-compatible server on 127.0.0.1 ------------------------
+@pytest.fixture
+def hub_here(tmp_path, monkeypatch):
+    """A Hub-compatible server, with huggingface_hub (already imported, offline) pointed at it in this process."""
+    from huggingface_hub import constants
+    from hub_server import HubServer
+
+    with HubServer(tmp_path / "hub") as server:
+        monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+        yield server
+
+
+def _judge_folder(tmp_path, card: str | None = None) -> Path:
+    folder = tmp_path / "judge"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    if card is not None:
+        (folder / "README.md").write_text(card)
+    return folder
+
+
+def test_push_folder_is_private_by_default_and_reports_what_it_did(tmp_path, hub_here):
+    from radmetrics.hub import describe_push, push_folder
+
+    folder = _judge_folder(tmp_path)
+    result = push_folder(folder, "lab/judge")
+    assert hub_here.repos[("model", "lab/judge")]["private"] is True
+    assert result == {"url": f"{hub_here.endpoint}/lab/judge", "commit": result["commit"], "private": True,
+                      "gated": False, "card_kept": False, "public_requested": False}
+    assert isinstance(result["commit"], str) and result["commit"]
+    assert describe_push(folder, result) == [
+        f"Pushed {folder} to {hub_here.endpoint}/lab/judge (private; visibility read back from the Hub)"]
+    data = push_folder(folder, "lab/data", repo_type="dataset", gated="manual", public=True)
+    assert data["url"] == f"{hub_here.endpoint}/datasets/lab/data" and data["private"] is False
+    assert hub_here.repos[("dataset", "lab/data")]["gated"] == "manual"
+    assert describe_push(folder, data) == [
+        f"Pushed {folder} to {hub_here.endpoint}/datasets/lab/data (public, gated manual; visibility read back "
+        "from the Hub)"]
+
+
+def test_push_folder_refuses_to_add_to_a_public_repo_unless_asked(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    folder = _judge_folder(tmp_path)
+    push_folder(folder, "lab/open", public=True)
+    with pytest.raises(PushRefused) as info:
+        push_folder(folder, "lab/open")
+    assert str(info.value) == (f"lab/open is a public model repository on the Hub: pushing {folder} into it would "
+                               "publish it. Pass --public to add to a public repository, or push to a new (private) "
+                               "repo.")
+    again = push_folder(folder, "lab/open", public=True)
+    assert again["private"] is False and again["public_requested"] is True
+    push_folder(folder, "lab/closed")
+    kept_private = push_folder(folder, "lab/closed", public=True)  # an existing private repo stays private
+    assert kept_private["private"] is True
+    from radmetrics.hub import describe_push
+
+    assert describe_push(folder, kept_private)[1] == (
+        "Note: the repository already existed as private and stays private; change its visibility on the Hub if you "
+        "mean to publish it.")
+
+
+def test_push_folder_keeps_a_hand_written_card_on_the_hub(tmp_path, hub_here):
+    from radmetrics.hub import describe_push, push_folder
+
+    folder = _judge_folder(tmp_path, card="---\nlicense: mit\n---\n# Mine, by hand\n")
+    push_folder(folder, "lab/carded")
+    (folder / "README.md").write_text(card_with_marker("---\nlicense: mit\n---\n# Rendered\n"))
+    kept = push_folder(folder, "lab/carded")
+    assert kept["card_kept"] is True
+    assert describe_push(folder, kept)[-1] == ("Note: kept the README.md on the Hub (written by hand); pass "
+                                               "--overwrite-card to replace it.")
+    replaced = push_folder(folder, "lab/carded", overwrite_card=True)
+    assert replaced["card_kept"] is False
+
+
+def test_push_folder_bad_arguments_are_one_line(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    with pytest.raises(RadmetricsError, match=r"^Nothing to push: .*nope is not a folder$"):
+        push_folder(tmp_path / "nope", "lab/x")
+    with pytest.raises(RadmetricsError, match=r"^gated must be 'auto' or 'manual', not 'yes'$"):
+        push_folder(_judge_folder(tmp_path), "lab/x", gated="yes")
+    physionet = _judge_folder(tmp_path, card="# Derived from MIMIC-CXR\n")
+    with pytest.raises(PushRefused, match=f"^Refusing to push {physionet} to lab/x publicly"):
+        push_folder(physionet, "lab/x", public=True)
+    assert not hub_here.repos
+
+
+# -- meta/stats.py: small statistics, checked by hand and with scipy --------------------------------------------------
+import math  # noqa: E402
+import warnings  # noqa: E402
+
+from radmetrics.meta import stats as meta_stats  # noqa: E402
+
+
+def test_correlation_to_dict_has_every_field():
+    c = meta_stats.Correlation(0.5, 0.1, 0.9, 0.04, 10, 100)
+    assert c.to_dict() == {"value": 0.5, "ci_low": 0.1, "ci_high": 0.9, "p_value": 0.04, "n": 10, "resamples": 100}
+
+
+def test_mae_of_nothing_is_nan_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would reach the user's screen
+        out = meta_stats.mae([None], [1.0])
+    assert math.isnan(out["mae"]) and math.isnan(out["std"]) and out["n"] == 0
+
+
+def test_category_accuracy_is_per_category_not_per_report():
+    # 3 reports x 2 categories; expert means 0.4 -> 0, 1.6 -> 2, 2.5 -> 2 (numpy rounds half to even: 3 is wrong)
+    predicted = [[0, 2], [1, 2], [3, 3]]
+    expert = [[0.4, 1.6], [1.0, 2.0], [2.5, 3.0]]
+    assert meta_stats.category_accuracy(predicted, expert) == [2 / 3, 1.0]
+
+
+def test_error_type_f1_recall_when_tp_equals_fn():
+    # one category: human 2, model 1 -> TP 1, FP 0, FN 1: precision 1, recall 1/2, F1 2/3
+    (row,) = meta_stats.error_type_f1([[2]], [[1]])
+    assert row == {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "tp": 1.0, "fp": 0.0, "fn": 1.0}
+
+
+def test_preference_accuracy_ties_and_empty():
+    # pair 1 tied (wrong), pair 2 right, pair 3 wrong: 1/3
+    assert meta_stats.preference_accuracy([0.5, 0.9, 0.1], [0.5, 0.2, 0.3], [True, True, True]) == 1 / 3
+    assert meta_stats.preference_accuracy([1, 2], [2, 1], [True, True], higher_is_better=False) == 0.5
+    assert math.isnan(meta_stats.preference_accuracy([], [], []))
+
+
+def test_paired_randomization_defaults_to_1000_trials():
+    out = meta_stats.paired_randomization_test([1, 2, 3, 4, 5], [1, 2, 3, 5, 4], [1, 2, 3, 4, 5], method="spearman")
+    assert out["trials"] == 1000
+    assert out["difference"] == pytest.approx(1 - 0.9)  # spearman 1.0 vs 0.9 (one swap of neighbours)
+
+
+def test_rexamine_site_tests_equal_scipy_and_bonferroni():
+    from scipy import stats as sp
+
+    original = {"bleu": {"a": [0.1, 0.4, 0.3, 0.8], "b": [0.5, 0.5, 0.2, 0.9]},
+                "errors": {"a": [3, 1, 2, 0], "b": [1, 1, 4, 2]}}
+    standardized = {"bleu": {"a": [0.3, 0.5, 0.35, 0.9], "b": [0.4, 0.6, 0.1, 0.95]},
+                    "errors": {"a": [2, 1, 1, 0], "b": [1, 0, 4, 1]}}
+    rows = meta_stats.rexamine_site_tests(original, standardized, alpha=0.08, higher_is_better={"errors": False})
+    assert [(r["metric"], r["site"]) for r in rows] == [("bleu", "a"), ("bleu", "b"), ("errors", "a"), ("errors", "b")]
+    for r in rows:
+        x, y = original[r["metric"]][r["site"]], standardized[r["metric"]][r["site"]]
+        sign = -1 if r["metric"] == "bleu" else 1  # oriented so that higher = worse
+        expected = sp.ttest_rel([sign * v for v in y], [sign * v for v in x])
+        assert r == {"metric": r["metric"], "site": r["site"], "mean_original": pytest.approx(sum(x) / 4),
+                     "mean_standardized": pytest.approx(sum(y) / 4), "t": pytest.approx(expected.statistic),
+                     "p_value": pytest.approx(expected.pvalue), "threshold": 0.02,
+                     "significant": bool(expected.pvalue < 0.02), "t_convention": "paper"}
+    raw = meta_stats.rexamine_site_tests(original, standardized, convention="raw")
+    assert raw[2]["t"] == pytest.approx(sp.ttest_rel(original["errors"]["a"], standardized["errors"]["a"]).statistic)
+    assert meta_stats.rexamine_site_tests({}, {}) == []
+    with pytest.raises(ValueError, match=r"^unknown convention 'other': 'paper' or 'raw'$"):
+        meta_stats.rexamine_site_tests(original, standardized, convention="other")
+
+
+def test_per_site_spearman_equals_scipy_within_each_site():
+    from scipy import stats as sp
+
+    scores = [0.1, 0.5, 0.3, 0.9, 0.2, 0.8, 0.4, 0.6]
+    expert = [1, 3, 2, 4, 4, 1, 2, 3]
+    sites = ["b", "a", "b", "a", "b", "a", "b", "a"]
+    out = meta_stats.per_site_spearman(scores, expert, sites, resamples=20, seed=1)
+    assert list(out) == ["a", "b"]
+    for site in "ab":
+        idx = [i for i, s in enumerate(sites) if s == site]
+        expected = sp.spearmanr([scores[i] for i in idx], [expert[i] for i in idx])
+        assert out[site]["value"] == pytest.approx(expected.statistic) and out[site]["n"] == 4
+        assert out[site]["resamples"] == 20
+
+
+def test_ensemble_average_with_a_constant_metric():
+    # metric 2 is constant: z-scores of 0 (not a division by zero); metric 1 z-scored by its population std
+    out = meta_stats.ensemble_average([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]])
+    z = 1 / math.sqrt(2 / 3)
+    assert out == pytest.approx([-z / 2, 0.0, z / 2])
+    assert meta_stats.ensemble_average([[1.0, 3.0], [3.0, 5.0]], standardize=False) == [2.0, 4.0]
+
+
+def test_privacy_gate_reads_cards_and_rows_that_are_not_utf8(tmp_path):
+    """A card or a JSONL file with bytes that are not UTF-8 is still read (replaced), never a crash."""
+    (tmp_path / "README.md").write_bytes(b"# Data \xff\xfe\n\nFrom PhysioNet.\n")
+    (tmp_path / "rows.jsonl").write_bytes(b'{"dataset": "rate_eval", "text": "\xff"}\n\xfe\xff\n')
+    reasons = restricted_reasons(tmp_path)
+    assert reasons == ["its card (README.md) says 'PhysioNet'",
+                       "its rows come from rate_eval (PhysioNet credentialed data)"]
+    with pytest.raises(PushRefused) as info:
+        check_public_allowed(tmp_path, "data")
+    assert str(info.value).startswith(f"Refusing to push data publicly: {reasons[0]}; {reasons[1]}. PhysioNet's")
+    card = tmp_path / "README.md"
+    with pytest.raises(PushRefused, match="written or edited by hand"):
+        write_card(card, "# Rendered\n", overwrite=False)
+
+
+@pytest.mark.parametrize("text", ["# Judge  \nTwo spaces end the line above.  \n", "# Model X\n"])
+def test_rendered_cards_ending_in_spaces_or_any_letter_are_recognised(text):
+    assert not written_by_user(card_with_marker(text))
+
+
+def test_rendered_cards_are_written_and_recognised_as_utf8_whatever_the_locale(tmp_path):
+    card = tmp_path / "README.md"
+    code = ("import sys; from radmetrics.hub.privacy import write_card; "
+            "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 2\\n', overwrite=False); "
+            "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 3\\n', overwrite=False)")
+    write_card(card, "# Größe × 1\n", overwrite=False)  # here (a UTF-8 locale), then under C:
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    run = subprocess.run([sys.executable, "-c", code, str(card)], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert card.read_text(encoding="utf-8") == card_with_marker("# Größe × 3\n")
+
+
+# -- green/parse.py: what the judge meant, the rules it needed, and why not when it cannot be read ---------------------
+# Answers written as judges drift from GREEN App. GA.1's template (the drift corpus covers the official forms).
+GA = "(a) False report of a finding in the candidate"
+GB = "(b) Missing a finding present in the reference"
+GC = "(c) Misidentification of a finding's anatomic location/position"
+GD = "(d) Misassessment of the severity of a finding"
+GE = "(e) Mentioning a comparison that isn't in the reference"
+GF = "(f) Omitting a comparison detailing a change from a prior study"
+GX = "[Explanation]:\nDiffers.\n\n"
+GSIG = "[Clinically Significant Errors]:\n"
+GINS = "[Clinically Insignificant Errors]:\n"
+GMAT = "[Matched Findings]:\n"
+
+
+def _errs(*counts):
+    return "\n".join(f"{m}: {n}" for m, n in zip((GA, GB, GC, GD, GE, GF), counts, strict=False))
+
+
+GZERO = _errs("0.", "0.", "0.", "0.", "0.", "0.")
+GREEN_CASES = {
+ "chat-debris": "<|user|>[Matched Findings]: 9.<|assistant|>" + GX.replace("Differs.", "Differs <unk>here</s>.") + GSIG + GZERO + "\n\n" + GMAT + "2. a; b</s>",
+ "echo-without-explanation": GSIG + "(a) <Error Type>: <The number of errors>.\n" + GMAT + "<The number of matched findings>.\n\n" + GSIG + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "blank-line-once": GX + GSIG + _errs("1. x", "0.", "0.", "", "", "").split("\n(d)")[0] + "\n\n" + "\n".join(_errs("0.", "0.", "0.", "0.", "0.", "0.").split("\n")[3:]) + "\n\n" + GMAT + "1. y",
+ "count-in-sentence": GX + GSIG + GZERO + "\n\n" + GMAT + "There are 2 matched findings: effusion and cardiomegaly.",
+ "counts-without-periods": GX + GSIG + _errs("1", "0", "2 - p; q", "0", "0", "0") + "\n\n" + GMAT + "1. y",
+ "count-before-a-list": GX + GSIG + _errs("2 (see below); 1. x; 2. y", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "items-on-one-line": GX + GSIG + f"{GA}: 1. left effusion. {GB}: 2. nodule; mass\n" + "\n".join(GZERO.split("\n")[2:]) + "\n\n" + GMAT + "1. y",
+ "lettered-with-numbers-inside": GX + GSIG + f"{GA}: 1. (2) left effusion.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "wording-without-colon": GX + GSIG + GA.lower()[4:] + " - 2. p; q\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "marker-wording-without-colon": GX + GSIG + "(a) false report of a finding in the candidate = 2. p; q\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "official-count-after-see-below": GX + GSIG + f"{GA}: see below: 1. x.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
+ "empty-sections": GX + GSIG + GINS + GMAT + "1. y",
+ "zero-section": GX + GSIG + "(a)-(f): 0.\n\n" + GMAT + "None.",
+ "matched-stated-then-listed": GX + GSIG + GZERO + "\n\n" + GMAT + "2.\n1. effusion\n2. cardiomegaly",
+ "matched-word": GX + GSIG + GZERO + "\n\n" + GMAT + "two: effusion and cardiomegaly",
+ "matched-bold": GX + GSIG + GZERO + "\n\n" + GMAT + "**2**\neffusion, cardiomegaly",
+ "matched-counted": GX + GSIG + GZERO + "\n\n" + GMAT + "2 matched: effusion, cardiomegaly",
+ "matched-numbered-list": GX + GSIG + GZERO + "\n\n" + GMAT + "1) effusion\n2) cardiomegaly\n3) nodule",
+ "matched-intro-then-list": GX + GSIG + GZERO + "\n\n" + GMAT + "The matched findings are:\n1. effusion\n2. nodule",
+ "matched-one-with-dash": GX + GSIG + GZERO + "\n\n" + GMAT + "1 - effusion",
+ "header-forms": "**Explanation**:\nDiffers.\n\n### Clinically Significant Errors\n" + GZERO + "\n\n**Matched Findings**:\n1. y",
+ "template-then-filled-matched": GX + GSIG + GZERO + "\n\n" + GMAT + "<The number of matched findings>.\n" + GMAT + "2. y; z",
+}
+GREEN_ERRORS = {
+ "not-text": 5,
+ "empty": " </s> ",
+ "no-sections": "The candidate is fine.",
+ "count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "1"),
+ "no-count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "").rstrip(),
+ "no-count-mid": GX + GSIG + _errs("", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "numbers-neither": GX + GSIG + _errs("3 (x); 1. a; 3. b", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "two-counts": GX + GSIG + GZERO + "\n" + GA + ": 2. " + "a" * 70 + "\n\n" + GMAT + "1. y",
+ "no-but-counts": GX + GSIG + "No significant errors, as far as I can tell after reading both reports carefully.\n" + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
+ "matched-cut-off": GX + GSIG + GZERO + "\n\n" + GMAT + "2)",
+ "matched-not-whole": GX + GSIG + GZERO + "\n\n" + GMAT + "1.5 findings, more or less, given how the two reports describe it",
+ "matched-zero-then-list": GX + GSIG + GZERO + "\n\n" + GMAT + "There are no matched findings between the two reports, none at all.\n1. effusion",
+ "matched-stated-disagrees": GX + GSIG + GZERO + "\n\n" + GMAT + "There are 3 matched findings:\n1. effusion\n2. nodule",
+ "two-sections-differ": GX + GSIG + GZERO + "\n\n" + GMAT + "1. y\n\n" + GMAT + "2. y; z",
+ "significant-only-template": GX + GSIG + "(a) <Error Type>: <The number of errors>.\n\n" + GMAT + "1. y",
+}
+GREEN_EXPECTED = {
+    'chat-debris': ('000000', None, 2, 'Differs here.', []),
+    'echo-without-explanation': ('100000', None, 1, '', ['template-echo']),
+    'blank-line-once': ('100000', None, 1, 'Differs.', ['blank-line-in-section']),
+    'count-in-sentence': ('000000', None, 2, 'Differs.', ['count-in-sentence']),
+    'counts-without-periods': ('102000', None, 1, 'Differs.', ['count-form']),
+    'count-before-a-list': ('200000', None, 1, 'Differs.', ['count-form']),
+    'items-on-one-line': ('120000', None, 1, 'Differs.', ['items-on-one-line']),
+    'lettered-with-numbers-inside': ('100000', None, 1, 'Differs.', []),
+    'wording-without-colon': ('200000', None, 1, 'Differs.', ['category-wording']),
+    'marker-wording-without-colon': ('200000', None, 1, 'Differs.', []),
+    'official-count-after-see-below': ('100000', None, 1, 'Differs.', []),
+    'empty-sections': ('000000', '000000', 1, 'Differs.', ['empty-section']),
+    'zero-section': ('000000', None, 0, 'Differs.', ['zero-section']),
+    'matched-stated-then-listed': ('000000', None, 2, 'Differs.', []),
+    'matched-word': ('000000', None, 2, 'Differs.', ['count-word']),
+    'matched-bold': ('000000', None, 2, 'Differs.', ['count-form']),
+    'matched-counted': ('000000', None, 2, 'Differs.', ['count-form']),
+    'matched-numbered-list': ('000000', None, 3, 'Differs.', ['numbered-list']),
+    'matched-intro-then-list': ('000000', None, 2, 'Differs.', ['count-after-sentence', 'numbered-list']),
+    'matched-one-with-dash': ('000000', None, 1, 'Differs.', ['count-form']),
+    'header-forms': ('000000', None, 1, 'Differs.', ['header-form']),
+    'template-then-filled-matched': ('000000', None, 2, 'Differs.', ['template-echo']),
+}
+GREEN_MESSAGES = {
+    'not-text': 'judge output is int, not text',
+    'empty': 'empty judge output',
+    'no-sections': 'no [Clinically Significant Errors] section and no [Matched Findings] section (truncated or not GREEN format)',
+    'count-cut-off': "[Clinically Significant Errors] item (f): the count 1 ends the output (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study: 1'",
+    'no-count-cut-off': "[Clinically Significant Errors] item (f) has no count (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study:'",
+    'no-count-mid': "[Clinically Significant Errors] item (a) has no count in line '(a) False report of a finding in the candidate:'",
+    'numbers-neither': "[Clinically Significant Errors] item (a): numbers 3, 1, 3 are neither one count nor a list 1..n in line '(a) False report of a finding in the candidate: 3 (x); 1. a; 3. b'",
+    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 0.' and '(a) False report of a finding in the candidate: 2. aaaaaaaaa'",
+    'no-but-counts': "[Clinically Significant Errors] starts with 'No significant errors, as far as I can tell after reading bo' but its items count errors",
+    'matched-cut-off': '[Matched Findings]: the count 2 ends the output (cut off?)',
+    'matched-not-whole': "[Matched Findings]: '1.5 findings, more or less, given how th' is not a whole count",
+    'matched-zero-then-list': "[Matched Findings] says 'There are no matched findings between the two reports, none ' and then lists '1. effusion'",
+    'matched-stated-disagrees': "[Matched Findings] says '3 matched findings' but lists 2",
+    'two-sections-differ': 'two [Matched Findings] sections with different counts',
+    'significant-only-template': "the output only repeats the template's placeholders, with no filled analysis",
+}
+
+
+from radmetrics.green.parse import GreenParseError, clean_response, parse_green  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(GREEN_CASES))
+def test_green_reads_drifted_answers_and_names_each_rule(name):
+    """Counts (a)-(f), insignificant counts, matched findings, explanation, and the exact leniency rules."""
+    analysis = parse_green(GREEN_CASES[name])
+    significant, insignificant, matched, explanation, leniency = GREEN_EXPECTED[name]
+    assert "".join(str(analysis.significant[x]) for x in "abcdef") == significant
+    if insignificant is None:
+        assert analysis.insignificant is None
+    else:
+        assert "".join(str(analysis.insignificant[x]) for x in "abcdef") == insignificant
+    assert (analysis.matched_findings, analysis.explanation, analysis.leniency) == (matched, explanation, leniency)
+    assert analysis.format == ("tolerant" if leniency else "official")
+
+
+def test_green_error_sentences_of_items_on_one_line_and_of_empty_sections():
+    assert {k: v for k, v in parse_green(GREEN_CASES["items-on-one-line"]).significant_sentences.items() if v} == {
+        "a": ["left effusion."], "b": ["nodule", "mass"]}
+    assert parse_green(GREEN_CASES["empty-sections"]).significant_sentences == {x: [] for x in "abcdef"}
+    assert parse_green(GREEN_CASES["zero-section"]).significant_sentences == {x: [] for x in "abcdef"}
+
+
+@pytest.mark.parametrize("name", list(GREEN_ERRORS))
+def test_green_unreadable_answers_say_why(name):
+    with pytest.raises(GreenParseError) as info:
+        parse_green(GREEN_ERRORS[name])
+    assert str(info.value) == GREEN_MESSAGES[name]
+
+
+def test_green_clean_response_as_upstream():
+    assert clean_response("<|user|>q<|assistant|>[Explanation]: y<unk> z</s>") == " y z"

@@ -69,7 +69,13 @@ def mutant_names(work: Path) -> list[str]:
     return names
 
 
-def run_module(module: str, tests: list[str], scratch: Path, time_box: int, sample: int = 0, seed: int = 18) -> dict:
+def survivors_of(path: Path) -> list[str]:
+    """The mutant names a previous run's <module>.survivors.txt lists."""
+    return re.findall(r"^# (\S+): (?:survived|no tests|not checked)$", path.read_text(), re.M)
+
+
+def run_module(module: str, tests: list[str], scratch: Path, time_box: int, sample: int = 0, seed: int = 18,
+               only: list[str] | None = None) -> dict:
     work = scratch / module.replace("/", "_").removesuffix(".py")
     scratch_copy(work)
     tests = [t for t in tests if (work / t.split("::")[0]).exists()]
@@ -91,6 +97,8 @@ def run_module(module: str, tests: list[str], scratch: Path, time_box: int, samp
 
         every = mutant_names(work)
         chosen = sorted(random.Random(seed).sample(every, min(sample, len(every))))
+    if only:
+        chosen = only
     try:
         subprocess.run(["nice", *mutmut, "run", *chosen], cwd=work, timeout=time_box, capture_output=True)
         finished = True
@@ -99,7 +107,7 @@ def run_module(module: str, tests: list[str], scratch: Path, time_box: int, samp
     results = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True,
                              text=True).stdout
     status = dict(re.findall(r"^\s*(\S+): (\w[\w ]*)$", results, re.M))
-    if sample:
+    if chosen:
         status = {name: verdict for name, verdict in status.items() if name in set(chosen)}
     counts: dict[str, int] = {}
     for verdict in status.values():
@@ -108,6 +116,8 @@ def run_module(module: str, tests: list[str], scratch: Path, time_box: int, samp
     with (scratch / f"{work.name}.survivors.txt").open("w") as fh:
         for name in survivors:
             fh.write(subprocess.run([*mutmut, "show", name], cwd=work, capture_output=True, text=True).stdout + "\n")
+        # mutants a time box left unrun: listed so that a later --survivors-of run checks them too
+        fh.writelines(f"# {name}: not checked\n" for name, verdict in status.items() if verdict == "not checked")
     killed = counts.get("killed", 0) + counts.get("timeout", 0)
     total = sum(counts.values())
     return {"module": module, "total": total, "killed": killed, "survivors": len(survivors), "counts": counts,
@@ -122,6 +132,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=0, help="run only this many mutants per module, drawn with "
                         "--seed (for modules too large to finish; say so with the figures)")
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--survivors-of", metavar="FOLDER", help="re-run only the mutants that survived a previous "
+                        "run (FOLDER/<module>.survivors.txt), after new tests were written: killed mutants stay "
+                        "killed, since tests are only added")
     args = parser.parse_args()
     scratch = Path(args.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
@@ -129,7 +142,12 @@ def main() -> None:
     print("| module | mutants | killed | survived | kill rate | minutes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for module in chosen:
-        r = run_module(module, MODULES[module], scratch, args.time_box, args.sample, args.seed)
+        only = None
+        if args.survivors_of:
+            only = survivors_of(Path(args.survivors_of) / f"{module.replace('/', '_').removesuffix('.py')}.survivors.txt")
+            if not only:
+                continue
+        r = run_module(module, MODULES[module], scratch, args.time_box, args.sample, args.seed, only)
         rate = f"{100 * r['killed'] / r['total']:.1f}%" if r["total"] else "n/a"
         note = "" if r["finished"] else " (time box hit)"
         print(f"| radmetrics/{module} | {r['total']} | {r['killed']} | {r['survivors']} | {rate} | "
