@@ -1,6 +1,7 @@
 """Tests written to kill mutants that survived tools/mutation.py (see TESTING.md, "Mutation testing")."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
@@ -440,10 +441,25 @@ def test_replay_missing_prompt_names_its_start(tmp_path):
     assert info.value.prompt_index == 1
 
 
+@contextlib.contextmanager
+def _ascii_locale():
+    """Files opened without an encoding get ASCII, as under a C locale (pathlib asks io.text_encoding)."""
+    import io
+
+    real = io.text_encoding
+    io.text_encoding = lambda encoding, stacklevel=2: real(encoding, stacklevel) if encoding else "ascii"
+    try:
+        yield
+    finally:
+        io.text_encoding = real
+
+
 def test_replay_file_is_read_as_utf8_whatever_the_locale(tmp_path):
     """A recorded answer with non-ASCII text (e.g. '5 × 4 mm') under a C/ASCII locale (Windows: cp1252)."""
     path = _replay_file(tmp_path, [json.dumps({"prompt": "Größe", "response": "5 × 4 mm"}, ensure_ascii=False)])
-    assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]  # here (a UTF-8 locale), then under C:
+    assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]
+    with _ascii_locale():  # in this process, as an ASCII locale would default it; then for real, under C:
+        assert ReplayJudge(path=str(path)).generate(["Größe"]) == ["5 × 4 mm"]
     code = ("import sys; from radmetrics.judge.replay import ReplayJudge; "
             "print(ReplayJudge(path=sys.argv[1]).generate(['Gr\\u00f6\\u00dfe']) == ['5 \\u00d7 4 mm'])")
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
@@ -977,7 +993,7 @@ def test_per_site_spearman_equals_scipy_within_each_site():
     from scipy import stats as sp
 
     scores = [0.1, 0.5, 0.3, 0.9, 0.2, 0.8, 0.4, 0.6]
-    expert = [1, 3, 2, 4, 4, 1, 2, 3]
+    expert = [1, 3, 2, 4, 4, 1, 3, 3]  # site a: rho 0.32, site b: 0.40 (different, so a swapped site shows)
     sites = ["b", "a", "b", "a", "b", "a", "b", "a"]
     out = meta_stats.per_site_spearman(scores, expert, sites, resamples=20, seed=1)
     assert list(out) == ["a", "b"]
@@ -986,6 +1002,29 @@ def test_per_site_spearman_equals_scipy_within_each_site():
         expected = sp.spearmanr([scores[i] for i in idx], [expert[i] for i in idx])
         assert out[site]["value"] == pytest.approx(expected.statistic) and out[site]["n"] == 4
         assert out[site]["resamples"] == 20
+    assert out["a"]["value"] != pytest.approx(out["b"]["value"])
+
+
+def test_correlation_defaults_kendall_1000_resamples_seed_0():
+    from scipy import stats as sp
+
+    x, y = [1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5]
+    default = meta_stats.correlation(x, y)
+    assert default.value == pytest.approx(sp.kendalltau(x, y).statistic) and default.resamples == 1000
+    seeded = meta_stats.correlation(x, y, seed=0)
+    assert (default.ci_low, default.ci_high) == (seeded.ci_low, seeded.ci_high)
+    assert (default.ci_low, default.ci_high) != (lambda c: (c.ci_low, c.ci_high))(meta_stats.correlation(x, y, seed=1))
+    short = meta_stats.correlation([1, 2], [2, 1])
+    assert all(math.isnan(v) for v in (short.value, short.ci_low, short.ci_high, short.p_value))
+    assert (short.n, short.resamples) == (2, 0)
+
+
+def test_paired_randomization_is_seeded_by_default():
+    args = ([1, 2, 3, 4, 5, 6], [2, 1, 3, 5, 4, 6], [1, 2, 3, 4, 6, 5])
+    first = meta_stats.paired_randomization_test(*args, trials=200, method="spearman")
+    assert first == meta_stats.paired_randomization_test(*args, trials=200, method="spearman", seed=0)
+    assert first["p_value"] != meta_stats.paired_randomization_test(*args, trials=200, method="spearman",
+                                                                    seed=1)["p_value"]
 
 
 def test_ensemble_average_with_a_constant_metric():
@@ -1021,7 +1060,10 @@ def test_rendered_cards_are_written_and_recognised_as_utf8_whatever_the_locale(t
     code = ("import sys; from radmetrics.hub.privacy import write_card; "
             "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 2\\n', overwrite=False); "
             "write_card(sys.argv[1], '# Gr\\u00f6\\u00dfe \\u00d7 3\\n', overwrite=False)")
-    write_card(card, "# Größe × 1\n", overwrite=False)  # here (a UTF-8 locale), then under C:
+    write_card(card, "# Größe × 1\n", overwrite=False)
+    with _ascii_locale():  # in this process, as an ASCII locale would default it; then for real, under C:
+        write_card(card, "# Größe × 1\n", overwrite=False)
+        assert not written_by_user(card.read_bytes().decode("utf-8"))
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
     run = subprocess.run([sys.executable, "-c", code, str(card)], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])
@@ -1062,6 +1104,8 @@ GREEN_CASES = {
  "official-count-after-see-below": GX + GSIG + f"{GA}: see below: 1. x.\n" + "\n".join(GZERO.split("\n")[1:]) + "\n\n" + GMAT + "1. y",
  "empty-sections": GX + GSIG + GINS + GMAT + "1. y",
  "zero-section": GX + GSIG + "(a)-(f): 0.\n\n" + GMAT + "None.",
+ "matched-empty": GX + GMAT + GSIG + GZERO,
+ "no-errors-sentence": GX + GSIG + "No clinically significant errors.\n\n" + GMAT + "1. y",
  "matched-stated-then-listed": GX + GSIG + GZERO + "\n\n" + GMAT + "2.\n1. effusion\n2. cardiomegaly",
  "matched-word": GX + GSIG + GZERO + "\n\n" + GMAT + "two: effusion and cardiomegaly",
  "matched-bold": GX + GSIG + GZERO + "\n\n" + GMAT + "**2**\neffusion, cardiomegaly",
@@ -1080,7 +1124,7 @@ GREEN_ERRORS = {
  "no-count-cut-off": GX + GMAT + "1. y\n\n" + GSIG + _errs("0.", "0.", "0.", "0.", "0.", "").rstrip(),
  "no-count-mid": GX + GSIG + _errs("", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
  "numbers-neither": GX + GSIG + _errs("3 (x); 1. a; 3. b", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
- "two-counts": GX + GSIG + GZERO + "\n" + GA + ": 2. " + "a" * 70 + "\n\n" + GMAT + "1. y",
+ "two-counts": GX + GSIG + GA + ": 2. " + "a" * 70 + "\n" + GZERO + "\n\n" + GMAT + "1. y",
  "no-but-counts": GX + GSIG + "No significant errors, as far as I can tell after reading both reports carefully.\n" + _errs("1. x", "0.", "0.", "0.", "0.", "0.") + "\n\n" + GMAT + "1. y",
  "matched-cut-off": GX + GSIG + GZERO + "\n\n" + GMAT + "2)",
  "matched-not-whole": GX + GSIG + GZERO + "\n\n" + GMAT + "1.5 findings, more or less, given how the two reports describe it",
@@ -1112,6 +1156,8 @@ GREEN_EXPECTED = {
     'matched-one-with-dash': ('000000', None, 1, 'Differs.', ['count-form']),
     'header-forms': ('000000', None, 1, 'Differs.', ['header-form']),
     'template-then-filled-matched': ('000000', None, 2, 'Differs.', ['template-echo']),
+    'matched-empty': ('000000', None, 0, 'Differs.', ['empty-section']),
+    'no-errors-sentence': ('000000', None, 1, 'Differs.', []),
 }
 GREEN_MESSAGES = {
     'not-text': 'judge output is int, not text',
@@ -1121,7 +1167,7 @@ GREEN_MESSAGES = {
     'no-count-cut-off': "[Clinically Significant Errors] item (f) has no count (cut off?) in line '(f) Omitting a comparison detailing a change from a prior study:'",
     'no-count-mid': "[Clinically Significant Errors] item (a) has no count in line '(a) False report of a finding in the candidate:'",
     'numbers-neither': "[Clinically Significant Errors] item (a): numbers 3, 1, 3 are neither one count nor a list 1..n in line '(a) False report of a finding in the candidate: 3 (x); 1. a; 3. b'",
-    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 0.' and '(a) False report of a finding in the candidate: 2. aaaaaaaaa'",
+    'two-counts': "[Clinically Significant Errors] gives two counts for (a): '(a) False report of a finding in the candidate: 2. aaaaaaaaa' and '(a) False report of a finding in the candidate: 0.'",
     'no-but-counts': "[Clinically Significant Errors] starts with 'No significant errors, as far as I can tell after reading bo' but its items count errors",
     'matched-cut-off': '[Matched Findings]: the count 2 ends the output (cut off?)',
     'matched-not-whole': "[Matched Findings]: '1.5 findings, more or less, given how th' is not a whole count",
@@ -1154,6 +1200,9 @@ def test_green_error_sentences_of_items_on_one_line_and_of_empty_sections():
         "a": ["left effusion."], "b": ["nodule", "mass"]}
     assert parse_green(GREEN_CASES["empty-sections"]).significant_sentences == {x: [] for x in "abcdef"}
     assert parse_green(GREEN_CASES["zero-section"]).significant_sentences == {x: [] for x in "abcdef"}
+    assert parse_green(GREEN_CASES["no-errors-sentence"]).significant_sentences == {x: [] for x in "abcdef"}
+    zero_errors = parse_green(GX + GSIG + "0 errors.\n\n" + GMAT + "1. y")
+    assert zero_errors.leniency == ["zero-section"] and zero_errors.significant_sentences == {x: [] for x in "abcdef"}
 
 
 @pytest.mark.parametrize("name", list(GREEN_ERRORS))
@@ -1165,3 +1214,94 @@ def test_green_unreadable_answers_say_why(name):
 
 def test_green_clean_response_as_upstream():
     assert clean_response("<|user|>q<|assistant|>[Explanation]: y<unk> z</s>") == " y z"
+
+
+def test_repo_visibility_fails_closed():
+    """A repo_info without a 'private' field is read as public: the gate must never assume private."""
+    from radmetrics.hub import repo_visibility
+
+    class Info:
+        pass
+
+    class Api:
+        def __init__(self, info):
+            self.info = info
+
+        def repo_info(self, repo_id, repo_type):
+            return self.info
+
+    assert repo_visibility(Api(Info()), "lab/x", "model") is False
+    private = Info()
+    private.private = True
+    assert repo_visibility(Api(private), "lab/x", "model") is True
+
+
+def test_push_folder_to_a_space_a_token_and_gated_auto(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    folder = _judge_folder(tmp_path)
+    space = push_folder(folder, "lab/widget", repo_type="space")
+    assert space["url"] == f"{hub_here.endpoint}/spaces/lab/widget" and space["private"] is True
+    push_folder(folder, "lab/auto", gated="auto", token="hf_explicit_token")
+    assert hub_here.repos[("model", "lab/auto")]["gated"] == "auto"
+    sent = [headers.get("Authorization") or headers.get("authorization") for method, path, headers in
+            hub_here.requests if "lab/auto" in path or method == "POST"]
+    assert "Bearer hf_explicit_token" in sent
+
+
+def test_push_folder_asks_the_hub_to_check_the_card_before_creating_anything(tmp_path, hub_here):
+    from radmetrics.hub import push_folder, validate_card
+
+    folder = _judge_folder(tmp_path, card="---\nlicense: not-a-licence\n---\n# Judge\n")
+    with pytest.raises(RadmetricsError) as info:
+        push_folder(folder, "lab/refused", repo_type="dataset")
+    assert str(info.value) == (f"The Hub refuses the card {folder / 'README.md'}: \"license\" must be one of the Hub "
+                               "license identifiers, got 'not-a-licence'")  # the Hub's reply, on one line
+    assert hub_here.validated[-1][0] == "dataset" and not hub_here.repos
+    (folder / "README.md").write_text("---\nlicense: mit\n---\n# Judge\n")
+    validate_card(folder / "README.md", endpoint=hub_here.endpoint + "/")  # a trailing "/" is no "//api"
+    assert hub_here.validated[-1] == ("model", [])
+
+
+def test_a_hand_written_dataset_card_on_the_hub_stays_as_it_is(tmp_path, hub_here):
+    from radmetrics.hub import push_folder
+
+    hand = "---\nlicense: mit\n---\n# Größe, by hand\n"
+    folder = _judge_folder(tmp_path, card=hand)
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is False
+    # the same card again: nothing to keep, also when files are opened as under an ASCII locale
+    with _ascii_locale():
+        assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is False
+    (folder / "README.md").write_text(card_with_marker("---\nlicense: mit\n---\n# Rendered\n"))
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is True
+    on_hub = hub_here.folder("dataset", "lab/ds") / "README.md"
+    assert on_hub.read_text(encoding="utf-8") == hand  # not uploaded over
+    on_hub.write_bytes(b"---\nlicense: mit\n---\n# Edited on the Hub \xff\n")  # not UTF-8: read, replaced
+    assert push_folder(folder, "lab/ds", repo_type="dataset")["card_kept"] is True
+
+
+def test_correlation_bad_input_and_missing_pairs():
+    with pytest.raises(ValueError, match=r"^3 scores but 2 expert values$"):
+        meta_stats.correlation([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match=r"^pearson$"):
+        meta_stats.correlation([1, 2, 3], [1, 2, 3], method="pearson")
+    nothing = meta_stats.correlation([None, None, None], [1, 2, 3])
+    assert nothing.n == 0 and math.isnan(nothing.value)
+
+
+def test_bootstrap_ci_is_the_2_5_and_97_5_percentiles_of_the_resampled_taus():
+    """Continuous data (no ties), so that a percentile off by a fraction moves the interval."""
+    import numpy as np
+    from scipy import stats as sp
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=15)
+    y = x + rng.normal(size=15)
+    out = meta_stats.correlation(list(x), list(y), resamples=300, seed=3)
+    draw, taus = np.random.default_rng(3), []
+    for _ in range(300):  # the percentile bootstrap of pairs, written out here
+        idx = draw.integers(0, 15, 15)
+        tau = sp.kendalltau(x[idx], y[idx]).statistic
+        if not math.isnan(tau):
+            taus.append(tau)
+    assert (out.ci_low, out.ci_high) == pytest.approx(tuple(np.percentile(taus, [2.5, 97.5])), abs=1e-12)

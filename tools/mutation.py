@@ -2,13 +2,18 @@
 
     python tools/mutation.py                       # every module in MODULES
     python tools/mutation.py green/parse meta/stats --time-box 900
+    python tools/mutation.py green/parse --sample 300 --seed 18          # a seeded sample of a large module
+    python tools/mutation.py judge/cache --survivors-of /tmp/radmetrics-mutation --scratch /tmp/rerun
+                                                   # only the previous run's survivors, after new tests
 
 For each module: copy the working tree (tracked and untracked, not ignored files) to a scratch folder, write
 a [tool.mutmut] section naming that module and its fast tests, run `nice mutmut run` under a time box and
 print killed / survived / other counts. mutmut maps each mutant to the tests that call the mutated function
 and runs only those, so a module takes minutes on one core. Survivors are written as diffs to
 <scratch>/<module>.survivors.txt for review: each is either killed by a new test or listed as equivalent in
-TESTING.md. The working tree itself is never modified.
+TESTING.md. The working tree itself is never modified. Only in-process tests count: mutmut maps a test to a
+mutant by the calls it sees in the test's own process, so a test that runs radmetrics in a subprocess (the CLI)
+is never run against a mutant.
 """
 from __future__ import annotations
 
