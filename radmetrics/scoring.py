@@ -121,8 +121,9 @@ class ScoringSystem:
         return None
 
     def aggregate(self, judgments: Sequence[Judgment], **options: Any) -> dict[str, Any]:
-        """Corpus summary: mean and population std (ddof=0, as GREEN's np.std) over scored rows."""
-        return mean_std_summary(self.score_key, judgments)
+        """Corpus summary: mean and population std (ddof=0, as GREEN's np.std) over scored rows, and the means
+        the system declares in `row_mean_names`."""
+        return {**mean_std_summary(self.score_key, judgments), **row_means_summary(self, judgments)}
 
 
 _REF_MARK, _CAND_MARK = "\x00reference\x00", "\x00candidate\x00"

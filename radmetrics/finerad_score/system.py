@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from radmetrics.finerad_score.parse import (
     read_corrections,
 )
 from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
-from radmetrics.scoring import ScoringSystem, mean_std_summary, row_means_summary
+from radmetrics.scoring import ScoringSystem
 from radmetrics.types import Judgment
 
 
@@ -121,6 +120,3 @@ class FineRadScoreSystem(ScoringSystem):
         if not isinstance(judgment, FineRadJudgment) or judgment.score is None:
             return None
         return {"severity_max_mean": judgment.severity_max, "share_without_corrections": int(not judgment.corrections)}
-
-    def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
-        return {**mean_std_summary(self.score_key, judgments), **row_means_summary(self, judgments)}

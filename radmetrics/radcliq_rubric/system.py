@@ -7,13 +7,12 @@ errors in RadCliQ's six categories with ER²Score's App. A.2 rule (see README.md
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from radmetrics.radcliq_rubric.parse import PARSER_VERSION, RubricJudgment, parse_radcliq
 from radmetrics.radcliq_rubric.prompt import PROMPT_VERSION, build_radcliq_rubric_prompt
-from radmetrics.scoring import ScoringSystem, mean_std_summary, row_means_summary, word_comparison
+from radmetrics.scoring import ScoringSystem, word_comparison
 from radmetrics.taxonomy import RADCLIQ_KEYS
 from radmetrics.types import Judgment
 
@@ -46,6 +45,3 @@ class RadCliQRubricSystem(ScoringSystem):
         if not isinstance(judgment, RubricJudgment) or judgment.score is None:
             return None
         return {"mean_significant": judgment.significant, "mean_insignificant": judgment.insignificant}
-
-    def aggregate(self, judgments: Sequence[Judgment], **kwargs: Any) -> dict[str, Any]:
-        return {**mean_std_summary(self.score_key, judgments), **row_means_summary(self, judgments)}
