@@ -309,6 +309,7 @@ def main() -> None:
     for _ in range(rounds):
         for contender, run in contenders.items():
             texts, seconds, peak = timed(run, preset["device"])
+            print(f"{contender}: {seconds:.1f} s", file=sys.stderr, flush=True)  # a long run shows where it is
             if contender not in best or seconds < best[contender][0]:
                 best[contender] = (seconds, peak, texts)
     if vllm_result:

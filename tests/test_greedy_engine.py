@@ -12,6 +12,12 @@ import radmetrics
 from radmetrics.judge import greedy_engine
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _green_prompts(n_copies: int = 2) -> list[str]:
     system = radmetrics.get_scoring_system("green")
     pairs = training_pairs()
@@ -28,12 +34,13 @@ def _green_prompts(n_copies: int = 2) -> list[str]:
     (True, {"max_batch_size": 4, "answer_tokens": 40, "prefill_chunk_tokens": 700}),
 ])
 def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache, options):
-    """Answers end at EOS at different steps (slots refilled as rows finish); equal to generate."""
+    """Answers end at EOS at different steps (slots refilled as rows finish); equal to generate. fp32 on every
+    device (CUDA would pick bf16 for this fp32 checkpoint, where two kernels' roundings can flip a near-tie)."""
     prompts = _green_prompts()
     config = radmetrics.GenerationConfig(max_new_tokens=400)
-    reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, engine=False,
+    reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False,
                                      prefix_cache=prefix_cache, max_batch_size=3)
-    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, prefix_cache=prefix_cache,
+    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", prefix_cache=prefix_cache,
                                   **options)
     expected = reference.generate(prompts, config, progress=False)
     got = engine.generate(prompts, config, progress=False)
@@ -47,8 +54,8 @@ def test_engine_min_and_max_new_tokens(tiny_judge):
     prompts = _green_prompts(1)
     for config in (radmetrics.GenerationConfig(max_new_tokens=7),
                    radmetrics.GenerationConfig(max_new_tokens=300, min_new_tokens=300)):
-        reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, engine=False)
-        engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+        reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False)
+        engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32")
         assert engine.generate(prompts, config, progress=False) == reference.generate(prompts, config, progress=False)
 
 
@@ -59,31 +66,38 @@ def test_engine_min_and_max_new_tokens(tiny_judge):
     (4, False, {"max_rows": 4, "reserve": 3, "check_every": 4}),  # host reads the device state every 4 steps
     (1, True, {"max_rows": 16, "check_every": 3}),  # a table larger than the work: the tail buckets shrink
 ])
-def test_engine_equals_generate_on_random_models(kv_heads, prefix, options):
-    """GQA (1 KV head for 4 query heads) and multi-head KV, prompts sharing a long prefix, forced length."""
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _cuda(), reason="no CUDA device: the CUDA path (graphs, checks every 8 steps) runs where one is"))])
+def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, device, caplog):
+    """GQA (1 KV head for 4 query heads) and multi-head KV, prompts sharing a long prefix, forced length. On CUDA
+    (fp32, TF32 off) the engine runs as shipped there: decode steps replayed from CUDA graphs, host checks every
+    8 steps; a graph that fails to capture would fall back to eager steps, so the test also requires none did."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(kv_heads)
+    torch.backends.cuda.matmul.allow_tf32 = False
     model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256,
                                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=kv_heads,
-                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval()
+                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval().to(device)
     g = torch.Generator().manual_seed(0)
     shared = torch.randint(3, 300, (40,), generator=g).tolist()
     rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
     with torch.inference_mode():
-        past = model(input_ids=torch.tensor([shared]), use_cache=True).past_key_values
-    finished = []
+        past = model(input_ids=torch.tensor([shared], device=device), use_cache=True).past_key_values
+    finished, plans = [], []
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
                                         pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
                                         prefill_chunk_tokens=64, on_row_done=lambda i, ids: finished.append(i),
-                                        **options)
+                                        on_plan=plans.append, **options)
     assert sorted(finished) == list(range(len(rows)))
     for row, new in zip(rows, got):  # one at a time, no padding at all: the plainest reference
         with torch.inference_mode():
-            out = model.generate(torch.tensor([row]), max_new_tokens=24, min_new_tokens=24, do_sample=False,
-                                 eos_token_id=2, pad_token_id=2)
+            out = model.generate(torch.tensor([row], device=device), max_new_tokens=24, min_new_tokens=24,
+                                 do_sample=False, eos_token_id=2, pad_token_id=2)
         assert new == out[0, len(row):].tolist()
+    if device == "cuda":
+        assert plans[0].cuda_graphs and "capture failed" not in caplog.text
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -114,7 +128,7 @@ def test_shared_prefix_attention_equals_attention_over_all_keys(dtype):
 
 
 def test_logit_altering_settings_and_sampling_use_generate(tiny_judge, monkeypatch):
-    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32")
     backend = judge.backend
     backend.load()
     calls = []

@@ -126,7 +126,7 @@ def plan_engine(model: Any, *, max_own: int, prefix_length: int, reserve: int, m
     dtype_bytes = next(model.parameters()).element_size()
     if memory_budget_bytes is None:
         if on_cuda:
-            free = free_bytes if free_bytes is not None else torch.cuda.mem_get_info(device)[0]
+            free = free_bytes if free_bytes is not None else cuda_free_bytes(device)
             chunk_rows = max(1, chunk // max(1, max_own))
             prefill_temporaries = (
                 2 * chunk_rows * (prefix_length + max_own) * per_token  # prefix copy + the chunk's own cache
@@ -142,6 +142,16 @@ def plan_engine(model: Any, *, max_own: int, prefix_length: int, reserve: int, m
     rows = int(max(1, min(rows_fit, cap, n_rows)))
     return EnginePlan(rows=rows, window=window, prefill_chunk_tokens=chunk, check_every=8 if on_cuda else 1,
                       cuda_graphs=on_cuda)
+
+
+def cuda_free_bytes(device: Any) -> int:
+    """Device memory this process can still use: the driver's free memory plus what PyTorch's caching allocator
+    holds but no tensor uses (a previous call's slot table, freed but cached). Without the second part a second
+    call in the same process saw ~45 GB less on an H100 and planned a third of the rows."""
+    import torch
+
+    cached_unused = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return torch.cuda.mem_get_info(device)[0] + max(0, cached_unused)
 
 
 def _available_ram() -> int:
@@ -455,7 +465,11 @@ class _SlotEngine:
         finished = active & ((picked == self.eos) | (generated >= self.max_new))
         # the next step would write past the window: set the row aside to continue it elsewhere
         overflow = active & ~finished & (next_end > self.plan.window)
-        self.history[k, :b] = torch.where(counted, picked, -1)
+        row = torch.where(counted, picked, -1)
+        if isinstance(k, int):
+            self.history[k, :b] = row
+        else:  # a step inside a CUDA graph: k is a device scalar; indexing with it would sync (`.item()`)
+            self.history[:, :b].index_copy_(0, k.view(1), row[None])
         self.tokens[:b] = torch.where(active, picked, self.tokens[:b])
         self.generated[:b] = generated
         self.end[:b] = torch.where(active & ~overflow, next_end, end)
@@ -473,9 +487,17 @@ class _SlotEngine:
             stream.wait_stream(torch.cuda.current_stream())
             saved = [t.clone() for t in (self.tokens, self.end, self.position, self.generated, self.state,
                                          self.history)]
-            with torch.cuda.stream(stream):
-                for _ in range(2):  # warm-up outside the graph (lazy inits, autotuning)
-                    self._step_eager(b, self.graph_k)
+            # Warm-up outside the graph (lazy inits, autotuning), with any host sync an error: a sync inside a
+            # capture invalidates it and can leave CUDA state (the RNG's capture hooks) broken for later work, so
+            # a step that syncs is found here and decoded eagerly instead.
+            previous = torch.cuda.get_sync_debug_mode()
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                with torch.cuda.stream(stream):
+                    for _ in range(2):
+                        self._step_eager(b, self.graph_k)
+            finally:
+                torch.cuda.set_sync_debug_mode(previous)
             torch.cuda.current_stream().wait_stream(stream)
             for t, s in zip((self.tokens, self.end, self.position, self.generated, self.state, self.history), saved):
                 t.copy_(s)
@@ -486,7 +508,12 @@ class _SlotEngine:
                 t.copy_(s)
             return graph
         except Exception as e:  # noqa: BLE001 - an op that cannot be captured: eager steps, same results
-            log.warning("CUDA graph capture failed at batch %d (%s); decoding eagerly", b, e)
+            import traceback
+
+            where = "; ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}"
+                              for f in traceback.extract_tb(e.__traceback__)[-4:])
+            log.warning("CUDA graph capture failed at batch %d (%s; at %s); decoding eagerly", b,
+                        str(e).splitlines()[0] if str(e) else type(e).__name__, where)
             self.plan.cuda_graphs = False
             return False
 
