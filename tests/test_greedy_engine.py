@@ -203,3 +203,72 @@ def test_table_sized_from_memory():
     assert greedy_engine.answer_reserve(list(range(100)), 1024, 0) == 96
     assert greedy_engine.answer_reserve(list(range(100)), 50, 0) == 50
     assert greedy_engine.answer_reserve([], 1024, 700, typical=300) == 700
+
+
+def test_free_memory_counts_what_the_allocator_caches_unused(monkeypatch):
+    """A second call in the same process sees the first call's freed slot table (held by PyTorch's caching
+    allocator, not returned to the driver) as free: on an H100 it had planned a third of the rows without it."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 << 30, 80 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 50 << 30)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 14 << 30)
+    assert greedy_engine.cuda_free_bytes("cuda") == (10 + 36) << 30
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 14 << 30)
+    assert greedy_engine.cuda_free_bytes("cuda") == 10 << 30
+
+
+def test_graph_step_with_the_step_index_on_the_device_equals_eager_steps(monkeypatch):
+    """Inside a CUDA graph the step index is a device scalar (indexing with it would sync the host, which a
+    capture forbids); the same step run that way on CPU, with host checks every 4 steps, gives generate's tokens."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(3)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=4, eos_token_id=2,
+                                         pad_token_id=2, bos_token_id=1)).eval()
+    steps = []
+    real = greedy_engine._SlotEngine._step_eager
+
+    def step_on_device(self, b, k):
+        steps.append(k)
+        return real(self, b, torch.tensor(k) if isinstance(k, int) else k)
+
+    monkeypatch.setattr(greedy_engine._SlotEngine, "_step_eager", step_on_device)
+    g = torch.Generator().manual_seed(1)
+    rows = [torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (9, 23, 4)]
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=13, min_new_tokens=13, eos_token_id=2,
+                                        pad_token_id=2, check_every=4)
+    assert len(steps) >= 12 and set(steps) == {0, 1, 2, 3}
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row]), max_new_tokens=13, min_new_tokens=13, do_sample=False,
+                                 eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
+def test_cudnn_attention_failure_falls_back_to_matmul_attention(monkeypatch):
+    """A cuDNN build that rejects the call: the same answer from the matmul path, and no further tries."""
+    import torch
+
+    class Module:
+        layer_idx = 0
+
+    def rejects(*args, **kwargs):
+        raise RuntimeError("cuDNN Frontend error: no valid execution plan")
+
+    monkeypatch.setattr(greedy_engine, "_CUDNN_CASCADE", None)
+    monkeypatch.setattr(greedy_engine, "_cudnn_cascade_attention", rejects)
+    monkeypatch.setattr(greedy_engine, "_use_cudnn_cascade",
+                        lambda *a: greedy_engine._CUDNN_CASCADE is not False)  # as if on CUDA in half precision
+    torch.manual_seed(0)
+    query, keys, values = torch.randn(2, 4, 1, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)
+    prefix = [(torch.randn(1, 4, 3, 8), torch.randn(1, 4, 3, 8))]
+    allowed = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, shared_prefix_kv=prefix)
+    assert greedy_engine._CUDNN_CASCADE is False
+    monkeypatch.setattr(greedy_engine, "_use_cudnn_cascade", lambda *a: False)
+    expected, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed,
+                                                        shared_prefix_kv=prefix)
+    torch.testing.assert_close(out, expected)
