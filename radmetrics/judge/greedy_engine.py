@@ -117,7 +117,6 @@ def plan_engine(model: Any, *, max_own: int, prefix_length: int, reserve: int, m
     prefill's temporaries (the chunk's copy of the shared prefix and the layer activations of its tokens, the
     logits rows), is shared out as ``rows x window`` KV tokens. CPU: the measured default row cap, under a quarter
     of the memory available. ``max_rows`` / ``memory_budget_bytes`` override."""
-    import torch
 
     device = next(model.parameters()).device
     on_cuda = device.type == "cuda"
