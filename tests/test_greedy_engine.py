@@ -272,3 +272,46 @@ def test_cudnn_attention_failure_falls_back_to_matmul_attention(monkeypatch):
     expected, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed,
                                                         shared_prefix_kv=prefix)
     torch.testing.assert_close(out, expected)
+
+
+def test_failed_graph_capture_leaves_the_rows_as_they_were(monkeypatch, caplog):
+    """Capture runs two real warm-up steps first; when it then fails (here: the warm-up reports a host sync),
+    the rows' state is put back and the step runs eagerly: the same tokens as generate, and a warning naming
+    where it failed."""
+    import contextlib
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    @contextlib.contextmanager
+    def stream_that_syncs(stream):
+        yield
+        raise RuntimeError("called a synchronizing CUDA operation")  # as sync-debug mode "error" reports it
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
+    monkeypatch.setattr(torch.cuda, "stream", stream_that_syncs)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda mode: None)
+    torch.manual_seed(5)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, eos_token_id=2,
+                                         pad_token_id=2, bos_token_id=1)).eval()
+    g = torch.Generator().manual_seed(2)
+    rows = [torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (7, 19, 11)]
+
+    def graphs_on(plan):  # as on a CUDA device
+        plan.cuda_graphs = True
+
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=9, min_new_tokens=9, eos_token_id=2,
+                                        pad_token_id=2, check_every=3, on_plan=graphs_on)
+    assert "CUDA graph capture failed" in caplog.text and "synchronizing" in caplog.text
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row]), max_new_tokens=9, min_new_tokens=9, do_sample=False,
+                                 eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()

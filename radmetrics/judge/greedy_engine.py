@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -481,18 +482,20 @@ class _SlotEngine:
         """A CUDA graph of one decode step at bucket ``b`` (static inputs: the engine's own tensors); False when
         capture fails (the step then runs eagerly)."""
         torch = self.torch
+        state = (self.tokens, self.end, self.position, self.generated, self.state, self.history)
+        saved = [t.clone() for t in state]  # warm-up and capture run the step for real: put the state back after
         try:
             if not hasattr(self, "graph_k"):
                 self.graph_k = torch.zeros((), dtype=torch.long, device=self.device)
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
-            saved = [t.clone() for t in (self.tokens, self.end, self.position, self.generated, self.state,
-                                         self.history)]
             # Warm-up outside the graph (lazy inits, autotuning), with any host sync an error: a sync inside a
             # capture invalidates it and can leave CUDA state (the RNG's capture hooks) broken for later work, so
             # a step that syncs is found here and decoded eagerly instead.
             previous = torch.cuda.get_sync_debug_mode()
-            torch.cuda.set_sync_debug_mode("error")
+            with warnings.catch_warnings():  # "a prototype feature": said once per capture, to users, otherwise
+                warnings.simplefilter("ignore", UserWarning)
+                torch.cuda.set_sync_debug_mode("error")
             try:
                 with torch.cuda.stream(stream):
                     for _ in range(2):
@@ -500,15 +503,17 @@ class _SlotEngine:
             finally:
                 torch.cuda.set_sync_debug_mode(previous)
             torch.cuda.current_stream().wait_stream(stream)
-            for t, s in zip((self.tokens, self.end, self.position, self.generated, self.state, self.history), saved):
+            for t, s in zip(state, saved):
                 t.copy_(s)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 self._step_eager(b, self.graph_k)
-            for t, s in zip((self.tokens, self.end, self.position, self.generated, self.state, self.history), saved):
+            for t, s in zip(state, saved):
                 t.copy_(s)
             return graph
         except Exception as e:  # noqa: BLE001 - an op that cannot be captured: eager steps, same results
+            for t, s in zip(state, saved):  # a warm-up step that failed half-way leaves no trace
+                t.copy_(s)
             import traceback
 
             where = "; ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}"
