@@ -411,7 +411,8 @@ def test_an_interrupt_between_caching_and_counting_waits_for_both(tmp_path, monk
     import radmetrics
 
     monkeypatch.setattr(judge_module, "run_tally", {"answered": 0, "cached": 0})
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    # the handlers a CLI run has (a background job, CI's, starts with SIGINT ignored: Python then keeps it so)
+    previous = signal.signal(signal.SIGTERM, raise_terminated), signal.signal(signal.SIGINT, signal.default_int_handler)
     real_put_many = ResponseCache.put_many
 
     def put_many_then_signal(self, rows):
@@ -426,6 +427,7 @@ def test_an_interrupt_between_caching_and_counting_waits_for_both(tmp_path, monk
         with pytest.raises(Terminated if signum == signal.SIGTERM else KeyboardInterrupt):
             judge.generate(["p1", "p2", "p3"], radmetrics.GenerationConfig(), progress=False)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
     tally = judge_module.run_tally
     assert tally["answered"] == tally["cached"] == len(ResponseCache(cache)) == 1
