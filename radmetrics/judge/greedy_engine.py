@@ -484,6 +484,11 @@ class _SlotEngine:
         torch = self.torch
         state = (self.tokens, self.end, self.position, self.generated, self.state, self.history)
         saved = [t.clone() for t in state]  # warm-up and capture run the step for real: put the state back after
+
+        def restore() -> None:
+            for t, s in zip(state, saved):
+                t.copy_(s)
+
         try:
             if not hasattr(self, "graph_k"):
                 self.graph_k = torch.zeros((), dtype=torch.long, device=self.device)
@@ -503,17 +508,14 @@ class _SlotEngine:
             finally:
                 torch.cuda.set_sync_debug_mode(previous)
             torch.cuda.current_stream().wait_stream(stream)
-            for t, s in zip(state, saved):
-                t.copy_(s)
+            restore()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 self._step_eager(b, self.graph_k)
-            for t, s in zip(state, saved):
-                t.copy_(s)
+            restore()
             return graph
         except Exception as e:  # noqa: BLE001 - an op that cannot be captured: eager steps, same results
-            for t, s in zip(state, saved):  # a warm-up step that failed half-way leaves no trace
-                t.copy_(s)
+            restore()  # a warm-up step that failed half-way leaves no trace
             import traceback
 
             where = "; ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}"
@@ -627,8 +629,6 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
 
 #: None until tried; False once cuDNN attention failed in this process
 _CUDNN_CASCADE: bool | None = None
-#: number of decode attention calls served by cuDNN (tests read it)
-cudnn_cascade_calls = 0
 
 
 def _use_cudnn_cascade(query, key, attention_mask) -> bool:
@@ -648,7 +648,6 @@ def _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale
     0.70 ms for the matmul path; the kernel accumulates scores and the softmax in float32."""
     import torch
 
-    global cudnn_cascade_calls
     batch, heads, _, dim = query.shape
     n_own = key.shape[2]
     # additive mask; the kernel wants its rows' stride a multiple of 16 elements, so the tensor is padded
@@ -666,7 +665,6 @@ def _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale
     top = torch.maximum(lse_own, lse_prefix)
     w_own, w_prefix = torch.exp(lse_own - top), torch.exp(lse_prefix - top)
     out = (w_own * out_own + w_prefix * out_prefix) / (w_own + w_prefix)
-    cudnn_cascade_calls += 1
     return out.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
 
 
