@@ -50,6 +50,41 @@ def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache, opt
     assert "[Matched Findings]" in got[0]
 
 
+@pytest.mark.parametrize("options,config", [
+    ({}, {"max_new_tokens": 400}),
+    # refills, and answers continued past a 40-token reserve (drafted tokens written into the slack columns)
+    ({"max_batch_size": 4, "answer_tokens": 40}, {"max_new_tokens": 400}),
+    ({}, {"max_new_tokens": 7}),
+    ({}, {"max_new_tokens": 300, "min_new_tokens": 300}),  # EOS suppressed inside drafted steps too
+])
+def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, config, monkeypatch):
+    """Every decode step checks prompt-lookup drafts (forced on here; by default only where measured faster):
+    the judge's GREEN answers repeat its prompt, so steps keep several tokens, and the answers equal generate's."""
+    from radmetrics.judge import prompt_lookup
+
+    tokens_per_step = []
+    record = prompt_lookup.DraftPolicy.record
+
+    def counting(self, rows, drafted, seconds, tokens):
+        if drafted:
+            tokens_per_step.append(tokens / rows)
+        record(self, rows, drafted, seconds, tokens)
+
+    monkeypatch.setattr(prompt_lookup.DraftPolicy, "use_drafts", lambda self, rows: True)
+    monkeypatch.setattr(prompt_lookup.DraftPolicy, "record", counting)
+    monkeypatch.setattr(greedy_engine, "DRAFT_MAX_ROWS", 10**6)
+    prompts = _green_prompts()
+    generation = radmetrics.GenerationConfig(**config)
+    reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False,
+                                     max_batch_size=3)
+    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", **options)
+    assert engine.generate(prompts, generation, progress=False) == reference.generate(prompts, generation,
+                                                                                       progress=False)
+    assert tokens_per_step
+    if generation.max_new_tokens >= 300:  # (7 tokens: a few steps, drafts from the prompt's start)
+        assert sum(tokens_per_step) / len(tokens_per_step) > 1.2  # tokens per row and step: drafts were kept
+
+
 def test_engine_min_and_max_new_tokens(tiny_judge):
     prompts = _green_prompts(1)
     for config in (radmetrics.GenerationConfig(max_new_tokens=7),
@@ -101,30 +136,86 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_shared_prefix_attention_equals_attention_over_all_keys(dtype):
+@pytest.mark.parametrize("path", ["cpu flash", "matmul"])
+@pytest.mark.parametrize("n_q", [1, 3])  # a row's next input alone, or with two drafted tokens
+@pytest.mark.parametrize("with_prefix", [True, False])
+def test_shared_prefix_attention_equals_attention_over_all_keys(dtype, path, n_q, with_prefix, monkeypatch):
+    """Decode attention (GQA: 8 query heads on 2 KV heads) over a shared prefix + each row's own keys, on CPU's
+    fused flash kernel and on the matmul path, equals PyTorch's attention over the concatenated keys."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention
 
     class Module:
         layer_idx = 0
 
+    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", None if path == "cpu flash" else False)
     torch.manual_seed(0)
-    batch, heads, kv_heads, dim, n_prefix, own = 3, 8, 2, 16, 11, 9
-    query = torch.randn(batch, heads, 1, dim)
+    batch, heads, kv_heads, dim, n_prefix, own = 3, 8, 2, 16, 11 if with_prefix else 0, 9
+    query = torch.randn(batch, heads, n_q, dim)
     prefix_k, prefix_v = torch.randn(1, kv_heads, n_prefix, dim), torch.randn(1, kv_heads, n_prefix, dim)
     own_k, own_v = torch.randn(batch, kv_heads, own, dim), torch.randn(batch, kv_heads, own, dim)
     low = getattr(torch, dtype)
-    allowed = torch.rand(batch, 1, 1, own) > 0.3
+    allowed = torch.rand(batch, 1, n_q, own) > 0.3
     allowed[..., -1] = True
+    prefix = [(prefix_k.to(low), prefix_v.to(low))] if with_prefix else None
     out, _ = greedy_engine.shared_prefix_attention(Module(), query.to(low), own_k.to(low), own_v.to(low), allowed,
-                                                   shared_prefix_kv=[(prefix_k.to(low), prefix_v.to(low))])
-    assert out.dtype == low
+                                                   shared_prefix_kv=prefix)
+    assert out.dtype == low and out.shape == (batch, n_q, heads, dim)
     keys = torch.cat([prefix_k.expand(batch, -1, -1, -1), own_k], 2).repeat_interleave(heads // kv_heads, 1)
     values = torch.cat([prefix_v.expand(batch, -1, -1, -1), own_v], 2).repeat_interleave(heads // kv_heads, 1)
-    mask = torch.cat([torch.ones(batch, 1, 1, n_prefix, dtype=torch.bool), allowed], -1)
+    mask = torch.cat([torch.ones(batch, 1, n_q, n_prefix, dtype=torch.bool), allowed], -1)
     expected = scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
     tolerance = 1e-5 if dtype == "float32" else 3e-2  # bf16: eager-attention numerics
     torch.testing.assert_close(out.float(), expected, rtol=tolerance, atol=tolerance)
+
+
+def test_cpu_attention_by_row_groups_reads_only_each_groups_columns():
+    """`row_groups`: each group of slots attends over the columns its active rows fill; a group of finished rows is
+    skipped. Rows of a group equal attention over their own columns."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    class Module:
+        layer_idx = 0
+
+    groups = greedy_engine.row_groups(start=[3, 5, 1, 1, 9, 9], end=[6, 7, 4, 8, 12, 13],
+                                      active=[True, True, False, False, True, False], size=2)
+    assert groups == [(0, 2, 3, 8), (4, 6, 9, 13)]  # slots 2-3 (finished) skipped
+    torch.manual_seed(1)
+    batch, heads, dim, cols = 6, 4, 8, 14
+    query, keys, values = torch.randn(batch, heads, 1, dim), torch.randn(batch, 1, cols, dim), torch.randn(
+        batch, 1, cols, dim)
+    columns = torch.arange(cols)
+    start, end = torch.tensor([3, 5, 1, 1, 9, 9]), torch.tensor([6, 7, 4, 8, 12, 13])
+    allowed = ((columns >= start[:, None]) & (columns <= end[:, None]))[:, None, None, :]
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, slot_row_groups=groups)
+    expected = scaled_dot_product_attention(query, keys.expand(-1, heads, -1, -1), values.expand(-1, heads, -1, -1),
+                                            attn_mask=allowed).transpose(1, 2)
+    for row in (0, 1, 4):  # the active rows
+        torch.testing.assert_close(out[row], expected[row], rtol=1e-5, atol=1e-5)
+
+
+def test_cpu_flash_attention_failure_falls_back_to_matmul_attention(monkeypatch):
+    """A torch without the CPU flash op: the same answer from the matmul path, and no further tries."""
+    import torch
+
+    class Module:
+        layer_idx = 0
+
+    def missing(*args, **kwargs):
+        raise AttributeError("'_OpNamespace' 'aten' object has no attribute '_scaled_dot_product_flash_attention_for_cpu'")
+
+    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", None)
+    monkeypatch.setattr(greedy_engine, "_cpu_flash_cascade_attention", missing)
+    torch.manual_seed(0)
+    query, keys, values = torch.randn(2, 4, 2, 8), torch.randn(2, 1, 6, 8), torch.randn(2, 1, 6, 8)
+    prefix = [(torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8))]
+    allowed = torch.ones(2, 1, 2, 6, dtype=torch.bool)
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, shared_prefix_kv=prefix)
+    assert greedy_engine._CPU_FLASH_CASCADE is False
+    expected, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed,
+                                                        shared_prefix_kv=prefix)
+    torch.testing.assert_close(out, expected)
 
 
 @pytest.mark.skipif(not _cuda(), reason="cuDNN attention: CUDA only")
@@ -267,6 +358,7 @@ def test_cudnn_attention_failure_falls_back_to_matmul_attention(monkeypatch):
         raise RuntimeError("cuDNN Frontend error: no valid execution plan")
 
     monkeypatch.setattr(greedy_engine, "_CUDNN_CASCADE", None)
+    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", False)  # the CPU kernel would answer first
     monkeypatch.setattr(greedy_engine, "_cudnn_cascade_attention", rejects)
     monkeypatch.setattr(greedy_engine, "_use_cudnn_cascade",
                         lambda *a: greedy_engine._CUDNN_CASCADE is not False)  # as if on CUDA in half precision

@@ -20,7 +20,7 @@ from typing import Any
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.batching import BatchPlan
-from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
+from radmetrics.judge.chat_formats import encode_prompts, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ class TransformersOptions(BackendOptions):
     answer_tokens: int = 512
     #: decode steps as CUDA graphs (one per batch bucket) on a GPU
     cuda_graphs: bool = True
+    #: prompt-lookup guesses a CPU decode step checks per row (answers unchanged; used while few rows are left and
+    #: only when measured faster); None: the engine's default (4), 0: never
+    draft_tokens: int | None = None
 
 
 class TransformersJudge(JudgeBackend):
@@ -71,7 +74,7 @@ class TransformersJudge(JudgeBackend):
         # answer before it has seen any; then the p95 of answers so far)
         for name in ("chat_template", "max_batch_size", "max_batch_tokens", "max_input_tokens", "trust_remote_code",
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
-                     "cuda_graphs"):
+                     "cuda_graphs", "draft_tokens"):
             setattr(self, name, getattr(settings, name))
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
@@ -150,11 +153,14 @@ class TransformersJudge(JudgeBackend):
 
     def encode(self, prompt: str) -> list[int]:
         """Token ids the model sees for a scoring-system prompt (chat format applied)."""
+        return self.encode_many([prompt])[0]
+
+    def encode_many(self, prompts: list[str]) -> list[list[int]]:
         self.load()  # the chat format is known only once the tokenizer is loaded
-        ids = encode_prompt(prompt, self.chat_format, self._tokenizer)
-        if self.max_input_tokens and len(ids) > self.max_input_tokens:
-            ids = ids[-self.max_input_tokens :]  # keep the end: the instructions and answer slot
-        return ids
+        encoded = encode_prompts(prompts, self.chat_format, self._tokenizer)
+        if self.max_input_tokens:  # keep the end: the instructions and answer slot
+            encoded = [ids[-self.max_input_tokens :] if len(ids) > self.max_input_tokens else ids for ids in encoded]
+        return encoded
 
     # -- generation --------------------------------------------------------------------------------------
     #: the generate path's defaults (the engine sizes itself from memory)
@@ -172,7 +178,7 @@ class TransformersJudge(JudgeBackend):
         from tqdm.auto import tqdm
 
         self.load()
-        encoded = [self.encode(p) for p in prompts]
+        encoded = self.encode_many(prompts)
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
         if self._uses_engine(config):
@@ -277,7 +283,8 @@ class TransformersJudge(JudgeBackend):
                                     pad_token_id=tok.pad_token_id,
                                     prefix=SharedPrefix(*prefix) if prefix else None,
                                     prefill_chunk_tokens=self.prefill_chunk_tokens, max_rows=rows, reserve=reserve,
-                                    memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs, on_row_done=done,
+                                    memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs,
+                                    draft_tokens=self.draft_tokens, on_row_done=done,
                                     on_plan=plans.append)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e):

@@ -1,0 +1,54 @@
+"""Prompt-lookup drafts (radmetrics.judge.prompt_lookup): what a row's tokens so far propose as its next tokens,
+and the policy that uses drafted decode steps only where they were measured faster."""
+from __future__ import annotations
+
+from radmetrics.judge.prompt_lookup import DraftPolicy, PromptLookup
+
+
+def test_the_latest_earlier_occurrence_of_the_last_tokens_proposes_what_followed_it():
+    lookup = PromptLookup([1, 2, 3, 9, 1, 2, 3, 7, 8, 5, 1, 2, 3])
+    assert lookup.draft(2) == [7, 8]  # 1 2 3 occurred twice before; the latest was followed by 7 8
+    assert lookup.draft(10) == [7, 8, 5, 1, 2, 3]  # up to the end of what is known
+
+
+def test_shorter_ngrams_are_tried_when_the_longest_never_occurred():
+    lookup = PromptLookup([4, 5, 6, 7, 8, 6])
+    assert lookup.draft(3) == [7, 8, 6]  # "6" alone; no earlier "8 6" or "7 8 6"
+    assert PromptLookup([1, 2, 3]).draft(4) == []  # the last token never occurred before
+    assert PromptLookup([]).draft(4) == [] and PromptLookup([5]).draft(4) == []
+
+
+def test_extending_a_row_and_starting_from_a_shared_prefix():
+    shared = PromptLookup([10, 11, 12, 13])
+    row = PromptLookup.after(shared, [20, 10, 11])
+    assert row.tokens == [10, 11, 12, 13, 20, 10, 11]
+    assert row.draft(2) == [12, 13]  # found in the shared prefix's copied index
+    row.extend([12, 30])
+    assert row.draft(2) == []  # 30 is new
+    row.extend([10, 11, 12])
+    assert row.draft(2) == [30, 10]  # the latest "10 11 12" (the row's own) wins over the prefix's
+    assert shared.tokens == [10, 11, 12, 13] and shared.draft(2) == []  # the shared index is not changed
+    # one index, built incrementally, equals one built at once
+    assert PromptLookup(row.tokens).index == row.index
+
+
+def test_policy_keeps_the_faster_kind_of_step_per_batch_size_and_re_measures_the_other():
+    policy = DraftPolicy(trial_steps=2, explore_every=5)
+
+    def run(rows, drafted_rate, plain_rate, steps):
+        kinds = []
+        for _ in range(steps):
+            drafted = policy.use_drafts(rows)
+            kinds.append(drafted)
+            policy.record(rows, drafted, 1.0, drafted_rate if drafted else plain_rate)
+        return kinds
+
+    # 6 rows: drafts pay (two trial steps each way, then drafts)
+    assert run(6, 20, 10, 8) == [True, True, False, False, True, True, True, True]
+    # 96 rows, measured separately: drafts cost more than they save
+    assert run(96, 5, 10, 6) == [True, True, False, False, False, False]
+    # 6 rows again: after explore_every steps of drafts, plain steps are re-measured (now faster: plain wins)
+    kinds = run(6, 20, 30, 6)
+    assert kinds[:2] == [True, False] and kinds[-1] is False
+    assert policy.steps[True] + policy.steps[False] == 20
+    assert policy.tokens[True] == sum(20 for k in kinds if k) + 20 * 6 + 5 * 2
