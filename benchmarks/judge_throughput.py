@@ -12,6 +12,7 @@ Contenders:
 * the same backend **tuned**: the preset's best settings (batch rows, token budget), a separate row;
 * the same backend with the engine off (HF generate on sorted batches with the shared-prefix cache, tuned
   settings), to show what the engine buys;
+* on CPU, the default without prompt-lookup drafts (``draft_tokens=0``), to show what the drafts buy;
 * radmetrics' vLLM backend when `vllm` imports: **in its own process**, run before this process puts anything on
   the device (vLLM reserves most of a GPU's memory for itself), over the same weights saved to a folder.
 
@@ -68,6 +69,7 @@ BASELINE = "official GREEN loop (baseline)"
 DEFAULT = "radmetrics transformers, default (no options)"
 TUNED = "radmetrics transformers, tuned"
 ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
+NO_DRAFTS = "radmetrics transformers, default without drafts (draft_tokens=0)"
 VLLM = "radmetrics vLLM backend (own process)"
 
 
@@ -297,6 +299,10 @@ def main() -> None:
         generate_path = TransformersJudge.from_objects(model, tok, name, engine=False, **preset["tuned"])
         contenders[ENGINE_OFF] = lambda: generate_path.generate(prompts, config, progress=False)
         judges.append(generate_path)
+    if preset["device"] == "cpu":
+        no_drafts = TransformersJudge.from_objects(model, tok, name, draft_tokens=0)
+        contenders[NO_DRAFTS] = lambda: no_drafts.generate(prompts, config, progress=False)
+        judges.append(no_drafts)
     prompt_lengths = [len(default.encode(p)) for p in prompts]
 
     # Warm-up (kernels, allocator) on a few prompts for every contender.

@@ -47,6 +47,7 @@ def test_harness_prints_the_table(tmp_path):
     assert f"| {judge_throughput.DEFAULT} |" in out.stdout  # no options: what a user gets
     assert f"| {judge_throughput.TUNED} |" in out.stdout
     assert f"| {judge_throughput.ENGINE_OFF} |" in out.stdout
+    assert f"| {judge_throughput.NO_DRAFTS} |" in out.stdout  # what the CPU drafts buy
 
 
 def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_judge, tmp_path):

@@ -24,11 +24,17 @@ batch's short answers waiting for its longest one. Here:
   device; the host reads them every ``check_every`` steps (one transfer; 1 on CPU where syncs are free). Rows
   that finished between checks are frozen on the device (their tokens are not counted).
 
+* on the host-synced path (CPU), a step may also check **prompt-lookup drafts** (`prompt_lookup`): each row's
+  next input is followed by up to 4 tokens guessed from its own earlier tokens, and the row keeps the guesses the
+  model agrees with plus the model's next token. Used while at most `DRAFT_MAX_ROWS` slots are live and only when
+  measured faster (`DraftPolicy`); the answers are the same.
+
 Greedy semantics match `generate(do_sample=False, min_new_tokens=m, max_new_tokens=n)` with one EOS id: the EOS
 logit is suppressed until a row has m new tokens, a row stops at EOS, and its remaining tokens are padding.
-Token equality with `generate` is tested in fp32 on CPU and, where one is present, on CUDA with the graphs
-(tests/test_greedy_engine.py; 24 passed on an H100). On CUDA in half precision the own-key part of the decode
-attention runs cuDNN's fused kernel (`_cudnn_cascade_attention`).
+Token equality with `generate` is tested in fp32 on CPU (with and without drafts) and, where one is present, on
+CUDA with the graphs (tests/test_greedy_engine.py; 24 passed on an H100). Decode attention: on CPU PyTorch's fused
+flash kernel (`_cpu_flash_cascade_attention`); on CUDA in half precision cuDNN's for the own keys
+(`_cudnn_cascade_attention`); else matmuls.
 """
 from __future__ import annotations
 
