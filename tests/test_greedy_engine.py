@@ -136,19 +136,17 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("path", ["cpu flash", "matmul"])
 @pytest.mark.parametrize("n_q", [1, 3])  # a row's next input alone, or with two drafted tokens
 @pytest.mark.parametrize("with_prefix", [True, False])
-def test_shared_prefix_attention_equals_attention_over_all_keys(dtype, path, n_q, with_prefix, monkeypatch):
-    """Decode attention (GQA: 8 query heads on 2 KV heads) over a shared prefix + each row's own keys, on CPU's
-    fused flash kernel and on the matmul path, equals PyTorch's attention over the concatenated keys."""
+def test_shared_prefix_attention_equals_attention_over_all_keys(dtype, n_q, with_prefix):
+    """Decode attention (GQA: 8 query heads on 2 KV heads) over a shared prefix + each row's own keys, for a row's
+    next input alone or with drafted tokens after it, equals PyTorch's attention over the concatenated keys."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention
 
     class Module:
         layer_idx = 0
 
-    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", None if path == "cpu flash" else False)
     torch.manual_seed(0)
     batch, heads, kv_heads, dim, n_prefix, own = 3, 8, 2, 16, 11 if with_prefix else 0, 9
     query = torch.randn(batch, heads, n_q, dim)
@@ -169,53 +167,26 @@ def test_shared_prefix_attention_equals_attention_over_all_keys(dtype, path, n_q
     torch.testing.assert_close(out.float(), expected, rtol=tolerance, atol=tolerance)
 
 
-def test_cpu_attention_by_row_groups_reads_only_each_groups_columns():
-    """`row_groups`: each group of slots attends over the columns its active rows fill; a group of finished rows is
-    skipped. Rows of a group equal attention over their own columns."""
+def test_attention_without_a_mask_is_causal():
+    """No mask (transformers' convention for causal alone): each own token attends to the whole shared prefix and
+    to the own tokens up to itself."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention
 
     class Module:
         layer_idx = 0
 
-    groups = greedy_engine.row_groups(start=[3, 5, 1, 1, 9, 9], end=[6, 7, 4, 8, 12, 13],
-                                      active=[True, True, False, False, True, False], size=2)
-    assert groups == [(0, 2, 3, 8), (4, 6, 9, 13)]  # slots 2-3 (finished) skipped
-    torch.manual_seed(1)
-    batch, heads, dim, cols = 6, 4, 8, 14
-    query, keys, values = torch.randn(batch, heads, 1, dim), torch.randn(batch, 1, cols, dim), torch.randn(
-        batch, 1, cols, dim)
-    columns = torch.arange(cols)
-    start, end = torch.tensor([3, 5, 1, 1, 9, 9]), torch.tensor([6, 7, 4, 8, 12, 13])
-    allowed = ((columns >= start[:, None]) & (columns <= end[:, None]))[:, None, None, :]
-    out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, slot_row_groups=groups)
-    expected = scaled_dot_product_attention(query, keys.expand(-1, heads, -1, -1), values.expand(-1, heads, -1, -1),
-                                            attn_mask=allowed).transpose(1, 2)
-    for row in (0, 1, 4):  # the active rows
-        torch.testing.assert_close(out[row], expected[row], rtol=1e-5, atol=1e-5)
-
-
-def test_cpu_flash_attention_failure_falls_back_to_matmul_attention(monkeypatch):
-    """A torch without the CPU flash op: the same answer from the matmul path, and no further tries."""
-    import torch
-
-    class Module:
-        layer_idx = 0
-
-    def missing(*args, **kwargs):
-        raise AttributeError("'_OpNamespace' 'aten' object has no attribute '_scaled_dot_product_flash_attention_for_cpu'")
-
-    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", None)
-    monkeypatch.setattr(greedy_engine, "_cpu_flash_cascade_attention", missing)
-    torch.manual_seed(0)
-    query, keys, values = torch.randn(2, 4, 2, 8), torch.randn(2, 1, 6, 8), torch.randn(2, 1, 6, 8)
-    prefix = [(torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8))]
-    allowed = torch.ones(2, 1, 2, 6, dtype=torch.bool)
-    out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, shared_prefix_kv=prefix)
-    assert greedy_engine._CPU_FLASH_CASCADE is False
-    expected, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed,
-                                                        shared_prefix_kv=prefix)
-    torch.testing.assert_close(out, expected)
+    torch.manual_seed(2)
+    batch, heads, kv_heads, dim, n_prefix, own = 2, 4, 2, 8, 5, 6
+    query = torch.randn(batch, heads, own, dim)
+    prefix = [(torch.randn(1, kv_heads, n_prefix, dim), torch.randn(1, kv_heads, n_prefix, dim))]
+    own_k, own_v = torch.randn(batch, kv_heads, own, dim), torch.randn(batch, kv_heads, own, dim)
+    out, _ = greedy_engine.shared_prefix_attention(Module(), query, own_k, own_v, None, shared_prefix_kv=prefix)
+    keys = torch.cat([prefix[0][0].expand(batch, -1, -1, -1), own_k], 2).repeat_interleave(2, 1)
+    values = torch.cat([prefix[0][1].expand(batch, -1, -1, -1), own_v], 2).repeat_interleave(2, 1)
+    mask = torch.ones(own, n_prefix + own, dtype=torch.bool).tril(diagonal=n_prefix)
+    expected = scaled_dot_product_attention(query, keys, values, attn_mask=mask).transpose(1, 2)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(not _cuda(), reason="cuDNN attention: CUDA only")
@@ -358,7 +329,6 @@ def test_cudnn_attention_failure_falls_back_to_matmul_attention(monkeypatch):
         raise RuntimeError("cuDNN Frontend error: no valid execution plan")
 
     monkeypatch.setattr(greedy_engine, "_CUDNN_CASCADE", None)
-    monkeypatch.setattr(greedy_engine, "_CPU_FLASH_CASCADE", False)  # the CPU kernel would answer first
     monkeypatch.setattr(greedy_engine, "_cudnn_cascade_attention", rejects)
     monkeypatch.setattr(greedy_engine, "_use_cudnn_cascade",
                         lambda *a: greedy_engine._CUDNN_CASCADE is not False)  # as if on CUDA in half precision

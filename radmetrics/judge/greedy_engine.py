@@ -32,9 +32,8 @@ batch's short answers waiting for its longest one. Here:
 Greedy semantics match `generate(do_sample=False, min_new_tokens=m, max_new_tokens=n)` with one EOS id: the EOS
 logit is suppressed until a row has m new tokens, a row stops at EOS, and its remaining tokens are padding.
 Token equality with `generate` is tested in fp32 on CPU (with and without drafts) and, where one is present, on
-CUDA with the graphs (tests/test_greedy_engine.py; 24 passed on an H100). Decode attention: on CPU PyTorch's fused
-flash kernel (`_cpu_flash_cascade_attention`); on CUDA in half precision cuDNN's for the own keys
-(`_cudnn_cascade_attention`); else matmuls.
+CUDA with the graphs (tests/test_greedy_engine.py; 24 passed on an H100). On CUDA in half precision the own-key
+part of the decode attention runs cuDNN's fused kernel (`_cudnn_cascade_attention`).
 """
 from __future__ import annotations
 
@@ -491,12 +490,9 @@ class _SlotEngine:
         # inactive slots (free, finished, set aside) write into scratch column 0 and read only it: their output is
         # never used, and a set-aside row's last column stays intact until it is copied
         write = torch.where(active[:, None], end[:, None] + steps, 0)  # [b, q]
-        groups = None
         if self.plan.check_every == 1 and not self.plan.cuda_graphs:
-            # CPU (the host reads the state every step anyway): read only the columns rows have filled, per group
-            # of slots (see `row_groups`)
-            groups = row_groups(self.start[:b].tolist(), (end + len(steps) - 1).tolist(), active.tolist())
-            cols = max(g[3] for g in groups) if groups else 1
+            # CPU (a host check every step anyway): read only the columns some row has filled
+            cols = int(write.max()) + 1
         else:
             cols = self.cache.layers[0][0].shape[2]  # CUDA graphs: fixed shapes
         columns = self.columns[:cols]
@@ -504,8 +500,7 @@ class _SlotEngine:
             columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         out = self.model(input_ids=inputs, attention_mask=mask[:, None], position_ids=self.position[:b, None] + steps,
-                         past_key_values=self.cache, use_cache=True, shared_prefix_kv=self.prefix_kv,
-                         slot_row_groups=groups)
+                         past_key_values=self.cache, use_cache=True, shared_prefix_kv=self.prefix_kv)
         picks = self._pick(out.logits.float(), self.generated[:b, None] + steps)  # [b, q]
         if drafts is None:
             kept = torch.zeros_like(end)  # guesses kept
@@ -656,26 +651,8 @@ def _free_device_cache(model: Any) -> None:
 SLOT_ATTENTION = "radmetrics_slot_attention"
 
 
-#: slots per attention group on CPU (more groups: fewer columns read, more kernel calls per layer)
-ROW_GROUP = 32
-
-
-def row_groups(start: list[int], end: list[int], active: list[bool], size: int = ROW_GROUP) -> list[tuple]:
-    """Slots ``[r0, r1)`` and the columns ``[c0, c1)`` their active rows fill, for each group of ``size``
-    consecutive slots that has an active row. A dense table makes every row read up to the longest row's column;
-    per group, prompts of a short prefill chunk and rows admitted later read only their own span, and groups of
-    finished rows are skipped."""
-    groups = []
-    for r0 in range(0, len(end), size):
-        spans = [(start[r], end[r]) for r in range(r0, min(r0 + size, len(end))) if active[r]]
-        if spans:
-            groups.append((r0, min(r0 + size, len(end)), min(a for a, _ in spans), max(e for _, e in spans) + 1))
-    return groups
-
-
-
 def shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                            shared_prefix_kv=None, slot_row_groups=None, **kwargs):
+                            shared_prefix_kv=None, **kwargs):
     """Decode attention over [shared prefix (one copy for the batch)] + [each row's own slots].
 
     The scores against the prefix are one matrix product for the whole batch instead of every row re-reading
@@ -683,7 +660,7 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     ``query``: ``[batch, heads, q, d]``, a row's next input and its drafts (q >= 1); ``attention_mask``:
     ``[batch, 1, q, slots]`` booleans (True = attend) over the own slots. The query heads that share a KV head
     run as that head's query "positions" (no GQA expansion copy of the keys)."""
-    global _CPU_FLASH_CASCADE, _CUDNN_CASCADE
+    global _CUDNN_CASCADE
     import torch
 
     batch, heads, n_q, dim = query.shape
@@ -691,17 +668,12 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
     prefix_kv = shared_prefix_kv[module.layer_idx] if shared_prefix_kv is not None else None
-    if attention_mask is None:
-        attention_mask = torch.ones(batch, 1, n_q, key.shape[2], dtype=torch.bool, device=query.device)
+    if attention_mask is None:  # no mask: causal (transformers' convention)
+        cols = key.shape[2]
+        causal = torch.ones(n_q, cols, dtype=torch.bool, device=query.device).tril(diagonal=cols - n_q)
+        attention_mask = causal.expand(batch, 1, n_q, cols)
     allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
-    allowed = _grouped_mask(allowed[:, :, -n_q:], group)  # [batch, 1, group*q or 1, S]
-    if _CPU_FLASH_CASCADE is not False and query.device.type == "cpu":
-        try:
-            return _cpu_flash_cascade_attention(query, key, value, allowed, prefix_kv, scale, slot_row_groups), None
-        except (RuntimeError, AttributeError) as e:  # an older torch without the op: the matmul path from now on
-            _CPU_FLASH_CASCADE = False
-            log.info("CPU flash attention unavailable for decode steps (%s); using matmul attention",
-                     str(e).splitlines()[0] if str(e) else type(e).__name__)
+    allowed = allowed[:, :, -n_q:]  # [batch, 1, q, S]
     if prefix_kv is not None and n_q == 1 and _use_cudnn_cascade(query, key, attention_mask):
         try:
             return _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale), None
@@ -713,7 +685,7 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     # KV cache each step would triple its memory traffic); the query is scaled first so fp16 scores cannot
     # overflow; the softmax and the sum of the two value products run in float32.
     q = _grouped_query(query * scale, kv_heads)  # [batch, kv_heads, group*q, d]
-    s_own = torch.matmul(q, key.transpose(2, 3)).float().masked_fill(~allowed, float("-inf"))
+    s_own = torch.matmul(q, key.transpose(2, 3)).float().masked_fill(~_grouped_mask(allowed, group), float("-inf"))
     if prefix_kv is None:
         out = torch.matmul(torch.softmax(s_own, dim=-1).to(value.dtype), value)
         return _ungrouped(out, heads, n_q).to(query.dtype), None
@@ -799,45 +771,6 @@ def _merge_softmax_parts(out_a, lse_a, out_b, lse_b):
     top = torch.maximum(lse_a, lse_b)
     w_a, w_b = torch.exp(lse_a - top), torch.exp(lse_b - top)
     return (w_a * out_a + w_b * out_b) / (w_a + w_b)
-
-
-#: None until tried; False once the CPU flash kernel failed in this process
-_CPU_FLASH_CASCADE: bool | None = None
-
-
-def _cpu_flash_cascade_attention(query, key, value, allowed, prefix_kv, scale, groups=None):
-    """Decode attention on CPU with PyTorch's fused flash kernel (one pass over each row's keys: scores, mask,
-    online softmax, values; no score matrix written out), in `_grouped_query`'s layout (``allowed``: its mask).
-    With ``groups`` (`row_groups`) each group of slots reads only its own columns; rows of no group (finished)
-    get no own part. The shared prefix is one more call, all rows' queries at once, merged through both calls'
-    log-sum-exp. On the cpu-tiny benchmark shapes (96 rows, 8 query heads on one KV head, 420 own + 223 prefix
-    keys) one layer took ~1.5-1.9 ms against ~1.9-2.5 ms for the matmul path."""
-    import torch
-
-    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-    batch, heads, n_q, dim = query.shape
-    kv_heads = key.shape[1]
-    q = _grouped_query(query, kv_heads)
-    bias = torch.zeros(allowed.shape, dtype=query.dtype).masked_fill_(~allowed, float("-inf"))
-    if groups is None:
-        out_own, lse_own = flash(q, key, value, attn_mask=bias, scale=scale)  # [batch, kv, rows_q, d], [.., rows_q]
-    else:
-        out_own = q.new_zeros(q.shape)
-        lse_own = q.new_full(q.shape[:-1], float("-inf"))  # weight 0 in the merge
-        for r0, r1, c0, c1 in groups:
-            out_own[r0:r1], lse_own[r0:r1] = flash(q[r0:r1], key[r0:r1, :, c0:c1], value[r0:r1, :, c0:c1],
-                                                   attn_mask=bias[r0:r1, ..., c0:c1], scale=scale)
-    if prefix_kv is None:
-        return _ungrouped(out_own, heads, n_q)
-    prefix_keys, prefix_values = prefix_kv  # [1, kv_heads, P, d]
-    rows_q = q.shape[2]
-    q_all = q.transpose(0, 1).reshape(1, kv_heads, batch * rows_q, dim)
-    out_prefix, lse_prefix = flash(q_all, prefix_keys, prefix_values, scale=scale)
-    out_prefix = out_prefix.reshape(kv_heads, batch, rows_q, dim).transpose(0, 1)
-    lse_prefix = lse_prefix.reshape(kv_heads, batch, rows_q).transpose(0, 1)
-    out = _merge_softmax_parts(out_own.float(), lse_own[..., None].float(), out_prefix.float(),
-                               lse_prefix[..., None].float())
-    return _ungrouped(out, heads, n_q).to(query.dtype)
 
 
 class _slot_attention:
