@@ -85,6 +85,27 @@ def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, co
         assert sum(tokens_per_step) / len(tokens_per_step) > 1.2  # tokens per row and step: drafts were kept
 
 
+def test_a_step_keeps_drafts_up_to_the_first_disagreement_and_stops_at_eos_or_the_limit():
+    """`accepted_tokens`, by hand (EOS = 2): the model's own token after the last kept draft is added too; an EOS
+    the model picks after a rejected draft is not the answer's; ``max_new_tokens`` caps what a step adds."""
+    import torch
+
+    picks = torch.tensor([[5, 6, 7, 8],   # drafts 5 6 9: two kept, then the model's 7
+                          [5, 2, 7, 8],   # draft 5 kept, then EOS: finished with one token
+                          [4, 2, 2, 2],   # draft 5 rejected: EOS after it is not the answer's
+                          [5, 6, 7, 8],   # all drafts kept, but 2 tokens to the limit
+                          [5, 6, 7, 8]])  # inactive
+    drafts = torch.tensor([[5, 6, 9], [5, 2, -1], [5, -1, -1], [5, 6, 7], [5, 6, 7]])
+    active = torch.tensor([True, True, True, True, False])
+    generated = torch.tensor([0, 0, 0, 8, 0])
+    kept, counted, finished = greedy_engine.accepted_tokens(picks, drafts, active, generated, max_new=10, eos=2)
+    assert kept.tolist() == [2, 2, 0, 3, 3]
+    assert counted.tolist() == [3, 1, 1, 2, 0]
+    assert finished.tolist() == [False, True, False, True, False]
+    kept, counted, finished = greedy_engine.accepted_tokens(picks[:, :1], None, active, generated, max_new=10, eos=2)
+    assert kept.tolist() == [0] * 5 and counted.tolist() == [1, 1, 1, 1, 0] and not finished.any()
+
+
 def test_engine_min_and_max_new_tokens(tiny_judge):
     prompts = _green_prompts(1)
     for config in (radmetrics.GenerationConfig(max_new_tokens=7),

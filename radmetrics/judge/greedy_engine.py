@@ -502,16 +502,9 @@ class _SlotEngine:
         out = self.model(input_ids=inputs, attention_mask=mask[:, None], position_ids=self.position[:b, None] + steps,
                          past_key_values=self.cache, use_cache=True, shared_prefix_kv=self.prefix_kv)
         picks = self._pick(out.logits.float(), self.generated[:b, None] + steps)  # [b, q]
-        if drafts is None:
-            kept = torch.zeros_like(end)  # guesses kept
-        else:  # leading guesses equal to the model's choice after the input before them
-            kept = (drafts == picks[:, :-1]).long().cumprod(dim=1).sum(dim=1)
-        valid = kept + 1  # picks 0..kept follow true inputs
-        first_eos = torch.where((picks == self.eos) & (steps < valid[:, None]), steps, len(steps)).amin(dim=1)
-        counted = torch.minimum(torch.minimum(first_eos, valid), self.max_new - self.generated[:b])
-        counted = torch.where(active, counted, 0)  # answer tokens this step (EOS is not one)
+        kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.max_new, self.eos)
+        valid = kept + 1
         generated = self.generated[:b] + counted
-        finished = active & ((first_eos < valid) | (generated >= self.max_new))
         # the next step would write past the window: set the row aside (columns start..end + kept are filled)
         overflow = active & ~finished & (end + valid > self.plan.window)
         row = torch.where(steps < counted[:, None], picks, -1).T  # [q, b]
@@ -599,6 +592,28 @@ class _SlotEngine:
                         str(e).splitlines()[0] if str(e) else type(e).__name__, where)
             self.plan.cuda_graphs = False
             return False
+
+
+def accepted_tokens(picks, drafts, active, generated, max_new: int, eos: int):
+    """What one decode step adds to each row. ``picks``: ``[rows, q]`` the model's token after each input (the
+    row's next token, then its ``drafts`` ``[rows, q - 1]``, -1 where none; None when q = 1). Returns ``kept``
+    (leading drafts equal to the model's own choice: inputs 0..kept were the true answer, so picks 0..kept are
+    valid), ``counted`` (answer tokens added: the valid picks up to the first EOS or ``max_new`` in all) and
+    ``finished`` (EOS among the valid picks, or ``max_new`` reached). Inactive rows add nothing."""
+    import torch
+
+    steps = torch.arange(picks.shape[1], device=picks.device)
+    if drafts is None:
+        kept = torch.zeros_like(generated)
+    else:
+        kept = (drafts == picks[:, :-1]).long().cumprod(dim=1).sum(dim=1)
+    valid = kept + 1
+    # an EOS past the valid picks (after a rejected draft) is not the answer's: both uses below compare with valid
+    first_eos = torch.where(picks == eos, steps, picks.shape[1]).amin(dim=1)
+    counted = torch.minimum(torch.minimum(first_eos, valid), max_new - generated)
+    counted = torch.where(active, counted, 0)  # EOS is not an answer token
+    finished = active & ((first_eos < valid) | (generated + counted >= max_new))
+    return kept, counted, finished
 
 
 class SlotCache:
