@@ -307,8 +307,7 @@ class _SlotEngine:
         self.offsets = torch.arange(1 + plan.draft_tokens, device=dev)  # a step's inputs: next token + drafts
         # counted tokens since the last check: [step, input of the step, slot]
         self.history = torch.full((max(1, plan.check_every), 1 + plan.draft_tokens, B), -1, **long)
-        self.prefix_ids = prefix_ids or []
-        self.lookup = PromptLookup(self.prefix_ids) if plan.draft_tokens else None
+        self.lookup = PromptLookup(prefix_ids or []) if plan.draft_tokens else None  # the shared prefix's index
         self.drafting = DraftPolicy() if plan.draft_tokens else None
         self.slot_row: list[_Pending | None] = [None] * B
         self.prefix_kv = _layer_tensors(prefix.cache) if prefix else None
@@ -524,8 +523,11 @@ class _SlotEngine:
         import time
 
         torch, b = self.torch, self.bucket
+        if b > DRAFT_MAX_ROWS:  # too many rows for drafts to pay: a plain step, nothing to time
+            self._step_eager(b, 0)
+            return
         drafts = None
-        if b <= DRAFT_MAX_ROWS and self.drafting.use_drafts(b):
+        if self.drafting.use_drafts(b):
             guesses = []
             for s in range(b):
                 r = self.slot_row[s]
