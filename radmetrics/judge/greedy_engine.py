@@ -777,17 +777,10 @@ def _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale
     lse_prefix = torch.logsumexp(s_prefix, -1).T[:, :, None, None]
     out_prefix = torch.matmul(torch.softmax(s_prefix, -1).to(value.dtype), prefix_values[0]).float()
     out_prefix = out_prefix.transpose(0, 1)[:, :, None]  # [batch, heads, 1, d]
-    out = _merge_softmax_parts(out_own, lse_own, out_prefix, lse_prefix)
+    top = torch.maximum(lse_own, lse_prefix)
+    w_own, w_prefix = torch.exp(lse_own - top), torch.exp(lse_prefix - top)
+    out = (w_own * out_own + w_prefix * out_prefix) / (w_own + w_prefix)
     return out.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
-
-
-def _merge_softmax_parts(out_a, lse_a, out_b, lse_b):
-    """Attention over keys A + B from attention over each part and its log-sum-exp: one softmax over both."""
-    import torch
-
-    top = torch.maximum(lse_a, lse_b)
-    w_a, w_b = torch.exp(lse_a - top), torch.exp(lse_b - top)
-    return (w_a * out_a + w_b * out_b) / (w_a + w_b)
 
 
 class _slot_attention:
