@@ -57,7 +57,7 @@ def test_engine_equals_generate_with_natural_stops(tiny_judge, prefix_cache, opt
     ({}, {"max_new_tokens": 7}),
     ({}, {"max_new_tokens": 300, "min_new_tokens": 300}),  # EOS suppressed inside drafted steps too
 ])
-def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, config, monkeypatch):
+def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, config, monkeypatch, caplog):
     """Every decode step checks prompt-lookup drafts (forced on here; by default only where measured faster):
     the judge's GREEN answers repeat its prompt, so steps keep several tokens, and the answers equal generate's."""
     from radmetrics.judge import prompt_lookup
@@ -78,9 +78,11 @@ def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, co
     reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False,
                                      max_batch_size=3)
     engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", **options)
-    assert engine.generate(prompts, generation, progress=False) == reference.generate(prompts, generation,
-                                                                                       progress=False)
+    expected = reference.generate(prompts, generation, progress=False)
+    with caplog.at_level("DEBUG", logger="radmetrics.judge.greedy_engine"):
+        assert engine.generate(prompts, generation, progress=False) == expected
     assert tokens_per_step
+    assert any(r.getMessage().startswith("prompt-lookup drafts: ") for r in caplog.records)  # what drafts did
     if generation.max_new_tokens >= 300:  # (7 tokens: a few steps, drafts from the prompt's start)
         assert sum(tokens_per_step) / len(tokens_per_step) > 1.2  # tokens per row and step: drafts were kept
 

@@ -331,6 +331,10 @@ class _SlotEngine:
                     self._admit(take, free[: len(take)])
                     active += len(take)
                 if active == 0:
+                    if self.drafting is not None and self.drafting.steps[True]:
+                        log.debug("prompt-lookup drafts: %d drafted steps gave %d tokens, %d plain steps %d",
+                                  self.drafting.steps[True], self.drafting.tokens[True],
+                                  self.drafting.steps[False], self.drafting.tokens[False])
                     return overflow
                 if not waiting:
                     self._maybe_shrink()

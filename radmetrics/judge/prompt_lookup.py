@@ -72,6 +72,7 @@ class DraftPolicy:
     def __init__(self, trial_steps: int = 4, explore_every: int = 48):
         self.trial_steps, self.explore_every = trial_steps, explore_every
         self._by_rows: dict[int, _Trials] = {}
+        # steps and answer tokens by kind (drafted or plain) over the call: the engine logs them at the end
         self.steps = {True: 0, False: 0}
         self.tokens = {True: 0, False: 0}
 
