@@ -52,3 +52,13 @@ def test_policy_keeps_the_faster_kind_of_step_per_batch_size_and_re_measures_the
     assert kinds[:2] == [True, False] and kinds[-1] is False
     assert policy.steps[True] + policy.steps[False] == 20
     assert policy.tokens[True] == sum(20 for k in kinds if k) + 20 * 6 + 5 * 2
+
+
+def test_a_negative_draft_count_is_a_clear_option_error():
+    import pytest
+
+    import radmetrics
+    from radmetrics.judge.base import JudgeOptionError
+
+    with pytest.raises(JudgeOptionError, match="'draft_tokens' .* must be 0 \\(no drafts\\) or more, not -1"):
+        radmetrics.get_judge("transformers", model="any/model", draft_tokens=-1, cache=False)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import encode_prompts, resolve_chat_format
 from radmetrics.types import GenerationConfig
@@ -76,6 +76,9 @@ class TransformersJudge(JudgeBackend):
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
                      "cuda_graphs", "draft_tokens"):
             setattr(self, name, getattr(settings, name))
+        if self.draft_tokens is not None and self.draft_tokens < 0:
+            raise JudgeOptionError(f"Option 'draft_tokens' of the transformers backend must be 0 (no drafts) or "
+                                   f"more, not {self.draft_tokens}.")
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
         self._model = None
