@@ -7,9 +7,9 @@
 Contenders, same random-weight model shape (benchmarks/judge_throughput.py PRESETS), same report pairs:
 - baseline: the official GREEN loop (judge_throughput.official_loop: HF generate, batches of 8 in input order)
   called on each reward batch — what a reward function wrapping upstream GREEN does — plus GREEN's parsing;
-- radmetrics GREEN reward (`radmetrics.rewards.reward_function("green", judge=<ready judge>)`): one batched call
-  per reward call on the transformers backend's greedy engine, parse, orientation, unscored handling; no
-  response cache (every completion is new, as in RL);
+- radmetrics GREEN reward (`radmetrics.rewards.reward_function("green", judge=<ready judge>)`, the judge at its
+  defaults, no options): one batched call per reward call on the transformers backend's greedy engine, parse,
+  orientation, unscored handling; no response cache (every completion is new, as in RL);
 - radmetrics ER²Score reward (`er2score_reward`): a multi-reward head on a backbone of the same shape, one
   forward pass per batch, no generation.
 Output tokens are forced (EOS suppressed until N, as in judge_throughput) so that both GREEN contenders do the
@@ -74,9 +74,9 @@ def main() -> None:
     batches = [pairs[i * args.batch:(i + 1) * args.batch] for i in range(args.calls)]
     prompts = [build_green_prompt(r, c) for r, c in pairs]
     model, tok = build_model(preset, prompts)
-    judge = CachedJudge(TransformersJudge.from_objects(model, tok, "random-green-judge", chat_template="green",
-                                                       max_batch_size=preset["max_batch_size"],
-                                                       max_batch_tokens=preset["max_batch_tokens"]), cache=None)
+    # the judge at its defaults (no batch options): what `reward_function("green", judge=...)` users get
+    judge = CachedJudge(TransformersJudge.from_objects(model, tok, "random-green-judge", chat_template="green"),
+                        cache=None)
     config = GenerationConfig(max_new_tokens=n_tok, min_new_tokens=n_tok)
     green = reward_function("green", judge=judge, config=config)
     er2 = er2score_reward(er2score_model(model, tok, preset["device"]))

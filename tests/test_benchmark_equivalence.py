@@ -61,3 +61,18 @@ def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_j
     assert result["info"]["forced_output_tokens"] is None and result["info"]["max_new_tokens"] == 1024
     assert {r["identical_outputs"] for r in result["rows"] if r["contender"] != judge_throughput.VLLM} == {"12/12"}
     assert 20 < result["info"]["answer_tokens_mean"] < 1024  # stopped at EOS, well before the limit
+
+
+@pytest.mark.slow
+def test_reward_harness_runs_end_to_end(tmp_path):
+    """The reward benchmark runs as BENCHMARKS.md gives it (a small batch here), every contender timed."""
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "reward_throughput.py"), "--preset", "cpu-tiny",
+                          "--batch", "4", "--calls", "2", "--out-tokens", "4", "--rounds", "1",
+                          "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert [r["contender"] for r in result["rows"]] == [
+        "official GREEN loop per reward batch (baseline)", "radmetrics GREEN reward (greedy engine)",
+        "radmetrics ER²Score reward (one forward pass)"]
+    assert all(r["seconds"] > 0 for r in result["rows"])
+    assert result["info"]["completions"] == 8 and result["info"]["green_unscored"] == 8  # random weights
