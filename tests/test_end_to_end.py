@@ -39,6 +39,32 @@ def test_python_api_scores_with_transformers_backend(tiny_judge, tmp_path):
     assert result.fingerprint["generation"]["max_new_tokens"] == 256
 
 
+def test_a_green_judge_in_a_folder_not_named_green_reads_green_prompts_as_trained(tiny_judge, tmp_path_factory):
+    """Upstream GREEN gives every model its own chat template: a GREEN judge copied to ``my-judge`` (nothing in its
+    name or tokenizer says GREEN) still gets GREEN prompts in GREEN's format under chat_template auto, so it
+    scores as under its own name; prompts of other systems keep the model's own format."""
+    import shutil
+
+    from radmetrics.judge.chat_formats import prompt_formats
+
+    renamed = shutil.copytree(tiny_judge, tmp_path_factory.mktemp("judges") / "my-judge")  # (tmp_path says green)
+    assert "green" not in str(renamed).lower()
+    result = radmetrics.score("green", REFS, CANDS, judge=str(renamed), cache=False, progress=False,
+                              config=radmetrics.GenerationConfig(**GEN))
+    assert result.scores == pytest.approx(TARGETS) and all(j.parsed for j in result.judgments)
+    backend = radmetrics.get_judge("transformers", model=str(renamed), cache=False).backend
+    backend.load()
+    assert backend.chat_format == "none"  # the model's own format: no template, no GREEN name
+    green_prompt = radmetrics.get_scoring_system("green").build_prompt(REFS[0], CANDS[0])
+    vert_prompt = radmetrics.get_scoring_system("vert").build_prompt(REFS[0], CANDS[0])
+    assert prompt_formats([green_prompt, vert_prompt], "auto", "none") == ["green", "none"]
+    assert prompt_formats([green_prompt], "none", "none") == ["none"]  # a format named explicitly is obeyed
+    # what "auto" picks is versioned in the identity: answers cached under older rules are not reused
+    assert backend.identity()["chat_auto_rules"] >= 2
+    assert "chat_auto_rules" not in radmetrics.get_judge("transformers", model=str(renamed), cache=False,
+                                                          chat_template="green").backend.identity()
+
+
 def test_token_budget_batches_give_the_same_answers(tiny_judge):
     """Batch composition must not change greedy answers (left padding + attention mask)."""
     one = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=1)

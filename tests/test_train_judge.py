@@ -44,9 +44,14 @@ def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):
     assert len(rows) == 6 and dropped == ["row 6: no [Clinically Significant Errors] section and no [Matched "
                                           "Findings] section (truncated or not GREEN format)"]
     assert rows[0]["prompt"].startswith("<|user|>\nObjective:") and rows[0]["completion"].endswith("</s>")
-    out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "green-judge"), recipe="green", max_steps=3,
+    out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "judge-out"), recipe="green", max_steps=3,
                                      batch_size=2, lora_r=4, lora_alpha=8), rows)
     assert out["merged"] and len(out["losses"]) == 3
+    # GREEN's chat template is saved with the judge: under a folder name that does not say GREEN, radmetrics
+    # (chat_template auto) still gives it GREEN's format for every prompt, as it was trained
+    judge = radmetrics.get_judge("transformers", model=out["merged"], cache=False)
+    judge.backend.load()
+    assert judge.backend.chat_format == "green"
 
 
 def test_config_from_yaml_with_flag_overrides(tmp_path):

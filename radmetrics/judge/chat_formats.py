@@ -15,15 +15,43 @@ GREEN_CHAT_TEMPLATE = "{% for message in messages %}\n{% if message['from'] == '
 CHAT_FORMATS = ("auto", "green", "tokenizer", "none")
 
 
+#: a judge's identity carries this with chat_template "auto": bumped when what "auto" picks changes, so answers
+#: cached under the old rules are not served for inputs rendered under the new ones (2: GREEN prompts get
+#: GREEN's format whatever the model)
+AUTO_RULES = 2
+
+
 def resolve_chat_format(chat_template: str, model_name: str | None, tokenizer: Any) -> str:
-    """'auto' picks GREEN's format for GREEN models, else the tokenizer's template, else raw text."""
+    """A model's format for prompts in general. 'auto' picks GREEN's format for GREEN models (the name says
+    GREEN, or the tokenizer carries GREEN's template, as judges trained by `radmetrics train judge --recipe
+    green` do), else the tokenizer's template, else raw text."""
     if chat_template != "auto":
         return chat_template
     if model_name and "green" in model_name.lower():
         return "green"
-    if getattr(tokenizer, "chat_template", None):
+    template = getattr(tokenizer, "chat_template", None)
+    if template == GREEN_CHAT_TEMPLATE:
+        return "green"
+    if template:
         return "tokenizer"
     return "none"
+
+
+def is_green_prompt(prompt: str) -> bool:
+    """A GREEN prompt (radmetrics.green.prompt: upstream's text, byte for byte)."""
+    from radmetrics.green.prompt import GREEN_HEAD
+
+    return prompt.startswith(GREEN_HEAD)
+
+
+def prompt_formats(prompts: list[str], chat_template: str, model_format: str) -> list[str]:
+    """Each prompt's format. Under 'auto' a GREEN prompt is rendered in GREEN's format whatever the model:
+    upstream GREEN sets its own template on every model it loads (green_score/green.py, `GREEN.__init__`), so a
+    GREEN judge in a folder whose name does not say GREEN still reads its prompts as trained; other prompts get
+    the model's format (`resolve_chat_format`). A format named explicitly applies to every prompt."""
+    if chat_template != "auto" or model_format == "green":
+        return [model_format] * len(prompts)
+    return ["green" if is_green_prompt(p) else model_format for p in prompts]
 
 
 def render(prompt: str, chat_format: str, tokenizer: Any) -> tuple[str, bool]:
@@ -50,10 +78,12 @@ def encode_prompt(prompt: str, chat_format: str, tokenizer: Any) -> list[int]:
     return encode_prompts([prompt], chat_format, tokenizer)[0]
 
 
-def encode_prompts(prompts: list[str], chat_format: str, tokenizer: Any) -> list[list[int]]:
+def encode_prompts(prompts: list[str], chat_format: str | list[str], tokenizer: Any) -> list[list[int]]:
     """`encode_prompt` for many prompts in one tokenizer call (a fast tokenizer encodes a batch in parallel:
-    96 GREEN prompts took 0.04 s against 0.07 s one by one on 2 cores)."""
-    rendered = [render(p, chat_format, tokenizer) for p in prompts]
+    96 GREEN prompts took 0.04 s against 0.07 s one by one on 2 cores); ``chat_format``: one for all, or one per
+    prompt (`prompt_formats`)."""
+    formats = [chat_format] * len(prompts) if isinstance(chat_format, str) else chat_format
+    rendered = [render(p, f, tokenizer) for p, f in zip(prompts, formats)]
     if not rendered:
         return []
     encoded = tokenizer([text for text, _ in rendered], add_special_tokens=True)["input_ids"]

@@ -20,7 +20,7 @@ from typing import Any
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult
 from radmetrics.judge.batching import BatchPlan
-from radmetrics.judge.chat_formats import encode_prompts, resolve_chat_format
+from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ class TransformersOptions(BackendOptions):
     dtype: str = "auto"
     #: "auto" (CUDA when there is one), "cpu", "cuda", "cuda:1", ...
     device: str = "auto"
-    #: "auto" (GREEN's format for GREEN models, else the tokenizer's template), "green", "none", or a Jinja template
+    #: "auto" (GREEN's format for GREEN prompts and GREEN models, else the tokenizer's template), "green", "none",
+    #: or a Jinja template
     chat_template: str = "auto"
     #: rows decoded together; None: the engine sizes its slot table from free memory (generate path: 32)
     max_batch_size: int | None = None
@@ -90,7 +91,8 @@ class TransformersJudge(JudgeBackend):
         template = self.chat_template
         if len(template) > 40:  # a custom Jinja template: hash it
             template = hashlib.sha256(template.encode()).hexdigest()[:16]
-        return {**super().identity(), "chat_template": template, "dtype": self.dtype_name}
+        rules = {"chat_auto_rules": AUTO_RULES} if template == "auto" else {}
+        return {**super().identity(), "chat_template": template, **rules, "dtype": self.dtype_name}
 
     @classmethod
     def from_objects(cls, model: Any, tokenizer: Any, name: str, **options: Any) -> TransformersJudge:
@@ -160,7 +162,8 @@ class TransformersJudge(JudgeBackend):
 
     def encode_many(self, prompts: list[str]) -> list[list[int]]:
         self.load()  # the chat format is known only once the tokenizer is loaded
-        encoded = encode_prompts(prompts, self.chat_format, self._tokenizer)
+        encoded = encode_prompts(prompts, prompt_formats(prompts, self.chat_template, self.chat_format),
+                                 self._tokenizer)
         if self.max_input_tokens:  # keep the end: the instructions and answer slot
             encoded = [ids[-self.max_input_tokens :] if len(ids) > self.max_input_tokens else ids for ids in encoded]
         return encoded

@@ -13,7 +13,7 @@ from typing import Any
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
-from radmetrics.judge.chat_formats import encode_prompt, resolve_chat_format
+from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
 
@@ -54,7 +54,8 @@ class VLLMJudge(JudgeBackend):
         self.chat_format: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "chat_template": self.chat_template, "dtype": self.dtype,
+        rules = {"chat_auto_rules": AUTO_RULES} if self.chat_template == "auto" else {}
+        return {**super().identity(), "chat_template": self.chat_template, **rules, "dtype": self.dtype,
                 "guided_regex": self.guided_regex}
 
     def load(self):
@@ -76,7 +77,11 @@ class VLLMJudge(JudgeBackend):
             return self._llm
 
     def encode(self, prompt: str) -> list[int]:
-        return encode_prompt(prompt, self.chat_format, self.load().get_tokenizer())
+        return self.encode_many([prompt])[0]
+
+    def encode_many(self, prompts: list[str]) -> list[list[int]]:
+        tokenizer = self.load().get_tokenizer()
+        return encode_prompts(prompts, prompt_formats(prompts, self.chat_template, self.chat_format), tokenizer)
 
     def _sampling(self, config: GenerationConfig):
         from vllm import SamplingParams
@@ -93,7 +98,7 @@ class VLLMJudge(JudgeBackend):
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
         llm = self.load()
-        requests = [{"prompt_token_ids": self.encode(p)} for p in prompts]
+        requests = [{"prompt_token_ids": ids} for ids in self.encode_many(prompts)]
         outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
         texts = [o.outputs[0].text for o in outputs]
         if on_result:

@@ -7,7 +7,7 @@ Recipes:
   the model serves as is in vLLM and lm-eval (`--apply_chat_template`); score it with the `vert_ft` system.
 - "green": the GREEN prompt in GREEN's chat format -> a GREEN-format analysis written by a teacher judge
   (any radmetrics backend); only analyses the GREEN parser can read are kept. The result is a GREEN model:
-  radmetrics picks GREEN's format for it when its name contains "green".
+  its tokenizer carries GREEN's chat template, so radmetrics renders prompts for it in GREEN's format.
 Training only learns the answer (completion-only loss). Outputs: the LoRA adapter, optionally the merged
 model, `training.json` (settings, data, losses) and `loss_curve.png`.
 """
@@ -117,6 +117,12 @@ def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
         tokenizer.pad_token = tokenizer.eos_token
     if config.recipe == "vert" and not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = DEFAULT_CHAT_TEMPLATE
+    if config.recipe == "green":
+        from radmetrics.judge.chat_formats import GREEN_CHAT_TEMPLATE
+
+        # saved with the judge: radmetrics (chat_template auto), vLLM and lm-eval then render every prompt in the
+        # format it was trained on, whatever the folder is called (upstream GREEN sets this template at load)
+        tokenizer.chat_template = GREEN_CHAT_TEMPLATE
     gpu = torch.cuda.is_available()
     model_kwargs: dict[str, Any] = {"dtype": torch.bfloat16 if gpu else torch.float32}
     quantized = False
