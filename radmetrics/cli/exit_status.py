@@ -48,24 +48,9 @@ def judge_failures(judgments: list[Any]) -> Counter:
     return reasons
 
 
-def failure_message(judgments: list[Any], max_failures: float | None) -> str | None:
-    """The one-line error when the run must exit non-zero, or None."""
-    judged = [j for j in judgments if not (j.reason or "").startswith("row ")]
-    if not judged:
-        return None
-    reasons = judge_failures(judged)
-    failed = sum(reasons.values())
-    top = "; ".join(f"{n} × {reason}" for reason, n in reasons.most_common(3))
-    if failed == len(judged):
-        return f"no row was scored: {failed} of {len(judged)} judged rows failed because of the judge ({top})"
-    if max_failures is not None and failed > max_failures * len(judged):
-        return (f"{failed} of {len(judged)} judged rows ({failed / len(judged):.0%}) failed because of the judge, "
-                f"over --max-failures {max_failures:g} ({top})")
-    return None
-
-
 class FailureTally:
-    """failure_message's counts, gathered row by row (the streaming runner keeps no list of judgments)."""
+    """Rows the judge left unscored, counted row by row (the streaming runner keeps no list of judgments): the
+    end-of-run warning, and the error when the run must exit non-zero."""
 
     def __init__(self) -> None:
         self.judged = 0
@@ -77,11 +62,26 @@ class FailureTally:
         self.judged += 1
         self.reasons.update(judge_failures([judgment]))
 
+    def _top(self) -> str:
+        return "; ".join(f"{n} × {reason}" for reason, n in self.reasons.most_common(3))
+
+    def warning(self) -> str | None:
+        """A line for a run the judge left partly unscored (the mean covers fewer rows than were judged): a
+        judge answering in the wrong format must not pass for a result, even when the exit code is 0."""
+        failed = sum(self.reasons.values())
+        if not failed or failed == self.judged:
+            return None
+        return (f"{failed} of {self.judged} judged rows ({failed / self.judged:.0%}) are unscored because of the "
+                f"judge ({self._top()}): the scores cover the other {self.judged - failed}. --max-failures "
+                f"FRACTION makes such a run exit 1")
+
     def message(self, max_failures: float | None) -> str | None:
+        """The one-line error when the run must exit non-zero (every judged row failed, or over
+        ``max_failures``), or None."""
         if not self.judged:
             return None
         failed = sum(self.reasons.values())
-        top = "; ".join(f"{n} × {reason}" for reason, n in self.reasons.most_common(3))
+        top = self._top()
         if failed == self.judged:
             return f"no row was scored: {failed} of {self.judged} judged rows failed because of the judge ({top})"
         if max_failures is not None and failed > max_failures * self.judged:

@@ -116,6 +116,8 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
                   default=str)
     print_summary(system, corpus, output_path, str(summary_path(output_path)), fp.get("judge"))
     failed = tally.message(max_failures)
+    if not failed and tally.warning():
+        click.echo(f"Warning: {tally.warning()}.", err=True)
     if failed:
         click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
         raise SystemExit(JUDGE_FAILED)
