@@ -12,8 +12,9 @@ the n-th error reply (default: a short JSON error, with the key when `echo_key`,
 
 More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
 answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
-before each answer. Each request also records `t_start` (wall clock) and `t_done` (when its response was fully
-written, or when the server noticed the client had left a trickle).
+before each answer. "stall" accepts the request and sends nothing until the server is shut down (a stuck
+server). Each request also records `t_start` (wall clock) and `t_done` (when its response was fully written,
+or when the server noticed the client had left a trickle).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class FakeOpenAIServer:
         self.requests: list[dict] = []
         self.errors_sent = 0
         self.lock = threading.Lock()
+        self.closing = threading.Event()  # set on exit: stalled requests end
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,6 +54,9 @@ class FakeOpenAIServer:
                     server.requests.append(record)
                     action = server.script.pop(0) if server.script else "ok"
                 echo = {"X-Echo-Authorization": auth} if server.echo_key else {}
+                if action == "stall":
+                    server.closing.wait()
+                    return
                 if action == "timeout":
                     time.sleep(1.5)
                     action = "ok"
@@ -140,5 +145,6 @@ class FakeOpenAIServer:
         return self
 
     def __exit__(self, *exc):
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()

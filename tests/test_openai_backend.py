@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from fake_judge import analysis_for, expected_score
@@ -85,3 +86,69 @@ def test_no_base_url_means_no_network(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(radmetrics.JudgeError, match="base_url"):
         radmetrics.get_judge("openai", model="m")
+
+
+NOTICE = re.compile(r"no answer (yet )?from (\S+) (after|for) ([\d.]+) s \((\d+) requests? waiting; timeout ([\d.]+) s "
+                    r"per request, (\d+) retr(y|ies): a row fails after about [\d.]+ s\): the server is slow or stuck; "
+                    r"--judge-option timeout=SECONDS \(and max_retries=N\) to fail sooner$")
+
+
+def test_a_stalled_server_is_said_so_then_its_rows_are_unscored_with_the_reason(tmp_path, monkeypatch, caplog):
+    # The server takes every request and answers none. Before: silence until every attempt ran out (120 s x 6 at
+    # the defaults). Now: a warning after notice_after seconds, then at a growing interval, then the rows fail.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    caplog.set_level(logging.WARNING, logger="radmetrics.judge.openai_backend")
+    with FakeOpenAIServer(analysis_for, script=["stall"] * 3) as server:
+        result = score_via(server, tmp_path, concurrency=3, timeout=1.2, max_retries=0, notice_after=0.2)
+    notices = [r.getMessage() for r in caplog.records if r.name == "radmetrics.judge.openai_backend"]
+    found = [NOTICE.match(n) for n in notices]
+    assert notices and all(found), notices
+    first = found[0]
+    assert first.group(1) == "yet " and first.group(2) == server.base_url and first.group(5) == "3"
+    assert (first.group(6), first.group(7)) == ("1.2", "0")
+    silences = [float(m.group(4)) for m in found]
+    # notices at 0.2, 0.4, 0.8 s of silence (each step doubles); never more often than that
+    assert silences[0] >= 0.2 and all(b >= 1.8 * a for a, b in zip(silences, silences[1:])), silences
+    assert len(notices) <= 3, notices
+    assert [j.reason for j in result.judgments] == [
+        "judge call failed: gave up after 1 attempts: no complete answer within the 1.2s request deadline"] * 3
+    assert all(j.score is None for j in result.judgments)
+    assert SECRET not in caplog.text
+
+
+def test_silence_notices_grow_apart_and_a_slow_working_server_is_not_nagged():
+    from radmetrics.judge.silence import SilenceWatch, span
+
+    now = [0.0]
+    watch = SilenceWatch(30, clock=lambda: now[0])
+    watch.start()
+    due = []
+    for t in range(0, 1000):  # stuck for 1000 s: notices at 30, 60, 120, 240, 480, 960 s
+        now[0] = float(t)
+        if watch.due() is not None:
+            due.append(t)
+    assert due == [30, 60, 120, 240, 480, 960]
+    # a server answering once a minute: one notice in the first minute, none after (thresholds are kept)
+    slow = SilenceWatch(30, clock=lambda: now[0])
+    now[0] = 0.0
+    slow.start()
+    said = 0
+    for t in range(0, 600):
+        now[0] = float(t)
+        if t and t % 60 == 0:
+            slow.heard()
+        said += slow.due() is not None
+    assert said == 1 and slow.heard_any
+    # a new batch right after the last one continues the silence; one after an idle gap starts afresh
+    slow.stop()
+    now[0] += 0.5
+    slow.start()
+    assert slow.heard_any
+    slow.stop()
+    now[0] += 5
+    slow.start()
+    assert not slow.heard_any and slow.silent_for() == 0
+    off = SilenceWatch(0, clock=lambda: now[0])
+    now[0] += 10_000
+    assert off.due() is None and off.wait_s(cap=5.0) == 5.0
+    assert [span(s) for s in (0.25, 3, 30, 120, 751)] == ["0.25 s", "3 s", "30 s", "2 min", "13 min"]

@@ -378,6 +378,30 @@ def test_total_deadline_bounds_a_trickling_server(tmp_path):
     print(f"\ntrickling server, timeout=1: requests held {max(held):.2f}s at most")
 
 
+def test_a_stalled_server_is_announced_on_stderr_then_rows_fail_with_the_reason(tmp_path):
+    # A server that takes the connection and the request and never answers: the user hears about it within
+    # notice_after seconds (30 by default; 0.3 here), not after every attempt has timed out.
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 2)
+    with FakeOpenAIServer(analysis_for, script=["stall", "stall"]) as server:
+        started = time.monotonic()
+        out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, None, "--judge-option", "timeout=1.5",
+                           "--judge-option", "max_retries=0", "--judge-option", "notice_after=0.3", concurrency=2))
+        took = time.monotonic() - started
+    assert out.returncode == 1, out.stderr[-3000:]
+    lines = out.stderr.splitlines()
+    notices = [k for k, line in enumerate(lines) if line.startswith(f"no answer yet from {server.base_url} after ")]
+    assert notices, out.stderr[-3000:]
+    assert lines[notices[0]].endswith("(2 requests waiting; timeout 1.5 s per request, 0 retries: a row fails after "
+                                      "about 1.5 s): the server is slow or stuck; --judge-option timeout=SECONDS "
+                                      "(and max_retries=N) to fail sooner"), lines[notices[0]]
+    assert len(notices) <= 3 and lines[-1].startswith("Error: no row was scored: 2 of 2"), out.stderr[-3000:]
+    reasons = {json.loads(x)["reason"] for x in (tmp_path / "o.jsonl").read_text().splitlines()}
+    assert reasons == {"judge call failed: gave up after 1 attempts: no complete answer within the 1.5s request "
+                       "deadline"}
+    print(f"\nstalled server, timeout=1.5, notice_after=0.3: {len(notices)} notices, run ended after {took:.1f}s")
+
+
 # -- model files -----------------------------------------------------------------------------------------------------
 class _Payload:
     """Unpickling this runs code (writes a file): what a hostile head file on the Hub would carry."""

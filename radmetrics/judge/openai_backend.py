@@ -6,6 +6,8 @@ and unusable bodies (non-JSON, truncated, wrong schema such as {"choices": "abc"
 bodies over `max_response_bytes`), honouring Retry-After. A request that still fails becomes a
 `GenerationFailure` for that row only. Ctrl-C / SIGTERM: nothing new is sent, requests in flight get
 `cancel_grace` seconds, every answer received is handed over (and so cached) before the interrupt goes on.
+A server that accepts requests but sends nothing is said so on the log (WARNING) after `notice_after` seconds
+of silence, then at a growing interval (judge/silence.py), naming the limits and the option that fails sooner.
 The API key comes from the argument or the environment and is never logged, written or put in an error
 message: every text leaving this module is redacted before any truncation.
 """
@@ -15,8 +17,9 @@ import json
 import logging
 import os
 import random
+import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,11 +27,16 @@ from radmetrics.errors import JudgeError, redact
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
+from radmetrics.judge.silence import SilenceWatch, span
 from radmetrics.types import GenerationConfig, GenerationFailure
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 #: an answer to one report is a few KB; a body far beyond that is junk (a 5 MB body was once cached for ever)
 MAX_RESPONSE_BYTES = 2_000_000
+#: seconds without any response, while requests are out, before a line says the server is slow or stuck
+NOTICE_AFTER = 30.0
+
+log = logging.getLogger(__name__)
 
 
 #: the HTTP libraries' loggers: httpcore's DEBUG log prints every response header, so a server that echoes the
@@ -91,6 +99,9 @@ class OpenAIOptions(BackendOptions):
     max_response_bytes: int = MAX_RESPONSE_BYTES
     #: after Ctrl-C / SIGTERM, how long requests in flight may still finish (their answers are cached)
     cancel_grace: float = 1.0
+    #: seconds without any response from the server, while requests are out, before a warning says so (then
+    #: again at a growing interval); 0 turns the warning off. Only a notice: `timeout` decides when to give up
+    notice_after: float = NOTICE_AFTER
     #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
     extra_body: dict | None = None
 
@@ -124,6 +135,7 @@ class OpenAIJudge(JudgeBackend):
         self.max_response_bytes = int(settings.max_response_bytes)
         self.cancel_grace = float(settings.cancel_grace)
         self._budget = RequestBudget()
+        self._silence = SilenceWatch(settings.notice_after)
         if settings.extra_body is not None and not isinstance(settings.extra_body, dict):
             raise JudgeError(f"extra_body must be a JSON object of extra request fields, got {settings.extra_body!r}")
         #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
@@ -228,6 +240,7 @@ class OpenAIJudge(JudgeBackend):
             wait_s = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             try:
                 status, headers, data = self._post(path, body)
+                self._silence.heard()
                 if status == 200:
                     return self._safe(self._extract(data))
                 if status in RETRY_STATUS:
@@ -242,6 +255,7 @@ class OpenAIJudge(JudgeBackend):
                     detail = self._safe(data.decode("utf-8", errors="replace"))[:200]
                     return GenerationFailure(f"HTTP {status}: {detail}")
             except _Unusable as e:  # non-JSON, truncated, wrong schema, empty / non-text answer, oversized
+                self._silence.heard()
                 last_error = self._safe(f"unusable response body ({e})")
             except httpx.TimeoutException:
                 last_error = f"no complete answer within the {self.timeout}s request deadline"
@@ -255,6 +269,31 @@ class OpenAIJudge(JudgeBackend):
 
     def _safe(self, message: str) -> str:
         return redact(message, [self._api_key])
+
+    def _worst_case_s(self) -> float:
+        """How long one row may take against a server that never answers: every attempt's deadline plus the
+        backoffs between them (at their longest)."""
+        waits = sum(min(self.max_backoff, self.backoff * 2**a) for a in range(max(0, self.max_retries)))
+        return (self.max_retries + 1) * self.timeout + waits
+
+    def _notice_silence(self, silent: float, waiting: int) -> None:
+        """One warning line: the server has sent nothing for a while; what the limits are; how to fail sooner."""
+        from urllib.parse import urlsplit
+
+        from tqdm.auto import tqdm
+
+        url = urlsplit(self.base_url)
+        where = f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"  # without user:password@ and ?query
+        quiet = f"no answer from {where} for {span(silent)}" if self._silence.heard_any else \
+            f"no answer yet from {where} after {span(silent)}"
+        retries = f"{self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
+        message = (f"{quiet} ({waiting} request{'s' if waiting != 1 else ''} waiting; timeout {self.timeout:g} s "
+                   f"per request, {retries}: a row fails after about {span(self._worst_case_s())}): "
+                   "the server is slow or stuck; --judge-option timeout=SECONDS (and max_retries=N) to fail "
+                   "sooner")
+        # progress bars are lifted off the terminal for the line and drawn again below it (elapsed time updated)
+        with tqdm.external_write_mode(file=sys.stderr):
+            log.warning("%s", self._safe(message))
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
@@ -278,10 +317,19 @@ class OpenAIJudge(JudgeBackend):
 
         try:
             with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
+                self._silence.start()
                 futures = {pool.submit(self._one, p, config): i for i, p in enumerate(prompts)}
-                for future in as_completed(futures):
-                    report(future)
-                    bar.update(1)
+                pending = set(futures)
+                while pending:
+                    # woken by each answer, and when a notice about a silent server may be due
+                    done, pending = wait(pending, timeout=self._silence.wait_s(cap=5.0),
+                                         return_when=FIRST_COMPLETED)
+                    for future in done:
+                        report(future)
+                        bar.update(1)
+                    silent = self._silence.due() if pending else None
+                    if silent is not None:
+                        self._notice_silence(silent, len(pending))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.
@@ -293,5 +341,6 @@ class OpenAIJudge(JudgeBackend):
                     report(future)
             raise
         finally:
+            self._silence.stop()
             pool.shutdown(wait=False)
         return out
