@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,10 @@ class PairFile:
     rows: list[dict[str, Any]]
     reference_column: str
     candidate_column: str
-    #: row index -> why the line could not be read (it is kept as an unscored row)
+    #: row index -> "line N: why it cannot be scored" (the row is kept: a stand-in or the row as read)
     bad_rows: dict[int, str]
-    decoding_errors: int = 0
+    #: the line of the file each row starts on (to name it in messages)
+    lines: list[int]
 
 
 def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, kind: str, path: Path) -> str:
@@ -52,48 +52,23 @@ _BINARY_MAGIC = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive (an .xl
                  b"BZh": "bzip2 data", b"\xfd7zXZ": "xz data", b"\x28\xb5\x2f\xfd": "zstd data"}
 
 
-def read_text(path: str | os.PathLike) -> tuple[str, int]:
-    """The file's text exactly as written (a leading BOM dropped) and how many bytes were not UTF-8.
-
-    Binary files (a known magic number, NUL bytes >= 1% of the file, or mostly undecodable bytes) are refused
-    with a one-line error rather than read as a table of nothing. Stray non-UTF-8 bytes in a text file are
-    replaced (U+FFFD) and counted: one bad byte must not stop a run."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
-    if not path.is_file():
-        raise InputError(f"Input file not found: {path}")
-    raw = path.read_bytes()
-    for magic, what in _BINARY_MAGIC.items():
-        if raw.startswith(magic):
-            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
-    if raw.startswith(b"\xef\xbb\xbf"):  # spreadsheet exports start with a BOM; it is not part of column 1
-        raw = raw[3:]
-    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
-    nul = raw.count(b"\x00")
-    if raw and nul * 100 >= len(raw):
-        raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
-    text = raw.decode("utf-8", errors="replace")
-    decoding_errors = text.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
-    if raw and decoding_errors * 10 > len(raw):
-        raise InputError(f"{path} is not UTF-8 text ({decoding_errors} of {len(raw)} bytes are not UTF-8); "
-                         "radmetrics reads UTF-8 JSONL or CSV")
-    if not text.strip():
-        raise InputError(f"{path} is empty")
-    return text, decoding_errors
+#: what to run on a file that is not UTF-8 (most such files are Latin-1 / Windows-1252 exports)
+ICONV_HINT = "re-encode the file, e.g. iconv -f latin1 -t utf-8 IN > OUT"
+#: how the problem of a record holding bytes that are not UTF-8 starts
+NOT_UTF8 = "not UTF-8"
 
 
-def check_text_file(path: str | os.PathLike, sniff: int = 1 << 16) -> None:
-    """read_text's refusals (binary, UTF-16, NUL, mostly undecodable, empty) on the first SNIFF bytes only, for
-    readers that stream the file."""
+def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> None:
+    """Refuse what is not a text file, with one line: a folder, a known binary magic number, UTF-16, NUL bytes
+    >= 1%, mostly undecodable bytes, or nothing at all. Checks the first SNIFF bytes (None: the whole file), so
+    that readers that stream the file can call it first."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a JSONL or CSV file")
     if not path.is_file():
         raise InputError(f"Input file not found: {path}")
     with path.open("rb") as fh:
-        head = fh.read(sniff)
+        head = fh.read(sniff) if sniff is not None else fh.read()
     for magic, what in _BINARY_MAGIC.items():
         if head.startswith(magic):
             raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
@@ -105,80 +80,191 @@ def check_text_file(path: str | os.PathLike, sniff: int = 1 << 16) -> None:
         raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
     bad = head.decode("utf-8", errors="replace").count("\ufffd") - head.decode("utf-8", errors="ignore").count("\ufffd")
     if head and bad * 10 > len(head):
-        raise InputError(f"{path} is not UTF-8 text ({bad} of {len(head)} bytes are not UTF-8); radmetrics reads "
-                         "UTF-8 JSONL or CSV")
-    if not head.strip() and path.stat().st_size <= sniff:
+        raise InputError(f"{path} is not UTF-8 text ({bad} of {len(head)} bytes are not UTF-8); {ICONV_HINT}")
+    if not head.strip() and (sniff is None or path.stat().st_size <= sniff):
         raise InputError(f"{path} is empty")
 
 
-def jsonl_lines(text: str) -> list[str]:
-    """Lines of JSONL split on "\\n" only: U+2028, U+0085, form feed and the other characters that
-    str.splitlines() treats as line breaks are text inside a record, never record boundaries."""
-    lines = text.split("\n")
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+#: characters of an unreadable record kept in its output row (`_raw`), enough to find it in the file
+RAW_KEPT = 200
 
 
-def csv_rows(text: str, delimiter: str = ",") -> tuple[list[str], list[dict[str, Any]]]:
-    """(columns, rows) through the csv module itself, so quoted fields keep their newlines exactly."""
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    rows = [{k: v for k, v in row.items() if k is not None} for row in reader]
-    return list(reader.fieldnames or []), rows
+@dataclass
+class Record:
+    """One record of an input file: the line it starts on, its row, and why it cannot be scored (None: it can).
+    A record that cannot be read as a row stands in as ``{"_line": N, "_raw": its text cut to RAW_KEPT}``."""
+
+    line: int
+    row: dict[str, Any]
+    problem: str | None = None
+
+
+def _not_utf8(raw: bytes) -> str | None:
+    """Where a line's bytes stop being UTF-8, or None when they are UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"byte 0x{raw[e.start]:02X} at position {e.start + 1}"
+    return None
+
+
+def _stand_in(line: int, text: str) -> dict[str, Any]:
+    text = text.rstrip("\r\n")
+    return {"_line": line, "_raw": text if len(text) <= RAW_KEPT else text[:RAW_KEPT] + "…"}
+
+
+class Records:
+    """Every record of a JSONL, CSV or TSV file, lazily and in order, each with the line it starts on; records
+    that cannot be read come out too, as stand-ins with their problem (nothing is dropped, nothing shifted).
+
+    Read as written: JSONL split on "\\n" only (U+2028, form feed, ... are text inside a record), CSV through the
+    csv module (quoted newlines kept), a leading BOM dropped. Text is never altered: a record with bytes that are
+    not UTF-8 keeps its problem (the replaced text is there to find it, never to be scored); a CSV header that
+    is not UTF-8 is an error. `columns`: the CSV header, or the keys of the readable JSONL rows read so far."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        suffix = self.path.suffix.lower()
+        self.delimiter = {".csv": ",", ".tsv": "\t"}.get(suffix)
+        self.columns: dict[str, None] = {}
+
+    def __iter__(self) -> Iterator[Record]:
+        return self._jsonl() if self.delimiter is None else self._csv()
+
+    def _lines(self) -> Iterator[tuple[int, str, str | None]]:
+        """(line number, text, where it is not UTF-8 or None); CSV lines also end at a lone "\\r", as the csv
+        module expects (newline="")."""
+        lineno = 0
+        with open(self.path, "rb") as fh:
+            for n, chunk in enumerate(fh):
+                if n == 0:
+                    chunk = chunk.removeprefix(b"\xef\xbb\xbf")  # a spreadsheet's BOM is not part of column 1
+                for raw in (chunk,) if self.delimiter is None else chunk.splitlines(keepends=True):
+                    lineno += 1
+                    text = raw.decode("utf-8", errors="replace")
+                    yield lineno, text, _not_utf8(raw) if "\ufffd" in text else None
+
+    def _jsonl(self) -> Iterator[Record]:
+        for lineno, line, bad in self._lines():
+            if not line.strip():
+                continue
+            problem = None
+            try:
+                row = _parse_json_line(line)
+                if not isinstance(row, dict):
+                    problem = f"a JSON {type(row).__name__}, not an object"
+            except json.JSONDecodeError as e:
+                row, problem = None, f"not JSON ({e.msg} at position {e.colno})"
+            except (ValueError, RecursionError) as e:  # a number too long to read, nesting too deep, ...
+                row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
+            if bad:
+                problem = f"{NOT_UTF8} ({bad}); {ICONV_HINT}"
+            if not isinstance(row, dict):
+                row = _stand_in(lineno, line)
+            elif problem is None:
+                self.columns.update(dict.fromkeys(row))
+            yield Record(lineno, row, problem)
+
+    def _csv(self) -> Iterator[Record]:
+        feed = _RecordLines(self._lines())
+        reader = csv.reader(feed, delimiter=self.delimiter)
+        header: list[str] | None = None
+        while True:
+            feed.next_record()
+            try:
+                fields: list[str] | None = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:  # a NUL byte, a field over the csv module's size limit, ...
+                fields, problem = None, f"not a CSV record ({e})"
+            else:
+                problem = None
+            if fields == []:
+                continue  # a blank line
+            if header is None:
+                if fields is None or feed.bad:
+                    why = problem or f"{NOT_UTF8} ({feed.bad[1]}); {ICONV_HINT}"
+                    raise InputError(f"{self.path} line {feed.first} (the header): {why}")
+                header = fields
+                self.columns = dict.fromkeys(header)
+                continue
+            if fields is not None and len(fields) != len(header):
+                hint = ("an unquoted comma?" if self.delimiter == "," else "a tab inside a field?") \
+                    if len(fields) > len(header) else "a missing field?"
+                problem = (f"{len(fields)} field{'s' if len(fields) != 1 else ''}, the header has {len(header)} "
+                           f"({hint})")
+                fields = None  # which value belongs to which column is unknown: none is read as a report
+            if feed.bad:
+                where = f" on line {feed.bad[0]}" if feed.bad[0] != feed.first else ""
+                problem = f"{NOT_UTF8}{where} ({feed.bad[1]}); {ICONV_HINT}"
+            row = dict(zip(header, fields)) if fields is not None else _stand_in(feed.first, feed.text)
+            yield Record(feed.first, row, problem)
+
+
+class _RecordLines:
+    """The lines csv.reader reads, remembering those of the record being read: its first line, the start of its
+    text, and its first line that is not UTF-8."""
+
+    def __init__(self, lines: Iterator[tuple[int, str, str | None]]):
+        self.lines = lines
+        self.last = 0
+        self.next_record()
+
+    def next_record(self) -> None:
+        self.first, self.text, self.bad = self.last + 1, "", None
+
+    def __iter__(self) -> _RecordLines:
+        return self
+
+    def __next__(self) -> str:
+        lineno, text, bad = next(self.lines)
+        self.last = lineno
+        if len(self.text) <= RAW_KEPT:
+            self.text += text
+        if bad and self.bad is None:
+            self.bad = (lineno, bad)
+        return text
 
 
 def read_rows_strict(path: str | os.PathLike, why: str = "") -> list[dict[str, Any]]:
-    """Every row of a JSONL, CSV or TSV file, read as written (read_text, jsonl_lines, csv_rows); a line that is
-    not a JSON object is an error naming it, for callers that cannot leave a row out (`why` says so)."""
+    """Every row of a JSONL, CSV or TSV file, read as written (Records); a record that cannot be read is an error
+    naming its line, for callers that cannot leave a row out (`why` says so)."""
     path = Path(path)
-    text, _ = read_text(path)
-    suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        return csv_rows(text, "\t" if suffix == ".tsv" else ",")[1]
+    check_text_file(path, sniff=None)
     rows = []
-    for lineno, line in enumerate(jsonl_lines(text), 1):
-        if not line.strip():
-            continue
-        try:
-            row = _parse_json_line(line)
-        except ValueError as e:
-            raise InputError(f"{path} line {lineno} is not JSON ({str(e)[:80]}){why}") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path} line {lineno} is a JSON {type(row).__name__}, not an object{why}")
-        rows.append(row)
+    for record in Records(path):
+        if record.problem:
+            raise InputError(f"{path} line {record.line}: {record.problem}{why}")
+        rows.append(record.row)
     return rows
 
 
+#: strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
+_JSON_LINE = json.JSONDecoder(strict=False)
+
+
 def _parse_json_line(line: str) -> Any:
-    # strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
-    return json.JSONDecoder(strict=False).decode(line)
+    return _JSON_LINE.decode(line)
 
 
 def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
                candidate_column: str | None = None) -> PairFile:
+    """Every record of PATH (Records), the unreadable ones kept as stand-ins in `bad_rows`; the columns are
+    picked by alias (or as given)."""
     path = Path(path)
-    text, decoding_errors = read_text(path)
+    check_text_file(path, sniff=None)
+    records = Records(path)
     rows: list[dict[str, Any]] = []
+    lines: list[int] = []
     bad: dict[int, str] = {}
-    if path.suffix.lower() in {".csv", ".tsv"}:
-        columns, rows = csv_rows(text, "\t" if path.suffix.lower() == ".tsv" else ",")
-    else:
-        columns_seen: dict[str, None] = {}
-        for lineno, line in enumerate(jsonl_lines(text), 1):
-            if not line.strip():
-                continue
-            try:
-                row = _parse_json_line(line)
-                if not isinstance(row, dict):
-                    raise ValueError(f"a JSON {type(row).__name__}, not an object")
-            except ValueError as e:
-                bad[len(rows)] = f"line {lineno} is not a JSON object ({str(e)[:80]})"
-                rows.append({"_line": lineno})
-                continue
-            columns_seen.update(dict.fromkeys(row))
-            rows.append(row)
-        columns = list(columns_seen)
-    ref = _pick(columns, REFERENCE_ALIASES, reference_column, "reference", path)
-    cand = _pick(columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
-    return PairFile(rows, ref, cand, bad, decoding_errors)
+    for record in records:
+        if record.problem:
+            bad[len(rows)] = f"line {record.line}: {record.problem}"
+        rows.append(record.row)
+        lines.append(record.line)
+    ref = _pick(records.columns, REFERENCE_ALIASES, reference_column, "reference", path)
+    cand = _pick(records.columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
+    return PairFile(rows, ref, cand, bad, lines)
 
 
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:

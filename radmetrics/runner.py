@@ -49,13 +49,16 @@ class ScoreResult:
 
 def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[Any],
                 config: GenerationConfig | None = None, progress: bool = True,
-                row_ids: Sequence[int] | None = None) -> list[Judgment]:
+                row_ids: Sequence[int] | None = None, row_labels: Sequence[str] | None = None) -> list[Judgment]:
     """Judge every pair; invalid rows and failed judge calls become unscored Judgments.
 
-    row_ids: the row numbers to name in reasons (default 0..n-1), e.g. line positions in the input file.
+    row_ids: the row numbers to name in reasons ("row 3: ...", default 0..n-1, the index into the lists);
+    row_labels: what reasons call each row instead, e.g. "input line 4" (scoring.ROW_PREFIX).
     """
     check_lengths(references, candidates)
-    row_ids = list(row_ids) if row_ids is not None else list(range(len(references)))
+    if row_labels is None:
+        row_labels = [f"row {i}" for i in (row_ids if row_ids is not None else range(len(references)))]
+    row_labels = list(row_labels)
     config = config or GenerationConfig()
     judgments: list[Judgment | None] = [None] * len(references)
     prompts: list[str] = []
@@ -69,7 +72,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         empty = isinstance(cand, str) and not cand.strip()
         problem = row_problem(ref, "reference") or (None if empty else row_problem(cand, "candidate"))
         if problem:
-            judgments[i] = Judgment.unscored(f"row {row_ids[i]}: {problem}")
+            judgments[i] = Judgment.unscored(f"{row_labels[i]}: {problem}")
             continue
         note = system.input_warnings(ref, cand)
         if note:
@@ -80,7 +83,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             empty_candidates.append(i)
     if warnings:
         log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
-    texts = _generate(judge, prompts, config, progress, rows, row_ids)
+    texts = _generate(judge, prompts, config, progress, rows, row_labels)
     for i, text in zip(rows, texts):
         judgments[i] = _parse(system, text)
     # Re-asks (FineRadScore: malformed JSON): up to `max_retries` further prompts for rows whose output the
@@ -91,7 +94,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         if not redo:
             break
         more = [system.retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
-        answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_ids)
+        answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_labels)
         for (_, i), text in zip(redo, answers):
             history = judgments[i].details.get("attempts", []) + [judgments[i].raw]
             judgments[i] = _parse(system, text)
@@ -143,14 +146,14 @@ def aggregate(system, judgments: Sequence[Judgment], **options: Any) -> dict[str
 
 
 def _generate(judge, prompts: list[str], config: GenerationConfig, progress: bool, rows: list[int],
-              row_ids: list[int]) -> list[str]:
+              row_labels: list[str]) -> list[str]:
     """judge.generate, with a failing prompt's position turned into the input row it came from."""
     try:
         return judge.generate(prompts, config, progress=progress) if prompts else []
     except JudgeError as e:
         if e.prompt_index is None:
             raise
-        raise JudgeError(f"row {row_ids[rows[e.prompt_index]]}: {e.message}") from e
+        raise JudgeError(f"{row_labels[rows[e.prompt_index]]}: {e.message}") from e
 
 
 def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:

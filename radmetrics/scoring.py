@@ -208,11 +208,21 @@ def row_means_summary(system: ScoringSystem, judgments: Sequence[Judgment]) -> d
     return means.result()
 
 
+#: how a reason names the input row it is about: "row 3: " (an index into the lists given) or "input line 4: " (of
+#: an input file). A reason that starts so is the input's problem, never the judge's ("line 0: ..." from
+#: FineRadScore is a line of the candidate report: the judge's).
+ROW_PREFIX = re.compile(r"^(?:row|input line) \d+: ")
+
+
+def is_input_problem(reason: str | None) -> bool:
+    return bool(reason and ROW_PREFIX.match(reason))
+
+
 def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
-    """How many rows went unscored for each reason (row numbers dropped so that reasons group)."""
+    """How many rows went unscored for each reason (row and line numbers dropped so that reasons group)."""
     reasons: dict[str, int] = {}
     for j in judgments:
         if j.score is None:
-            reason = re.sub(r"^row \d+: ", "", j.reason or "unknown")
+            reason = ROW_PREFIX.sub("", j.reason or "unknown")
             reasons[reason] = reasons.get(reason, 0) + 1
     return reasons

@@ -19,10 +19,13 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from radmetrics.errors import InputError
 from radmetrics.types import Judgment
+
+if TYPE_CHECKING:
+    from radmetrics.io import Record
 
 #: rows read at a time for column detection (JSONL: the union of their keys)
 SNIFF_ROWS = 1000
@@ -33,63 +36,37 @@ class PairStream:
     path: Path
     reference_column: str
     candidate_column: str
-    #: bytes that were not UTF-8 (replaced), counted as the rows are read
-    decoding_errors: int = 0
+    #: records with bytes that are not UTF-8 (kept unscored), and the first one's line, counted as they are read
+    not_utf8_rows: int = 0
+    first_not_utf8_line: int | None = None
 
-    def rows(self) -> Iterator[tuple[dict[str, Any], str | None]]:
-        """(row, why it cannot be read or None) for every record, in order, read lazily."""
-        self.decoding_errors = 0
-        yield from _records(self.path, self)
+    def rows(self) -> Iterator[Record]:
+        """Every record (row, the line it starts on, why it cannot be scored or None), in order, read lazily."""
+        from radmetrics.io import NOT_UTF8, Records
+
+        self.not_utf8_rows, self.first_not_utf8_line = 0, None
+        for record in Records(self.path):
+            if record.problem and record.problem.startswith(NOT_UTF8):
+                self.not_utf8_rows += 1
+                self.first_not_utf8_line = self.first_not_utf8_line or record.line
+            yield record
 
 
 def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
                candidate_column: str | None = None) -> PairStream:
     """A lazy reader of report pairs; the columns are chosen from the first rows (aliases as `io.read_pairs`)."""
-    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, _pick
+    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, Records, _pick
 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"Input file not found: {path}")
-    columns: dict[str, None] = {}
-    for n, (row, problem) in enumerate(_records(path)):
-        if n >= SNIFF_ROWS:
+    records = Records(path)
+    for n, _ in enumerate(records):  # the CSV header, or the keys of the first readable JSONL rows
+        if n + 1 >= SNIFF_ROWS:
             break
-        if problem is None:
-            columns.update(dict.fromkeys(row))
-    ref = _pick(columns, REFERENCE_ALIASES, reference_column, "reference", path)
-    cand = _pick(columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
+    ref = _pick(records.columns, REFERENCE_ALIASES, reference_column, "reference", path)
+    cand = _pick(records.columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
     return PairStream(path, ref, cand)
-
-
-def _lines(path: Path, counter: Any = None) -> Iterator[str]:
-    """Decoded lines; a stray non-UTF-8 byte is replaced (and counted), it does not stop the run."""
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh):
-            if n == 0:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a spreadsheet's BOM is not part of column 1 / row 0
-            line = raw.decode("utf-8", errors="replace")
-            if counter is not None and "\ufffd" in line:
-                counter.decoding_errors += line.count("\ufffd") - raw.decode("utf-8", errors="ignore").count("\ufffd")
-            yield line
-
-
-def _records(path: Path, counter: Any = None) -> Iterator[tuple[dict[str, Any], str | None]]:
-    if path.suffix.lower() in {".csv", ".tsv"}:
-        reader = csv.DictReader(_lines(path, counter), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-        for row in reader:
-            yield {k: v for k, v in row.items() if k is not None}, None
-        return
-    for lineno, line in enumerate(_lines(path, counter), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError(f"a JSON {type(row).__name__}, not an object")
-        except ValueError as e:
-            yield {"_line": lineno}, f"line {lineno} is not a JSON object ({str(e)[:80]})"
-            continue
-        yield row, None
 
 
 class RunningSummary:

@@ -65,34 +65,42 @@ def test_cli_unknown_metric_suggests(tmp_path):
 
 
 def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
-    """Malformed JSON lines, empty reports, a 100k-character report and bad bytes: all rows come out."""
+    """Malformed JSON lines, empty reports, a 100k-character report and bad bytes: all rows come out, each
+    unscored row naming its line of the input file; the row with a byte that is not UTF-8 is never judged."""
     sample = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()]
     huge = "effusion " * 12000  # ~108k characters: cut to 300 words by the GREEN prompt, with a warning
     lines = [json.dumps(sample[5]).encode(), b"{not json", json.dumps({"reference": "", "candidate": "x"}).encode(),
              json.dumps({"reference": huge, "candidate": "effusion"}).encode(),
-             json.dumps({"reference": "caf\u00e9 effusion", "candidate": "effusion"}).encode()[:-2] + b"\xff\"}",
+             json.dumps({"id": "latin", "reference": "caf\u00e9 effusion", "candidate": "effusion"}).encode()[:-2]
+             + b"\xff\"}",
              b"[1, 2]"]
     src = tmp_path / "bad.jsonl"
     src.write_bytes(b"\n".join(lines) + b"\n")
-    # Answers for the rows that reach the judge: the A.2 one from the sample replay, the rest unparseable.
+    # Answers for the rows that reach the judge: the A.2 one from the sample replay, the huge one unparseable.
+    # The row with the bad byte has no answer: were it judged, the replay would stop the run.
     system = radmetrics.get_scoring_system("green")
     replay = tmp_path / "replay.jsonl"
     sample_replay = (SAMPLE / "green_replay.jsonl").read_text().splitlines()
-    extra = [{"prompt": system.build_prompt(huge, "effusion"), "response": "[Explanation]: cut"},
-             {"prompt": system.build_prompt("caf\u00e9 effusion", "effusion\ufffd"), "response": ""}]
+    extra = [{"prompt": system.build_prompt(huge, "effusion"), "response": "[Explanation]: cut"}]
     replay.write_text("\n".join(sample_replay + [json.dumps(e) for e in extra]) + "\n")
     out_path = tmp_path / "out.jsonl"
     out = cli("score", "-m", "green", "-i", src, "-o", out_path, "--replay", replay)
     assert out.returncode == 0, out.stderr
-    assert "1 bytes were not UTF-8" in out.stderr
+    assert ("Warning: 1 row was not UTF-8 and left unscored (first: line 5); re-encode the file, e.g. "
+            "iconv -f latin1 -t utf-8 bad.jsonl > bad.utf8.jsonl") in out.stderr
     rows = [json.loads(x) for x in out_path.read_text().splitlines()]
     assert len(rows) == 6
     assert rows[0]["green"] == 0.75
-    assert rows[1]["reason"].startswith("row 1: line 2 is not a JSON object")
-    assert rows[2]["reason"] == "row 2: reference is empty"
+    assert rows[1]["reason"] == "input line 2: not JSON (Expecting property name enclosed in double quotes at position 2)"
+    assert rows[1]["_line"] == 2 and rows[1]["_raw"] == "{not json"  # enough of the line to find it
+    assert rows[2]["reason"] == "input line 3: reference is empty"
     assert rows[3]["details"]["warnings"] == ["reference cut from 12000 to 300 words (GREEN prompt limit)"]
-    assert rows[3]["green"] is None and rows[4]["reason"] == "empty judge output"
-    assert rows[5]["reason"].startswith("row 5: line 6 is not a JSON object")
+    assert rows[3]["green"] is None
+    assert rows[4]["green"] is None and rows[4]["judge_output"] == "" and rows[4]["id"] == "latin"
+    position = lines[4].index(b"\xff") + 1  # 1-based, in bytes, as an editor's column counter shows it
+    assert rows[4]["reason"] == (f"input line 5: not UTF-8 (byte 0xFF at position {position}); re-encode the file, e.g. "
+                                 "iconv -f latin1 -t utf-8 IN > OUT")
+    assert rows[5]["reason"] == "input line 6: a JSON list, not an object" and rows[5]["_raw"] == "[1, 2]"
 
 
 def test_duplicate_rows_are_judged_once_and_all_kept(fake_judge):
@@ -101,3 +109,23 @@ def test_duplicate_rows_are_judged_once_and_all_kept(fake_judge):
     result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
     assert fake_judge.calls == 2  # identical prompts are asked once per run
     assert result.scores[0] == result.scores[1] == result.scores[3] and len(result.judgments) == 4
+
+
+def test_cli_a_report_line_named_in_a_judge_answer_is_the_judges_failure_not_an_input_problem(tmp_path):
+    """FineRadScore's reasons name lines of the candidate report ("line 0: ..."); only "input line N: ..." and
+    "row N: ..." are the input's. Every answer unreadable: the judge failed every row, exit 1 (not 0, as if
+    every row were the user's mistake)."""
+    system = radmetrics.get_scoring_system("finerad_score")
+    pairs = [("Heart normal.", "Heart normal. Small effusion."), ("Clear lungs.", "Large effusion.")]
+    bad = json.dumps({"0": {"corrections": "Fixed.", "clinical severity": "Serious"}})  # not a severity it knows
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"prompt": system.build_prompt(r, c), "response": bad}) + "\n"
+                              for r, c in pairs))
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs))
+    out = cli("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o.jsonl", "--replay", replay,
+              "--no-progress")
+    assert out.returncode == 1, out.stderr
+    assert "no row was scored: 2 of 2 judged rows failed because of the judge" in out.stderr
+    rows = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rows] == ["line 0: unknown clinical severity 'Serious'"] * 2

@@ -16,6 +16,8 @@ from conftest import REPO
 from fake_judge import analysis_for
 from openai_server import FakeOpenAIServer
 
+import radmetrics
+
 #: every character str.splitlines() breaks on, every C0/C1 control character, DEL, BOM inside text
 SEPARATORS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 CONTROLS = [chr(c) for c in range(0x20)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xa0)] + ["\ufeff"]
@@ -99,12 +101,85 @@ def test_csv_keeps_quoted_newlines_and_bom_is_dropped(tmp_path):
     assert [g["reference"] for g in got2] == ["a b", "c d"] and all(g["parsed"] for g in got2)  # row 0 kept
 
 
+def judged_pairs(server):
+    """The (reference, candidate) pairs the judge server was asked about, read back from its requests."""
+    green = radmetrics.get_scoring_system("green")
+    prompts = [r["body"]["messages"][-1]["content"] if "messages" in r["body"] else r["body"]["prompt"]
+               for r in server.requests]
+    return [green.pair_in_prompt(p) for p in prompts]
+
+
+def test_csv_rows_with_more_or_fewer_fields_than_the_header_are_unscored_never_shifted(tmp_path):
+    """An unquoted comma used to shift the columns (reference 'Small effusion', candidate ' left side.', the real
+    candidate dropped) and the row was scored. Now it is an unscored row naming its line, with its text kept;
+    the other rows, the quoted comma and a record over two lines included, are scored as written."""
+    src = tmp_path / "ragged.csv"
+    src.write_text("id,reference,candidate\n"
+                   "r1,Small effusion, left side.,No effusion.\n"     # line 2: an unquoted comma
+                   'r2,"Small effusion, left side.",No effusion.\n'   # line 3: the same, quoted
+                   'r3,"FINDINGS:\nclear lungs.",Clear lungs.\n'     # lines 4-5: one record
+                   "r4,Clear lungs.\n"                                # line 6: a field missing
+                   "r5,Clear lungs.,Clear lungs.\n", encoding="utf-8")
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert [r.get("id") for r in rows] == [None, "r2", "r3", None, "r5"]  # every row, in order
+    assert rows[0]["reason"] == "input line 2: 4 fields, the header has 3 (an unquoted comma?)"
+    assert rows[0]["_line"] == 2 and rows[0]["_raw"] == "r1,Small effusion, left side.,No effusion."
+    assert "reference" not in rows[0] and "candidate" not in rows[0]  # no shifted value passes for a report
+    assert rows[3]["reason"] == "input line 6: 2 fields, the header has 3 (a missing field?)"
+    assert rows[3]["_raw"] == "r4,Clear lungs." and rows[0]["green"] is None and rows[3]["green"] is None
+    assert rows[1]["reference"] == "Small effusion, left side." and rows[2]["reference"] == "FINDINGS:\nclear lungs."
+    assert all(rows[i]["parsed"] and rows[i]["green"] is not None for i in (1, 2, 4))
+    assert sorted(judged_pairs(server)) == sorted([("Small effusion, left side.", "No effusion."),
+                                                   ("FINDINGS: clear lungs.", "Clear lungs."),  # GREEN's spacing
+                                                   ("Clear lungs.", "Clear lungs.")])
+    summary = json.loads((tmp_path / "o.jsonl.summary.json").read_text())["summary"]
+    assert summary["num_scored"] == 3 and summary["unscored_reasons"] == {
+        "4 fields, the header has 3 (an unquoted comma?)": 1, "2 fields, the header has 3 (a missing field?)": 1}
+
+
+def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
+    """A Latin-1 export (a few bad bytes, so not refused as binary) used to be judged with every accented letter
+    turned into U+FFFD. Now its rows that are not UTF-8 are unscored with the fix, the others scored; once
+    re-encoded as the message says, the same rows are scored with their text intact."""
+    text = ("id,reference,candidate\n"
+            "r1,\u00c9panchement pleural gauche.,Pas d'\u00e9panchement.\n"
+            "r2,Clear lungs.,Clear lungs.\n"
+            "r3,Small effusion.,No effusion.\n")
+    src = tmp_path / "latin.csv"
+    src.write_bytes(text.encode("latin-1"))
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert ("Warning: 1 row was not UTF-8 and left unscored (first: line 2); re-encode the file, e.g. "
+                "iconv -f latin1 -t utf-8 latin.csv > latin.utf8.csv") in out.stderr
+        rows = read_jsonl(tmp_path / "o.jsonl")
+        assert [r["id"] for r in rows] == ["r1", "r2", "r3"]
+        assert rows[0]["green"] is None and not rows[0]["parsed"] and rows[0]["judge_output"] == ""
+        assert rows[0]["reason"] == ("input line 2: not UTF-8 (byte 0xC9 at position 4); re-encode the file, "
+                                     "e.g. iconv -f latin1 -t utf-8 IN > OUT")
+        assert rows[1]["green"] is not None and rows[2]["green"] is not None
+        assert sorted(judged_pairs(server)) == [("Clear lungs.", "Clear lungs."), ("Small effusion.", "No effusion.")]
+
+        fixed = tmp_path / "latin.utf8.csv"  # what iconv -f latin1 -t utf-8 writes
+        fixed.write_bytes(src.read_bytes().decode("latin-1").encode("utf-8"))
+        again = score(server, fixed, tmp_path / "o2.jsonl", tmp_path)
+    assert again.returncode == 0 and "not UTF-8" not in again.stderr, again.stderr[-3000:]
+    first = read_jsonl(tmp_path / "o2.jsonl")[0]
+    assert first["reference"] == "\u00c9panchement pleural gauche." and first["green"] is not None
+    assert ("\u00c9panchement pleural gauche.", "Pas d'\u00e9panchement.") in judged_pairs(server)
+
+
 @pytest.mark.parametrize("name,content,expected", [
     ("nul.csv", b"\x00" * 64, "is not a text file (64 NUL bytes)"),
     ("pairs.jsonl", gzip.compress(b'{"reference": "a", "candidate": "b"}\n'), "is not a text file (gzip data)"),
     ("pairs.csv", b"PK\x03\x04" + bytes(range(256)) * 4, "is not a text file (a zip archive"),
     ("random.jsonl", bytes((i * 97 + 13) % 256 for i in range(4000)), "is not UTF-8 text (2000 of 4000 bytes"),
     ("latin.csv", "référence,candidat\n".encode("utf-16"), "is UTF-16 text; save it as UTF-8"),
+    ("header.csv", "id,référence,candidat\nr1,Heart normal.,Heart normal.\n".encode("latin-1"),
+     "header.csv line 1 (the header): not UTF-8 (byte 0xE9 at position 5); re-encode the file, e.g. iconv"),
     ("empty.jsonl", b"\n\n", "is empty"),
 ])
 def test_binary_empty_and_non_text_inputs_are_one_line_errors(tmp_path, name, content, expected):

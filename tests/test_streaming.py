@@ -58,7 +58,7 @@ def test_chunks_write_the_same_rows_in_order(many_pairs):
     assert one.exit_code == 0 and small.exit_code == 0, small.output
     assert (tmp_path / "one.jsonl").read_text() == (tmp_path / "small.jsonl").read_text()
     rows = [json.loads(x) for x in (tmp_path / "small.jsonl").read_text().splitlines()]
-    assert len(rows) == 25 and rows[5]["reason"].startswith("row 5: line 6 is not a JSON object")
+    assert len(rows) == 25 and rows[5]["reason"].startswith("input line 6: not JSON (")
     assert [r.get("id") for r in rows[:5]] == [json.loads(x)["id"] for x in
                                                (SAMPLE / "pairs.jsonl").read_text().splitlines()[:5]]
     one_summary = json.loads((tmp_path / "one.jsonl.summary.json").read_text())["summary"]

@@ -40,10 +40,12 @@ def interrupted_line() -> str:
 
 def judge_failures(judgments: list[Any]) -> Counter:
     """Unscored rows the judge caused (a failed call or an unreadable answer), by reason; input problems
-    ("row N: ...") are the user's and are not counted."""
+    ("row N: ..." / "input line N: ...") are the user's and are not counted."""
+    from radmetrics.scoring import is_input_problem
+
     reasons: Counter = Counter()
     for judgment in judgments:
-        if judgment.score is None and not judgment.parsed and not (judgment.reason or "").startswith("row "):
+        if judgment.score is None and not judgment.parsed and not is_input_problem(judgment.reason):
             reasons[(judgment.reason or "unknown")[:160]] += 1
     return reasons
 
@@ -57,7 +59,9 @@ class FailureTally:
         self.reasons: Counter = Counter()
 
     def add(self, judgment: Any) -> None:
-        if (judgment.reason or "").startswith("row "):
+        from radmetrics.scoring import is_input_problem
+
+        if is_input_problem(judgment.reason):
             return
         self.judged += 1
         self.reasons.update(judge_failures([judgment]))

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+
+if TYPE_CHECKING:
+    from radmetrics.io import Record
 
 
 def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
@@ -107,8 +110,12 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
         raise
     summary_path(output_path).unlink(missing_ok=True)  # never new results beside the previous run's summary
     writer.finish()
-    if pairs.decoding_errors:
-        click.echo(f"Warning: {pairs.decoding_errors} bytes were not UTF-8 and were replaced.", err=True)
+    if pairs.not_utf8_rows:  # their text would be altered: unscored, and the fix said once for the whole file
+        name = os.path.basename(input_path)
+        stem, suffix = os.path.splitext(name)
+        rows = "1 row was" if pairs.not_utf8_rows == 1 else f"{pairs.not_utf8_rows} rows were"
+        click.echo(f"Warning: {rows} not UTF-8 and left unscored (first: line {pairs.first_not_utf8_line}); "
+                   f"re-encode the file, e.g. iconv -f latin1 -t utf-8 {name} > {stem}.utf8{suffix}", err=True)
     click.echo(f"Scored {total} rows from {input_path}", err=True)
     corpus = running.result(summary=summary, summary_model=summary_model)
     with AtomicFile(summary_path(output_path)) as fh:
@@ -131,36 +138,38 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     from radmetrics.runner import judge_pairs, read_answer
     from radmetrics.types import Judgment
 
-    chunk: list[tuple[int, dict[str, Any], str | None]] = []
+    chunk: list[Record] = []
 
     def flush() -> None:
-        good = [(i, row) for i, row, problem in chunk if problem is None]
-        judged = judge_pairs(system, judge, [row.get(pairs.reference_column) for _, row in good],
-                             [row.get(pairs.candidate_column) for _, row in good], config, progress=progress,
-                             row_ids=[i for i, _ in good]) if good else []
+        # reasons name a row by its line in the input file (what an editor shows), never by a 0-based index;
+        # "input" tells it from a line of a report (FineRadScore's "line 0: ...")
+        good = [r for r in chunk if r.problem is None]
+        refs = [r.row.get(pairs.reference_column) for r in good]
+        cands = [r.row.get(pairs.candidate_column) for r in good]
+        labels = [f"input line {r.line}" for r in good]
+        judged = judge_pairs(system, judge, refs, cands, config, progress=progress, row_labels=labels) if good else []
         if retry_unscored and judged:
-            judged = _retry_unscored(system, judge, [row.get(pairs.reference_column) for _, row in good],
-                                     [row.get(pairs.candidate_column) for _, row in good], judged, config, progress,
-                                     [i for i, _ in good])
-        by_row = dict(zip((i for i, _ in good), judged))
+            judged = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels)
+        by_line = dict(zip((r.line for r in good), judged))
         out = []
-        for i, row, problem in chunk:
-            judgment = by_row.get(i) or Judgment.unscored(f"row {i}: {problem}")
+        for record in chunk:
+            judgment = by_line.get(record.line) or Judgment.unscored(f"input line {record.line}: {record.problem}")
             running.add(judgment)
             if tally is not None:
                 tally.add(judgment)
-            out.append({**result_row(row, judgment, system.score_key, fp), **({"run_id": run_id} if run_id else {})})
+            out.append({**result_row(record.row, judgment, system.score_key, fp),
+                        **({"run_id": run_id} if run_id else {})})
         writer.write(out)
         chunk.clear()
 
     resumed = writer.done_rows
-    for i, ((row, problem), done) in enumerate(_with_resumed(pairs.rows(), writer)):
+    for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
-            ref, cand = row.get(pairs.reference_column), row.get(pairs.candidate_column)
+            ref, cand = record.row.get(pairs.reference_column), record.row.get(pairs.candidate_column)
             running.add(read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or ""))
             continue
-        chunk.append((i, row, problem))
+        chunk.append(record)
         if len(chunk) >= chunk_rows:
             flush()
     if chunk:
@@ -170,18 +179,20 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     return writer.done_rows
 
 
-def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_ids):
+def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
     """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
     forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
     from radmetrics.runner import judge_pairs
+    from radmetrics.scoring import is_input_problem
 
     redo = [k for k, j in enumerate(judged)
-            if not j.parsed and j.raw and not (j.reason or "").startswith(("row ", "judge call failed"))]
+            if not j.parsed and j.raw and not is_input_problem(j.reason)
+            and not (j.reason or "").startswith("judge call failed")]
     if not redo or not hasattr(judge, "forget"):
         return judged
     judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
     again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
-                        progress=progress, row_ids=[row_ids[k] for k in redo])
+                        progress=progress, row_labels=[row_labels[k] for k in redo])
     judged = list(judged)
     for k, judgment in zip(redo, again):
         judged[k] = judgment

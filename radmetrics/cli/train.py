@@ -21,6 +21,9 @@ def _load_pairs_source(path: str):
 
     pairs = read_pairs(path)
     rows = [r for i, r in enumerate(pairs.rows) if i not in pairs.bad_rows]
+    if pairs.bad_rows:  # a training set cannot hold a row without its text: left out, and said so
+        click.echo(f"Warning: {len(pairs.bad_rows)} rows of {path} cannot be read and are left out (first: "
+                   f"{next(iter(pairs.bad_rows.values()))})", err=True)
     return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
                                         "candidate": r[pairs.candidate_column]} for r in rows])
 

@@ -28,13 +28,13 @@ def read_rate_eval(path: str | Path) -> list[dict[str, Any]]:
     rows = []
     for i, row in enumerate(pairs.rows):
         if i in pairs.bad_rows:
-            raise InputError(f"{path}: row {i}: {pairs.bad_rows[i]}")
+            raise InputError(f"{path} {pairs.bad_rows[i]}")
         try:
             score = float(row["Score"])
         except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{path}: row {i} has no numeric 'Score' ({e})") from e
+            raise InputError(f"{path} line {pairs.lines[i]}: no numeric 'Score' ({e})") from e
         if not 0 <= score <= SCALE:
-            raise InputError(f"{path}: row {i}: Score {score} outside 0-{SCALE:g}")
+            raise InputError(f"{path} line {pairs.lines[i]}: Score {score} outside 0-{SCALE:g}")
         rows.append({"id": f"rate_eval-{i}", "dataset": "rate_eval", "reference": row["gt_report"],
                      "candidate": row["similar_report"], "expert_score": score / SCALE,
                      "expert_higher_is_better": True, "expert_significant": [], "expert_insignificant": [],

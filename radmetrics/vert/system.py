@@ -38,11 +38,11 @@ def load_shots(path: str | Path, score_scale: float = 1.0) -> list[Shot]:
     shots = []
     for i, row in enumerate(pairs.rows):
         if i in pairs.bad_rows:
-            raise InputError(f"{path}: row {i}: {pairs.bad_rows[i]}")
+            raise InputError(f"{path} {pairs.bad_rows[i]}")
         try:
             score = float(row["score"]) / score_scale
         except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{path}: row {i} has no numeric 'score' ({e})") from e
+            raise InputError(f"{path} line {pairs.lines[i]}: no numeric 'score' ({e})") from e
 
         shots.append(Shot(row[pairs.reference_column], row[pairs.candidate_column], score,
                           _counts(row, "significant"), _counts(row, "insignificant")))
