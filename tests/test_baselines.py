@@ -27,13 +27,14 @@ def test_bleu_and_rouge_l_equal_their_libraries():
     for order in (2, 4):
         run = run_metric(f"bleu-{order}", REFS, CANDS)
         bleu = BLEU(max_ngram_order=order, effective_order=True)
-        assert run.scores[:3] == pytest.approx([bleu.sentence_score(c, [r]).score / 100
-                                                for r, c in zip(REFS[:3], CANDS[:3])])
-        assert run.scores[3] is None and "empty" in run.reasons[3] and run.higher_is_better
+        # the empty candidate (pair 3) is scored as sacrebleu scores an empty hypothesis: 0, not left out
+        assert run.scores == pytest.approx([bleu.sentence_score(c, [r]).score / 100 for r, c in zip(REFS, CANDS)])
+        assert run.scores[3] == 0.0 and run.reasons == [None] * 4 and run.higher_is_better
         assert run.fingerprint["library"] == "sacrebleu" and run.fingerprint["settings"] == {"tokenize": "13a"}
     run = run_metric("rouge-l", REFS, CANDS)
     scorer = rouge_scorer.RougeScorer(["rougeL"])
-    assert run.scores[:3] == pytest.approx([scorer.score(r, c)["rougeL"].fmeasure for r, c in zip(REFS, CANDS[:3])])
+    assert run.scores == pytest.approx([scorer.score(r, c)["rougeL"].fmeasure for r, c in zip(REFS, CANDS)])
+    assert run.scores[3] == 0.0 and run.reasons[3] is None
     stemmed = run_metric("rouge-l:use_stemmer=true", REFS, CANDS)
     assert stemmed.fingerprint["settings"] == {"use_stemmer": True}
     assert run_metric("rouge-l:nonsense=1", REFS, CANDS).error.startswith("RadmetricsError: baseline 'rouge-l' has no option nonsense")
@@ -89,13 +90,37 @@ def test_bertscore_equals_the_library_on_a_local_model(tiny_bert):
     run = run_metric(spec, REFS, CANDS)
     assert run.error is None, run.error
     _, _, f1 = bert_score.score(CANDS[:3], REFS[:3], model_type=str(tiny_bert), num_layers=2)
-    assert run.scores[:3] == pytest.approx(f1.tolist(), abs=1e-6) and run.scores[3] is None
+    assert run.scores[:3] == pytest.approx(f1.tolist(), abs=1e-6)
+    # the empty candidate is scored as bert-score scores one: raw F1 0 (not rescaled here)
+    assert run.scores[3] == 0.0 and run.reasons[3] is None
     assert run.fingerprint["settings"]["num_layers"] == 2 and run.higher_is_better
     # the documented defaults are RadCliQ-v1's BERTScore: distilroberta-base, layer 5, rescaled
     from radmetrics.baselines import get_baseline
 
     assert {k: get_baseline("bertscore").options[k] for k in ("model_type", "num_layers", "rescale_with_baseline")} \
         == {"model_type": "distilroberta-base", "num_layers": 5, "rescale_with_baseline": True}
+
+
+def test_bertscore_scores_an_empty_candidate_as_the_library_does():
+    """bert-score sets an empty candidate's raw F1 to 0 and rescales it like any value: (0 - b) / (1 - b), b the F
+    of its baseline file at row num_layers, read here as bert_score.score reads it (pandas, .iloc[num_layers]).
+    Under transformers 5 the library itself cannot encode "" (the reason radmetrics computes this value)."""
+    import os
+
+    import bert_score
+    import pandas as pd
+
+    from radmetrics.baselines import get_baseline
+
+    baseline = get_baseline("bertscore")
+    options = dict(baseline.options)
+    path = os.path.join(os.path.dirname(bert_score.__file__), "rescale_baseline/en/distilroberta-base.tsv")
+    b = float(pd.read_csv(path).iloc[5].to_numpy()[1:][2])  # columns P, R, F after LAYER
+    assert baseline.empty_candidate(options) == pytest.approx((0 - b) / (1 - b)) and b > 0.8
+    assert baseline.empty_candidate({**options, "num_layers": 2}) != baseline.empty_candidate(options)
+    assert baseline.empty_candidate({**options, "rescale_with_baseline": False}) == 0.0
+    # no baseline file for the model (a local folder): bert-score does not rescale, nor do we
+    assert baseline.empty_candidate({**options, "model_type": "/some/local/model"}) == 0.0
 
 
 # -- clinical baselines at the library's seam ------------------------------------------------------------------
@@ -153,7 +178,11 @@ def clinical_libraries(monkeypatch):
             calls["ratescore"] = kwargs
 
         def compute_score(self, candidate_list, reference_list):
-            return [0.5 + _overlap(r, c) / 2 for c, r in zip(candidate_list, reference_list)]
+            calls["ratescore_candidates"] = list(candidate_list)
+            # as the real run_ner: a candidate without a sentence of 3+ characters gets no entry, which shifts
+            # the later candidates onto the wrong references
+            kept = [c for c in candidate_list if len(c.strip()) >= 3]
+            return [0.5 + _overlap(r, c) / 2 for c, r in zip(kept, reference_list)]
 
     rate.RaTEScore = RaTEScore
 
@@ -176,25 +205,59 @@ def clinical_libraries(monkeypatch):
 
 def test_clinical_baselines_call_their_libraries(clinical_libraries):
     scored = [(r, c) for r, c in zip(REFS, CANDS) if c]
+    # the empty candidate (pair 3) reaches the libraries as "" and scores what they give it
     radgraph = run_metric("radgraph-f1", REFS, CANDS)
-    assert radgraph.scores[:3] == pytest.approx([_overlap(r, c) for r, c in scored]) and radgraph.scores[3] is None
+    assert radgraph.scores == pytest.approx([_overlap(r, c) for r, c in zip(REFS, CANDS)])
+    assert radgraph.scores[3] == 0.0 and radgraph.reasons[3] is None
     assert clinical_libraries["radgraph"] == {"reward_level": "partial", "model_type": "radgraph"}
     assert run_metric("radgraph-f1:reward_level=complete", REFS, CANDS).fingerprint["settings"]["reward_level"] == "complete"
     assert clinical_libraries["radgraph"]["reward_level"] == "complete"
 
     rate = run_metric("ratescore", REFS, CANDS)
     assert rate.scores[:3] == pytest.approx([0.5 + _overlap(r, c) / 2 for r, c in scored])
+    # RaTEScore is never given the empty candidate (it would shift the pairs): it scores the library's 0.5
+    assert rate.scores[3] == 0.5 and clinical_libraries["ratescore_candidates"] == CANDS[:3]
     assert clinical_libraries["ratescore"] == {}  # the library's own defaults unless options are given
 
     radcliq = run_metric("radcliq-v1", REFS, CANDS)
-    assert radcliq.scores[:3] == pytest.approx([3 - 2 * _overlap(r, c) for r, c in scored])
+    assert radcliq.scores == pytest.approx([3 - 2 * _overlap(r, c) for r, c in zip(REFS, CANDS)])
     assert radcliq.higher_is_better is False and radcliq.fingerprint["library"] == "RadEval"
 
     chexbert = run_metric("f1chexbert", REFS, CANDS)
     # pair 0: effusion + pneumothorax(not in the 5) -> effusion on both sides: F1 1; pair 1: no observation on
     # either side -> undefined -> unscored; pair 2: cardiomegaly + edema vs cardiomegaly: micro F1 = 2/3
     assert chexbert.scores[0] == pytest.approx(1.0) and chexbert.scores[1] is None
-    assert chexbert.scores[2] == pytest.approx(2 / 3) and chexbert.scores[3] is None
+    # pair 3: consolidation in the reference, nothing in the empty candidate: F1 0
+    assert chexbert.scores[2] == pytest.approx(2 / 3) and chexbert.scores[3] == 0.0
+
+
+def test_empty_candidates_are_scored_and_empty_references_are_not(clinical_libraries):
+    refs = ["Mild cardiomegaly.", "Mild cardiomegaly.", "", None, "Small left effusion.", "Small left effusion."]
+    cands = ["", " \n\t ", "Cardiomegaly.", "Cardiomegaly.", None, "Small left effusion."]
+    for metric in ("bleu-4", "rouge-l"):
+        run = run_metric(metric, refs, cands)
+        # a blank candidate scores what "" scores (0); no reference or no candidate at all: unscored, with why
+        assert run.scores[:2] == [0.0, 0.0] and run.scores[5] == pytest.approx(1.0) and run.error is None
+        assert run.reasons == [None, None, "reference is empty", "reference is missing (None)",
+                               "candidate is missing (None)", None]
+    rate = run_metric("ratescore", refs, cands)
+    assert rate.scores[:2] == [0.5, 0.5] and rate.scores[2:5] == [None] * 3
+    # a library that returns fewer values than pairs (RaTEScore drops a report without a sentence) would put
+    # every later pair's score on the wrong row: the metric fails and says so
+    shifted = run_metric("ratescore", ["Small effusion.", "Mild cardiomegaly."], [".", "Mild cardiomegaly."])
+    assert shifted.scores == [None, None]
+    assert shifted.error == "RuntimeError: RaTEScore returned 1 scores for 2 report pairs"
+
+
+def test_a_library_that_cannot_score_an_empty_candidate_loses_only_that_row():
+    # word_overlap's precision divides by the candidate's word count: it raises on an empty candidate
+    module = str(FIXTURES / "word_overlap") + ":scores:precision=true"
+    run = run_metric(module, ["a b", "a b", "c d"], ["a", "", "c x"])
+    assert run.error is None and run.scores == [1.0, None, 0.5]
+    assert run.reasons[1] == (f"evaluate module '{FIXTURES / 'word_overlap'}' failed on the empty candidate "
+                              "(ZeroDivisionError: division by zero)")
+    # where the library takes one, an evaluate module scores the empty candidate too
+    assert run_metric(str(FIXTURES / "word_overlap") + ":scores", ["a b"], [""]).scores == [0.0]
 
 
 def test_a_missing_clinical_library_names_its_extra():

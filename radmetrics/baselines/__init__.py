@@ -12,6 +12,11 @@ its library's public scoring function per report pair.
 
 BERTScore, RadGraph-F1, F1-CheXbert, RaTEScore and RadCliQ-v1 register in `clinical.py`.
 
+An empty candidate (a generator that wrote nothing) is a bad output, not a missing one: it is scored, each library
+being given "" and scoring it as its own code scores an empty hypothesis (sacrebleu, rouge-score and nltk's METEOR
+give 0; see `clinical.py` for the others). Leaving it out would drop a system's worst outputs from its mean and from
+the paired tests. An empty or missing reference, or a missing candidate, is unscored with the reason.
+
 """
 from __future__ import annotations
 
@@ -32,6 +37,9 @@ class Baseline:
     score_pairs: Callable[..., list[float | None]]
     #: options the user may set with name:option=value
     options: dict[str, Any] = field(default_factory=dict)
+    #: the score of an empty candidate when the library cannot be given one, or a function of the settings that
+    #: gives it (None: the library scores "" itself)
+    empty_candidate: float | Callable[[dict[str, Any]], float] | None = None
 
 
 _REGISTRY: dict[str, Baseline] = {}
@@ -76,8 +84,10 @@ def get_baseline(spec: str) -> Baseline:
 
 
 def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]):
-    """Per-pair scores of a named baseline; pairs with an empty or missing side are unscored with the reason."""
-    from radmetrics.meta.runs import MetricRun, _clean
+    """Per-pair scores of a named baseline. An empty candidate is scored as its library scores an empty hypothesis
+    (or `Baseline.empty_candidate`); an empty or missing reference, or a missing candidate, is unscored with the
+    reason (meta.runs.score_library_pairs)."""
+    from radmetrics.meta.runs import MetricRun, score_library_pairs
 
     name, options = _split(spec)
     baseline = get_baseline(name)
@@ -86,21 +96,16 @@ def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]
         raise RadmetricsError(f"baseline '{name}' has no option {', '.join(sorted(unknown))}; options: "
                               f"{', '.join(sorted(baseline.options)) or 'none'}")
     settings = {**baseline.options, **options}
-    rows = [i for i, (r, c) in enumerate(zip(references, candidates))
-            if isinstance(r, str) and r.strip() and isinstance(c, str) and c.strip()]
-    scores: list[float | None] = [None] * len(references)
-    reasons: list[str | None] = ["reference or candidate is empty or missing"] * len(references)
-    values = baseline.score_pairs([references[i] for i in rows], [candidates[i] for i in rows], settings) if rows else []
-    # a scorer may also give per-criterion columns (ER²Score's rewards): (scores, {criterion: per-pair values})
-    values, per_criterion = values if isinstance(values, tuple) else (values, {})
-    for i, value in zip(rows, values):
-        scores[i] = _clean(value)
-        reasons[i] = None if scores[i] is not None else "the library returned no value"
-    extra: dict[str, list[float | None]] = {}
-    for criterion, column in per_criterion.items():
-        extra[criterion] = [None] * len(references)
-        for i, value in zip(rows, column):
-            extra[criterion][i] = _clean(value)
+
+    def call(refs: list[str], cands: list[str]):
+        values = baseline.score_pairs(refs, cands, settings)
+        # a scorer may also give per-criterion columns (ER²Score's rewards): (scores, {criterion: per-pair values})
+        return values if isinstance(values, tuple) else (values, {})
+
+    empty = baseline.empty_candidate
+    scores, reasons, extra = score_library_pairs(
+        call, references, candidates, (lambda: empty(settings)) if callable(empty) else empty,
+        what=str(baseline.description.get("library", name)))
     fingerprint = {"baseline": name, **baseline.description,
                    "settings": {k: v for k, v in settings.items() if isinstance(v, (str, int, float, bool, type(None)))}}
     return MetricRun(spec, scores, baseline.higher_is_better, [None] * len(references), fingerprint, reasons,

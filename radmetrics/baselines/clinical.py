@@ -9,6 +9,12 @@
 | er2score | radmetrics' own ER²Score reward model (`er2score:model=<folder>`, trained by `radmetrics train er2score`) | sum of rewards; per-criterion rewards as extra columns | higher |
 | radcliq-v1 | RadEval `radeval.metrics.RadCliQv1.radcliq.CompositeMetric().predict(refs, hyps)[1]` (coefficients of CXR-Report-Metric) | RadCliQ-v1 | lower |
 
+An empty candidate is scored (see `baselines/__init__.py`): bert-score sets an empty candidate's raw F1 to 0 and
+rescales it like any other value (computed here, `_bertscore_empty`); radgraph gives an empty hypothesis reward 0;
+f1chexbert labels "", RadCliQ-v1 (RadEval) runs its sub-metrics on "" and ER²Score's model reads it, each like any
+report; RaTEScore cannot be given one (see its registration) and scores it 0.5, its value for a candidate without
+entities. A library that fails on "" leaves that row unscored with its error.
+
 bertscore accepts a local model folder (`bertscore:model_type=/path:num_layers=2:rescale_with_baseline=false`);
 the clinical scorers download their weights from the Hugging Face Hub on first use (StanfordAIMI/RRG_scorers,
 Angelakeke/RaTE-NER-Deberta, ...): offline without a cached copy they fail, as an "n/a" with the reason.
@@ -30,12 +36,35 @@ def _bertscore(references: list[str], candidates: list[str], options: dict[str, 
     return [float(v) for v in f1.tolist()]
 
 
+def _bertscore_empty(options: dict[str, Any]) -> float:
+    """What bert-score gives an empty candidate, without giving it one: raw P, R and F set to 0 (bert_score.utils
+    greedy_cos_idf: "Empty candidate sentence detected; setting raw BERTscores to 0."), then rescaled like every value
+    (bert_score.score: (value - baseline) / (1 - baseline), F from the model's baseline file at row num_layers; no
+    rescaling, as there, when the library has no baseline file for the model). Not left to the library: bert-score
+    0.3.13 encodes "" with tokenizer.build_inputs_with_special_tokens, which transformers 5 removed."""
+    import csv
+    import os
+
+    if not options["rescale_with_baseline"]:
+        return 0.0
+    bert_score = optional_import("bert_score", "baselines", "by the bertscore baseline")
+    # the file and row bert_score.score reads (pd.read_csv(path).iloc[num_layers]; columns LAYER, P, R, F)
+    path = os.path.join(os.path.dirname(bert_score.__file__),
+                        f"rescale_baseline/{options['lang']}/{options['model_type']}.tsv")
+    if not os.path.isfile(path):
+        return 0.0
+    with open(path, newline="", encoding="utf-8") as fh:
+        baseline = float(list(csv.DictReader(fh))[int(options["num_layers"])]["F"])
+    return (0.0 - baseline) / (1.0 - baseline)
+
+
 register_baseline(Baseline(
     "bertscore", True,
     {"library": "bert-score", "call": "bert_score.score", "value": "F1",
-     "source": "model and layer of RadCliQ-v1's BERTScore (rajpurkarlab/CXR-Report-Metric)"},
+     "source": "model and layer of RadCliQ-v1's BERTScore (rajpurkarlab/CXR-Report-Metric)",
+     "empty_candidate": "bert-score's: raw F1 0, rescaled with the model's baseline"},
     _bertscore, {"model_type": "distilroberta-base", "num_layers": 5, "lang": "en", "idf": False,
-                 "rescale_with_baseline": True, "batch_size": 64}))
+                 "rescale_with_baseline": True, "batch_size": 64}, empty_candidate=_bertscore_empty))
 
 
 def _radgraph_f1(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -88,10 +117,17 @@ def _ratescore(references: list[str], candidates: list[str], options: dict[str, 
     return [float(v) for v in scorer.compute_score(list(candidates), list(references))]
 
 
+# An empty candidate cannot be passed to RaTEScore: its run_ner keeps one entry per report with at least one
+# sentence (utils.sentence_split drops blank ones), so an empty report shifts every later pair onto the wrong
+# reference (MAGIC-AI4Med/RaTEScore, RaTEScore/scorer.py compute_score). Its own rule for a candidate in which
+# the NER finds no entity is 0.5 ("if the length of gt or pred is 0, the score is 0.5", same file; also in
+# RadEval's copy): that is what an empty candidate scores here, without a call.
 register_baseline(Baseline(
     "ratescore", True, {"library": "RaTEScore", "call": "RaTEScore().compute_score(candidates, references)",
-                        "value": "RaTEScore"},
-    _ratescore, {"bert_model": None, "eval_model": None, "batch_size": None, "use_gpu": None}))
+                        "value": "RaTEScore",
+                        "empty_candidate": "0.5, RaTEScore's score for a candidate without entities"},
+    _ratescore, {"bert_model": None, "eval_model": None, "batch_size": None, "use_gpu": None},
+    empty_candidate=0.5))
 
 
 def _radcliq_v1(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:

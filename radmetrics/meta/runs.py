@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,79 @@ def _clean(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
+def pair_problems(references: Sequence[Any], candidates: Sequence[Any]) -> list[str | None]:
+    """Why each pair cannot be scored by a library metric, or None.
+
+    An empty (blank) candidate is a real output of its generator, and a bad one: it is scored, as the judge metrics
+    judge it (runner.judge_pairs), so that a system is not rewarded for emitting nothing by having its worst outputs
+    left out of its mean. An empty or missing reference leaves nothing to score against, and a missing candidate
+    (None, not text) is a data problem, not an output: both unscored with the reason."""
+    from radmetrics.runner import row_problem
+
+    problems: list[str | None] = []
+    for reference, candidate in zip(references, candidates):
+        blank = isinstance(candidate, str) and not candidate.strip()
+        problems.append(row_problem(reference, "reference") or (None if blank else row_problem(candidate, "candidate")))
+    return problems
+
+
+def score_library_pairs(call: Callable[[list[str], list[str]], tuple[list[Any], dict[str, list[Any]]]],
+                        references: Sequence[Any], candidates: Sequence[Any],
+                        empty_candidate: float | Callable[[], float] | None = None,
+                        what: str = "the library") -> tuple[list[float | None], list[str | None],
+                                                            dict[str, list[float | None]]]:
+    """Per-row (scores, reasons, extra columns) of a library metric called as call(references, candidates) ->
+    (per-pair values, {column: per-pair values}) on the pairs `pair_problems` lets through.
+
+    A blank candidate reaches the library as "" (its own empty-hypothesis path: sacrebleu, rouge-score, nltk and
+    radgraph all define one), or scores `empty_candidate` (a value, or a function that gives it) without a call
+    when the library cannot take one. A library that fails on the call with "" in it is called again without: when
+    that call succeeds, those rows are unscored with the first call's error and the others keep their scores. A
+    library that returns another number of values than pairs it was given is an error (it would shift every later
+    pair's score onto the wrong row)."""
+    n = len(references)
+    problems = pair_problems(references, candidates)
+    scores: list[float | None] = [None] * n
+    reasons: list[str | None] = list(problems)
+    extra: dict[str, list[float | None]] = {}
+    rows = [i for i, p in enumerate(problems) if p is None]
+    blank = {i for i in rows if not candidates[i].strip()}
+    if empty_candidate is not None and blank:
+        value = float(empty_candidate() if callable(empty_candidate) else empty_candidate)
+        for i in blank:
+            scores[i], reasons[i] = value, None
+        rows = [i for i in rows if i not in blank]
+
+    def run(rows: list[int]) -> tuple[list[Any], dict[str, list[Any]]]:
+        if not rows:
+            return [], {}
+        values, columns = call([references[i] for i in rows], ["" if i in blank else candidates[i] for i in rows])
+        for label, got in [("scores", values), *columns.items()]:
+            if len(got) != len(rows):
+                raise RuntimeError(f"{what} returned {len(got)} {label} for {len(rows)} report pairs")
+        return values, columns
+
+    try:
+        values, columns = run(rows)
+    except Exception as e:  # noqa: BLE001 - retried below without the empty candidates, else raised
+        tried = [i for i in rows if i in blank]
+        rows = [i for i in rows if i not in blank]
+        if not tried or not rows:  # nothing tells the empty candidates apart as the cause
+            raise
+        values, columns = run(rows)
+        why = " ".join(str(e).split()) or "no message"
+        for i in tried:
+            reasons[i] = f"{what} failed on the empty candidate ({type(e).__name__}: {why})"
+    for i, value in zip(rows, values):
+        scores[i] = _clean(value)
+        reasons[i] = None if scores[i] is not None else f"{what} returned no value"
+    for column, got in columns.items():
+        extra[column] = [None] * n
+        for i, value in zip(rows, got):
+            extra[column][i] = _clean(value)
+    return scores, reasons, extra
+
+
 def run_radmetrics_metric(name: str, references: Sequence[Any], candidates: Sequence[Any],
                           judge_kwargs: dict[str, Any]) -> MetricRun:
     import radmetrics
@@ -117,27 +190,26 @@ def pick_key(spec: str, output: dict[str, Any], key: str | None, n: int) -> str:
 def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
                         higher_is_better: bool = True) -> MetricRun:
     """An evaluate module as a baseline: per-sample scores from its list output under the chosen key, or one
-    compute() per sample when that key is a corpus value. Rows with an empty side are unscored."""
+    compute() per sample when that key is a corpus value. Rows are kept or unscored as `score_library_pairs` says
+    (an empty candidate is scored)."""
     import evaluate
 
     parsed = EvaluateSpec.parse(spec)
     module = evaluate.load(parsed.module)
-    rows = [i for i, (r, c) in enumerate(zip(references, candidates))
-            if isinstance(r, str) and r.strip() and isinstance(c, str) and c.strip()]
-    preds, refs = [candidates[i] for i in rows], [references[i] for i in rows]
-    scores: list[float | None] = [None] * len(references)
-    reasons: list[str | None] = ["reference or candidate is empty or missing"] * len(references)
-    if rows:
+    key = parsed.key
+
+    def call(refs: list[str], preds: list[str]) -> tuple[list[Any], dict[str, list[Any]]]:
+        nonlocal key
         out = module.compute(predictions=preds, references=refs, **parsed.options)
         key = pick_key(spec, out, parsed.key, len(preds))
         values = out[key]
         if not (isinstance(values, list) and len(values) == len(preds)):
             values = [module.compute(predictions=[p], references=[r], **parsed.options)[key]
                       for p, r in zip(preds, refs)]
-        for i, v in zip(rows, values):
-            scores[i], reasons[i] = _clean(v), None
-    else:
-        key = parsed.key
+        return values, {}
+
+    scores, reasons, _ = score_library_pairs(call, references, candidates,
+                                             what=f"evaluate module '{parsed.module}'")
     return MetricRun(spec, scores, higher_is_better, [None] * len(references),
                      {"evaluate_module": parsed.module, "key": key, "options": parsed.options}, reasons)
 
