@@ -36,12 +36,17 @@ def test_mismatched_lengths_is_a_clear_error(fake_judge):
         radmetrics.score("green", ["a", "b"], ["a", "b", "c"], backend="fake", cache=False)
 
 
-def test_replay_missing_prompt_names_the_row(tmp_path):
+def test_replay_missing_prompt_fails_only_that_row(tmp_path):
     replay = tmp_path / "r.jsonl"
     system = radmetrics.get_scoring_system("green")
-    replay.write_text(json.dumps({"prompt": system.build_prompt("a b", "a"), "response": "x"}) + "\n")
-    with pytest.raises(radmetrics.JudgeError, match="^row 1: replay file .* has no response for this row's"):
-        radmetrics.score("green", ["a b", "c d"], ["a", "c"], backend="replay", judge_options={"path": str(replay)})
+    answer = "[Clinically Significant Errors]:\n(a) x: 1. y\n\n[Matched Findings]:\n1. z"
+    replay.write_text(json.dumps({"prompt": system.build_prompt("a b", "a"), "response": answer}) + "\n")
+    result = radmetrics.score("green", ["a b", "c d"], ["a", "c"], backend="replay", judge_options={"path": str(replay)},
+                              progress=False)
+    # row 0 has its recorded answer and is scored; row 1 has none: unscored with why, not the whole run stopped
+    assert result.scores == [0.5, None] and result.summary["num_unscored"] == 1
+    assert result.judgments[1].reason == (f"judge call failed: replay file {replay} has no response for this row's "
+                                          "prompt; prompts must match exactly, including whitespace")
 
 
 def cli(*args):

@@ -107,9 +107,11 @@ def test_replay_does_not_answer_a_whitespace_variant(tmp_path, variant):
     prompt = radmetrics.get_scoring_system("green").build_prompt(*PAIR)
     replay = tmp_path / "replay.jsonl"
     replay.write_text(json.dumps({"prompt": variant(prompt), "response": FIXED_ANSWER}) + "\n")
-    with pytest.raises(radmetrics.JudgeError, match="has no response for this row's prompt .*including whitespace"):
-        radmetrics.score("green", [PAIR[0]], [PAIR[1]], backend="replay", judge_options={"path": str(replay)},
-                         progress=False)
+    result = radmetrics.score("green", [PAIR[0]], [PAIR[1]], backend="replay", judge_options={"path": str(replay)},
+                              progress=False)
+    assert result.scores == [None]
+    assert result.judgments[0].reason.endswith("has no response for this row's prompt; prompts must match exactly, "
+                                               "including whitespace")
 
 
 # -- bug 5: Retry-After ignored -----------------------------------------------------------------------------

@@ -431,14 +431,18 @@ def test_replay_errors_name_the_file_and_line(tmp_path):
         assert str(info.value) == f"{typed}:2: 'prompt' and 'response' must be strings"
 
 
-def test_replay_missing_prompt_names_its_start(tmp_path):
+def test_replay_missing_prompt_fails_that_prompt_only(tmp_path):
+    from radmetrics.types import GenerationFailure
+
     path = _replay_file(tmp_path, [json.dumps({"prompt": "p", "response": "r"})])
     prompt = "".join(chr(ord("a") + i % 26) for i in range(100))
-    with pytest.raises(RadmetricsError) as info:
-        ReplayJudge(path=str(path)).generate(["p", prompt])
-    assert str(info.value) == (f"replay file {path} has no response for this row's prompt (starting "
-                               f"{prompt[:60]!r}...); prompts must match exactly, including whitespace.")
-    assert info.value.prompt_index == 1
+    seen = []
+    answers = ReplayJudge(path=str(path)).generate(["p", prompt, "p"], on_result=lambda i, t: seen.append((i, t)))
+    assert answers == ["r", "", "r"] and [i for i, _ in seen] == [0, 1, 2]
+    assert [isinstance(a, GenerationFailure) for a in answers] == [False, True, False]
+    assert answers[1].reason == (f"replay file {path} has no response for this row's prompt; prompts must match "
+                                 "exactly, including whitespace")
+    assert seen[1][1] is answers[1]
 
 
 @contextlib.contextmanager

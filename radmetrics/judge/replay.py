@@ -1,7 +1,8 @@
 """`replay`: answers from recorded judge outputs, matched on the exact prompt text.
 
 A JSONL file of {"prompt": ..., "response": ...} lines. Used to score outputs recorded from a published
-judge (and to run the bundled sample without a model). No network, no model.
+judge (and to run the bundled sample without a model). No network, no model. A prompt the file does not hold
+answers a GenerationFailure: that row is unscored with the reason, the others are scored.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
-from radmetrics.types import GenerationConfig
+from radmetrics.types import GenerationConfig, GenerationFailure
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,13 @@ class ReplayJudge(JudgeBackend):
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
-        out = []
+        out: list[str] = []
         for i, prompt in enumerate(prompts):
-            if prompt not in self.responses:
-                raise JudgeError(
-                    f"replay file {self.path} has no response for this row's prompt (starting "
-                    f"{prompt[:60]!r}...); prompts must match exactly, including whitespace.",
-                    prompt_index=i,
-                )
-            out.append(self.responses[prompt])
+            # a prompt the file does not hold fails that row only (unscored with this reason), as a failed call of
+            # any backend does: the rows it does hold are still scored, e.g. one system's of several in compare
+            out.append(self.responses[prompt] if prompt in self.responses else GenerationFailure(
+                f"replay file {self.path} has no response for this row's prompt; prompts must match exactly, "
+                "including whitespace"))
             if on_result:
                 on_result(i, out[-1])
         return out
