@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from itertools import combinations, product
@@ -144,8 +145,10 @@ def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
            "--judge", str(tiny_judge), "--max-new-tokens", "200", "--cache", str(tmp_path / "c.sqlite"),
            "--resamples", "2000", "-o", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
-    assert run.returncode == 0, run.stderr[-3000:]
+    # a requested metric failed: everything is written, then exit 2 naming it (as meta-eval does)
+    assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "Pairs" in run.stdout and "green" in run.stdout
+    assert "no-such-evaluate-module: A, B" in run.stderr.strip().splitlines()[-1]
     results = _strict_json((out / "results.json").read_text())
     assert results["n_rows"] == 8 and results["systems"] == ["A", "B"]
     # the failing metric is an n/a with its reason; the finished ones are kept
@@ -176,10 +179,10 @@ def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
         assert pair["p_value"] == pytest.approx(cs.paired_randomization_p(*zip(*both), resamples=2000))
         assert pair["p_holm"] == pair["p_value"]  # one pair: Holm multiplies by 1
         assert pair["win"] + pair["tie"] + pair["loss"] == len(both)
-    # the empty candidate of A: judged by the judge metric (an empty report counts against its generator, as the
-    # official GREEN code judges it), unscored with the reason by the baseline
+    # the empty candidate of A counts against its generator: judged by the judge metric (as the official GREEN
+    # code judges it), scored by the baseline as sacrebleu scores an empty hypothesis (0)
     empty = {r["metric"]: r for r in rows if r["id"] == "empty-candidate" and r["system"] == "A"}
-    assert "empty" in empty["bleu-4"]["unscored_reason"] and empty["bleu-4"]["score"] == ""
+    assert empty["bleu-4"]["score"] == "0.0" and empty["bleu-4"]["unscored_reason"] == ""
     assert "candidate is empty" not in empty["green"]["unscored_reason"]
     assert (out / "forest.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -214,3 +217,111 @@ def test_compare_cli_bad_input_is_one_line(tmp_path):
                           "-m", "bleu-4", "-o", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "B lacks 1 id(s) of A: 2" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def _compare_cli(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", "compare", *map(str, args)], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+
+
+def _per_row(folder):
+    with (folder / "per_row.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_compare_on_the_bundled_data_scores_empty_candidates_and_exits_2_when_a_system_has_no_result(tmp_path):
+    """The README's example on the bundled data with the recorded GREEN answers, which cover system A only."""
+    out = tmp_path / "cmp"
+    run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                       "-m", "bleu-4", "-m", "rouge-l", "-m", "green", "--backend", "replay",
+                       "--replay", SAMPLE / "green_replay.jsonl", "--resamples", "200", "-o", out)
+    # every output is written, then the command says GREEN gave B no result, and exits 2 (as meta-eval does)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == (f"Error: 1 of 3 metrics gave no result for some system (green: B); "
+                                                   f"{out} has the others and per_row.csv says why.")
+    results = _strict_json((out / "results.json").read_text())
+    rows = _per_row(out)
+    assert len(rows) == 3 * 2 * 8 and (out / "report.html").is_file() and (out / "forest.png").is_file()
+
+    def scores(metric, system):
+        return {r["id"]: (float(r["score"]) if r["score"] else None, r["unscored_reason"]) for r in rows
+                if r["metric"] == metric and r["system"] == system}
+
+    from rouge_score import rouge_scorer
+    from sacrebleu.metrics import BLEU
+
+    pairs = {json.loads(x)["id"]: json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()}
+    assert not pairs["empty-candidate"]["candidate"].strip() and pairs["empty-candidate"]["reference"].strip()
+    for metric, library_empty in (("bleu-4", BLEU(max_ngram_order=4, effective_order=True).sentence_score(
+            "", [pairs["empty-candidate"]["reference"]]).score / 100),
+                                  ("rouge-l", rouge_scorer.RougeScorer(["rougeL"]).score(
+                                      pairs["empty-candidate"]["reference"], "")["rougeL"].fmeasure)):
+        a = scores(metric, "A")
+        # A's empty report is scored as the library scores an empty hypothesis (0), not left out of A's mean
+        assert a["empty-candidate"] == (library_empty, "") and library_empty == 0.0
+        entry = results["metrics"][metric]
+        assert entry["systems"]["A"]["num_scored"] == 8 and entry["systems"]["B"]["num_scored"] == 8
+        assert entry["systems"]["A"]["value"] == pytest.approx(np.mean([s for s, _ in a.values()]))
+        assert entry["pairs"][0]["n_paired"] == 8
+    # GREEN: A's recorded answers are scored (the truncated one unscored, as the sample intends); B has none
+    green = results["metrics"]["green"]
+    assert green["error"] is None and green["systems"]["A"]["num_scored"] == 7
+    a, b = scores("green", "A"), scores("green", "B")
+    assert a["empty-candidate"] == (0.0, "") and a["truncated-judge-output"][0] is None
+    assert green["systems"]["A"]["value"] == pytest.approx(np.mean([s for s, _ in a.values() if s is not None]))
+    assert green["systems"]["B"]["num_scored"] == 0 and green["systems"]["B"]["value"] is None
+    assert {reason for _, reason in b.values()} == {
+        f"judge call failed: replay file {SAMPLE / 'green_replay.jsonl'} has no response for this row's prompt; "
+        "prompts must match exactly, including whitespace"}
+    assert "  green: done; no result for B: no row scored (judge call failed: replay file" in run.stderr
+
+    # the baselines alone on the bundled data: every metric gives every system a result, exit 0
+    ok = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                      "-m", "bleu-4", "-m", "rouge-l", "--resamples", "200", "-o", tmp_path / "ok")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "Error" not in ok.stderr
+
+
+@pytest.mark.parametrize(("text", "limit", "expected"), [
+    pytest.param("abc def ghi", 20, "abc def ghi", id="fits"),
+    pytest.param("abc def ghi", 8, "abc def…", id="cut-at-a-space"),
+    pytest.param("abc defgh", 8, "abc…", id="cut-inside-a-word"),
+    pytest.param("server (--backend openai --base-url URL)", 33, "server (--backend openai…", id="punctuation"),
+    pytest.param("abcdefghij", 5, "abcd…", id="one-long-word"),
+])
+def test_shorten_cuts_at_a_word_boundary(text, limit, expected):
+    from radmetrics.meta.html_report import shorten
+
+    assert shorten(text, limit) == expected and len(shorten(text, limit)) <= limit
+
+
+def test_a_metric_failing_with_a_long_reason_keeps_it_whole_in_files_and_cuts_it_at_a_word_on_screen(tmp_path):
+    words = [f"word{i:03d}" for i in range(80)]
+    reason = " ".join(words)  # 639 characters: longer than the log line (300) and the table note (60)
+    module = tmp_path / "long_failure"
+    module.mkdir()
+    (module / "long_failure.py").write_text(
+        (REPO / "tests" / "fixtures" / "broken_metric" / "broken_metric.py").read_text()
+        .replace('"scorer weights not found at /models/scorer"', repr(reason)))
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i}", "candidate": f"a {i}"} for i in range(4)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in range(4)])
+    out = tmp_path / "o"
+    run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", "rouge-l", "-m", module,
+                       "--resamples", "100", "-o", out)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("Error: 1 of 2 metrics gave no result for some system "
+                                                          f"({module}: A, B)")
+    full = f"RuntimeError: {reason}"
+    # files: the whole reason
+    assert _strict_json((out / "results.json").read_text())["metrics"][str(module)]["error"] == full
+    assert {r["unscored_reason"] for r in _per_row(out) if r["metric"] == str(module)} == {f"metric failed: {full}"}
+    # screen: the log line, the progress line and the table note end with "…" after a whole word
+    log = next(line for line in run.stderr.splitlines() if line.startswith("WARNING") and "long_failure" in line)
+    progress = next(line for line in run.stderr.splitlines() if line.startswith(f"  {module}: n/a ("))
+    for line, limit in ((log, 300), (progress, 300)):
+        shown = line.split(": ", 1)[1] if line is log else line.split(" n/a (", 1)[1].removesuffix(")")
+        assert shown.endswith("…") and len(shown) <= limit
+        assert re.search(r"word\d{3}…$", shown), shown  # a whole word, then the ellipsis
+    notes = re.findall(r"RuntimeError: [^│]*?…", run.stdout)
+    assert len(notes) == 2 and all(re.search(r"word\d{3}…$", n) for n in notes), run.stdout

@@ -41,12 +41,16 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
                     on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
-    references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT."""
-    from radmetrics.errors import optional_import
+    references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT.
+
+    A metric that gives a system no result (it failed, or scored none of its rows) is reported with its reason and
+    the other results are kept; the command then exits with code 2, as meta-eval does."""
+    from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it
         optional_import(module, "meta", "by compare")
-    from radmetrics.meta.compare import compare, load_systems, write_outputs
+    from radmetrics.meta.compare import compare, load_systems, missing_results, write_outputs
+    from radmetrics.meta.html_report import shorten
 
     aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
                            on_mismatch)
@@ -57,7 +61,13 @@ def compare_command(system_files, references, metrics, output, id_column, refere
 
     def progress(metric, partial):
         entry = partial.metrics[metric]
-        state = f"n/a ({entry['error']})" if entry["error"] else "done"
+        missing = missing_results(partial).get(metric, {})
+        if entry["error"]:
+            state = f"n/a ({shorten(entry['error'], 300)})"
+        elif missing:
+            state = "done; no result for " + "; ".join(f"{s}: {shorten(why, 200)}" for s, why in missing.items())
+        else:
+            state = "done"
         click.echo(f"  {metric}: {state}", err=True)
 
     result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
@@ -67,6 +77,11 @@ def compare_command(system_files, references, metrics, output, id_column, refere
     paths = write_outputs(result, output)
     print_tables(result)
     click.echo("Wrote " + ", ".join(str(p) for p in paths.values()), err=True)
+    missing = missing_results(result)
+    if missing:
+        named = "; ".join(f"{metric}: {', '.join(systems)}" for metric, systems in missing.items())
+        raise RadmetricsError(f"{len(missing)} of {len(result.metrics)} metrics gave no result for some system "
+                              f"({named}); {output} has the others and per_row.csv says why.")
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -77,6 +92,10 @@ def print_tables(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from radmetrics.meta.compare import missing_results
+    from radmetrics.meta.html_report import shorten
+
+    missing = missing_results(result)
     console = Console()
     conf = int(result.settings["confidence"] * 100)
     systems = Table(title=f"Systems ({len(result.ids)} reports; mean [{conf}% bootstrap CI])")
@@ -86,9 +105,9 @@ def print_tables(result) -> None:
         arrow = "↑" if entry["higher_is_better"] else "↓"
         for name, s in entry["systems"].items():
             ci = "n/a" if s["ci_low"] is None else f"[{s['ci_low']:.4f}, {s['ci_high']:.4f}]"
-            note = entry["error"] or s["reason"] or ""
+            note = entry["error"] or missing.get(metric, {}).get(name) or s["reason"] or ""
             systems.add_row(f"{metric} {arrow}", name, _fmt(s["value"]), ci, str(s["num_scored"]),
-                            str(s["num_unscored"]), note[:60])
+                            str(s["num_unscored"]), shorten(note, 60))
     console.print(systems)
     pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, "
                         f"Holm across pairs, α = {result.settings['alpha']})")

@@ -295,7 +295,7 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
     from radmetrics.errors import optional_import
 
     optional_import("scipy", "meta", "by preference-eval")
-    from radmetrics.meta.html_report import strict_json_ready
+    from radmetrics.meta.html_report import shorten, strict_json_ready
     from radmetrics.meta.preference import preference_accuracy, read_preferences
 
     rows = read_preferences(input_path)
@@ -308,7 +308,7 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
              "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]
     for name, m in results["metrics"].items():
         if m["error"]:
-            lines.append(f"| {name} | n/a: {m['error'][:120]} | | |")
+            lines.append(f"| {name} | n/a: {shorten(m['error'], 120)} | | |")
         else:
             ci = "" if m["ci_low"] is None else f" [{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
             lines.append(f"| {name} | {m['accuracy']:.2f}{ci} | {m['ties']} | {m['unscored_pairs']} |")

@@ -222,6 +222,20 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
             "systems": systems, "pairs": pairs}
 
 
+def missing_results(result: CompareResult) -> dict[str, dict[str, str]]:
+    """metric -> {system: why} for each requested metric that gave a system no result: the metric failed as a whole,
+    or it scored none of the system's rows (why: its most frequent unscored reason). The CLI exits non-zero on any."""
+    missing: dict[str, dict[str, str]] = {}
+    for metric, per_system in result.runs.items():
+        for system, run in per_system.items():
+            if run.error:
+                missing.setdefault(metric, {})[system] = f"metric failed: {run.error}"
+            elif run.num_scored == 0:
+                top = next(iter(_top_reasons(run.reasons, 1)), "no reason recorded")
+                missing.setdefault(metric, {})[system] = f"no row scored ({top})"
+    return missing
+
+
 def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], metrics: Sequence[str],
             ids: Sequence[str] | None = None, *, backend: str = "transformers", judge: str | None = None,
             judge_options: dict[str, Any] | None = None, cache: Any = None, config: Any = None,

@@ -132,6 +132,19 @@ def interval_text(stat: dict[str, Any] | None) -> str:
     return f"{cell_text(stat['value'])} [{cell_text(stat.get('ci_low'))}, {cell_text(stat.get('ci_high'))}]"
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters for a log line or a table cell: cut at a word boundary and ended with
+    "…" when it is longer (mid-word only when its first word alone is longer than the limit). Files keep the
+    whole text."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > 0 and text[limit - 1] != " ":  # the cut falls inside a word: end at the space before it
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"
+
+
 def short_label(name: str, limit: int = 40) -> str:
     """A metric label that fits a plot title: a local module path becomes its last part."""
     label = name.rstrip("/\\")

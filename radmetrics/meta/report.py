@@ -18,7 +18,8 @@ import numpy as np
 
 from radmetrics.meta import stats, targets
 from radmetrics.meta.runs import MetricRun
-from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html, to_markdown
+from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, shorten, strict_json_ready, to_html,
+                                         to_markdown)
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
@@ -264,7 +265,7 @@ def _top_reason(run: MetricRun) -> str:
     if not reasons:
         return "no reason recorded"
     reason, count = max(reasons.items(), key=lambda kv: kv[1])
-    return f"most often: {reason[:160]} ×{count}"
+    return f"most often: {shorten(reason, 160)} ×{count}"
 
 
 def _plots(runs: list[MetricRun], data, folder: Path) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.meta import rexamine
+from radmetrics.meta.html_report import shorten
 from radmetrics.meta.runs import MetricRun, run_metric
 
 
@@ -139,7 +140,7 @@ def _summary(results: dict[str, Any]) -> str:
         lines.append(f"| {metric} | {_fmt(row['mean_t'])} | {_fmt(row['min_t'])} | {_fmt(row['max_t'])} | "
                      f"{row['significant_sites']} / {row['sites_tested']} |")
     for metric, error in results["failed_metrics"].items():
-        lines.append(f"| {metric} | n/a: {error[:100]} | | | |")
+        lines.append(f"| {metric} | n/a: {shorten(error, 100)} | | | |")
     lines += ["", "Per site (t, p; n/a with the reason):", "", "| metric | site | n | t | p | significant |",
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for t in results["t_tests"]:

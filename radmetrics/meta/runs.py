@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
+from radmetrics.meta.html_report import shorten
 
 log = logging.getLogger(__name__)
 
@@ -247,8 +248,9 @@ def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
             from radmetrics.errors import MissingExtraError
 
             e = MissingExtraError.from_import_error(e) or e
-        message = " ".join(str(e).split())[:300] or type(e).__name__
-        log.warning("metric %s failed: %s", spec, message)
+        # the whole reason travels with the run (results.json, per_row.csv, the reports); the log line is shortened
+        message = " ".join(str(e).split()) or type(e).__name__
+        log.warning("metric %s failed: %s", spec, shorten(message, 300))
         direction = None
         try:
             direction = metric_direction(spec)
