@@ -154,7 +154,8 @@ class Records:
                 if not isinstance(row, dict):
                     problem = f"a JSON {type(row).__name__}, not an object"
             except json.JSONDecodeError as e:
-                row, problem = None, f"not JSON ({e.msg} at position {e.colno})"
+                at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
+                row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"
             except (ValueError, RecursionError) as e:  # a number too long to read, nesting too deep, ...
                 row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
             if bad:

@@ -106,6 +106,17 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     assert rows[4]["reason"] == (f"input line 5: not UTF-8 (byte 0xFF at position {position}); re-encode the file, e.g. "
                                  "iconv -f latin1 -t utf-8 IN > OUT")
     assert rows[5]["reason"] == "input line 6: a JSON list, not an object" and rows[5]["_raw"] == "[1, 2]"
+    # the run's end says how many input rows the scores leave out, and where to look
+    assert ("Warning: 4 input rows could not be judged (their reason names the input line: `reason` in the "
+            "results) and are unscored.") in out.stderr
+    # json's "Unterminated string starting at" is followed by the position once, not "at at"
+    unterminated = tmp_path / "unterminated.jsonl"
+    unterminated.write_text(json.dumps(sample[0]) + '\n{"reference": "x", "candidate": "no end\n')
+    cli("score", "-m", "green", "-i", unterminated, "-o", tmp_path / "u.jsonl", "--replay", replay)
+    reason = json.loads((tmp_path / "u.jsonl").read_text().splitlines()[1])["reason"]
+    assert reason == "input line 2: not JSON (Unterminated string starting at position 33)", reason
+    nan = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "n.jsonl", "--replay", replay, "--max-failures", "nan")
+    assert nan.returncode == 2 and "not nan" in nan.stderr
 
 
 def test_duplicate_rows_are_judged_once_and_all_kept(fake_judge):

@@ -65,6 +65,46 @@ def test_a_green_judge_in_a_folder_not_named_green_reads_green_prompts_as_traine
                                                           chat_template="green").backend.identity()
 
 
+def test_a_judge_retrained_into_its_folder_is_not_served_the_old_judges_cached_answers(tiny_judge, tmp_path_factory,
+                                                                                       monkeypatch):
+    """A local judge's cache key carries its folder's absolute path and a fingerprint of its files: new weights
+    saved into the same folder are asked again (the old key was the path as typed: the old answers came back in
+    0.2 s), and two folders of the same relative name in different directories are two judges."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from radmetrics.judge import clear_judges
+
+    folder = shutil.copytree(tiny_judge, tmp_path_factory.mktemp("retrain") / "judge")
+    cache = folder.parent / "c.sqlite"
+
+    def run(cache):
+        result = radmetrics.score("green", REFS, CANDS, judge=str(folder), cache=cache, progress=False,
+                                  config=radmetrics.GenerationConfig(max_new_tokens=64))
+        return [j.raw for j in result.judgments]
+
+    before = run(cache)
+    model = AutoModelForCausalLM.from_pretrained(str(folder))
+    torch.manual_seed(0)
+    with torch.no_grad():  # "retrained": other weights, same folder
+        for weight in model.parameters():
+            weight.add_(torch.randn_like(weight))
+    model.save_pretrained(str(folder))
+    clear_judges()  # a new process: the loaded judge of this one keeps its weights (and its key) until then
+    after = run(cache)
+    assert after == run(False) and after != before  # the new weights' answers, not the cached ones
+
+    other = shutil.copytree(tiny_judge, tmp_path_factory.mktemp("other") / "judge")
+    identities = []
+    for where in (folder.parent, other.parent):
+        monkeypatch.chdir(where)
+        identities.append(radmetrics.get_judge("transformers", model="judge", cache=False).backend.identity())
+    assert identities[0]["model_path"] != identities[1]["model_path"]
+    assert identities[0]["model_files"] != identities[1]["model_files"]
+
+
 def test_token_budget_batches_give_the_same_answers(tiny_judge):
     """Batch composition must not change greedy answers (left padding + attention mask)."""
     one = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, max_batch_size=1)

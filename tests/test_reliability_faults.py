@@ -458,3 +458,19 @@ def test_an_interrupt_between_caching_and_counting_waits_for_both(tmp_path, monk
         signal.signal(signal.SIGINT, previous[1])
     tally = judge_module.run_tally
     assert tally["answered"] == tally["cached"] == len(ResponseCache(cache)) == 1
+
+
+def test_failure_lines_cut_long_reasons_at_a_word_and_count_the_reasons_left_out():
+    from radmetrics.cli.exit_status import FailureTally
+    from radmetrics.types import Judgment
+
+    tally = FailureTally()
+    long = "judge call failed: " + "word " * 60 + "end"
+    for reason, n in [(long, 5), ("b", 3), ("c", 2), ("d", 1), ("e", 1), ("input line 9: candidate is missing", 1)]:
+        for _ in range(n):
+            tally.add(Judgment.unscored(reason))
+    line = tally.message(None)
+    assert line.startswith("no row was scored: 12 of 12 judged rows failed because of the judge (5 × judge call "
+                           "failed: word word"), line
+    assert "word…; 3 × b; 2 × c; 2 more with 2 other reasons)" in line and "end" not in line
+    assert tally.input_warning().startswith("1 input row could not be judged")

@@ -97,6 +97,9 @@ def test_interrupted_run_continues_after_the_written_rows(many_pairs, monkeypatc
     again = _score(tmp_path, out, "--chunk-rows", "4")
     assert again.exit_code == 0, again.output
     assert "8 rows were already written" in again.output
+    # the end-of-run warnings count the whole input, the rows read back from the part file too
+    warned = [line for line in full.output.splitlines() if line.startswith("Warning:")]
+    assert warned and warned == [line for line in again.output.splitlines() if line.startswith("Warning:")]
     assert sum(judged) == 25 - 8  # only the rows not written yet (row 5, bad JSON, was among the 8)
     assert out.read_text() == (tmp_path / "full.jsonl").read_text()
     assert (json.loads((tmp_path / "out.jsonl.summary.json").read_text())["summary"]

@@ -46,7 +46,7 @@ def judge_failures(judgments: list[Any]) -> Counter:
     reasons: Counter = Counter()
     for judgment in judgments:
         if judgment.score is None and not judgment.parsed and not is_input_problem(judgment.reason):
-            reasons[(judgment.reason or "unknown")[:160]] += 1
+            reasons[judgment.reason or "unknown"] += 1
     return reasons
 
 
@@ -57,17 +57,34 @@ class FailureTally:
     def __init__(self) -> None:
         self.judged = 0
         self.reasons: Counter = Counter()
+        self.unreadable = 0  # rows the input itself left unscored (not counted against the judge)
 
     def add(self, judgment: Any) -> None:
         from radmetrics.scoring import is_input_problem
 
         if is_input_problem(judgment.reason):
+            self.unreadable += 1
             return
         self.judged += 1
         self.reasons.update(judge_failures([judgment]))
 
     def _top(self) -> str:
-        return "; ".join(f"{n} × {reason}" for reason, n in self.reasons.most_common(3))
+        """The three most common reasons, each cut at a word, and how many other reasons there are."""
+        from radmetrics.meta.html_report import shorten
+
+        top = self.reasons.most_common(3)
+        text = "; ".join(f"{n} × {shorten(reason, 160)}" for reason, n in top)
+        rest = sum(self.reasons.values()) - sum(n for _, n in top)
+        return text + (f"; {rest} more with {len(self.reasons) - 3} other reasons" if rest else "")
+
+    def input_warning(self) -> str | None:
+        """A line for rows the input left unscored (unreadable, missing or empty fields): the output has them,
+        unscored with their reason, and the scores leave them out."""
+        if not self.unreadable:
+            return None
+        rows = "1 input row" if self.unreadable == 1 else f"{self.unreadable} input rows"
+        return (f"{rows} could not be judged (their reason names the input line: `reason` in the results) and "
+                "are unscored")
 
     def warning(self) -> str | None:
         """A line for a run the judge left partly unscored (the mean covers fewer rows than were judged): a

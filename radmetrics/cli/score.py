@@ -60,6 +60,9 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     130 / 143 interrupted (every answer received is cached: rerun to resume)."""
     import hashlib
 
+    if max_failures is not None and max_failures != max_failures:  # nan passes FloatRange and never fails a run
+        raise click.BadParameter("must be a number from 0 to 1, not nan", param_hint="'--max-failures'")
+
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
@@ -123,6 +126,8 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
                   default=str)
     print_summary(system, corpus, output_path, str(summary_path(output_path)), fp.get("judge"))
     failed = tally.message(max_failures)
+    if tally.input_warning():
+        click.echo(f"Warning: {tally.input_warning()}.", err=True)
     if not failed and tally.warning():
         click.echo(f"Warning: {tally.warning()}.", err=True)
     if failed:
@@ -167,7 +172,10 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
             ref, cand = record.row.get(pairs.reference_column), record.row.get(pairs.candidate_column)
-            running.add(read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or ""))
+            judgment = read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or "")
+            running.add(judgment)
+            if tally is not None:  # the warning and --max-failures count the whole input, not only this run's part
+                tally.add(judgment)
             continue
         chunk.append(record)
         if len(chunk) >= chunk_rows:

@@ -221,7 +221,9 @@ def get_judge(backend: str = "transformers", model: str | None = None, cache: An
     # API keys are not part of the identity of a shared instance's name (nor printed anywhere).
     options_key = json.dumps({k: v for k, v in options.items() if k != "api_key"}, sort_keys=True,
                              default=str)
-    backend_key = f"backend:{backend}:{model}:{options_key}"
+    # a local folder by its real path: "judge" typed in two directories is two judges
+    where = os.path.realpath(model) if isinstance(model, str) and os.path.isdir(model) else model
+    backend_key = f"backend:{backend}:{where}:{options_key}"
     with _lock:
         if backend_key not in _instances:
             _instances[backend_key] = factories[backend](model=model, **options)

@@ -42,6 +42,25 @@ class Judge(Protocol):
         `on_result(i, text)` is called as each answer is ready."""
 
 
+def local_weights_identity(model: str | None) -> dict[str, Any]:
+    """For a judge loaded from a local folder: the folder's absolute path and a fingerprint of its files (names,
+    sizes, modification times), part of cache keys. Without it the key was the path as typed, so a judge retrained
+    into the same folder, or another folder of the same relative name, was served the old judge's cached answers.
+    A stat per file, no reading: cheap at every call. {} for a Hub id (its ``revision`` is in the identity)."""
+    import hashlib
+    import os
+
+    if not model or not os.path.isdir(model):
+        return {}
+    folder = os.path.realpath(model)
+    stamp = hashlib.sha256()
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.is_file() and not entry.name.startswith("."):
+            st = entry.stat()
+            stamp.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return {"model_path": folder, "model_files": stamp.hexdigest()[:16]}
+
+
 class JudgeOptionError(RadmetricsError, TypeError):
     """A backend option that does not exist or has the wrong type."""
 

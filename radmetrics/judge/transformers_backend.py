@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.types import GenerationConfig
@@ -86,13 +86,16 @@ class TransformersJudge(JudgeBackend):
         self._tokenizer = None
         self.chat_format: str | None = None
         self._oom_cap: int | None = None  # batch-size ceiling learned from an out-of-memory
+        # taken when the judge is made, before its weights load: the key matches the weights it answers with
+        self._local_weights = local_weights_identity(self.model)
 
     def identity(self) -> dict[str, Any]:
         template = self.chat_template
         if len(template) > 40:  # a custom Jinja template: hash it
             template = hashlib.sha256(template.encode()).hexdigest()[:16]
         rules = {"chat_auto_rules": AUTO_RULES} if template == "auto" else {}
-        return {**super().identity(), "chat_template": template, **rules, "dtype": self.dtype_name}
+        return {**super().identity(), **self._local_weights, "chat_template": template, **rules,
+                "dtype": self.dtype_name}
 
     @classmethod
     def from_objects(cls, model: Any, tokenizer: Any, name: str, **options: Any) -> TransformersJudge:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.types import GenerationConfig
 
@@ -52,10 +52,13 @@ class VLLMJudge(JudgeBackend):
         self._lock = threading.Lock()
         self._llm = None
         self.chat_format: str | None = None
+        # taken when the judge is made, before its weights load: the key matches the weights it answers with
+        self._local_weights = local_weights_identity(self.model)
 
     def identity(self) -> dict[str, Any]:
         rules = {"chat_auto_rules": AUTO_RULES} if self.chat_template == "auto" else {}
-        return {**super().identity(), "chat_template": self.chat_template, **rules, "dtype": self.dtype,
+        return {**super().identity(), **self._local_weights, "chat_template": self.chat_template,
+                **rules, "dtype": self.dtype,
                 "guided_regex": self.guided_regex}
 
     def load(self):
