@@ -5,6 +5,7 @@ import csv
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +120,12 @@ class Records:
 
     Read as written: JSONL split on "\\n" only (U+2028, form feed, ... are text inside a record), CSV through the
     csv module (quoted newlines kept), a leading BOM dropped. Text is never altered: a record with bytes that are
-    not UTF-8 keeps its problem (the replaced text is there to find it, never to be scored); a CSV header that
-    is not UTF-8 is an error. `columns`: the CSV header, or the keys of the readable JSONL rows read so far."""
+    not UTF-8 keeps its problem (the replaced text is there to find it, never to be scored). A CSV row with the
+    wrong number of fields stands in; what makes the rest of a CSV unreliable is an InputError naming the line:
+    a header that is not UTF-8 or names a column twice, a header and no rows, a record the csv module gives up
+    on, or a record over several lines with the wrong number of fields or an odd number of quotes (an unmatched
+    quote that swallowed the lines after it). `columns`: the CSV header, or the keys of the readable JSONL rows
+    read so far."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -170,41 +175,65 @@ class Records:
         feed = _RecordLines(self._lines())
         reader = csv.reader(feed, delimiter=self.delimiter)
         header: list[str] | None = None
+        header_line = rows = 0
         while True:
             feed.next_record()
             try:
-                fields: list[str] | None = next(reader)
+                fields = next(reader)
             except StopIteration:
+                if header is not None and not rows:
+                    raise InputError(f"{self.path} has a header (line {header_line}) and no rows") from None
                 return
-            except csv.Error as e:  # a NUL byte, a field over the csv module's size limit, ...
-                fields, problem = None, f"not a CSV record ({e})"
-            else:
-                problem = None
+            except csv.Error as e:  # a field over the csv module's size limit: the rest of the file is in doubt
+                raise InputError(self._unreadable(feed, e)) from None
             if fields == []:
                 continue  # a blank line
+            if feed.last > feed.first and (feed.quotes % 2 or (header is not None and len(fields) != len(header))):
+                # a record over several lines is a quoted field holding newlines; with the wrong number of fields
+                # or an odd number of quotes it is an unmatched quote that swallowed the lines after it
+                shape = (f"with {len(fields)} field{'s' if len(fields) != 1 else ''}, the header has {len(header)}"
+                         if header is not None and len(fields) != len(header) else "with an odd number of quotes")
+                raise InputError(f"{self.path} lines {feed.first}-{feed.last} read as one record {shape}: an "
+                                 f'unmatched " on line {feed.first}? Fix the quotes from line {feed.first} on')
             if header is None:
-                if fields is None or feed.bad:
-                    why = problem or f"{NOT_UTF8} ({feed.bad[1]}); {ICONV_HINT}"
-                    raise InputError(f"{self.path} line {feed.first} (the header): {why}")
-                header = fields
+                if feed.bad:
+                    raise InputError(f"{self.path} line {feed.first} (the header): {NOT_UTF8} ({feed.bad[1]}); "
+                                     f"{ICONV_HINT}")
+                twice = [c for c, n in Counter(fields).items() if n > 1]
+                if twice:
+                    raise InputError(f"{self.path} line {feed.first} (the header): column"
+                                     f"{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+                                     f"appear{'' if len(twice) > 1 else 's'} more than once; give each column "
+                                     "its own name")
+                header, header_line = fields, feed.first
                 self.columns = dict.fromkeys(header)
                 continue
-            if fields is not None and len(fields) != len(header):
+            problem = None
+            if len(fields) != len(header):
                 hint = ("an unquoted comma?" if self.delimiter == "," else "a tab inside a field?") \
                     if len(fields) > len(header) else "a missing field?"
                 problem = (f"{len(fields)} field{'s' if len(fields) != 1 else ''}, the header has {len(header)} "
                            f"({hint})")
-                fields = None  # which value belongs to which column is unknown: none is read as a report
             if feed.bad:
                 where = f" on line {feed.bad[0]}" if feed.bad[0] != feed.first else ""
                 problem = f"{NOT_UTF8}{where} ({feed.bad[1]}); {ICONV_HINT}"
-            row = dict(zip(header, fields)) if fields is not None else _stand_in(feed.first, feed.text)
+            # a row with the wrong number of fields stands in: which value belongs to which column is unknown
+            row = dict(zip(header, fields)) if len(fields) == len(header) else _stand_in(feed.first, feed.text)
+            rows += 1
             yield Record(feed.first, row, problem)
+
+    def _unreadable(self, feed: _RecordLines, error: csv.Error) -> str:
+        """The one-line error for a record the csv module gives up on (reading on would start inside a field)."""
+        if "field limit" in str(error):
+            return (f"{self.path} line {feed.first}: a field runs past {csv.field_size_limit():,} characters "
+                    f"(to line {feed.last}): a quoted field that never closes, an unmatched \" on line "
+                    f"{feed.first}? Fix the quotes from line {feed.first} on")
+        return f"{self.path} line {feed.first}: not a CSV record ({error}); fix the file from line {feed.first} on"
 
 
 class _RecordLines:
-    """The lines csv.reader reads, remembering those of the record being read: its first line, the start of its
-    text, and its first line that is not UTF-8."""
+    """The lines csv.reader reads, remembering those of the record being read: its first and last line, the start
+    of its text, its first line that is not UTF-8, and how many quote characters it holds."""
 
     def __init__(self, lines: Iterator[tuple[int, str, str | None]]):
         self.lines = lines
@@ -212,7 +241,7 @@ class _RecordLines:
         self.next_record()
 
     def next_record(self) -> None:
-        self.first, self.text, self.bad = self.last + 1, "", None
+        self.first, self.text, self.bad, self.quotes = self.last + 1, "", None, 0
 
     def __iter__(self) -> _RecordLines:
         return self
@@ -224,6 +253,7 @@ class _RecordLines:
             self.text += text
         if bad and self.bad is None:
             self.bad = (lineno, bad)
+        self.quotes += text.count('"')
         return text
 
 

@@ -17,6 +17,8 @@ from fake_judge import analysis_for
 from openai_server import FakeOpenAIServer
 
 import radmetrics
+from radmetrics.errors import InputError
+from radmetrics.io import Records
 
 #: every character str.splitlines() breaks on, every C0/C1 control character, DEL, BOM inside text
 SEPARATORS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
@@ -138,6 +140,81 @@ def test_csv_rows_with_more_or_fewer_fields_than_the_header_are_unscored_never_s
     summary = json.loads((tmp_path / "o.jsonl.summary.json").read_text())["summary"]
     assert summary["num_scored"] == 3 and summary["unscored_reasons"] == {
         "4 fields, the header has 3 (an unquoted comma?)": 1, "2 fields, the header has 3 (a missing field?)": 1}
+
+
+def score_fails(src, tmp_path):
+    """`radmetrics score` on SRC against a live judge: the input is what must fail, before any row is judged."""
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not server.requests and not (tmp_path / "o.jsonl").exists()
+    return out.stderr.strip()
+
+
+def rows_with_a_stray_quote(n, quoted_row=2, pad=""):
+    lines = ["id,reference,candidate"] + [f"q{i},ref {i}{pad},cand {i}" for i in range(n)]
+    lines[1 + quoted_row] = f'q{quoted_row},"Unmatched quote in the reference,candidate text'
+    return "\n".join(lines) + "\n"
+
+
+def test_csv_unmatched_quote_that_swallows_rows_is_an_error_naming_the_line(tmp_path):
+    """A stray quote on line 4 used to swallow rows q3-q7 into one unscored stand-in ('input line 4: 2 fields...'):
+    3 rows out of 8, no warning. Now the run stops before judging, naming the lines and the fix."""
+    src = tmp_path / "stray.csv"
+    src.write_text(rows_with_a_stray_quote(8), encoding="utf-8")
+    assert score_fails(src, tmp_path) == (
+        f'Error: {src} lines 4-9 read as one record with 2 fields, the header has 3: an unmatched " on line 4? '
+        "Fix the quotes from line 4 on")
+
+
+def test_csv_unmatched_quote_past_the_field_limit_stops_never_resumes_inside_the_field(tmp_path):
+    """In 3,000 rows the swallowed text outgrew the csv module's field limit: 1,581 rows were lost behind one
+    stand-in and the reader resumed inside the quoted field, inventing rows out of report text. Now: one error."""
+    src = tmp_path / "stray3000.csv"
+    src.write_text(rows_with_a_stray_quote(3000, pad=" " + "x" * 80), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(Records(src))
+    assert str(caught.value) == (
+        f"{src} line 4: a field runs past 131,072 characters (to line 1272): a quoted field that never closes, an "
+        'unmatched " on line 4? Fix the quotes from line 4 on')
+    assert score_fails(src, tmp_path) == f"Error: {caught.value}"
+
+
+@pytest.mark.parametrize("text,expected", [
+    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,b\n", "lines 3-5", id="to-end-of-file"),
+    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,\"c d\"\nq4,a,b\n", "lines 3-5",
+                 id="closed-by-a-later-quote"),
+])
+def test_csv_unmatched_quote_in_the_last_column_is_an_error_though_the_field_count_fits(tmp_path, text, expected):
+    """A stray quote in the last column swallows the next lines into the candidate with the right field count:
+    the candidate 'cand\\nq2,a,b\\n...' used to be judged. A record over several lines with an odd number of
+    quotes cannot be a correctly quoted one."""
+    src = tmp_path / "last.csv"
+    src.write_text(text, encoding="utf-8")
+    assert score_fails(src, tmp_path) == (
+        f'Error: {src} {expected} read as one record with an odd number of quotes: an unmatched " on line 3? '
+        "Fix the quotes from line 3 on")
+
+
+@pytest.mark.parametrize("name,header,expected", [
+    ("dup.csv", "id,reference,candidate,candidate", "column 'candidate' appears more than once"),
+    ("dup.tsv", "id\treference\tcandidate\tid\treference", "columns 'id', 'reference' appear more than once"),
+])
+def test_duplicate_column_names_are_an_error(tmp_path, name, header, expected):
+    """`id,reference,candidate,candidate` used to score the last candidate column and drop the first one's text."""
+    src = tmp_path / name
+    sep = "\t" if name.endswith(".tsv") else ","
+    src.write_text(header + "\n" + sep.join(["r1", "Heart normal.", "first", "second", "x"][:header.count(sep) + 1])
+                   + "\n", encoding="utf-8")
+    assert score_fails(src, tmp_path) == f"Error: {src} line 1 (the header): {expected}; give each column its own name"
+
+
+def test_csv_with_a_header_and_no_rows_is_an_error(tmp_path):
+    """It used to print 'Scored 0 rows', write green: null and exit 0."""
+    src = tmp_path / "header_only.csv"
+    src.write_text("id,reference,candidate\n\n", encoding="utf-8")
+    assert score_fails(src, tmp_path) == f"Error: {src} has a header (line 1) and no rows"
 
 
 def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
