@@ -27,6 +27,15 @@ def row_problem(value: Any, label: str) -> str | None:
     return None
 
 
+def pair_problem(reference: Any, candidate: Any) -> str | None:
+    """Why a (reference, candidate) pair cannot be scored, or None. An empty (blank) generated report is the
+    generator's failure, not a missing one: it is scored (judged as the official GREEN code judges it, make_prompt
+    with an empty candidate) and counts against the generator instead of leaving its mean. An empty reference
+    gives nothing to score against, and a missing candidate (None, not text) is a data problem: both unscored."""
+    blank = isinstance(candidate, str) and not candidate.strip()
+    return row_problem(reference, "reference") or (None if blank else row_problem(candidate, "candidate"))
+
+
 def check_lengths(references: Sequence[Any], candidates: Sequence[Any]) -> None:
     if len(references) != len(candidates):
         raise InputError(
@@ -66,11 +75,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     warnings: dict[int, list[str]] = {}
     empty_candidates = []
     for i, (ref, cand) in enumerate(zip(references, candidates)):
-        # An empty generated report is the generator's failure: it is judged, as the official GREEN code does
-        # (make_prompt with an empty candidate), and counts against the generator instead of leaving the mean.
-        # An empty reference gives nothing to judge against: unscored.
-        empty = isinstance(cand, str) and not cand.strip()
-        problem = row_problem(ref, "reference") or (None if empty else row_problem(cand, "candidate"))
+        problem = pair_problem(ref, cand)
         if problem:
             judgments[i] = Judgment.unscored(f"{row_labels[i]}: {problem}")
             continue
@@ -79,7 +84,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             warnings[i] = note
         prompts.append(system.build_prompt(ref, cand))
         rows.append(i)
-        if empty:
+        if not cand.strip():  # judged as written (pair_problem)
             empty_candidates.append(i)
     if warnings:
         log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))

@@ -90,13 +90,9 @@ def pair_problems(references: Sequence[Any], candidates: Sequence[Any]) -> list[
     judge it (runner.judge_pairs), so that a system is not rewarded for emitting nothing by having its worst outputs
     left out of its mean. An empty or missing reference leaves nothing to score against, and a missing candidate
     (None, not text) is a data problem, not an output: both unscored with the reason."""
-    from radmetrics.runner import row_problem
+    from radmetrics.runner import pair_problem
 
-    problems: list[str | None] = []
-    for reference, candidate in zip(references, candidates):
-        blank = isinstance(candidate, str) and not candidate.strip()
-        problems.append(row_problem(reference, "reference") or (None if blank else row_problem(candidate, "candidate")))
-    return problems
+    return [pair_problem(reference, candidate) for reference, candidate in zip(references, candidates)]
 
 
 def score_library_pairs(call: Callable[[list[str], list[str]], tuple[list[Any], dict[str, list[Any]]]],

@@ -13,7 +13,7 @@ from typing import Any
 
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.base import RadmetricsReward
-from radmetrics.runner import row_problem
+from radmetrics.runner import pair_problem
 
 
 class _SharedModel:
@@ -70,8 +70,7 @@ class _SharedModel:
         for i, (ref, cand) in enumerate(zip(references, candidates)):
             # as the runner does: an empty completion is scored as written (it counts against the policy);
             # an empty reference leaves nothing to score against
-            empty = isinstance(cand, str) and not cand.strip()
-            problem = row_problem(ref, "reference") or (None if empty else row_problem(cand, "candidate"))
+            problem = pair_problem(ref, cand)
             if problem:
                 reasons[i] = f"row {i}: {problem}"
                 continue
