@@ -13,6 +13,9 @@ Contenders:
 * the same backend with the engine off (HF generate on sorted batches with the shared-prefix cache, tuned
   settings), to show what the engine buys;
 * on CPU, the default without prompt-lookup drafts (``draft_tokens=0``), to show what the drafts buy;
+* the default without stem sharing (``share_stems=False``): the presets' prompts judge several candidates against
+  each reference (as a GRPO group or a comparison of systems does), and the engine computes what they share once;
+  this row is the speed where every reference differs;
 * radmetrics' vLLM backend when `vllm` imports: **in its own process**, run before this process puts anything on
   the device (vLLM reserves most of a GPU's memory for itself), over the same weights saved to a folder.
 
@@ -70,6 +73,7 @@ DEFAULT = "radmetrics transformers, default (no options)"
 TUNED = "radmetrics transformers, tuned"
 ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
 NO_DRAFTS = "radmetrics transformers, default without drafts (draft_tokens=0)"
+NO_STEMS = "radmetrics transformers, default without stem sharing (share_stems=False)"
 VLLM = "radmetrics vLLM backend (own process)"
 
 
@@ -303,6 +307,11 @@ def main() -> None:
         no_drafts = TransformersJudge.from_objects(model, tok, name, draft_tokens=0)
         contenders[NO_DRAFTS] = lambda: no_drafts.generate(prompts, config, progress=False)
         judges.append(no_drafts)
+    # What sharing the stems several prompts begin with (one reference, several candidates) buys: without it,
+    # the speed of a test set whose references are all different.
+    no_stems = TransformersJudge.from_objects(model, tok, name, share_stems=False)
+    contenders[NO_STEMS] = lambda: no_stems.generate(prompts, config, progress=False)
+    judges.append(no_stems)
     prompt_lengths = [len(default.encode(p)) for p in prompts]
 
     # Warm-up (kernels, allocator) on a few prompts for every contender.

@@ -158,6 +158,97 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
         assert plans[0].cuda_graphs and "capture failed" not in caplog.text
 
 
+@pytest.mark.parametrize("kv_heads,prefix,options", [
+    (1, True, {}), (4, False, {}),
+    (4, True, {"max_rows": 3}),  # waves of 3: stems shared within each wave, slots refilled
+    (1, True, {"max_rows": 4, "reserve": 4}),  # answers outgrow the reserve: continued from left-aligned slots
+    (1, False, {"max_rows": 16, "check_every": 3, "draft_tokens": 2}),
+])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _cuda(), reason="no CUDA device: the CUDA path runs where one is"))])
+def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device, monkeypatch):
+    """Several candidates per reference (a GRPO group; systems compared on one test set): the rows' common
+    stretches past the shared prefix are prefilled once, on up to three levels (reference, then a candidate
+    that others extend), one row is a prefix of another and two are identical; every answer equals generate's
+    for that prompt alone, and the same as without stem sharing."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(kv_heads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256,
+                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=kv_heads,
+                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval().to(device)
+    g = torch.Generator().manual_seed(0)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(3, 300, (n,), generator=g).tolist()
+
+    shared, ref_a, ref_b, cand = tokens(40), tokens(50), tokens(35), tokens(30)
+    rows = [shared + ref_a + cand, shared + ref_a + cand[:20], shared + ref_a + tokens(7), shared + ref_b + tokens(12),
+            shared + ref_b + tokens(3), shared + tokens(9), shared + ref_a + cand[:20] + tokens(4), shared + ref_a,
+            shared + ref_b + tokens(12)]
+    rows.append(list(rows[3]))  # a duplicate
+    with torch.inference_mode():
+        past = model(input_ids=torch.tensor([shared], device=device), use_cache=True).past_key_values
+    levels = []
+    prefill_stems = greedy_engine._SlotEngine._prefill_stems
+    monkeypatch.setattr(greedy_engine._SlotEngine, "_prefill_stems", lambda self, stems, fresh: (
+        levels.append(1 + max(n.level for n in stems)), prefill_stems(self, stems, fresh))[1])
+    common = dict(max_new_tokens=16, min_new_tokens=16, eos_token_id=2, pad_token_id=2, prefill_chunk_tokens=64,
+                  prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None, **options)
+    got = greedy_engine.greedy_generate(model, rows, **common)
+    assert levels and (max(levels) >= 3 or options.get("max_rows", 99) < 5)  # stems really shared
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row], device=device), max_new_tokens=16, min_new_tokens=16,
+                                 do_sample=False, eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+    calls = len(levels)
+    assert greedy_engine.greedy_generate(model, rows, share_stems=False, **common) == got
+    assert len(levels) == calls  # off means off
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_stem_prefill_puts_each_rows_own_keys_in_its_slot(prefix):
+    """After the tree prefill, each slot holds exactly the keys/values a plain forward of that whole row gives
+    for its own tokens (positions, ancestors' keys, padding masks all right), and the row's first answer token and
+    position are that forward's. Tighter than answer equality: a tiny random model's answers survive small
+    errors in the keys."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, eos_token_id=2,
+                                         pad_token_id=2, bos_token_id=1)).eval()
+    g = torch.Generator().manual_seed(1)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(3, 300, (n,), generator=g).tolist()
+
+    shared, ref, cand = tokens(20), tokens(40), tokens(25)
+    rows = [shared + ref + cand + tokens(3), shared + ref + cand + tokens(9), shared + ref + tokens(5),
+            shared + tokens(30), shared + ref + cand]
+    n_prefix = 20 if prefix else 0
+    with torch.inference_mode():
+        past = model(input_ids=torch.tensor([shared]), use_cache=True).past_key_values
+        plan = greedy_engine.EnginePlan(rows=len(rows), window=200, prefill_chunk_tokens=64)
+        engine = greedy_engine._SlotEngine(model, plan, greedy_engine.SharedPrefix(past, 20) if prefix else None,
+                                           8, 0, 2, 2)
+        engine._admit([greedy_engine._Pending(i, r[n_prefix:]) for i, r in enumerate(rows)], list(range(len(rows))))
+        for slot, row in enumerate(rows):
+            full = model(input_ids=torch.tensor([row]), use_cache=True)
+            start, end = int(engine.start[slot]), int(engine.end[slot])
+            assert (start, end) == (1, 1 + len(row) - n_prefix)  # the tree path was taken: rows from column 1
+            for (keys, values), layer in zip(engine.cache.layers, full.past_key_values.layers):
+                torch.testing.assert_close(keys[slot, :, start:end], layer.keys[0, :, n_prefix:], atol=1e-5, rtol=1e-5)
+                torch.testing.assert_close(values[slot, :, start:end], layer.values[0, :, n_prefix:], atol=1e-5,
+                                           rtol=1e-5)
+            assert int(engine.tokens[slot]) == int(full.logits[0, -1].argmax())
+            assert int(engine.position[slot]) == len(row)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("n_q", [1, 3])  # a row's next input alone, or with two drafted tokens
 @pytest.mark.parametrize("with_prefix", [True, False])

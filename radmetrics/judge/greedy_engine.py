@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.judge.prompt_lookup import DRAFT_MAX_ROWS, DRAFT_TOKENS, DraftPolicy, PromptLookup
+from radmetrics.judge.shared_stems import StemNode, has_stems, plan_stems, shared_by_neighbours, stem_order
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,7 @@ def greedy_generate(
     cuda_graphs: bool | None = None,
     draft_tokens: int | None = None,
     memory_budget_bytes: int | None = None,
+    share_stems: bool = True,
     on_row_done: Callable[[int, list[int]], None] | None = None,
     on_plan: Callable[[EnginePlan], None] | None = None,
 ) -> list[list[int]]:
@@ -213,7 +215,8 @@ def greedy_generate(
     when ``prefix`` is given every row starts with its ``length`` tokens. ``reserve``: answer tokens to hold a
     slot for (default ``max_new_tokens``); longer answers are continued in a second table. ``on_row_done(i,
     ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
-    allocated."""
+    allocated. ``share_stems``: rows that begin alike past the prefix (one reference, several candidates) are
+    admitted together and their common tokens computed once (`shared_stems`)."""
     n_prefix = prefix.length if prefix else 0
     own = [r[n_prefix:] for r in rows]
     if not rows:
@@ -240,9 +243,14 @@ def greedy_generate(
             on_row_done(i, ids)
 
     prefix_ids = rows[0][:n_prefix]
-    engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids)
-    # longest first: the first chunks fill the table with little padding; shorter prompts refill it
-    waiting = [_Pending(i, own[i]) for i in sorted(range(len(own)), key=lambda i: -len(own[i]))]
+    engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids,
+                         share_stems=share_stems)
+    # longest first: the first chunks fill the table with little padding; shorter prompts refill it. Rows that
+    # share stems (a tenth of their tokens or more) go in token order instead: admitted together, they share.
+    order = stem_order(own) if share_stems else []
+    if not share_stems or shared_by_neighbours(own, order) < 0.1 * sum(map(len, own)):
+        order = sorted(range(len(own)), key=lambda i: -len(own[i]))
+    waiting = [_Pending(i, own[i]) for i in order]
     overflow = engine.run(waiting, done)
     if overflow:
         # Answers that outgrew their reserve: a second table with room up to max_new_tokens for each.
@@ -254,7 +262,7 @@ def greedy_generate(
                            cuda_graphs=False, draft_tokens=plan.draft_tokens)
         log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
         engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id,
-                             prefix_ids)
+                             prefix_ids, share_stems=share_stems)
         left = engine.run(overflow, done)
         assert not left, "the continuation table has room for max_new_tokens"
     return results  # type: ignore[return-value]
@@ -277,11 +285,11 @@ class _Pending:
 
 class _SlotEngine:
     def __init__(self, model, plan: EnginePlan, prefix, max_new_tokens, min_new_tokens, eos, pad,
-                 prefix_ids: list[int] | None = None):
+                 prefix_ids: list[int] | None = None, share_stems: bool = True):
         import torch
 
         self.torch = torch
-        self.model, self.plan, self.prefix = model, plan, prefix
+        self.model, self.plan, self.prefix, self.share_stems = model, plan, prefix, share_stems
         self.max_new, self.min_new, self.eos, self.pad = max_new_tokens, min_new_tokens, eos, pad
         self.device = next(model.parameters()).device
         config = model.config.get_text_config(decoder=True)
@@ -298,7 +306,7 @@ class _SlotEngine:
                                 for _ in range(config.num_hidden_layers)])
         long = dict(dtype=torch.long, device=dev)
         self.tokens = torch.full((B,), pad, **long)  # next input token of each slot
-        self.start = torch.zeros(B, **long)  # first own column (own tokens are right-aligned in their chunk)
+        self.start = torch.zeros(B, **long)  # first own column (right-aligned in a chunk, or from column 1)
         self.end = torch.zeros(B, **long)  # the column this step writes
         self.position = torch.zeros(B, **long)
         self.generated = torch.zeros(B, **long)  # answer tokens counted so far
@@ -352,8 +360,12 @@ class _SlotEngine:
         for r, s in zip(rows, slots):
             if r.kv is not None:
                 self._restore(r, s)
-        for chunk in _prefill_chunks([len(r.own) for r, _ in fresh], self.plan.prefill_chunk_tokens):
-            self._prefill([fresh[c][0] for c in chunk], [fresh[c][1] for c in chunk])
+        stems = plan_stems([r.own for r, _ in fresh]) if self.share_stems and len(fresh) > 1 else []
+        if has_stems(stems) and self._stems_fit(stems):
+            self._prefill_stems(stems, fresh)
+        else:
+            for chunk in _prefill_chunks([len(r.own) for r, _ in fresh], self.plan.prefill_chunk_tokens):
+                self._prefill([fresh[c][0] for c in chunk], [fresh[c][1] for c in chunk])
         for r, s in zip(rows, slots):
             self.slot_row[s] = r
         self.history.fill_(-1)
@@ -384,8 +396,16 @@ class _SlotEngine:
         logits = out.logits[:, -1].float()
         del out, past
         lengths = torch.tensor([len(r.own) for r in rows], device=self.device)
-        self.start[index] = 1 + w - lengths
-        self.end[index] = 1 + w
+        self._start_rows(rows, index, 1 + w - lengths, logits)
+
+    def _start_rows(self, rows: list[_Pending], index, start, logits) -> None:
+        """Rows whose own tokens are in their slots' columns ``start .. start + len(own)``: their state, and
+        the first answer token from ``logits`` (the last prompt position's)."""
+        torch = self.torch
+        n_prefix = self.prefix.length if self.prefix else 0
+        lengths = torch.tensor([len(r.own) for r in rows], device=self.device)
+        self.start[index] = start
+        self.end[index] = start + lengths
         self.position[index] = n_prefix + lengths
         self.generated[index] = 0
         self.state[index] = ACTIVE
@@ -399,6 +419,91 @@ class _SlotEngine:
         for r, t, c in zip(rows, first.tolist(), counted.tolist()):
             if c:
                 r.produced.append(t)
+
+    def _stems_fit(self, stems: list[StemNode]) -> bool:
+        """On CUDA the stems' keys/values (each with its ancestors'), held until the wave's rows are in their
+        slots, must fit in what the plan set aside for one prefill chunk; on CPU memory is not the limit."""
+        if self.device.type != "cuda":
+            return True
+        depth: dict[int, int] = {}  # stems come parents first
+        for i, node in enumerate(stems):
+            if node.row is None:
+                depth[i] = depth.get(node.parent, 0) + len(node.tokens)
+        return sum(depth.values()) <= self.plan.prefill_chunk_tokens
+
+    def _prefill_stems(self, stems: list[StemNode], fresh: list[tuple[_Pending, int]]) -> None:
+        """Prefill along the rows' radix tree (`shared_stems`): a level at a time, each node's tokens on top of
+        its ancestors' keys/values, so a stem several rows share is computed once; a leaf completes its row,
+        whose slot gets its ancestors' keys/values and its own, from column 1."""
+        stem_kv: dict[int, list[tuple[Any, Any]]] = {}  # stem -> per layer [kv_heads, depth, head_dim], ancestors'
+        for level in range(max(n.level for n in stems) + 1):
+            items = [i for i, n in enumerate(stems) if n.level == level]
+            for chunk in _prefill_chunks([len(stems[i].tokens) for i in items], self.plan.prefill_chunk_tokens):
+                self._prefill_nodes([items[c] for c in chunk], stems, stem_kv, fresh)
+
+    def _prefill_nodes(self, items: list[int], stems: list[StemNode], stem_kv: dict, fresh) -> None:
+        torch = self.torch
+        n_prefix = self.prefix.length if self.prefix else 0
+        parents = [stems[i].parent for i in items]
+        depths = [0 if p is None else stem_kv[p][0][0].shape[1] for p in parents]  # the ancestors' tokens
+        a_max, w = max(depths), max(len(stems[i].tokens) for i in items)
+        ids, mask, positions = [], [], []
+        for i, a in zip(items, depths):
+            tokens = stems[i].tokens
+            pad = w - len(tokens)
+            ids.append([self.pad] * pad + tokens)
+            mask.append([1] * n_prefix + [0] * (a_max - a) + [1] * a + [0] * pad + [1] * len(tokens))
+            positions.append([n_prefix + a] * pad + list(range(n_prefix + a, n_prefix + a + len(tokens))))
+        past = self._stem_past(parents, depths, a_max, stem_kv)
+        out = self.model(input_ids=torch.tensor(ids, device=self.device),
+                         attention_mask=torch.tensor(mask, device=self.device),
+                         position_ids=torch.tensor(positions, device=self.device),
+                         past_key_values=past, use_cache=True, logits_to_keep=1)
+        layers = _layer_tensors(out.past_key_values)
+        done_rows, done_slots, done_items = [], [], []
+        for j, (i, a) in enumerate(zip(items, depths)):
+            n = len(stems[i].tokens)
+            ancestors = slice(n_prefix + a_max - a, n_prefix + a_max)
+            if stems[i].row is None:  # a stem: its ancestors' keys/values and its own, for the nodes below it
+                stem_kv[i] = [(torch.cat([k[j, :, ancestors], k[j, :, -n:]], dim=1),
+                               torch.cat([v[j, :, ancestors], v[j, :, -n:]], dim=1)) for k, v in layers]
+                continue
+            r, slot = fresh[stems[i].row]
+            for (keys, values), (k, v) in zip(self.cache.layers, layers):
+                keys[slot, :, 1 : 1 + a] = k[j, :, ancestors]
+                values[slot, :, 1 : 1 + a] = v[j, :, ancestors]
+                keys[slot, :, 1 + a : 1 + a + n] = k[j, :, -n:]
+                values[slot, :, 1 + a : 1 + a + n] = v[j, :, -n:]
+            done_rows.append(r)
+            done_slots.append(slot)
+            done_items.append(j)
+        if done_rows:
+            logits = out.logits[done_items, -1].float()
+            index = torch.tensor(done_slots, device=self.device)
+            self._start_rows(done_rows, index, torch.ones_like(index), logits)
+
+    def _stem_past(self, parents: list[int | None], depths: list[int], a_max: int, stem_kv: dict):
+        """The past of a chunk of tree nodes: the shared prefix, then each node's ancestors' keys/values,
+        left-padded to the longest (the padding is zeros, masked)."""
+        from transformers import DynamicCache
+
+        n_prefix = self.prefix.length if self.prefix else 0
+        if not n_prefix and not a_max:
+            return None
+        past = DynamicCache()
+        for layer in range(self.config.num_hidden_layers):
+            kv = []
+            for which in (0, 1):  # keys, values
+                like = self.cache.layers[layer][which]
+                tensor = like.new_zeros(len(parents), like.shape[1], n_prefix + a_max, like.shape[3])
+                if n_prefix:
+                    tensor[:, :, :n_prefix] = self.prefix_kv[layer][which]  # [1, kv_heads, P, head_dim]
+                for j, (parent, a) in enumerate(zip(parents, depths)):
+                    if a:
+                        tensor[j, :, n_prefix + a_max - a :] = stem_kv[parent][layer][which]
+                kv.append(tensor)
+            past.update(kv[0], kv[1], layer)
+        return past
 
     def _restore(self, r: _Pending, slot: int) -> None:
         """A continued row: its keys/values into columns [1, 1 + n), its last token as the next input."""

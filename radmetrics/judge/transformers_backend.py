@@ -48,6 +48,9 @@ class TransformersOptions(BackendOptions):
     attn_implementation: str | None = None
     #: compute the token prefix every prompt shares once per call
     prefix_cache: bool = True
+    #: engine: compute once what several prompts share past that prefix (one reference judged against several
+    #: candidates: a GRPO group, systems compared on one test set); answers unchanged
+    share_stems: bool = True
     #: False: always HF generate (the reference path)
     engine: bool = True
     prefill_chunk_tokens: int | None = None
@@ -75,7 +78,7 @@ class TransformersJudge(JudgeBackend):
         # answer before it has seen any; then the p95 of answers so far)
         for name in ("chat_template", "max_batch_size", "max_batch_tokens", "max_input_tokens", "trust_remote_code",
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
-                     "cuda_graphs", "draft_tokens"):
+                     "cuda_graphs", "draft_tokens", "share_stems"):
             setattr(self, name, getattr(settings, name))
         if self.draft_tokens is not None and self.draft_tokens < 0:
             raise JudgeOptionError(f"Option 'draft_tokens' of the transformers backend must be 0 (no drafts) or "
@@ -293,7 +296,7 @@ class TransformersJudge(JudgeBackend):
                                     prefix=SharedPrefix(*prefix) if prefix else None,
                                     prefill_chunk_tokens=self.prefill_chunk_tokens, max_rows=rows, reserve=reserve,
                                     memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs,
-                                    draft_tokens=self.draft_tokens, on_row_done=done,
+                                    draft_tokens=self.draft_tokens, share_stems=self.share_stems, on_row_done=done,
                                     on_plan=plans.append)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e):

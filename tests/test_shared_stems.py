@@ -1,0 +1,118 @@
+"""The radix-tree plan of prefix sharing between rows (`radmetrics.judge.shared_stems`): every row is rebuilt
+exactly from its path, each leaf keeps a token, parents come before children, a stem is kept only when it spares
+enough work, and odd inputs (duplicates, rows that are prefixes of others, a long chain) plan correctly."""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from radmetrics.judge.shared_stems import (
+    MAX_LEVELS,
+    has_stems,
+    plan_stems,
+    saved_tokens,
+    shared_by_neighbours,
+    stem_order,
+)
+
+
+def _check_plan(owns, nodes):
+    """Each row = its ancestors' tokens + its leaf's; one leaf per row, at least one token; parents first."""
+    leaves = {}
+    for i, node in enumerate(nodes):
+        if node.parent is not None:
+            assert node.parent < i and nodes[node.parent].row is None
+            assert node.level == nodes[node.parent].level + 1
+        else:
+            assert node.level == 0
+        if node.row is not None:
+            assert node.row not in leaves and node.tokens
+            leaves[node.row] = i
+    assert sorted(leaves) == list(range(len(owns)))
+    for row, i in leaves.items():
+        tokens, at = [], i
+        while at is not None:
+            tokens[:0] = nodes[at].tokens
+            at = nodes[at].parent
+        assert tokens == owns[row]
+    for i, node in enumerate(nodes):  # a stem is shared: two or more rows pass through it
+        if node.row is None:
+            assert sum(1 for n in nodes if n.parent == i) >= 2
+
+
+def test_one_reference_several_candidates_shares_the_reference():
+    reference = list(range(100, 160))  # 60 tokens
+    owns = [reference + [1, 2, 3], reference + [4, 5], reference + [6], list(range(500, 520))]
+    nodes = plan_stems(owns)
+    _check_plan(owns, nodes)
+    stems = [n for n in nodes if n.row is None]
+    assert [n.tokens for n in stems] == [reference]
+    assert saved_tokens(owns, nodes) == 2 * 60  # three rows, the reference computed once
+
+
+def test_nested_stems_give_levels():
+    ref, cand = list(range(100, 150)), list(range(200, 250))
+    owns = [ref + cand + [7], ref + cand + [8, 9], ref + [3] * 40, ref + [4] * 40]
+    nodes = plan_stems(owns)
+    _check_plan(owns, nodes)
+    stems = {tuple(n.tokens): n.level for n in nodes if n.row is None}
+    assert stems == {tuple(ref): 0, tuple(cand): 1}
+    assert saved_tokens(owns, nodes) == 3 * 50 + 50
+
+
+def test_short_shared_stretches_are_not_worth_a_pass():
+    owns = [[1, 2, 3, 4, 10 + i] for i in range(5)]  # 4 shared tokens x 4 rows spared = 16 < 32
+    nodes = plan_stems(owns)
+    _check_plan(owns, nodes)
+    assert not has_stems(nodes) and saved_tokens(owns, nodes) == 0
+    assert has_stems(plan_stems(owns, min_saved=16))
+
+
+def test_duplicates_and_rows_that_are_prefixes_of_others():
+    base = list(range(10, 60))
+    owns = [base, base, base + [1], base[:40], base + list(range(70, 100)), [5]]
+    nodes = plan_stems(owns)
+    _check_plan(owns, nodes)
+    assert has_stems(nodes)
+    # every row keeps a token for its leaf: identical rows share all but their last one
+    assert saved_tokens(owns, nodes) > 3 * 39
+
+
+def test_distinct_rows_plan_flat_and_sort_apart():
+    rng = random.Random(0)
+    owns = [[rng.randrange(3, 1000) for _ in range(rng.randrange(1, 40))] for _ in range(50)]
+    nodes = plan_stems(owns)
+    _check_plan(owns, nodes)
+    assert not has_stems(nodes)
+    assert shared_by_neighbours(owns, stem_order(owns)) < 0.1 * sum(map(len, owns))
+
+
+def test_random_trees_rebuild_every_row():
+    rng = random.Random(1)
+    for _ in range(30):
+        stems = [[rng.randrange(3, 9) for _ in range(rng.randrange(0, 60))] for _ in range(4)]
+        owns = [rng.choice(stems) + [rng.randrange(3, 9) for _ in range(rng.randrange(1, 30))]
+                for _ in range(rng.randrange(1, 40))]
+        nodes = plan_stems(owns, min_saved=rng.choice([1, 8, 32]))
+        _check_plan(owns, nodes)
+        assert saved_tokens(owns, nodes) >= 0
+
+
+def test_a_long_chain_plans_quickly():
+    """Rows each one token longer than the last (a table's worth): the tree would be one level per row; the plan
+    stops at MAX_LEVELS (one prefill pass each) and still spares the common start, quickly."""
+    chain = list(range(3, 3 + 300))
+    owns = [chain[: 44 + k] for k in range(256)]
+    started = time.perf_counter()
+    nodes = plan_stems(owns)
+    assert time.perf_counter() - started < 2.0
+    _check_plan(owns, nodes)
+    assert max(n.level for n in nodes) == MAX_LEVELS - 1
+    assert saved_tokens(owns, nodes) > 255 * 43
+
+
+def test_a_row_without_tokens_is_refused():
+    with pytest.raises(ValueError, match="at least one token"):
+        plan_stems([[1, 2], []])
