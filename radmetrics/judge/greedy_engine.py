@@ -20,6 +20,9 @@ batch's short answers waiting for its longest one. Here:
   table once half of it is idle (batch buckets ``rows, rows/2, ...``, each a view with the same addresses);
 * every decode step reads the **shared prefix** (a scoring system's instructions, computed once per call by the
   caller) once for the whole batch (`slot_attention`: "cascade" attention, one softmax over prefix + own keys);
+* rows that begin alike past the shared prefix (one reference judged against several candidates) are admitted
+  together and **prefilled along their radix tree** (`shared_stems`): each shared stretch once, on top of its
+  parent's keys/values; each row's slot then holds its whole own part from column 1, as if prefilled alone;
 * tokens and the per-row state (next column, position, answer length, finished / overflow flags) stay on the
   device; the host reads them every ``check_every`` steps (one transfer; 1 on CPU where syncs are free). Rows
   that finished between checks are frozen on the device (their tokens are not counted).

@@ -5,7 +5,8 @@ memory (CUDA) or a measured default (CPU), slots reserved for the p95 of answers
 answers continued), attention that reads the shared prefix once per step, CUDA graphs on GPU. Sampling, and
 models the engine cannot serve, use `generate` on batches sorted by length under a token budget. dtype: fp32
 on CPU; on a GPU the checkpoint's half precision (fp16 for GREEN models), bf16 otherwise. The token prefix
-every prompt shares (a scoring system's instructions) is computed once per call. A CUDA out-of-memory halves
+every prompt shares (a scoring system's instructions) is computed once per call, and on the engine so is what
+several prompts share past it (one reference, several candidates: `greedy_engine` via `shared_stems`). A CUDA out-of-memory halves
 the table / batch and retries what is unanswered instead of ending the run. Weights load on first use, once
 per process (see `radmetrics.judge.get_judge`).
 """
