@@ -209,6 +209,38 @@ def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device
     assert len(levels) == calls  # off means off
 
 
+def test_a_model_the_stem_prefill_fails_on_is_prefilled_row_by_row(monkeypatch, caplog):
+    """If the tree prefill fails part-way (an architecture whose cache it cannot feed), the wave's rows are
+    prefilled whole instead, with a warning, and the answers are still generate's; sharing stays off after."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(3)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=1, eos_token_id=2,
+                                         pad_token_id=2, bos_token_id=1)).eval()
+    g = torch.Generator().manual_seed(4)
+    ref = torch.randint(3, 200, (60,), generator=g).tolist()
+    rows = [ref + torch.randint(3, 200, (k,), generator=g).tolist() for k in (3, 8, 5, 1)] + [ref[:30]]
+    real, calls = greedy_engine._SlotEngine._prefill_nodes, []
+
+    def fails_on_the_third_pass(self, *args):  # the second completed a row: its first token is picked again
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("this cache cannot be fed\nsecond line")
+        return real(self, *args)
+
+    monkeypatch.setattr(greedy_engine._SlotEngine, "_prefill_nodes", fails_on_the_third_pass)
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=12, min_new_tokens=12, eos_token_id=2,
+                                        pad_token_id=2, max_rows=5)
+    assert len(calls) == 3 and "prefix sharing between rows failed for this model (this cache cannot be fed)" in caplog.text
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row]), max_new_tokens=12, min_new_tokens=12, do_sample=False,
+                                 eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
 @pytest.mark.parametrize("prefix", [True, False])
 def test_stem_prefill_puts_each_rows_own_keys_in_its_slot(prefix):
     """After the tree prefill, each slot holds exactly the keys/values a plain forward of that whole row gives

@@ -365,10 +365,19 @@ class _SlotEngine:
                 self._restore(r, s)
         stems = plan_stems([r.own for r, _ in fresh]) if self.share_stems and len(fresh) > 1 else []
         if has_stems(stems) and self._stems_fit(stems):
-            self._prefill_stems(stems, fresh)
-        else:
-            for chunk in _prefill_chunks([len(r.own) for r, _ in fresh], self.plan.prefill_chunk_tokens):
-                self._prefill([fresh[c][0] for c in chunk], [fresh[c][1] for c in chunk])
+            try:
+                self._prefill_stems(stems, fresh)
+                fresh = []
+            except Exception as e:  # noqa: BLE001 - a model whose cache the tree cannot feed: prefill rows whole
+                if _is_out_of_memory(e):
+                    raise  # the backend halves the table
+                log.warning("prefix sharing between rows failed for this model (%s); prefilling each row whole",
+                            str(e).splitlines()[0] if str(e) else type(e).__name__)
+                self.share_stems = False
+                for r, _ in fresh:
+                    r.produced.clear()  # a leaf done before the failure picked its first token: picked again
+        for chunk in _prefill_chunks([len(r.own) for r, _ in fresh], self.plan.prefill_chunk_tokens):
+            self._prefill([fresh[c][0] for c in chunk], [fresh[c][1] for c in chunk])
         for r, s in zip(rows, slots):
             self.slot_row[s] = r
         self.history.fill_(-1)
@@ -924,6 +933,12 @@ def _prefill_chunks(lengths: list[int], budget: int) -> list[list[int]]:
         else:
             chunks.append([i])
     return chunks
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
 
 
 def _layer_tensors(cache: Any) -> list[tuple[Any, Any]]:
