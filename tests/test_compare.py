@@ -325,3 +325,21 @@ def test_a_metric_failing_with_a_long_reason_keeps_it_whole_in_files_and_cuts_it
         assert re.search(r"word\d{3}…$", shown), shown  # a whole word, then the ellipsis
     notes = re.findall(r"RuntimeError: [^│]*?…", run.stdout)
     assert len(notes) == 2 and all(re.search(r"word\d{3}…$", n) for n in notes), run.stdout
+
+
+def test_tables_in_a_log_keep_whole_lines(tmp_path):
+    """Output to a pipe or a log file (no terminal, no COLUMNS): rich would assume 80 columns and wrap the long
+    title, labels and intervals; each table row stays one whole line instead."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    cmd = [sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}",
+           "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "bleu-4", "-m", "rouge-l", "--resamples", "500",
+           "-o", str(tmp_path / "cmp")]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert any("Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, Holm across pairs"
+               in line for line in lines)
+    for metric in ("bleu-4", "rouge-l"):
+        row = next(line for line in lines if line.lstrip("│ ").startswith(f"{metric} ") and "│ A " in line)
+        assert re.search(r"\[\d\.\d{4}, \d\.\d{4}\]", row), row
+    assert max(map(len, lines)) > 80

@@ -89,14 +89,14 @@ def _fmt(value, digits: int = 4) -> str:
 
 
 def print_tables(result) -> None:
-    from rich.console import Console
+    from radmetrics.cli.tables import table_console
     from rich.table import Table
 
     from radmetrics.meta.compare import missing_results
     from radmetrics.meta.html_report import shorten
 
     missing = missing_results(result)
-    console = Console()
+    console = table_console()
     conf = int(result.settings["confidence"] * 100)
     systems = Table(title=f"Systems ({len(result.ids)} reports; mean [{conf}% bootstrap CI])")
     for col in ("metric", "system", "mean", f"{conf}% CI", "scored", "unscored", "note"):

@@ -103,13 +103,13 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
 
 
 def print_report(data: dict[str, Any], output_path: str | None) -> None:
-    from rich.console import Console
+    from radmetrics.cli.tables import table_console
     from rich.table import Table
 
     def fmt(value: Any) -> str:
         return "n/a" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
-    console = Console(stderr=True)
+    console = table_console(stderr=True)
     groups = Table(title=f"reward {data['reward']}: spread within each prompt's group")
     for name in ("prompt", "scored", "unscored", "mean", "std", "min", "max", "learns?"):
         groups.add_column(name, justify="left" if name == "prompt" else "right")

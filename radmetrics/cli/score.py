@@ -216,7 +216,8 @@ def _with_resumed(records, writer):
 
 def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path: str,
                   judge: dict[str, Any] | None = None) -> None:
-    from rich.console import Console
+    from radmetrics.cli.tables import table_console
+    from radmetrics.meta.html_report import shorten
     from rich.table import Table
 
     key = system.score_key
@@ -238,7 +239,7 @@ def print_summary(system, corpus: dict[str, Any], output_path: str, summary_path
     for name, share in (corpus.get("error_free_share") or {}).items():
         table.add_row(f"no significant error: {name}", fmt(share))
     for reason, count in sorted((corpus.get("unscored_reasons") or {}).items(), key=lambda kv: -kv[1])[:5]:
-        table.add_row(f"unscored: {reason[:70]}", str(count))
-    console = Console(stderr=True)
+        table.add_row(f"unscored: {shorten(reason, 70)}", str(count))
+    console = table_console(stderr=True)
     console.print(table)
     console.print(f"Per-row results: {output_path}\nCorpus summary: {summary_path}")
