@@ -31,6 +31,8 @@ def test_bleu_and_rouge_l_equal_their_libraries():
         assert run.scores == pytest.approx([bleu.sentence_score(c, [r]).score / 100 for r, c in zip(REFS, CANDS)])
         assert run.scores[3] == 0.0 and run.reasons == [None] * 4 and run.higher_is_better
         assert run.fingerprint["library"] == "sacrebleu" and run.fingerprint["settings"] == {"tokenize": "13a"}
+        # a candidate equal to its reference scores exactly 1 (sacrebleu's own float is 1.0000000000000004)
+        assert run_metric(f"bleu-{order}", REFS[:2], REFS[:2]).scores == [1.0, 1.0]
     run = run_metric("rouge-l", REFS, CANDS)
     scorer = rouge_scorer.RougeScorer(["rougeL"])
     assert run.scores == pytest.approx([scorer.score(r, c)["rougeL"].fmeasure for r, c in zip(REFS, CANDS)])

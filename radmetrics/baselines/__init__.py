@@ -119,7 +119,8 @@ def _bleu(order: int):
 
         # effective_order: sentence-level BLEU without zeroing pairs that lack higher-order n-gram matches
         bleu = BLEU(max_ngram_order=order, effective_order=True, tokenize=options["tokenize"])
-        return [bleu.sentence_score(c, [r]).score / 100 for r, c in zip(references, candidates)]
+        # BLEU is at most 1; sacrebleu's float gives 100.00000000000004 for identical texts (exp of a sum of logs)
+        return [min(1.0, bleu.sentence_score(c, [r]).score / 100) for r, c in zip(references, candidates)]
 
     return score
 
