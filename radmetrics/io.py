@@ -136,9 +136,9 @@ class Records:
     def __iter__(self) -> Iterator[Record]:
         return self._jsonl() if self.delimiter is None else self._csv()
 
-    def _lines(self) -> Iterator[tuple[int, str, str | None]]:
-        """(line number, text, where it is not UTF-8 or None); CSV lines also end at a lone "\\r", as the csv
-        module expects (newline="")."""
+    def _lines(self) -> Iterator[tuple[int, str, str | None, str]]:
+        """(line number, text, where it is not UTF-8 or None, the text with such bytes shown as ``\\xe9``);
+        CSV lines also end at a lone "\\r", as the csv module expects (newline="")."""
         lineno = 0
         with open(self.path, "rb") as fh:
             for n, chunk in enumerate(fh):
@@ -147,10 +147,11 @@ class Records:
                 for raw in (chunk,) if self.delimiter is None else chunk.splitlines(keepends=True):
                     lineno += 1
                     text = raw.decode("utf-8", errors="replace")
-                    yield lineno, text, _not_utf8(raw) if "\ufffd" in text else None
+                    bad = _not_utf8(raw) if "\ufffd" in text else None
+                    yield lineno, text, bad, raw.decode("utf-8", errors="backslashreplace") if bad else text
 
     def _jsonl(self) -> Iterator[Record]:
-        for lineno, line, bad in self._lines():
+        for lineno, line, bad, escaped in self._lines():
             if not line.strip():
                 continue
             problem = None
@@ -167,6 +168,8 @@ class Records:
                 problem = f"{NOT_UTF8} ({bad}); {ICONV_HINT}"
             if not isinstance(row, dict):
                 row = _stand_in(lineno, line)
+            elif bad:  # its text has U+FFFD where the bytes were: the line as read, bytes escaped (\xe9), in _raw
+                row = {**row, **_stand_in(lineno, escaped)}
             elif problem is None:
                 self.columns.update(dict.fromkeys(row))
             yield Record(lineno, row, problem)
@@ -218,7 +221,9 @@ class Records:
                 where = f" on line {feed.bad[0]}" if feed.bad[0] != feed.first else ""
                 problem = f"{NOT_UTF8}{where} ({feed.bad[1]}); {ICONV_HINT}"
             # a row with the wrong number of fields stands in: which value belongs to which column is unknown
-            row = dict(zip(header, fields)) if len(fields) == len(header) else _stand_in(feed.first, feed.text)
+            row = dict(zip(header, fields)) if len(fields) == len(header) else _stand_in(feed.first, feed.escaped)
+            if feed.bad:  # as in JSONL: the record's lines as read, bytes escaped, in _raw
+                row = {**row, **_stand_in(feed.first, feed.escaped)}
             rows += 1
             yield Record(feed.first, row, problem)
 
@@ -241,16 +246,16 @@ class _RecordLines:
         self.next_record()
 
     def next_record(self) -> None:
-        self.first, self.text, self.bad, self.quotes = self.last + 1, "", None, 0
+        self.first, self.escaped, self.bad, self.quotes = self.last + 1, "", None, 0
 
     def __iter__(self) -> _RecordLines:
         return self
 
     def __next__(self) -> str:
-        lineno, text, bad = next(self.lines)
+        lineno, text, bad, escaped = next(self.lines)
         self.last = lineno
-        if len(self.text) <= RAW_KEPT:
-            self.text += text
+        if len(self.escaped) <= RAW_KEPT:
+            self.escaped += escaped
         if bad and self.bad is None:
             self.bad = (lineno, bad)
         self.quotes += text.count('"')

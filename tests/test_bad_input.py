@@ -102,6 +102,9 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     assert rows[3]["details"]["warnings"] == ["reference cut from 12000 to 300 words (GREEN prompt limit)"]
     assert rows[3]["green"] is None
     assert rows[4]["green"] is None and rows[4]["judge_output"] == "" and rows[4]["id"] == "latin"
+    # nothing lost: the line as read, its bad byte shown as \xff (the columns hold U+FFFD in its place)
+    assert rows[4]["_line"] == 5 and rows[4]["_raw"] == lines[4].decode("utf-8", errors="backslashreplace")
+    assert "\\xff" in rows[4]["_raw"]
     position = lines[4].index(b"\xff") + 1  # 1-based, in bytes, as an editor's column counter shows it
     assert rows[4]["reason"] == (f"input line 5: not UTF-8 (byte 0xFF at position {position}); re-encode the file, e.g. "
                                  "iconv -f latin1 -t utf-8 IN > OUT")

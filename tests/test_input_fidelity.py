@@ -237,6 +237,8 @@ def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
         assert rows[0]["green"] is None and not rows[0]["parsed"] and rows[0]["judge_output"] == ""
         assert rows[0]["reason"] == ("input line 2: not UTF-8 (byte 0xC9 at position 4); re-encode the file, "
                                      "e.g. iconv -f latin1 -t utf-8 IN > OUT")
+        assert rows[0]["_line"] == 2 and rows[0]["_raw"] == "r1,\\xc9panchement pleural gauche.,Pas d'\\xe9panchement."
+        assert "_raw" not in rows[1]
         assert rows[1]["green"] is not None and rows[2]["green"] is not None
         assert sorted(judged_pairs(server)) == [("Clear lungs.", "Clear lungs."), ("Small effusion.", "No effusion.")]
 
