@@ -165,6 +165,10 @@ def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:
     from radmetrics import __version__
 
     identity = judge.identity() if judge is not None else {}
+    # an in-process judge also says where and in what precision it runs (dtype "auto" resolved)
+    runtime = getattr(getattr(judge, "backend", judge), "runtime", None)
+    if callable(runtime):
+        identity = {**identity, "runtime": runtime()}
     return {"radmetrics_version": __version__, **system.fingerprint(), "judge": identity,
             "generation": config.to_dict()}
 

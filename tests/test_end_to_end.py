@@ -36,6 +36,11 @@ def test_python_api_scores_with_transformers_backend(tiny_judge, tmp_path):
                                    max_batch_size=4).backend
     assert backend.chat_format == "green"  # picked from the model name, as GREEN models need
     assert result.fingerprint["judge"]["model"] == str(tiny_judge)
+    # the precision it ran in, "auto" resolved (fp32 on CPU), beside the identity the cache keys use
+    assert result.fingerprint["judge"]["dtype"] == "auto"
+    assert result.fingerprint["judge"]["runtime"] == {"device": "cpu", "dtype": "float32"}
+    assert radmetrics.get_judge("transformers", model=str(tiny_judge), dtype="bf16",
+                                cache=False).backend.runtime() == {"device": "cpu", "dtype": "bfloat16"}
     assert result.fingerprint["generation"]["max_new_tokens"] == 256
 
 

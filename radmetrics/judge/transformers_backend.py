@@ -121,19 +121,12 @@ class TransformersJudge(JudgeBackend):
         with self._load_lock:
             if self._model is not None:
                 return
-            import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            device = self.device_name
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            dtype = {"auto": None,
-                     "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
-                     "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}[self.dtype_name]
+            device = self._resolved_device()
             kwargs: dict[str, Any] = {"revision": self.revision, "trust_remote_code": self.trust_remote_code}
             try:
-                if dtype is None:
-                    dtype = self._auto_dtype(device, kwargs)
+                dtype = self._resolved_dtype(device)
                 tokenizer = AutoTokenizer.from_pretrained(self.model, **kwargs)
                 model_kwargs = dict(kwargs, dtype=dtype)
                 if self.attn_implementation:
@@ -143,6 +136,37 @@ class TransformersJudge(JudgeBackend):
                 raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
             self._attach(model.to(device), tokenizer, device)
             log.info("loaded judge %s on %s (%s), chat format %s", self.model, device, dtype, self.chat_format)
+
+    def runtime(self) -> dict[str, str]:
+        """Where and in what precision the judge runs, ``auto`` resolved (e.g. ``{"device": "cpu", "dtype":
+        "float32"}``): in result fingerprints, so a reader knows fp32 from fp16; not in cache keys. Before the
+        weights load it is worked out as loading will (on a GPU from the checkpoint's config, never its weights)."""
+        if self._model is not None:
+            dtype = next(self._model.parameters()).dtype
+            return {"device": str(self.device), "dtype": str(dtype).removeprefix("torch.")}
+        device = self._resolved_device()
+        try:
+            dtype = self._resolved_dtype(device)
+        except Exception:  # noqa: BLE001 - a config not reachable yet: loading will say so in its own words
+            return {"device": device, "dtype": self.dtype_name}
+        return {"device": device, "dtype": str(dtype).removeprefix("torch.")}
+
+    def _resolved_device(self) -> str:
+        if self.device_name != "auto":
+            return self.device_name
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def _resolved_dtype(self, device: str):
+        import torch
+
+        dtype = {"auto": None,
+                 "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
+                 "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}[self.dtype_name]
+        if dtype is None:
+            dtype = self._auto_dtype(device, {"revision": self.revision, "trust_remote_code": self.trust_remote_code})
+        return dtype
 
     def _auto_dtype(self, device: str, kwargs: dict[str, Any]):
         """fp32 on CPU; on a GPU the checkpoint's own half precision (GREEN models: fp16, as upstream runs them),
