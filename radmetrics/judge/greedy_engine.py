@@ -473,6 +473,10 @@ class _SlotEngine:
                          past_key_values=past, use_cache=True, logits_to_keep=1)
         layers = _layer_tensors(out.past_key_values)
         done_rows, done_slots, done_items = [], [], []
+        # where each finished row's own keys are in this pass's cache (its ancestors', then its leaf's) and where
+        # they go in its slot (columns 1, 2, ...): one gather and one scatter per layer for the whole chunk
+        src_item, src_col, dst_slot, dst_col = [], [], [], []
+        total = n_prefix + a_max + w
         for j, (i, a) in enumerate(zip(items, depths)):
             n = len(stems[i].tokens)
             ancestors = slice(n_prefix + a_max - a, n_prefix + a_max)
@@ -481,18 +485,22 @@ class _SlotEngine:
                                torch.cat([v[j, :, ancestors], v[j, :, -n:]], dim=1)) for k, v in layers]
                 continue
             r, slot = fresh[stems[i].row]
-            for (keys, values), (k, v) in zip(self.cache.layers, layers):
-                keys[slot, :, 1 : 1 + a] = k[j, :, ancestors]
-                values[slot, :, 1 : 1 + a] = v[j, :, ancestors]
-                keys[slot, :, 1 + a : 1 + a + n] = k[j, :, -n:]
-                values[slot, :, 1 + a : 1 + a + n] = v[j, :, -n:]
+            columns = [*range(ancestors.start, ancestors.stop), *range(total - n, total)]
+            src_item += [j] * len(columns)
+            src_col += columns
+            dst_slot += [slot] * len(columns)
+            dst_col += range(1, 1 + len(columns))
             done_rows.append(r)
             done_slots.append(slot)
             done_items.append(j)
         if done_rows:
+            index = [torch.tensor(x, device=self.device) for x in (src_item, src_col, dst_slot, dst_col)]
+            for (keys, values), (k, v) in zip(self.cache.layers, layers):
+                keys[index[2], :, index[3]] = k[index[0], :, index[1]]
+                values[index[2], :, index[3]] = v[index[0], :, index[1]]
             logits = out.logits[done_items, -1].float()
-            index = torch.tensor(done_slots, device=self.device)
-            self._start_rows(done_rows, index, torch.ones_like(index), logits)
+            slots = torch.tensor(done_slots, device=self.device)
+            self._start_rows(done_rows, slots, torch.ones_like(slots), logits)
 
     def _stem_past(self, parents: list[int | None], depths: list[int], a_max: int, stem_kv: dict):
         """The past of a chunk of tree nodes: the shared prefix, then each node's ancestors' keys/values,
