@@ -209,6 +209,37 @@ def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device
     assert len(levels) == calls  # off means off
 
 
+def test_sliding_window_and_softcapped_models_are_answered_by_generate(tiny_judge):
+    """The engine attends to every column of a row and applies no score soft-capping: a sliding-window model whose
+    window a prompt + answer outgrows, or a soft-capped one, is answered by generate (same answers as the
+    reference path), and the engine itself refuses such rows rather than answer wrongly."""
+    import torch
+    from transformers import AutoTokenizer, Gemma2Config, Gemma2ForCausalLM, MistralConfig, MistralForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    tok = AutoTokenizer.from_pretrained(tiny_judge)
+    common = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, eos_token_id=tok.eos_token_id,
+                  pad_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+    torch.manual_seed(0)
+    narrow = MistralForCausalLM(MistralConfig(**common, sliding_window=16)).eval()
+    assert greedy_engine.attention_window(narrow) == 16
+    assert greedy_engine.attention_window(Qwen2ForCausalLM(Qwen2Config(**common, sliding_window=16))) is None
+    capped = Gemma2ForCausalLM(Gemma2Config(**common, head_dim=16, sliding_window=4096,
+                                            attn_logit_softcapping=1.0)).eval()
+    assert not greedy_engine.supports_engine(capped)
+    prompts = _green_prompts(1)[:3]
+    config = radmetrics.GenerationConfig(max_new_tokens=12, min_new_tokens=12)
+    for model in (narrow, capped):
+        engine = TransformersJudge.from_objects(model, tok, "m", chat_template="green")
+        reference = TransformersJudge.from_objects(model, tok, "m", chat_template="green", engine=False)
+        assert engine.generate(prompts, config, progress=False) == reference.generate(prompts, config, progress=False)
+    with pytest.raises(ValueError, match="16-token sliding attention window"):
+        greedy_engine.greedy_generate(narrow, [[5] * 20], max_new_tokens=4, eos_token_id=2, pad_token_id=2)
+
+
 def test_a_model_the_stem_prefill_fails_on_is_prefilled_row_by_row(monkeypatch, caplog):
     """If the tree prefill fails part-way (an architecture whose cache it cannot feed), the wave's rows are
     prefilled whole instead, with a warning, and the answers are still generate's; sharing stays off after."""

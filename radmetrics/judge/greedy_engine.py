@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,7 +101,24 @@ def supports_engine(model: Any) -> bool:
                     bool(getattr(gen, "sequence_bias", None))]
         if any(altering):
             return False
+    # attention-score soft-capping (Gemma 2) is not applied by the engine's attention
+    if getattr(model.config.get_text_config(decoder=True), "attn_logit_softcapping", None):
+        return False
     return getattr(model.config, "is_encoder_decoder", False) is False
+
+
+def attention_window(model: Any) -> int | None:
+    """The sliding window of a model whose layers (some or all) attend only to the last N tokens, or None. The
+    engine's attention reads every column of a row, so a row longer than the window must go through `generate`
+    (the backend checks; `greedy_generate` refuses rather than answer wrongly)."""
+    config = model.config.get_text_config(decoder=True)
+    window = getattr(config, "sliding_window", None)
+    if not window or getattr(config, "use_sliding_window", True) is False:
+        return None
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and not any("sliding" in str(t) for t in layer_types):
+        return None
+    return int(window)
 
 
 # -- sizing ----------------------------------------------------------------------------------------------
@@ -224,6 +242,10 @@ def greedy_generate(
     own = [r[n_prefix:] for r in rows]
     if not rows:
         return []
+    window = attention_window(model)
+    if window is not None and max(map(len, rows)) + max_new_tokens > window:
+        raise ValueError(f"rows of up to {max(map(len, rows)) + max_new_tokens} tokens exceed the model's "
+                         f"{window}-token sliding attention window, which the engine does not apply: use generate")
     reserve = max_new_tokens if reserve is None else max(1, min(reserve, max_new_tokens))
     plan = plan_engine(model, max_own=max(len(o) for o in own), prefix_length=n_prefix, reserve=reserve,
                        max_new_tokens=max_new_tokens, n_rows=len(rows), max_rows=max_rows,
@@ -247,7 +269,7 @@ def greedy_generate(
 
     prefix_ids = rows[0][:n_prefix]
     engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids,
-                         share_stems=share_stems)
+                         share_stems=share_stems, max_own=max(len(o) for o in own))
     # longest first: the first chunks fill the table with little padding; shorter prompts refill it. Rows that
     # share stems (a tenth of their tokens or more) go in token order instead: admitted together, they share.
     order = stem_order(own) if share_stems else []
@@ -288,11 +310,12 @@ class _Pending:
 
 class _SlotEngine:
     def __init__(self, model, plan: EnginePlan, prefix, max_new_tokens, min_new_tokens, eos, pad,
-                 prefix_ids: list[int] | None = None, share_stems: bool = True):
+                 prefix_ids: list[int] | None = None, share_stems: bool = True, max_own: int = 0):
         import torch
 
         self.torch = torch
         self.model, self.plan, self.prefix, self.share_stems = model, plan, prefix, share_stems
+        self.max_own = max_own  # the longest prompt's own tokens (sizes a stem chunk's keys/values)
         self.max_new, self.min_new, self.eos, self.pad = max_new_tokens, min_new_tokens, eos, pad
         self.device = next(model.parameters()).device
         config = model.config.get_text_config(decoder=True)
@@ -450,8 +473,22 @@ class _SlotEngine:
         stem_kv: dict[int, list[tuple[Any, Any]]] = {}  # stem -> per layer [kv_heads, depth, head_dim], ancestors'
         for level in range(max(n.level for n in stems) + 1):
             items = [i for i, n in enumerate(stems) if n.level == level]
-            for chunk in _prefill_chunks([len(stems[i].tokens) for i in items], self.plan.prefill_chunk_tokens):
+            depths = [_depth(stems, i) for i in items]
+            for chunk in _stem_chunks([len(stems[i].tokens) for i in items], depths, *self._stem_chunk_budgets()):
                 self._prefill_nodes([items[c] for c in chunk], stems, stem_kv, fresh)
+
+    def _stem_chunk_budgets(self) -> tuple[int, int, int]:
+        """(new tokens, keys/values, prefix) for a tree-prefill pass: the tokens of a plain chunk, and the
+        keys/values of one (its rows each with the prefix and their own tokens), which `plan_engine` set memory
+        aside for on CUDA. A pass's items each carry the prefix and their ancestors: counted, short leaves under a
+        long stem cannot fill a pass with copies. On CPU memory is not the limit and fewer, larger passes are
+        faster: no keys/values bound."""
+        n_prefix = self.prefix.length if self.prefix else 0
+        chunk = self.plan.prefill_chunk_tokens
+        if self.device.type != "cuda":
+            return chunk, sys.maxsize, n_prefix
+        longest = max(1, self.max_own)
+        return chunk, max(1, chunk // longest) * (n_prefix + longest), n_prefix
 
     def _prefill_nodes(self, items: list[int], stems: list[StemNode], stem_kv: dict, fresh) -> None:
         torch = self.torch
@@ -472,6 +509,8 @@ class _SlotEngine:
                          position_ids=torch.tensor(positions, device=self.device),
                          past_key_values=past, use_cache=True, logits_to_keep=1)
         layers = _layer_tensors(out.past_key_values)
+        if layers[0][0].shape[2] != n_prefix + a_max + w:  # e.g. a sliding-window cache kept only the last N
+            raise RuntimeError(f"the model's cache kept {layers[0][0].shape[2]} of {n_prefix + a_max + w} columns")
         done_rows, done_slots, done_items = [], [], []
         # where each finished row's own keys are in this pass's cache (its ancestors', then its leaf's) and where
         # they go in its slot (columns 1, 2, ...): one gather and one scatter per layer for the whole chunk
@@ -947,6 +986,33 @@ def _is_out_of_memory(error: BaseException) -> bool:
     import torch
 
     return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def _stem_chunks(lengths: list[int], depths: list[int], tokens: int, kv: int, prefix: int = 0) -> list[list[int]]:
+    """Tree-prefill passes: items sorted by length, grouped while rows x longest stays within ``tokens`` and
+    rows x (prefix + deepest ancestors + longest) within ``kv`` (the keys/values the pass holds)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    chunks: list[list[int]] = []
+    deepest = 0
+    for i in order:
+        if chunks:
+            rows, width, deeper = len(chunks[-1]) + 1, lengths[chunks[-1][0]], max(deepest, depths[i])
+            if rows * width <= tokens and rows * (prefix + deeper + width) <= kv:
+                chunks[-1].append(i)
+                deepest = deeper
+                continue
+        chunks.append([i])
+        deepest = depths[i]
+    return chunks
+
+
+def _depth(stems: list[StemNode], i: int) -> int:
+    """Tokens of node ``i``'s ancestors."""
+    total, parent = 0, stems[i].parent
+    while parent is not None:
+        total += len(stems[parent].tokens)
+        parent = stems[parent].parent
+    return total
 
 
 def _layer_tensors(cache: Any) -> list[tuple[Any, Any]]:

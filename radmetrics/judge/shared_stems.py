@@ -56,7 +56,7 @@ def plan_stems(owns: list[list[int]], min_saved: int = MIN_SAVED_TOKENS, max_lev
             continue
         # what all rows of the range share, leaving each at least one token
         common = min(min(lcp[first:last]), min(len(owns[order[k]]) for k in range(first, last + 1)) - 1)
-        if level < max_levels - 1 and (last - first) * (common - start) >= min_saved:
+        if level < max_levels - 1 and common > start and (last - first) * (common - start) >= min_saved:
             nodes.append(StemNode(owns[order[first]][start:common], parent, None, level))
             parent, start = len(nodes) - 1, common
         # split where two neighbours share no more than ``common``, and around a row with one token past it

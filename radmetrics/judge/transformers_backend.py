@@ -218,7 +218,7 @@ class TransformersJudge(JudgeBackend):
         encoded = self.encode_many(prompts)
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
-        if self._uses_engine(config):
+        if self._uses_engine(config) and self._within_attention_window(encoded, config):
             return self._generate_engine(encoded, config, prefix, on_result, progress)
         plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
                               self.max_batch_size or self.GENERATE_BATCH_SIZE,
@@ -273,6 +273,17 @@ class TransformersJudge(JudgeBackend):
             self.prefix_cache = False
             return None
         return cache, length
+
+    def _within_attention_window(self, encoded: list[list[int]], config: GenerationConfig) -> bool:
+        """False (generate then runs) for a sliding-window model whose window a prompt + answer could outgrow:
+        the engine attends to every column of a row."""
+        from radmetrics.judge.greedy_engine import attention_window
+
+        window = attention_window(self._model)
+        if window is None or max(map(len, encoded)) + config.max_new_tokens <= window:
+            return True
+        log.info("prompts + answers may outgrow %s's %d-token sliding window; using generate", self.model, window)
+        return False
 
     def _uses_engine(self, config: GenerationConfig) -> bool:
         from radmetrics.judge.greedy_engine import supports_engine
