@@ -18,6 +18,18 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def _random_llama(kv_heads: int, device: str):
+    """A tiny random-weight Llama (4 query heads on ``kv_heads``), seeded by ``kv_heads``, fp32 with TF32 off."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(kv_heads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=kv_heads, eos_token_id=2,
+                                        pad_token_id=2, bos_token_id=1)).eval().to(device)
+
+
 def _green_prompts(n_copies: int = 2) -> list[str]:
     system = radmetrics.get_scoring_system("green")
     pairs = training_pairs()
@@ -131,13 +143,8 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
     (fp32, TF32 off) the engine runs as shipped there: decode steps replayed from CUDA graphs, host checks every
     8 steps; a graph that fails to capture would fall back to eager steps, so the test also requires none did."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(kv_heads)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256,
-                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=kv_heads,
-                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval().to(device)
+    model = _random_llama(kv_heads, device)
     g = torch.Generator().manual_seed(0)
     shared = torch.randint(3, 300, (40,), generator=g).tolist()
     rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
@@ -172,13 +179,8 @@ def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device
     that others extend), one row is a prefix of another and two are identical; every answer equals generate's
     for that prompt alone, and the same as without stem sharing."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(kv_heads)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=300, hidden_size=128, intermediate_size=256,
-                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=kv_heads,
-                                         eos_token_id=2, pad_token_id=2, bos_token_id=1)).eval().to(device)
+    model = _random_llama(kv_heads, device)
     g = torch.Generator().manual_seed(0)
 
     def tokens(n: int) -> list[int]:
