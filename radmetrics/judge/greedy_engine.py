@@ -107,10 +107,16 @@ def supports_engine(model: Any) -> bool:
     return getattr(model.config, "is_encoder_decoder", False) is False
 
 
+def outgrown_window(model: Any, longest_row: int, max_new_tokens: int) -> int | None:
+    """The model's sliding attention window when a row of ``longest_row`` tokens + its answer could outgrow it,
+    else None. The engine's attention reads every column of a row, so such rows must go through `generate` (the
+    backend checks; `greedy_generate` refuses rather than answer wrongly)."""
+    window = attention_window(model)
+    return window if window is not None and longest_row + max_new_tokens > window else None
+
+
 def attention_window(model: Any) -> int | None:
-    """The sliding window of a model whose layers (some or all) attend only to the last N tokens, or None. The
-    engine's attention reads every column of a row, so a row longer than the window must go through `generate`
-    (the backend checks; `greedy_generate` refuses rather than answer wrongly)."""
+    """The sliding window of a model whose layers (some or all) attend only to the last N tokens, or None."""
     config = model.config.get_text_config(decoder=True)
     window = getattr(config, "sliding_window", None)
     if not window or getattr(config, "use_sliding_window", True) is False:
@@ -242,12 +248,14 @@ def greedy_generate(
     own = [r[n_prefix:] for r in rows]
     if not rows:
         return []
-    window = attention_window(model)
-    if window is not None and max(map(len, rows)) + max_new_tokens > window:
-        raise ValueError(f"rows of up to {max(map(len, rows)) + max_new_tokens} tokens exceed the model's "
-                         f"{window}-token sliding attention window, which the engine does not apply: use generate")
+    longest = max(map(len, rows))
+    window = outgrown_window(model, longest, max_new_tokens)
+    if window is not None:
+        raise ValueError(f"rows of up to {longest + max_new_tokens} tokens exceed the model's {window}-token "
+                         "sliding attention window, which the engine does not apply: use generate")
     reserve = max_new_tokens if reserve is None else max(1, min(reserve, max_new_tokens))
-    plan = plan_engine(model, max_own=max(len(o) for o in own), prefix_length=n_prefix, reserve=reserve,
+    max_own = max(map(len, own))
+    plan = plan_engine(model, max_own=max_own, prefix_length=n_prefix, reserve=reserve,
                        max_new_tokens=max_new_tokens, n_rows=len(rows), max_rows=max_rows,
                        memory_budget_bytes=memory_budget_bytes, prefill_chunk_tokens=prefill_chunk_tokens)
     if check_every:
@@ -269,7 +277,7 @@ def greedy_generate(
 
     prefix_ids = rows[0][:n_prefix]
     engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids,
-                         share_stems=share_stems, max_own=max(len(o) for o in own))
+                         share_stems=share_stems, max_own=max_own)
     # longest first: the first chunks fill the table with little padding; shorter prompts refill it. Rows that
     # share stems (a tenth of their tokens or more) go in token order instead: admitted together, they share.
     order = stem_order(own) if share_stems else []
@@ -392,7 +400,7 @@ class _SlotEngine:
                 self._prefill_stems(stems, fresh)
                 fresh = []
             except Exception as e:  # noqa: BLE001 - a model whose cache the tree cannot feed: prefill rows whole
-                if _is_out_of_memory(e):
+                if is_out_of_memory(e):
                     raise  # the backend halves the table
                 log.warning("prefix sharing between rows failed for this model (%s); prefilling each row whole",
                             str(e).splitlines()[0] if str(e) else type(e).__name__)
@@ -460,11 +468,8 @@ class _SlotEngine:
         slots, must fit in what the plan set aside for one prefill chunk; on CPU memory is not the limit."""
         if self.device.type != "cuda":
             return True
-        depth: dict[int, int] = {}  # stems come parents first
-        for i, node in enumerate(stems):
-            if node.row is None:
-                depth[i] = depth.get(node.parent, 0) + len(node.tokens)
-        return sum(depth.values()) <= self.plan.prefill_chunk_tokens
+        held = sum(_depth(stems, i) + len(node.tokens) for i, node in enumerate(stems) if node.row is None)
+        return held <= self.plan.prefill_chunk_tokens
 
     def _prefill_stems(self, stems: list[StemNode], fresh: list[tuple[_Pending, int]]) -> None:
         """Prefill along the rows' radix tree (`shared_stems`): a level at a time, each node's tokens on top of
@@ -475,7 +480,7 @@ class _SlotEngine:
             items = [i for i, n in enumerate(stems) if n.level == level]
             depths = [_depth(stems, i) for i in items]
             for chunk in _stem_chunks([len(stems[i].tokens) for i in items], depths, *self._stem_chunk_budgets()):
-                self._prefill_nodes([items[c] for c in chunk], stems, stem_kv, fresh)
+                self._prefill_nodes([items[c] for c in chunk], [depths[c] for c in chunk], stems, stem_kv, fresh)
 
     def _stem_chunk_budgets(self) -> tuple[int, int, int]:
         """(new tokens, keys/values, prefix) for a tree-prefill pass: the tokens of a plain chunk, and the
@@ -490,11 +495,12 @@ class _SlotEngine:
         longest = max(1, self.max_own)
         return chunk, max(1, chunk // longest) * (n_prefix + longest), n_prefix
 
-    def _prefill_nodes(self, items: list[int], stems: list[StemNode], stem_kv: dict, fresh) -> None:
+    def _prefill_nodes(self, items: list[int], depths: list[int], stems: list[StemNode], stem_kv: dict,
+                       fresh) -> None:
+        """One tree-prefill pass over nodes ``items`` (``depths``: their ancestors' tokens, `_depth`)."""
         torch = self.torch
         n_prefix = self.prefix.length if self.prefix else 0
         parents = [stems[i].parent for i in items]
-        depths = [0 if p is None else stem_kv[p][0][0].shape[1] for p in parents]  # the ancestors' tokens
         a_max, w = max(depths), max(len(stems[i].tokens) for i in items)
         ids, mask, positions = [], [], []
         for i, a in zip(items, depths):
@@ -982,10 +988,9 @@ def _prefill_chunks(lengths: list[int], budget: int) -> list[list[int]]:
     return chunks
 
 
-def _is_out_of_memory(error: BaseException) -> bool:
-    import torch
-
-    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+def is_out_of_memory(error: BaseException) -> bool:
+    """A device out-of-memory (torch's OutOfMemoryError, or an error that says so), without importing torch."""
+    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
 
 
 def _stem_chunks(lengths: list[int], depths: list[int], tokens: int, kv: int, prefix: int = 0) -> list[list[int]]:

@@ -41,7 +41,7 @@ def plan_stems(owns: list[list[int]], min_saved: int = MIN_SAVED_TOKENS, max_lev
     sharing, every node is a parent-less leaf (``has_stems`` is False)."""
     if any(not own for own in owns):
         raise ValueError("every row needs at least one token of its own")
-    order = sorted(range(len(owns)), key=lambda i: owns[i])
+    order = stem_order(owns)
     # lcp[k]: tokens rows order[k] and order[k + 1] share
     lcp = [_common_length(owns[a], owns[b]) for a, b in zip(order, order[1:])]
     nodes: list[StemNode] = []

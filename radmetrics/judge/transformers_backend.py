@@ -22,6 +22,7 @@ from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
+from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
 from radmetrics.types import GenerationConfig
 
 log = logging.getLogger(__name__)
@@ -277,10 +278,10 @@ class TransformersJudge(JudgeBackend):
     def _within_attention_window(self, encoded: list[list[int]], config: GenerationConfig) -> bool:
         """False (generate then runs) for a sliding-window model whose window a prompt + answer could outgrow:
         the engine attends to every column of a row."""
-        from radmetrics.judge.greedy_engine import attention_window
+        from radmetrics.judge.greedy_engine import outgrown_window
 
-        window = attention_window(self._model)
-        if window is None or max(map(len, encoded)) + config.max_new_tokens <= window:
+        window = outgrown_window(self._model, max(map(len, encoded)), config.max_new_tokens)
+        if window is None:
             return True
         log.info("prompts + answers may outgrow %s's %d-token sliding window; using generate", self.model, window)
         return False
@@ -405,10 +406,6 @@ class TransformersJudge(JudgeBackend):
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-
-
-def _is_oom(error: BaseException) -> bool:
-    return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
 
 
 def _apply_stop(text: str, stop: tuple[str, ...]) -> str:
