@@ -61,29 +61,49 @@ NOT_UTF8 = "not UTF-8"
 
 def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> None:
     """Refuse what is not a text file, with one line: a folder, a known binary magic number, UTF-16, NUL bytes
-    >= 1%, mostly undecodable bytes, or nothing at all. Checks the first SNIFF bytes (None: the whole file), so
-    that readers that stream the file can call it first."""
+    >= 1%, mostly undecodable bytes, or nothing at all. Checks the first SNIFF bytes (None: the whole file, read
+    in blocks so that memory stays flat), so that readers that stream the file can call it first."""
+    import codecs
+
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a JSONL or CSV file")
     if not path.is_file():
         raise InputError(f"Input file not found: {path}")
+    # undecodable bytes: replacement characters decoding with errors="replace", less those the text itself holds
+    replaced = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    ignored = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+    size = nul = bad = 0
+    blank = True
     with path.open("rb") as fh:
-        head = fh.read(sniff) if sniff is not None else fh.read()
-    for magic, what in _BINARY_MAGIC.items():
-        if head.startswith(magic):
-            raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
-    head = head.removeprefix(b"\xef\xbb\xbf")
-    nul = head.count(b"\x00")
-    if head and nul * 100 >= len(head):
+        first = True
+        while True:
+            block = fh.read(sniff if sniff is not None else _CHECK_BLOCK)
+            if first:
+                for magic, what in _BINARY_MAGIC.items():
+                    if block.startswith(magic):
+                        raise InputError(f"{path} is not a text file ({what}); radmetrics reads JSONL or CSV text")
+                if block.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    raise InputError(f"{path} is UTF-16 text; save it as UTF-8 (radmetrics reads UTF-8 JSONL or CSV)")
+                block = block.removeprefix(b"\xef\xbb\xbf")
+                first = False
+            final = sniff is not None or not block
+            size += len(block)
+            nul += block.count(b"\x00")
+            blank = blank and not block.strip()
+            bad += replaced.decode(block, final).count("\ufffd") - ignored.decode(block, final).count("\ufffd")
+            if final:
+                break
+    if size and nul * 100 >= size:
         raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
-    bad = head.decode("utf-8", errors="replace").count("\ufffd") - head.decode("utf-8", errors="ignore").count("\ufffd")
-    if head and bad * 10 > len(head):
-        raise InputError(f"{path} is not UTF-8 text ({bad} of {len(head)} bytes are not UTF-8); {ICONV_HINT}")
-    if not head.strip() and (sniff is None or path.stat().st_size <= sniff):
+    if size and bad * 10 > size:
+        raise InputError(f"{path} is not UTF-8 text ({bad} of {size} bytes are not UTF-8); {ICONV_HINT}")
+    if blank and (sniff is None or path.stat().st_size <= sniff):
         raise InputError(f"{path} is empty")
+
+
+#: how much of a file `check_text_file` reads at a time when it checks the whole file
+_CHECK_BLOCK = 1 << 20
 
 
 #: characters of an unreadable record kept in its output row (`_raw`), enough to find it in the file

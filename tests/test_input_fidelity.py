@@ -274,3 +274,41 @@ def test_binary_empty_and_non_text_inputs_are_one_line_errors(tmp_path, name, co
     assert out.returncode == 2, out.stderr[-2000:]
     assert expected in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_the_whole_file_check_reads_in_blocks_with_the_same_counts(tmp_path, monkeypatch):
+    """`check_text_file(sniff=None)` (the non-streaming readers) reads the file a block at a time: a character
+    cut by a block's end is not an undecodable byte, and the counts are those of the whole file."""
+    from radmetrics import io
+    from radmetrics.errors import InputError
+
+    monkeypatch.setattr(io, "_CHECK_BLOCK", 7)  # every 2-byte "é" below straddles some block boundary
+    text = tmp_path / "accents.jsonl"
+    text.write_bytes(('{"reference": "épanchement é", "candidate": "é"}\n' * 50).encode())
+    io.check_text_file(text, sniff=None)
+    assert len(io.read_rows_strict(text)) == 50
+    noise = tmp_path / "random.jsonl"
+    noise.write_bytes(bytes((i * 97 + 13) % 256 for i in range(4000)))
+    with pytest.raises(InputError, match=r"is not UTF-8 text \(2000 of 4000 bytes"):
+        io.check_text_file(noise, sniff=None)
+    tail = tmp_path / "tail.jsonl"  # text first, then a binary tail past the default sniff
+    tail.write_bytes(b'{"reference": "a", "candidate": "b"}\n' * 2000 + b"\x00" * 80_000)
+    io.check_text_file(tail)  # the streaming reader's sniff sees only text
+    with pytest.raises(InputError, match=r"is not a text file \(80000 NUL bytes\)"):
+        io.read_pairs(tail)
+
+
+def test_the_whole_file_check_keeps_memory_flat(tmp_path):
+    import tracemalloc
+
+    from radmetrics import io
+
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b'{"reference": "No acute findings.", "candidate": "Normal chest."}\n' * 300_000)  # ~20 MB
+    tracemalloc.start()
+    try:
+        io.check_text_file(big, sniff=None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * io._CHECK_BLOCK, f"peak {peak:,} bytes for a {big.stat().st_size:,}-byte file"

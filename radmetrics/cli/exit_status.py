@@ -38,18 +38,6 @@ def interrupted_line() -> str:
             tally_lock.release()
 
 
-def judge_failures(judgments: list[Any]) -> Counter:
-    """Unscored rows the judge caused (a failed call or an unreadable answer), by reason; input problems
-    ("row N: ..." / "input line N: ...") are the user's and are not counted."""
-    from radmetrics.scoring import is_input_problem
-
-    reasons: Counter = Counter()
-    for judgment in judgments:
-        if judgment.score is None and not judgment.parsed and not is_input_problem(judgment.reason):
-            reasons[judgment.reason or "unknown"] += 1
-    return reasons
-
-
 class FailureTally:
     """Rows the judge left unscored, counted row by row (the streaming runner keeps no list of judgments): the
     end-of-run warning, and the error when the run must exit non-zero."""
@@ -62,11 +50,12 @@ class FailureTally:
     def add(self, judgment: Any) -> None:
         from radmetrics.scoring import is_input_problem
 
-        if is_input_problem(judgment.reason):
+        if is_input_problem(judgment.reason):  # "row N: ..." / "input line N: ...": the user's, not the judge's
             self.unreadable += 1
             return
         self.judged += 1
-        self.reasons.update(judge_failures([judgment]))
+        if judgment.score is None and not judgment.parsed:  # a failed call or an unreadable answer
+            self.reasons[judgment.reason or "unknown"] += 1
 
     def _top(self) -> str:
         """The three most common reasons, each cut at a word, and how many other reasons there are."""
