@@ -78,16 +78,32 @@ VLLM = "radmetrics vLLM backend (own process)"
 
 
 def report_pairs(n: int, repeat: int) -> list[tuple[str, str]]:
+    """``n`` distinct (reference, candidate) pairs from the bundled sample. Distinct: a run asks the judge each
+    prompt once (`radmetrics.judge.Judge.generate`), so repeated prompts would time work no user sends (an
+    engine that shares prompt stems prefills a repeat for nothing; the baseline pays for it in full)."""
     rows = [json.loads(x) for x in (REPO / "radmetrics/sample_data/pairs.jsonl").read_text().splitlines()]
     rows = [r for r in rows if r["candidate"].strip()]
-    pairs = []
-    for i in range(n):
+
+    def pair(i: int) -> tuple[str, str]:
         r = rows[i % len(rows)]
         # Vary lengths as real test sets do: repeat the reference 1..repeat times and trim the candidate.
         times = 1 + i % repeat
         cand_words = r["candidate"].split()
-        pairs.append((" ".join([r["reference"]] * times), " ".join(cand_words[: max(5, len(cand_words) - i % 17)])))
-    return pairs
+        return " ".join([r["reference"]] * times), " ".join(cand_words[: max(5, len(cand_words) - i % 17)])
+
+    return _distinct(pair, n)
+
+
+def _distinct(make, n: int) -> list:
+    """The first ``n`` distinct values of ``make(0), make(1), ...``, in that order."""
+    seen: dict = {}
+    i = 0
+    while len(seen) < n:
+        if i > 100 * n:
+            raise SystemExit(f"cannot make {n} distinct prompts from the sample")
+        seen.setdefault(make(i), None)
+        i += 1
+    return list(seen)
 
 
 def build_model(preset: dict, prompts: list[str]):
@@ -114,20 +130,21 @@ def build_model(preset: dict, prompts: list[str]):
 
 
 def natural_prompts(n: int) -> list[str]:
-    """GREEN prompts for the trained tiny judge: the pairs it learned, candidates shortened by 0..k words, so
-    answers differ in length (and stop at EOS at different steps)."""
+    """``n`` distinct GREEN prompts for the trained tiny judge: the pairs it learned, candidates shortened by
+    0, 1, 2, ... words, so answers differ in length (and stop at EOS at different steps)."""
     sys.path.insert(0, str(REPO / "tests"))
     from tiny_judge import training_pairs
 
     from radmetrics.green import build_green_prompt
 
     pairs = training_pairs()
-    prompts = []
-    for i in range(n):
+
+    def prompt(i: int) -> str:
         ref, cand, _ = pairs[i % len(pairs)]
         words = cand.split()
-        prompts.append(build_green_prompt(ref, " ".join(words[: max(3, len(words) - (i // len(pairs)) % 8)])))
-    return prompts
+        return build_green_prompt(ref, " ".join(words[: max(3, len(words) - i // len(pairs))]))
+
+    return _distinct(prompt, n)
 
 
 def tiny_judge(folder: Path, device: str):
