@@ -209,20 +209,26 @@ class OrderedPartWriter:
         self.stamp_file = self.output.with_name(self.output.name + ".part.json")
         stamp = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
         self.done_rows = 0
-        same = self.stamp_file.exists() and self.stamp_file.read_text().strip() == stamp
-        if same and self.part.exists():
-            offset = 0
-            with open(self.part, "rb") as fh:
-                for line in fh:
-                    if not line.endswith(b"\n"):
-                        break  # a line cut by a crash: dropped, its row is judged again
-                    offset += len(line)
-                    self.done_rows += 1
-            os.truncate(self.part, offset)
-        else:
-            self.part.unlink(missing_ok=True)
-            self.stamp_file.write_text(stamp)
-        self.fh = open(self.part, "a", encoding="utf-8")
+        self.stamp_fd = _locked_stamp(self.stamp_file, self.output)  # one run at a time writes OUTPUT
+        try:
+            previous = os.pread(self.stamp_fd, 4096, 0).decode("utf-8", "replace").split("\n")[0].strip()
+            if previous == stamp and self.part.exists():
+                offset = 0
+                with open(self.part, "rb") as fh:
+                    for line in fh:
+                        if not line.endswith(b"\n"):
+                            break  # a line cut by a crash: dropped, its row is judged again
+                        offset += len(line)
+                        self.done_rows += 1
+                os.truncate(self.part, offset)
+            else:
+                self.part.unlink(missing_ok=True)
+            os.ftruncate(self.stamp_fd, 0)
+            os.pwrite(self.stamp_fd, f"{stamp}\n{os.getpid()}\n".encode(), 0)  # the pid: for a second run's error
+            self.fh = open(self.part, "a", encoding="utf-8")
+        except BaseException:
+            os.close(self.stamp_fd)
+            raise
 
     def resumed_rows(self) -> Iterator[dict[str, Any]]:
         """The rows a previous run already wrote (to rebuild the running summary)."""
@@ -238,6 +244,7 @@ class OrderedPartWriter:
 
     def close(self) -> None:
         self.fh.close()
+        os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file
 
     def finish(self) -> None:
         self.fh.close()
@@ -261,7 +268,8 @@ class OrderedPartWriter:
             self.part.unlink()
         else:
             os.replace(self.part, self.output)
-        self.stamp_file.unlink(missing_ok=True)
+        self.stamp_file.unlink(missing_ok=True)  # unlinked while still locked: a run waiting on it sees it gone
+        os.close(self.stamp_fd)
 
     def _part_batches(self) -> Iterator[list[dict[str, Any]]]:
         from radmetrics.io import PARQUET_BATCH_ROWS
@@ -279,3 +287,31 @@ class OrderedPartWriter:
         with open(self.part, encoding="utf-8") as fh:
             for line in fh:
                 yield json.loads(line)
+
+
+def _locked_stamp(stamp_file: Path, output: Path) -> int:
+    """The part file's stamp, open and exclusively locked (``flock``) for as long as this run writes OUTPUT: a
+    second run with the same OUTPUT (a double launch, a scheduler's requeue while the first job still runs)
+    stops with an error instead of appending to the same part file. Where ``flock`` is missing (Windows) there is
+    no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return os.open(stamp_file, os.O_RDWR | os.O_CREAT, 0o644)
+    while True:
+        fd = os.open(stamp_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").split("\n")
+            os.close(fd)
+            pid = f" (pid {holder[1].strip()})" if len(holder) > 1 and holder[1].strip().isdigit() else ""
+            raise InputError(f"{output} is being written by another radmetrics run{pid}; wait for it to finish, "
+                             "or give this run another --output") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(stamp_file).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # the run that held it finished and removed it between our open and our lock: open it anew

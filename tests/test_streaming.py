@@ -169,3 +169,34 @@ def test_row_means_by_hand():
     assert summary["mean_insignificant"][first] == 2.0 and summary["num_scored"] == 2
     empty = rubric.aggregate(rows[2:])
     assert empty["mean_significant"] == dict.fromkeys(RADCLIQ_KEYS)  # no scored row: None per key, not 0
+
+
+def test_a_second_run_writing_the_same_output_stops_with_a_clear_error(many_pairs):
+    """Two runs with one OUTPUT at once (a double launch, a requeued job whose first copy still runs) appended
+    to the same part file: 550 rows for 300 and a crash. The part file's stamp is now locked while a run writes:
+    the second run stops at once with exit 2, naming the other run; once it is gone, a run works."""
+    import subprocess
+    import sys
+
+    tmp_path = many_pairs
+    out = tmp_path / "out.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from radmetrics.streaming import OrderedPartWriter; "
+         f"w = OrderedPartWriter({str(out)!r}, {{'run': 'first'}}); print('ready', flush=True); sys.stdin.read(); "
+         "w.close()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        second = subprocess.run(  # the real command line: its exit status and one-line error
+            [sys.executable, "-m", "radmetrics.cli", "score", "--metric", "green", "--input",
+             str(tmp_path / "pairs.jsonl"), "--output", str(out), "--replay", str(SAMPLE / "green_replay.jsonl"),
+             "--no-progress"],
+            capture_output=True, text=True)
+        assert second.returncode == 2, second.stderr
+        assert f"is being written by another radmetrics run (pid {holder.pid})" in second.stderr
+        assert "Traceback" not in second.stderr and not out.exists()
+        assert (tmp_path / "out.jsonl.part").read_text() == ""  # the first run's part file, untouched
+    finally:
+        holder.communicate("", timeout=60)
+    third = _score(tmp_path, out, "--chunk-rows", "4")
+    assert third.exit_code == 0, third.output
+    assert len(out.read_text().splitlines()) == 25 and not list(tmp_path.glob("*.part*"))
