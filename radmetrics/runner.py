@@ -118,9 +118,13 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     return judgments  # type: ignore[return-value]
 
 
+#: how the reason of a row whose judge call failed (no answer: a server down, a timeout) starts
+JUDGE_CALL_FAILED = "judge call failed: "
+
+
 def _parse(system, text: str) -> Judgment:
     if isinstance(text, GenerationFailure):
-        return Judgment.unscored(f"judge call failed: {text.reason}")
+        return Judgment.unscored(f"{JUDGE_CALL_FAILED}{text.reason}")
     try:
         return system.parse(text)
     except Exception as e:  # a parser bug must not lose the other rows

@@ -242,6 +242,17 @@ class OrderedPartWriter:
         self.fh.flush()
         self.done_rows += len(rows)
 
+    def replace_rows(self, rows: dict[int, dict[str, Any]]) -> None:
+        """Rows ``k`` of the part file replaced by ``rows[k]``: the file rewritten beside it and renamed over it
+        (a run killed meanwhile leaves the part file as it was)."""
+        from radmetrics.io import AtomicFile
+
+        self.fh.close()
+        with AtomicFile(self.part) as out, open(self.part, encoding="utf-8") as old:
+            for k, line in enumerate(old):
+                out.write(json.dumps(rows[k], ensure_ascii=False, default=str) + "\n" if k in rows else line)
+        self.fh = open(self.part, "a", encoding="utf-8")
+
     def close(self) -> None:
         self.fh.close()
         os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file

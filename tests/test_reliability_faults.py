@@ -474,3 +474,41 @@ def test_failure_lines_cut_long_reasons_at_a_word_and_count_the_reasons_left_out
                            "failed: word word"), line
     assert "word…; 3 × b; 2 × c; 2 more with 2 other reasons)" in line and "end" not in line
     assert tally.input_warning().startswith("1 input row could not be judged")
+
+
+def test_a_continued_run_asks_again_the_rows_whose_judge_calls_failed(tmp_path):
+    """Review finding: the server went down mid-run (rows failed with "judge call failed"), the user pressed
+    Ctrl-C, restarted the server and reran as told ("rerun to resume"): the failed rows were read back from the
+    part file as final, 20% unscored. A continued run now first asks them again (nothing was cached for them),
+    so its output equals an uninterrupted run against a working judge; answered rows are not asked again."""
+    n = 12
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    rows = write_pairs(src, n)
+    # rows 0-3 answered, 4-7 refused (a 400 is not retried: the calls fail at once), row 8 stalls: interrupted
+    with FakeOpenAIServer(analysis_for, script=["ok"] * 4 + ["400"] * 4 + ["stall"]) as server:
+        args = cli_args(src, out, server.base_url, cache, "--chunk-rows", "4", concurrency=1)
+        proc = subprocess.Popen(with_ctrl_c(args), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.time() + 120
+        while len(server.requests) < 9 and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr[-3000:]
+        part = [json.loads(x) for x in (tmp_path / "out.jsonl.part").read_text().splitlines()]
+        assert [r["parsed"] for r in part] == [True] * 4 + [False] * 4
+        assert all(r["reason"].startswith("judge call failed: ") for r in part[4:])
+        first = len(server.requests)
+        again = run(args)  # the server works again
+        asked = prompts_of(server)[first:]
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "8 rows were already written; the judge calls of 4 of them had failed and were made again" in again.stderr
+    assert len(asked) == 8 and not set(asked) & set(prompts_of(server)[:4])  # rows 4-11, each once
+    result = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in result] == [r["id"] for r in rows] and all(r["parsed"] for r in result)
+    with FakeOpenAIServer(analysis_for) as server:  # an uninterrupted run: the same rows
+        clean = run(cli_args(src, tmp_path / "clean.jsonl", server.base_url, None, concurrency=1))
+    assert clean.returncode == 0, clean.stderr[-3000:]
+    strip = [{k: v for k, v in r.items() if k not in ("fingerprint", "run_id")} for r in result]
+    assert strip == [{k: v for k, v in json.loads(x).items() if k not in ("fingerprint", "run_id")}
+                     for x in (tmp_path / "clean.jsonl").read_text().splitlines()]

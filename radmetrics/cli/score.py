@@ -168,6 +168,8 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         chunk.clear()
 
     resumed = writer.done_rows
+    asked_again = _reask_failed_calls(system, judge, pairs, writer, config, fp, chunk_rows, progress, run_id) \
+        if resumed else 0
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
@@ -183,19 +185,45 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if chunk:
         flush()
     if resumed:
-        click.echo(f"Continued an interrupted run: {resumed} rows were already written.", err=True)
+        again = f"; the judge calls of {asked_again} of them had failed and were made again" if asked_again else ""
+        click.echo(f"Continued an interrupted run: {resumed} rows were already written{again}.", err=True)
     return writer.done_rows
+
+
+def _reask_failed_calls(system, judge, pairs, writer, config, fp: dict[str, Any], chunk_rows: int, progress: bool,
+                        run_id: str | None) -> int:
+    """Before a run continues, the rows of the part file whose judge call failed (no answer at all: the server
+    was down, a timeout) are asked again and their rows replaced; nothing is cached for them, so this is what an
+    uninterrupted run against a working judge would have scored. Answered rows stay as written. Holds the
+    failed rows' records and new rows until the part file is rewritten once. Returns how many were asked."""
+    from radmetrics.runner import JUDGE_CALL_FAILED, judge_pairs
+
+    failed = [(k, record) for k, (record, done) in enumerate(_with_resumed(pairs.rows(), writer))
+              if done is not None and not done.get("judge_output")
+              and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED)]
+    replaced: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(failed), chunk_rows):
+        part = failed[start:start + chunk_rows]
+        judged = judge_pairs(system, judge, [r.row.get(pairs.reference_column) for _, r in part],
+                             [r.row.get(pairs.candidate_column) for _, r in part], config, progress=progress,
+                             row_labels=[f"input line {r.line}" for _, r in part])
+        for (k, record), judgment in zip(part, judged):
+            replaced[k] = {**result_row(record.row, judgment, system.score_key, fp),
+                           **({"run_id": run_id} if run_id else {})}
+    if replaced:
+        writer.replace_rows(replaced)
+    return len(failed)
 
 
 def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
     """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
     forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
-    from radmetrics.runner import judge_pairs
+    from radmetrics.runner import JUDGE_CALL_FAILED, judge_pairs
     from radmetrics.scoring import is_input_problem
 
     redo = [k for k, j in enumerate(judged)
             if not j.parsed and j.raw and not is_input_problem(j.reason)
-            and not (j.reason or "").startswith("judge call failed")]
+            and not (j.reason or "").startswith(JUDGE_CALL_FAILED)]
     if not redo or not hasattr(judge, "forget"):
         return judged
     judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
