@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FakeOpenAIServer:
     def __init__(self, answer, script=None, retry_after: str = "0", echo_key: bool = False, error_body=None,
-                 delay: float = 0.0):
+                 delay: float = 0.0, port: int = 0):
         self.answer = answer
         self.delay = delay
         self.script = list(script or [])
@@ -136,7 +136,7 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)  # port 0: any free one
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

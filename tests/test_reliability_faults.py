@@ -402,6 +402,51 @@ def test_a_stalled_server_is_announced_on_stderr_then_rows_fail_with_the_reason(
     print(f"\nstalled server, timeout=1.5, notice_after=0.3: {len(notices)} notices, run ended after {took:.1f}s")
 
 
+@pytest.mark.parametrize("retries", ["slow", "fast"])
+def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp_path, retries):
+    """Review finding: a server killed mid-run was announced as "slow or stuck" (a row fails after about 13
+    min), and every remaining row went through its 6 attempts: ~50 min of failures for 200 rows. Refused
+    connections are now named as such, and the run stops, keeping every answer, after `unreachable_after`
+    seconds of them with nothing heard ("slow": retries that outlast it), or once as many rows as run at once
+    have had every attempt refused ("fast": short backoffs fail rows sooner); the same command resumes."""
+    n = 40
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    write_pairs(src, n)
+    slow = ["--judge-option", "max_retries=50", "--judge-option", "backoff=0.2", "--judge-option", "max_backoff=0.2",
+            "--judge-option", "notice_after=0.5"]
+    options = ["--chunk-rows", "10", "--judge-option", "unreachable_after=2", *(slow if retries == "slow" else FAST)]
+    server = FakeOpenAIServer(analysis_for, delay=0.05).__enter__()
+    port = server.httpd.server_address[1]
+    args = cli_args(src, out, server.base_url, cache, *options, concurrency=2)
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while sum(r["t_done"] is not None for r in server.requests) < 15 and time.time() < deadline:
+        time.sleep(0.01)
+    server.__exit__(None, None, None)  # the server dies: nothing listens on the port any more
+    down_at = time.monotonic()
+    _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - down_at
+    answered = sum(r["t_done"] is not None for r in server.requests)
+    assert proc.returncode == 2, stderr[-3000:]
+    if retries == "slow":  # the notice while it waits: down, not slow
+        assert (f"{server.base_url} has refused connections for " in stderr and "waiting): is the server running?"
+                " The run stops if it still does after 2 s, keeping every answer (rerun to resume)." in stderr), \
+            stderr[-3000:]
+    assert "slow or stuck" not in stderr and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith(f"Error: the judge server at {server.base_url} has refused "
+                                                      "connections for "), stderr[-3000:]
+    assert took < (6 if retries == "slow" else 15), f"stopped {took:.1f} s after the server went down"
+    assert len(ResponseCache(cache)) == answered  # every answer received is kept
+    with FakeOpenAIServer(analysis_for, port=port) as again:  # back on the same address
+        rerun = run(args)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == n and all(r["parsed"] for r in rows)
+    assert len(again.requests) == n - answered  # only what had no answer
+    print(f"\nserver down after {answered} answers: run stopped after {took:.1f}s (unreachable_after=2); "
+          f"rerun asked {len(again.requests)}")
+
+
 # -- model files -----------------------------------------------------------------------------------------------------
 class _Payload:
     """Unpickling this runs code (writes a file): what a hostile head file on the Hub would carry."""

@@ -19,6 +19,7 @@ import os
 import random
 import sys
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_RESPONSE_BYTES = 2_000_000
 #: seconds without any response, while requests are out, before a line says the server is slow or stuck
 NOTICE_AFTER = 30.0
+UNREACHABLE_AFTER = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +104,16 @@ class OpenAIOptions(BackendOptions):
     #: seconds without any response from the server, while requests are out, before a warning says so (then
     #: again at a growing interval); 0 turns the warning off. Only a notice: `timeout` decides when to give up
     notice_after: float = NOTICE_AFTER
+    #: seconds of refused connections (the server is down: nothing listens), with no response at all meanwhile,
+    #: after which the run stops instead of failing every remaining row one by one (each after its retries);
+    #: answers received are kept, and the same command resumes. 0: never stop
+    unreachable_after: float = UNREACHABLE_AFTER
     #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
     extra_body: dict | None = None
+
+
+class JudgeUnreachable(JudgeError):
+    """The judge server went down during a run (connections refused for `unreachable_after` seconds)."""
 
 
 class OpenAIJudge(JudgeBackend):
@@ -136,6 +146,9 @@ class OpenAIJudge(JudgeBackend):
         self.cancel_grace = float(settings.cancel_grace)
         self._budget = RequestBudget()
         self._silence = SilenceWatch(settings.notice_after)
+        self.unreachable_after = float(settings.unreachable_after)
+        self._refused_since: float | None = None  # the first refused connection since the server last answered
+        self._refused_rows = 0  # rows given up since then, every attempt refused
         if settings.extra_body is not None and not isinstance(settings.extra_body, dict):
             raise JudgeError(f"extra_body must be a JSON object of extra request fields, got {settings.extra_body!r}")
         #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
@@ -240,7 +253,7 @@ class OpenAIJudge(JudgeBackend):
             wait_s = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             try:
                 status, headers, data = self._post(path, body)
-                self._silence.heard()
+                self._heard()
                 if status == 200:
                     return self._safe(self._extract(data))
                 if status in RETRY_STATUS:
@@ -255,17 +268,47 @@ class OpenAIJudge(JudgeBackend):
                     detail = self._safe(data.decode("utf-8", errors="replace"))[:200]
                     return GenerationFailure(f"HTTP {status}: {detail}")
             except _Unusable as e:  # non-JSON, truncated, wrong schema, empty / non-text answer, oversized
-                self._silence.heard()
+                self._heard()
                 last_error = self._safe(f"unusable response body ({e})")
             except httpx.TimeoutException:
                 last_error = f"no complete answer within the {self.timeout}s request deadline"
+            except httpx.ConnectError as e:  # nothing listens (or the host is unknown): the server is down
+                last_error = f"connection error ({type(e).__name__})"
+                if self._refused_since is None:
+                    self._refused_since = time.monotonic()
             except httpx.TransportError as e:
                 last_error = f"connection error ({type(e).__name__})"
             if self._budget.cancelled.is_set():
                 return GenerationFailure("interrupted before an answer came")
             if attempt < self.max_retries and self._budget.cancelled.wait(wait_s):
                 return GenerationFailure("interrupted before an answer came")
+        if self._refused_since is not None and last_error.endswith("(ConnectError)"):
+            self._refused_rows += 1  # a row whose every attempt was refused
         return GenerationFailure(self._safe(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
+
+    def _where(self) -> str:
+        """The server's address without user:password@ and ?query."""
+        from urllib.parse import urlsplit
+
+        url = urlsplit(self.base_url)
+        return f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
+
+    def _heard(self) -> None:
+        """A response came (any status): the server is up."""
+        self._silence.heard()
+        self._refused_since, self._refused_rows = None, 0
+
+    def _server_down(self) -> bool:
+        """Refused connections, nothing heard since, for `unreachable_after` seconds or through as many rows'
+        whole retry schedules as run at once (with short backoffs rows fail faster than the seconds pass)."""
+        if self.unreachable_after <= 0 or self._refused_since is None:
+            return False
+        return self._refusing_for() >= self.unreachable_after or self._refused_rows >= max(2, self.concurrency)
+
+    def _refusing_for(self) -> float:
+        """Seconds the server has refused connections with no response since (0: it has not)."""
+        since = self._refused_since
+        return time.monotonic() - since if since is not None else 0.0
 
     def _safe(self, message: str) -> str:
         return redact(message, [self._api_key])
@@ -278,19 +321,23 @@ class OpenAIJudge(JudgeBackend):
 
     def _notice_silence(self, silent: float, waiting: int) -> None:
         """One warning line: the server has sent nothing for a while; what the limits are; how to fail sooner."""
-        from urllib.parse import urlsplit
-
         from tqdm.auto import tqdm
 
-        url = urlsplit(self.base_url)
-        where = f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"  # without user:password@ and ?query
-        quiet = f"no answer from {where} for {span(silent)}" if self._silence.heard_any else \
-            f"no answer yet from {where} after {span(silent)}"
-        retries = f"{self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
-        message = (f"{quiet} ({waiting} request{'s' if waiting != 1 else ''} waiting; timeout {self.timeout:g} s "
-                   f"per request, {retries}: a row fails after about {span(self._worst_case_s())}): "
-                   "the server is slow or stuck; --judge-option timeout=SECONDS (and max_retries=N) to fail "
-                   "sooner")
+        where = self._where()
+        refusing = self._refusing_for()
+        if refusing:  # not slow: down (a refused connection fails at once, so the timeout is not what waits)
+            stop = (f" The run stops if it still does after {span(self.unreachable_after)}, keeping every answer "
+                    "(rerun to resume)." if self.unreachable_after > 0 else "")
+            message = (f"{where} has refused connections for {span(refusing)} ({waiting} request"
+                       f"{'s' if waiting != 1 else ''} waiting): is the server running?{stop}")
+        else:
+            quiet = f"no answer from {where} for {span(silent)}" if self._silence.heard_any else \
+                f"no answer yet from {where} after {span(silent)}"
+            retries = f"{self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
+            message = (f"{quiet} ({waiting} request{'s' if waiting != 1 else ''} waiting; timeout "
+                       f"{self.timeout:g} s per request, {retries}: a row fails after about "
+                       f"{span(self._worst_case_s())}): the server is slow or stuck; --judge-option "
+                       "timeout=SECONDS (and max_retries=N) to fail sooner")
         # progress bars are lifted off the terminal for the line and drawn again below it (elapsed time updated)
         with tqdm.external_write_mode(file=sys.stderr):
             log.warning("%s", self._safe(message))
@@ -302,6 +349,7 @@ class OpenAIJudge(JudgeBackend):
         out: list[str] = [""] * len(prompts)
         reported: set[int] = set()
         self._budget.reset()
+        self._refused_since, self._refused_rows = None, 0
         pool = ThreadPoolExecutor(self.concurrency)
         futures: dict = {}
 
@@ -321,8 +369,9 @@ class OpenAIJudge(JudgeBackend):
                 futures = {pool.submit(self._one, p, config): i for i, p in enumerate(prompts)}
                 pending = set(futures)
                 while pending:
-                    # woken by each answer, and when a notice about a silent server may be due
-                    done, pending = wait(pending, timeout=self._silence.wait_s(cap=5.0),
+                    # woken by each answer, when a notice about a silent server may be due, and each second (to
+                    # see a server that went down)
+                    done, pending = wait(pending, timeout=self._silence.wait_s(cap=1.0),
                                          return_when=FIRST_COMPLETED)
                     for future in done:
                         report(future)
@@ -330,6 +379,11 @@ class OpenAIJudge(JudgeBackend):
                     silent = self._silence.due() if pending else None
                     if silent is not None:
                         self._notice_silence(silent, len(pending))
+                    if pending and self._server_down():
+                        raise JudgeUnreachable(self._safe(
+                            f"the judge server at {self._where()} has refused connections for "
+                            f"{span(self._refusing_for())}: it is down. Nothing more was sent; every answer "
+                            "received is kept. Start it again and rerun the same command to resume"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.
