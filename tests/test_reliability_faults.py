@@ -310,7 +310,19 @@ def test_exit_code_when_the_judge_fails_every_row_or_more_than_max_failures(tmp_
     line = dead.stderr.strip().splitlines()[-1]
     assert line.startswith("Error: no row was scored: 4 of 4 judged rows failed because of the judge (4 × judge "
                            "call failed: gave up after 2 attempts: HTTP 500)"), line
+    assert line.endswith("Results were written; rerun to ask again the 4 rows whose judge call failed."), line
     assert len((tmp_path / "dead.jsonl").read_text().splitlines()) == 4  # results are still written
+    # answers in the wrong format: cached, so a plain rerun asks nothing; the advice says so (review finding)
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(lambda prompt: "I cannot assess these reports.") as chatty:
+        first = run(cli_args(src, tmp_path / "u.jsonl", chatty.base_url, cache))
+        again = run(cli_args(src, tmp_path / "u.jsonl", chatty.base_url, cache))
+        asked_again = len(chatty.requests) - 4
+    for out in (first, again):
+        assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].endswith(
+            "Results were written; 4 answers could not be read and are cached (a plain rerun gives the same): check "
+            "the judge and the answer format it was trained for; --retry-unscored asks them again."), out.stderr[-2000:]
+    assert asked_again == 0
     with FakeOpenAIServer(analysis_for) as server:
         server.script = ["401"]
         strict = run(cli_args(src, tmp_path / "s.jsonl", server.base_url, None, "--max-failures", "0.2",

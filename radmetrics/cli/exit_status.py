@@ -85,6 +85,22 @@ class FailureTally:
                 f"judge ({self._top()}): the scores cover the other {self.judged - failed}. --max-failures "
                 f"FRACTION makes such a run exit 1")
 
+    def advice(self) -> str:
+        """What a rerun does for the failed rows: asks again those whose judge call failed (nothing is cached for
+        them); an unreadable answer is cached, so a plain rerun gives it back (only --retry-unscored asks again)."""
+        from radmetrics.runner import JUDGE_CALL_FAILED
+
+        calls = sum(n for reason, n in self.reasons.items() if reason.startswith(JUDGE_CALL_FAILED))
+        unreadable = sum(self.reasons.values()) - calls
+        parts = []
+        if calls:
+            parts.append(f"rerun to ask again the {calls} row{'s' if calls != 1 else ''} whose judge call failed")
+        if unreadable:
+            parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read and "
+                         f"{'are' if unreadable != 1 else 'is'} cached (a plain rerun gives the same): check the "
+                         "judge and the answer format it was trained for; --retry-unscored asks them again")
+        return "; ".join(parts)
+
     def message(self, max_failures: float | None) -> str | None:
         """The one-line error when the run must exit non-zero (every judged row failed, or over
         ``max_failures``), or None."""

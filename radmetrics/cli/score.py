@@ -131,7 +131,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     if not failed and tally.warning():
         click.echo(f"Warning: {tally.warning()}.", err=True)
     if failed:
-        click.echo(f"Error: {failed}. Results were written; rerun to ask the failed rows again.", err=True)
+        click.echo(f"Error: {failed}. Results were written; {tally.advice()}.", err=True)
         raise SystemExit(JUDGE_FAILED)
 
 
