@@ -50,6 +50,16 @@ class JudgeError(RadmetricsError):
 SECRET_FRAGMENT = 8
 
 
+def shown_url(url: str) -> str:
+    """A server URL as it may be shown or written: without ``user:password@`` and ``?query`` (where keys ride)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return url.split("?", 1)[0].rpartition("@")[2]
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
 def redact(text: str, secrets: Iterable[object]) -> str:
     """Replace every secret (API keys, of any type: a numeric key is a key too) and every fragment of one of
     SECRET_FRAGMENT or more characters in text. Used on every message that may reach a log, a file or the

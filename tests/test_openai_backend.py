@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 
 import pytest
@@ -83,9 +84,44 @@ def test_completions_mode(tmp_path):
 
 
 def test_no_base_url_means_no_network(monkeypatch):
+    """No server chosen: no lookup, no connection, from `get_judge` and through a whole scoring call (whose judge
+    preflight probed https://api.openai.com/v1 before; review finding), and the error says what is missing."""
+    import socket
+
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    network = []
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: network.append(a) or [])
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: network.append(a))
     with pytest.raises(radmetrics.JudgeError, match="base_url"):
         radmetrics.get_judge("openai", model="m")
+    with pytest.raises(radmetrics.JudgeError, match=r"needs base_url=.*Nothing is sent anywhere by default"):
+        radmetrics.score("green", ["No effusion."], ["No effusion."], backend="openai", judge="gpt-4o", cache=False,
+                         progress=False)
+    assert network == []
+
+
+def test_a_key_in_the_server_url_never_reaches_an_error_or_a_result_file(tmp_path, monkeypatch):
+    """Review finding: the unreachable-server error printed --base-url as given, user:key@ and ?key= included, and
+    `compare` wrote it into results.json, report.html and every row of per_row.csv."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    key = "sk-review-secret-0123456789"
+    pairs = tmp_path / "a.jsonl"
+    pairs.write_text(json.dumps({"id": "r1", "reference": "No effusion.", "candidate": "No effusion."}) + "\n")
+    env = {**os.environ, "OPENAI_API_KEY": key, "HF_HUB_OFFLINE": "1"}
+    for url in (f"http://user:{key}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?key={key}"):
+        for args in (["score", "-i", pairs, "-o", tmp_path / "o.jsonl"],
+                     ["compare", "-s", f"A={pairs}", "-s", f"B={pairs}", "-o", tmp_path / "cmp"]):
+            out = subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args), "-m", "green", "--backend",
+                                  "openai", "--base-url", url, "--judge", "m", "--no-cache"],
+                                 capture_output=True, text=True, env=env, cwd=REPO)
+            assert out.returncode == 2 and "Cannot connect to the judge server at http://127.0.0.1:9/v1:" in out.stderr
+            assert "sk-review" not in out.stdout + out.stderr, out.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != pairs]
+    assert not any(b"sk-review" in p.read_bytes() for p in written), written
 
 
 NOTICE = re.compile(r"no answer (yet )?from (\S+) (after|for) ([\d.]+) s \((\d+) requests? waiting; timeout ([\d.]+) s "

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from radmetrics.errors import JudgeError, redact
+from radmetrics.errors import JudgeError, redact, shown_url
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
@@ -166,7 +166,7 @@ class OpenAIJudge(JudgeBackend):
         return identity
 
     def __repr__(self) -> str:  # never shows the key
-        return f"<OpenAIJudge model={self.model!r} base_url={self.base_url!r}>"
+        return f"<OpenAIJudge model={self.model!r} base_url={shown_url(self.base_url)!r}>"
 
     @property
     def client(self):
@@ -287,11 +287,7 @@ class OpenAIJudge(JudgeBackend):
         return GenerationFailure(self._safe(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
 
     def _where(self) -> str:
-        """The server's address without user:password@ and ?query."""
-        from urllib.parse import urlsplit
-
-        url = urlsplit(self.base_url)
-        return f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
+        return shown_url(self.base_url)
 
     def _heard(self) -> None:
         """A response came (any status): the server is up."""

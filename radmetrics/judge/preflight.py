@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from radmetrics.errors import JudgeError
+from radmetrics.errors import JudgeError, redact, shown_url
 
 #: how long a reachability probe may take
 PROBE_SECONDS = 3.0
@@ -85,10 +85,15 @@ def check_judge(backend: str, model: str | None, options: dict | None = None) ->
     if backend in ("transformers", "vllm") and model:
         check_hub_model(model, revision=options.get("revision"))
     elif backend == "openai":
-        base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            return  # no server chosen: nothing is probed; the backend says it needs one
         if not can_connect(base_url):
-            raise JudgeError(f"Cannot connect to the judge server at {base_url}: start the server, fix --base-url, "
-                             "or use a local judge (--backend transformers --judge FOLDER).")
+            # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
+            keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY")]
+            raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
+                                    "server, fix --base-url, or use a local judge (--backend transformers --judge "
+                                    "FOLDER).", keys))
     elif backend == "replay":
         path = options.get("path")
         if path and not Path(path).is_file():
