@@ -569,3 +569,24 @@ def test_a_continued_run_asks_again_the_rows_whose_judge_calls_failed(tmp_path):
     strip = [{k: v for k, v in r.items() if k not in ("fingerprint", "run_id")} for r in result]
     assert strip == [{k: v for k, v in json.loads(x).items() if k not in ("fingerprint", "run_id")}
                      for x in (tmp_path / "clean.jsonl").read_text().splitlines()]
+
+
+def test_an_interrupted_run_without_a_cache_says_its_answers_will_be_asked_again(tmp_path):
+    """Review finding: with --no-cache, Ctrl-C said "101 answered, 0 cached; rerun to resume" though the rerun
+    asked all 101 again (paid calls to a hosted judge): the line now says so."""
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 30)
+    with FakeOpenAIServer(analysis_for, delay=0.1) as server:
+        proc = subprocess.Popen(with_ctrl_c(cli_args(src, tmp_path / "o.jsonl", server.base_url, None)), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while sum(r["t_done"] is not None for r in server.requests) < 6 and time.time() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr[-3000:]
+    line = stderr.strip().splitlines()[-1]
+    m = re.fullmatch(r"interrupted: (\d+) answered, 0 cached; rerun to resume \(the (\d+) answers not cached will "
+                     r"be asked again: without a cache only rows already written to the output's part file are "
+                     r"kept\)", line)
+    assert m and m.group(1) == m.group(2) and int(m.group(1)) >= 6, line

@@ -32,7 +32,13 @@ def interrupted_line() -> str:
     # wait (briefly) for a worker thread that is storing an answer, so the counts and the cache agree
     locked = tally_lock.acquire(timeout=1.0)
     try:
-        return f"interrupted: {run_tally['answered']} answered, {run_tally['cached']} cached; rerun to resume"
+        answered, cached = run_tally["answered"], run_tally["cached"]
+        line = f"interrupted: {answered} answered, {cached} cached; rerun to resume"
+        if answered > cached:  # --no-cache (or answers not worth keeping): the rows not yet written are asked again
+            lost = answered - cached
+            line += (f" (the {lost} answer{'s' if lost != 1 else ''} not cached will be asked again: without a cache "
+                     "only rows already written to the output's part file are kept)")
+        return line
     finally:
         if locked:
             tally_lock.release()
