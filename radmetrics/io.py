@@ -59,6 +59,18 @@ ICONV_HINT = "re-encode the file, e.g. iconv -f latin1 -t utf-8 IN > OUT"
 NOT_UTF8 = "not UTF-8"
 
 
+def check_regular_file(path: Path) -> None:
+    """An input file radmetrics can read (more than once: a check, the columns, the rows, a resumed run's pairing):
+    not a folder, a pipe or a device, and there."""
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
+    if path.exists() and not path.is_file():
+        raise InputError(f"{path} is not a regular file (a pipe, e.g. <(...), or a device): radmetrics reads its "
+                         "input more than once; write it to a file first")
+    if not path.is_file():
+        raise InputError(f"Input file not found: {path}")
+
+
 def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> None:
     """Refuse what is not a text file, with one line: a folder, a known binary magic number, UTF-16, NUL bytes
     >= 1%, mostly undecodable bytes, or nothing at all. Checks the first SNIFF bytes (None: the whole file, read
@@ -66,10 +78,7 @@ def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> Non
     import codecs
 
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a folder; give a JSONL or CSV file")
-    if not path.is_file():
-        raise InputError(f"Input file not found: {path}")
+    check_regular_file(path)
     # undecodable bytes: replacement characters decoding with errors="replace", less those the text itself holds
     replaced = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ignored = codecs.getincrementaldecoder("utf-8")(errors="ignore")
@@ -182,6 +191,8 @@ class Records:
             except json.JSONDecodeError as e:
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
                 row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"
+                if not line.endswith("\n"):  # the file's last line, cut: a file read while it was written?
+                    problem += "; the last line has no newline: was the file still being written?"
             except (ValueError, RecursionError) as e:  # a number too long to read, nesting too deep, ...
                 row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
             if bad:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radmetrics.errors import InputError
+from radmetrics.io import check_regular_file
 from radmetrics.types import Judgment
 
 if TYPE_CHECKING:
@@ -58,12 +59,16 @@ def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
     from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, Records, _pick
 
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Input file not found: {path}")
+    check_regular_file(path)
     records = Records(path)
-    for n, _ in enumerate(records):  # the CSV header, or the keys of the first readable JSONL rows
+    first_problem = None
+    for n, record in enumerate(records):  # the CSV header, or the keys of the first readable JSONL rows
+        first_problem = first_problem or (record.problem and record)
         if n + 1 >= SNIFF_ROWS:
             break
+    if not records.columns and first_problem:  # not one readable row to take the columns from
+        raise InputError(f"{path} line {first_problem.line}: {first_problem.problem}; no readable row among the "
+                         f"first {n + 1}")
     ref = _pick(records.columns, REFERENCE_ALIASES, reference_column, "reference", path)
     cand = _pick(records.columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
     return PairStream(path, ref, cand)
@@ -209,6 +214,7 @@ class OrderedPartWriter:
         self.stamp_file = self.output.with_name(self.output.name + ".part.json")
         stamp = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
         self.done_rows = 0
+        self.discarded = False
         self.stamp_fd = _locked_stamp(self.stamp_file, self.output)  # one run at a time writes OUTPUT
         try:
             previous = os.pread(self.stamp_fd, 4096, 0).decode("utf-8", "replace").split("\n")[0].strip()
@@ -222,10 +228,12 @@ class OrderedPartWriter:
                         self.done_rows += 1
                 os.truncate(self.part, offset)
             else:
+                # an interrupted run's part file with another input or settings: not continued (said by `score`)
+                self.discarded = previous != "" and self.part.exists()
                 self.part.unlink(missing_ok=True)
             os.ftruncate(self.stamp_fd, 0)
             os.pwrite(self.stamp_fd, f"{stamp}\n{os.getpid()}\n".encode(), 0)  # the pid: for a second run's error
-            self.fh = open(self.part, "a", encoding="utf-8")
+            self.fh = _private_append(self.part)
         except BaseException:
             os.close(self.stamp_fd)
             raise
@@ -242,6 +250,13 @@ class OrderedPartWriter:
         self.fh.flush()
         self.done_rows += len(rows)
 
+    def restart(self) -> None:
+        """Drop the rows written so far (they are not this input's): the run starts over."""
+        self.fh.close()
+        os.truncate(self.part, 0)
+        self.done_rows = 0
+        self.fh = _private_append(self.part)
+
     def replace_rows(self, rows: dict[int, dict[str, Any]]) -> None:
         """Rows ``k`` of the part file replaced by ``rows[k]``: the file rewritten beside it and renamed over it
         (a run killed meanwhile leaves the part file as it was)."""
@@ -251,7 +266,7 @@ class OrderedPartWriter:
         with AtomicFile(self.part) as out, open(self.part, encoding="utf-8") as old:
             for k, line in enumerate(old):
                 out.write(json.dumps(rows[k], ensure_ascii=False, default=str) + "\n" if k in rows else line)
-        self.fh = open(self.part, "a", encoding="utf-8")
+        self.fh = _private_append(self.part)
 
     def close(self) -> None:
         self.fh.close()
@@ -264,7 +279,9 @@ class OrderedPartWriter:
             fields: dict[str, None] = {}
             for row in self._part_rows():  # pass 1: the header (every key of every row)
                 fields.update(dict.fromkeys(row))
-            with open(tmp, "w", encoding="utf-8", newline="") as out:
+            tmp.unlink(missing_ok=True)
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8",
+                           newline="") as out:
                 writer = csv.DictWriter(out, fieldnames=list(fields))
                 writer.writeheader()
                 for row in self._part_rows():  # pass 2: the rows
@@ -326,3 +343,9 @@ def _locked_stamp(stamp_file: Path, output: Path) -> int:
         if same:
             return fd
         os.close(fd)  # the run that held it finished and removed it between our open and our lock: open it anew
+
+
+def _private_append(path: Path):
+    """``path`` opened to append text, created readable by its owner only (it holds the reports, as the cache and
+    the summary do)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8")

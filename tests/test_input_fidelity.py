@@ -312,3 +312,31 @@ def test_the_whole_file_check_keeps_memory_flat(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 8 * io._CHECK_BLOCK, f"peak {peak:,} bytes for a {big.stat().st_size:,}-byte file"
+
+
+def test_a_pipe_a_line_that_is_no_row_and_a_cut_last_line_are_named_for_what_they_are(tmp_path):
+    """Review findings: a FIFO (or `<(...)`) was "Input file not found"; a 5 MB line that is not JSON was "no
+    reference column ... columns are: (none)"; a last line cut mid-write was only "not JSON"."""
+    fifo = tmp_path / "pairs.jsonl"
+    os.mkfifo(fifo)
+    out = cli("score", "-m", "green", "-i", fifo, "-o", tmp_path / "o.jsonl", "--replay", REPO / "radmetrics" /
+              "sample_data" / "green_replay.jsonl")
+    assert out.returncode == 2 and "is not a regular file (a pipe, e.g. <(...), or a device): radmetrics reads its " \
+        "input more than once; write it to a file first" in out.stderr, out.stderr[-2000:]
+    fifo.unlink()
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text("x" * 5_000_000)
+    out = cli("score", "-m", "green", "-i", huge, "-o", tmp_path / "o.jsonl", "--replay", REPO / "radmetrics" /
+              "sample_data" / "green_replay.jsonl")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.strip() == f"Error: {huge} line 1: not JSON (Expecting value at position 1); the last line has " \
+        "no newline: was the file still being written?; no readable row among the first 1", out.stderr[-2000:]
+    cut = tmp_path / "cut.jsonl"
+    first = (REPO / "radmetrics" / "sample_data" / "pairs.jsonl").read_text().splitlines()[0]  # in the replay file
+    cut.write_text(first + '\n{"reference": "Small eff')
+    out = cli("score", "-m", "green", "-i", cut, "-o", tmp_path / "c.jsonl", "--replay", REPO / "radmetrics" /
+              "sample_data" / "green_replay.jsonl")
+    assert out.returncode == 0, out.stderr[-2000:]
+    reason = json.loads((tmp_path / "c.jsonl").read_text().splitlines()[1])["reason"]
+    assert reason == ("input line 2: not JSON (Unterminated string starting at position 15); the last line has no "
+                      "newline: was the file still being written?"), reason

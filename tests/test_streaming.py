@@ -200,3 +200,65 @@ def test_a_second_run_writing_the_same_output_stops_with_a_clear_error(many_pair
     third = _score(tmp_path, out, "--chunk-rows", "4")
     assert third.exit_code == 0, third.output
     assert len(out.read_text().splitlines()) == 25 and not list(tmp_path.glob("*.part*"))
+
+
+def test_an_edit_that_keeps_size_and_time_stamp_or_another_input_starts_over_and_says_so(many_pairs, monkeypatch):
+    """Review findings: a run resumes when the input's size and time stamp are unchanged, so an edit that kept
+    both (`cp -p`, `touch -r`) paired old results with new text; and a changed input dropped the part file with
+    no word. Each resumed row is now checked against its input line, and both cases say they start over."""
+    import os
+
+    from radmetrics import streaming
+
+    tmp_path = many_pairs
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    real_write = streaming.OrderedPartWriter.write
+
+    def interrupted_run():
+        calls = []
+
+        def dies_after_two_chunks(self, rows):
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            calls.append(1)
+            real_write(self, rows)
+
+        monkeypatch.setattr(streaming.OrderedPartWriter, "write", dies_after_two_chunks)
+        _score(tmp_path, out, "--chunk-rows", "4")
+        monkeypatch.setattr(streaming.OrderedPartWriter, "write", real_write)
+        assert (tmp_path / "out.jsonl.part").read_text().count("\n") == 8
+
+    interrupted_run()
+    stamp = os.stat(src)
+    lines = src.read_text().splitlines()
+    row = json.loads(lines[2])
+    edited = row["candidate"].replace("e", "a", 1)
+    assert len(edited) == len(row["candidate"]) and edited != row["candidate"]
+    lines[2] = json.dumps({**row, "candidate": edited})
+    src.write_text("\n".join(lines) + "\n")
+    os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert os.stat(src).st_size == stamp.st_size
+    again = _score(tmp_path, out, "--chunk-rows", "4")
+    assert again.exit_code == 0, again.output
+    assert "Input line 3 differs from the row an interrupted run wrote for it: starting over." in again.output
+    assert "already written" not in again.output
+    assert json.loads(out.read_text().splitlines()[2])["candidate"] == edited
+
+    interrupted_run()
+    with open(src, "a") as fh:  # another input: the part file is not continued, and the run says why
+        fh.write(lines[0] + "\n")
+    other = _score(tmp_path, out, "--chunk-rows", "4")
+    assert other.exit_code == 0, other.output
+    assert "out.jsonl.part was left by an interrupted run with another input or settings: starting over." in other.output
+    assert len(out.read_text().splitlines()) == 26
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_results_are_readable_by_their_owner_only(many_pairs, suffix):
+    """Result rows hold the reports, as the cache and the summary do (both 0600): so do the results (review)."""
+    import stat
+
+    out = many_pairs / f"out{suffix}"
+    assert _score(many_pairs, out, "--chunk-rows", "4").exit_code == 0
+    for path in (out, many_pairs / f"out{suffix}.summary.json"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, oct(path.stat().st_mode)

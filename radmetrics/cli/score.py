@@ -167,6 +167,14 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         writer.write(out)
         chunk.clear()
 
+    if writer.discarded:
+        click.echo(f"{writer.part.name} was left by an interrupted run with another input or settings: starting "
+                   "over.", err=True)
+    changed = _changed_row(pairs, writer) if writer.done_rows else None
+    if changed is not None:  # same size and time stamp, other text (an edit with its time kept): not resumable
+        click.echo(f"Input line {changed} differs from the row an interrupted run wrote for it: starting over.",
+                   err=True)
+        writer.restart()
     resumed = writer.done_rows
     asked_again = _reask_failed_calls(system, judge, pairs, writer, config, fp, chunk_rows, progress, run_id) \
         if resumed else 0
@@ -188,6 +196,20 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         again = f"; the judge calls of {asked_again} of them had failed and were made again" if asked_again else ""
         click.echo(f"Continued an interrupted run: {resumed} rows were already written{again}.", err=True)
     return writer.done_rows
+
+
+def _changed_row(pairs, writer) -> int | None:
+    """The input line of the first row whose reference, candidate or unreadable text differs from what the part
+    file holds for it, or None. A run resumes when the input's size and time stamp are unchanged; an edit that
+    kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
+    columns = (pairs.reference_column, pairs.candidate_column, "_raw")
+    for record, done in _with_resumed(pairs.rows(), writer):
+        if done is None:
+            return None
+        if any(json.dumps(done.get(c), sort_keys=True) != json.dumps(record.row.get(c), sort_keys=True)
+               for c in columns):
+            return record.line
+    return None
 
 
 def _reask_failed_calls(system, judge, pairs, writer, config, fp: dict[str, Any], chunk_rows: int, progress: bool,
