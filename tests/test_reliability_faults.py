@@ -447,7 +447,8 @@ def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp
     assert "slow or stuck" not in stderr and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith(f"Error: the judge server at {server.base_url} has refused "
                                                       "connections for "), stderr[-3000:]
-    assert took < (6 if retries == "slow" else 15), f"stopped {took:.1f} s after the server went down"
+    # 2 s of refusals, then the interrupt path (in-flight grace) and the interpreter's exit; loaded CI is slower
+    assert took < 12, f"stopped {took:.1f} s after the server went down (before: each row ~30 s of retries)"
     assert len(ResponseCache(cache)) == answered  # every answer received is kept
     with FakeOpenAIServer(analysis_for, port=port) as again:  # back on the same address
         rerun = run(args)
