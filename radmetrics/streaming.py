@@ -217,7 +217,7 @@ class OrderedPartWriter:
         self.discarded = False
         self.stamp_fd = _locked_stamp(self.stamp_file, self.output)  # one run at a time writes OUTPUT
         try:
-            previous = os.pread(self.stamp_fd, 4096, 0).decode("utf-8", "replace").split("\n")[0].strip()
+            previous = _stamp_lines(self.stamp_fd)[0]
             if previous == stamp and self.part.exists():
                 offset = 0
                 with open(self.part, "rb") as fh:
@@ -232,7 +232,8 @@ class OrderedPartWriter:
                 self.discarded = previous != "" and self.part.exists()
                 self.part.unlink(missing_ok=True)
             os.ftruncate(self.stamp_fd, 0)
-            os.pwrite(self.stamp_fd, f"{stamp}\n{os.getpid()}\n".encode(), 0)  # the pid: for a second run's error
+            os.lseek(self.stamp_fd, 0, os.SEEK_SET)
+            os.write(self.stamp_fd, f"{stamp}\n{os.getpid()}\n".encode())  # the pid: for a second run's error
             self.fh = _private_append(self.part)
         except BaseException:
             os.close(self.stamp_fd)
@@ -331,9 +332,9 @@ def _locked_stamp(stamp_file: Path, output: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").split("\n")
+            holder = _stamp_lines(fd)
             os.close(fd)
-            pid = f" (pid {holder[1].strip()})" if len(holder) > 1 and holder[1].strip().isdigit() else ""
+            pid = f" (pid {holder[1]})" if holder[1].isdigit() else ""
             raise InputError(f"{output} is being written by another radmetrics run{pid}; wait for it to finish, "
                              "or give this run another --output") from None
         try:
@@ -349,3 +350,10 @@ def _private_append(path: Path):
     """``path`` opened to append text, created readable by its owner only (it holds the reports, as the cache and
     the summary do)."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8")
+
+
+def _stamp_lines(fd: int) -> list[str]:
+    """The stamp file's first two lines (the run's identity hash, the writing run's pid), "" where missing."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    lines = [line.strip() for line in os.read(fd, 4096).decode("utf-8", "replace").split("\n")]
+    return (lines + ["", ""])[:2]
