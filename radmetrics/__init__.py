@@ -22,9 +22,21 @@ def compare(systems, references, metrics, ids=None, **kwargs):
     return _compare(systems, references, metrics, ids, **kwargs)
 
 
+def evaluate_module_path(name: str) -> str:
+    """The file of radmetrics' evaluate module ``name`` (e.g. "green"), for ``evaluate.load(path)``: the module
+    this installed radmetrics ships, whatever the Hub holds under "radmetrics/<name>"."""
+    from radmetrics.evaluate_modules import all_evaluate_modules
+
+    modules = all_evaluate_modules()
+    if name not in modules:
+        raise UnknownNameError("evaluate module", name, modules)
+    return str(modules[name])
+
+
 __all__ = [
     "ErrorCounts", "GenerationConfig", "GreenJudgment", "InputError", "JudgeError", "Judgment", "MissingExtraError",
-    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare", "get_judge",
+    "RadmetricsError", "ScoreResult", "ScoringSystem", "UnknownNameError", "__version__", "compare",
+    "evaluate_module_path", "get_judge",
     "get_scoring_system", "hookimpl",
     "judge_pairs", "list_judge_backends", "list_scoring_systems", "register_plugin", "sample_path", "score",
 ]

@@ -36,7 +36,12 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
         if wanted not in columns:
             raise InputError(f"{path}: no column '{wanted}' for the {kind}; columns are: {', '.join(columns)}")
         return wanted
-    lowered = {c.lower().strip(): c for c in columns}
+    for alias in aliases:  # a column named exactly so wins over one that differs in case (two tools' exports)
+        if alias in columns:
+            return alias
+    lowered: dict[str, str] = {}
+    for c in columns:
+        lowered.setdefault(c.lower().strip(), c)  # the first spelling seen, not the last
     for alias in aliases:
         if alias in lowered:
             return lowered[alias]
@@ -351,6 +356,9 @@ def check_output_path(path: str | os.PathLike) -> str:
     """The results format the extension names; anything else is refused before any work is done (a
     `.parquet` file must not silently hold JSON lines)."""
     suffix = Path(path).suffix.lower()
+    if Path(path).name.lower().endswith((".part.json", ".summary.json")):  # another output's stamp or summary
+        raise InputError(f"--output {path}: a name radmetrics gives the side files of another output "
+                         "(OUTPUT.part.json, OUTPUT.summary.json); choose another name")
     if suffix not in OUTPUT_FORMATS:
         raise InputError(f"--output {path}: unknown results format '{suffix or '(no extension)'}'; use one of "
                          f"{', '.join(sorted(OUTPUT_FORMATS))}")

@@ -142,6 +142,11 @@ def test_evaluate_load_from_another_directory_offline(tiny_judge, tmp_path):
                             "for n in ('vert', 'finerad_score', 'radcliq_rubric')])"], cwd=tmp_path, capture_output=True,
                            text=True, env=os.environ.copy())
     assert names.returncode == 0 and names.stdout.strip() == "['vert', 'fine_rad_score', 'rad_cli_q_rubric']", names.stderr
+    # by path: the module this radmetrics ships, whatever the Hub holds under radmetrics/<name>
+    by_path = subprocess.run([sys.executable, "-c", "import evaluate, radmetrics; "
+                              "print(evaluate.load(radmetrics.evaluate_module_path('vert')).name)"], cwd=tmp_path,
+                             capture_output=True, text=True, env=os.environ.copy())
+    assert by_path.returncode == 0 and by_path.stdout.strip().splitlines()[-1] == "vert", by_path.stderr[-2000:]
     code = ("import evaluate, json; m = evaluate.load('radmetrics/green', judge=%r, cache=False, "
             "max_new_tokens=256, progress=False); o = m.compute(predictions=%r, references=%r); "
             "print(json.dumps(o['scores']))") % (str(tiny_judge), CANDS[:2], REFS[:2])

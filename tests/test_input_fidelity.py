@@ -340,3 +340,31 @@ def test_a_pipe_a_line_that_is_no_row_and_a_cut_last_line_are_named_for_what_the
     reason = json.loads((tmp_path / "c.jsonl").read_text().splitlines()[1])["reason"]
     assert reason == ("input line 2: not JSON (Unterminated string starting at position 15); the last line has no "
                       "newline: was the file still being written?"), reason
+
+
+def test_a_column_named_exactly_wins_over_one_that_differs_in_case(tmp_path):
+    """Review finding: one row keyed "Reference" among rows keyed "reference" made the run read "Reference" for the
+    whole file (the last spelling seen won): 11 of 12 rows unscored, the corpus score one row's, exit 0."""
+    from radmetrics.io import read_pairs
+    from radmetrics.streaming import open_pairs
+
+    rows = [{"id": f"r{i}", "reference": "No effusion.", "candidate": "No effusion."} for i in range(12)]
+    rows[5] = {"id": "r5", "Reference": "No effusion.", "candidate": "No effusion."}
+    src = tmp_path / "case.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert open_pairs(src).reference_column == "reference"
+    assert read_pairs(src).reference_column == "reference"
+    only_upper = tmp_path / "upper.jsonl"
+    only_upper.write_text(json.dumps({"Reference": "a", "Candidate": "b"}) + "\n")
+    assert open_pairs(only_upper).reference_column == "Reference"  # a case-insensitive match still found
+
+
+def test_an_output_named_like_another_outputs_side_file_is_refused(tmp_path):
+    """Review finding: `-o out.jsonl.part.json` renamed its results over out.jsonl's lock stamp."""
+    src = tmp_path / "pairs.jsonl"
+    src.write_text((REPO / "radmetrics" / "sample_data" / "pairs.jsonl").read_text())
+    for name in ("out.jsonl.part.json", "out.jsonl.summary.json"):
+        out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / name, "--replay", REPO / "radmetrics" /
+                  "sample_data" / "green_replay.jsonl")
+        assert out.returncode == 2 and "a name radmetrics gives the side files of another output" in out.stderr
+        assert not (tmp_path / name).exists()

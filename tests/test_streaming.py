@@ -244,6 +244,30 @@ def test_an_edit_that_keeps_size_and_time_stamp_or_another_input_starts_over_and
     assert "already written" not in again.output
     assert json.loads(out.read_text().splitlines()[2])["candidate"] == edited
 
+    # any other column of a written row (its id: what compare and joins match on), size and time kept
+    interrupted_run()
+    lines = src.read_text().splitlines()
+    row = json.loads(lines[1])
+    lines[1] = json.dumps({**row, "id": row["id"][:-1] + ("x" if row["id"][-1] != "x" else "y")})
+    src.write_text("\n".join(lines) + "\n")
+    os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    again = _score(tmp_path, out, "--chunk-rows", "4")
+    assert "Input line 2 differs from the row an interrupted run wrote for it: starting over." in again.output
+    assert json.loads(out.read_text().splitlines()[1])["id"] == json.loads(lines[1])["id"]
+
+    # fewer rows than were written (the size kept with padding): not resumed
+    interrupted_run()
+    text = src.read_text()
+    kept = text.splitlines()[:6]
+    pad = len(text) - len("\n".join(kept) + "\n")
+    src.write_text("\n".join([kept[0] + " " * pad, *kept[1:]]) + "\n")  # spaces after a JSON row: the same row
+    os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    again = _score(tmp_path, out, "--chunk-rows", "4")
+    assert "The input has 6 rows, fewer than the 8 an interrupted run wrote: starting over." in again.output, \
+        again.output
+    assert len(out.read_text().splitlines()) == 6
+    src.write_text("\n".join(lines) + "\n")
+
     interrupted_run()
     with open(src, "a") as fh:  # another input: the part file is not continued, and the run says why
         fh.write(lines[0] + "\n")

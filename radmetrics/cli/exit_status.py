@@ -36,8 +36,8 @@ def interrupted_line() -> str:
         line = f"interrupted: {answered} answered, {cached} cached; rerun to resume"
         if answered > cached:  # --no-cache (or answers not worth keeping): the rows not yet written are asked again
             lost = answered - cached
-            line += (f" (the {lost} answer{'s' if lost != 1 else ''} not cached will be asked again: without a cache "
-                     "only rows already written to the output's part file are kept)")
+            line += (f" ({lost} answer{'s' if lost != 1 else ''} not cached: without a cache only the rows already "
+                     "written to the output's part file are kept; the others are asked again)")
         return line
     finally:
         if locked:

@@ -170,10 +170,9 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if writer.discarded:
         click.echo(f"{writer.part.name} was left by an interrupted run with another input or settings: starting "
                    "over.", err=True)
-    changed = _changed_row(pairs, writer) if writer.done_rows else None
-    if changed is not None:  # same size and time stamp, other text (an edit with its time kept): not resumable
-        click.echo(f"Input line {changed} differs from the row an interrupted run wrote for it: starting over.",
-                   err=True)
+    changed = _changed_input(system, pairs, writer) if writer.done_rows else None
+    if changed is not None:  # same size and time stamp, other rows (an edit with its time kept): not resumable
+        click.echo(f"{changed}: starting over.", err=True)
         writer.restart()
     resumed = writer.done_rows
     asked_again = _reask_failed_calls(system, judge, pairs, writer, config, fp, chunk_rows, progress, run_id) \
@@ -198,17 +197,26 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     return writer.done_rows
 
 
-def _changed_row(pairs, writer) -> int | None:
-    """The input line of the first row whose reference, candidate or unreadable text differs from what the part
-    file holds for it, or None. A run resumes when the input's size and time stamp are unchanged; an edit that
-    kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
-    columns = (pairs.reference_column, pairs.candidate_column, "_raw")
+def _changed_input(system, pairs, writer) -> str | None:
+    """Why the part file is not this input's (a resumed row whose input columns differ from its input line's, or
+    an input with fewer rows than were written), or None. A run resumes when the input's size and time stamp are
+    unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
+    import dataclasses
+
+    from radmetrics.types import Judgment
+
+    # the keys a result row sets itself; every other key of a result row is its input row's, copied as read
+    owned = {f.name for f in dataclasses.fields(Judgment)} | {system.score_key, "judge_output", "fingerprint", "run_id"}
+    matched = 0
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is None:
             return None
-        if any(json.dumps(done.get(c), sort_keys=True) != json.dumps(record.row.get(c), sort_keys=True)
-               for c in columns):
-            return record.line
+        matched += 1
+        if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(v, sort_keys=True)
+               for k, v in record.row.items() if k not in owned):
+            return f"Input line {record.line} differs from the row an interrupted run wrote for it"
+    if matched < writer.done_rows:
+        return f"The input has {matched} rows, fewer than the {writer.done_rows} an interrupted run wrote"
     return None
 
 

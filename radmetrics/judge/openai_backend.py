@@ -322,8 +322,8 @@ class OpenAIJudge(JudgeBackend):
         where = self._where()
         refusing = self._refusing_for()
         if refusing:  # not slow: down (a refused connection fails at once, so the timeout is not what waits)
-            stop = (f" The run stops if it still does after {span(self.unreachable_after)}, keeping every answer "
-                    "(rerun to resume)." if self.unreachable_after > 0 else "")
+            stop = (f" The run stops if it still does after {span(self.unreachable_after)} (rerun to resume)."
+                    if self.unreachable_after > 0 else "")
             message = (f"{where} has refused connections for {span(refusing)} ({waiting} request"
                        f"{'s' if waiting != 1 else ''} waiting): is the server running?{stop}")
         else:
@@ -378,8 +378,9 @@ class OpenAIJudge(JudgeBackend):
                     if pending and self._server_down():
                         raise JudgeUnreachable(self._safe(
                             f"the judge server at {self._where()} has refused connections for "
-                            f"{span(self._refusing_for())}: it is down. Nothing more was sent; every answer "
-                            "received is kept. Start it again and rerun the same command to resume"))
+                            f"{span(self._refusing_for())}: it is down. Nothing more was sent; the answers "
+                            "received are in the response cache (without one, only rows already written are kept). "
+                            "Start it again and rerun the same command to resume"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.
