@@ -274,23 +274,21 @@ class OrderedPartWriter:
         os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file
 
     def finish(self) -> None:
+        from radmetrics.io import AtomicFile
+
         self.fh.close()
         if self.output.suffix.lower() == ".csv":
-            tmp = self.output.with_name(f".{self.output.name}.tmp")
             fields: dict[str, None] = {}
             for row in self._part_rows():  # pass 1: the header (every key of every row)
                 fields.update(dict.fromkeys(row))
-            tmp.unlink(missing_ok=True)
-            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8",
-                           newline="") as out:
+            with AtomicFile(self.output) as out:  # a temp file beside OUTPUT (0600, fsync), renamed over it
                 writer = csv.DictWriter(out, fieldnames=list(fields))
                 writer.writeheader()
                 for row in self._part_rows():  # pass 2: the rows
                     writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
-            os.replace(tmp, self.output)
             self.part.unlink()
         elif self.output.suffix.lower() == ".parquet":
-            from radmetrics.io import AtomicFile, write_parquet_batches
+            from radmetrics.io import write_parquet_batches
 
             with AtomicFile(self.output, binary=True) as fh:  # two passes over the part file, a batch at a time
                 write_parquet_batches(fh, self._part_batches)

@@ -122,15 +122,15 @@ def test_tree_prefill_passes_stay_within_the_keys_and_values_of_a_plain_chunk():
     """On CUDA the plan sets memory aside for a plain prefill chunk; a tree pass's items each carry the prefix and
     their ancestors, so 128 short leaves under one long stem are split into passes that hold no more keys/values
     than a plain chunk would (without the bound they made one pass 6.6x larger)."""
-    from radmetrics.judge.greedy_engine import _stem_chunks
+    from radmetrics.judge.greedy_engine import _least_padding
 
     lengths, depths = [8] * 128, [120] * 128  # GRPO: one 120-token reference, 128 short candidates
     prefix, tokens = 300, 2048
     kv = (tokens // 140) * (prefix + 140)  # a plain chunk of the longest rows (140 own tokens)
-    passes = _stem_chunks(lengths, depths, tokens, kv, prefix)
+    passes = _least_padding(lengths, depths, tokens, kv, prefix)
     assert sorted(i for p in passes for i in p) == list(range(128))
     assert all(len(p) * (prefix + 120 + 8) <= kv for p in passes) and len(passes) > 1
-    assert _stem_chunks(lengths, depths, tokens, 10**12, prefix) == [list(range(128))]  # CPU: one pass
+    assert _least_padding(lengths, depths, tokens, 10**12, prefix) == [list(range(128))]  # CPU: one pass
 
 
 def _pass_cost(passes, lengths, pass_cost):

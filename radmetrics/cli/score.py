@@ -170,13 +170,14 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if writer.discarded:
         click.echo(f"{writer.part.name} was left by an interrupted run with another input or settings: starting "
                    "over.", err=True)
-    changed = _changed_input(system, pairs, writer) if writer.done_rows else None
+    changed, failed = _check_resumed(system, pairs, writer) if writer.done_rows else (None, [])
     if changed is not None:  # same size and time stamp, other rows (an edit with its time kept): not resumable
         click.echo(f"{changed}: starting over.", err=True)
         writer.restart()
+        failed = []
     resumed = writer.done_rows
-    asked_again = _reask_failed_calls(system, judge, pairs, writer, config, fp, chunk_rows, progress, run_id) \
-        if resumed else 0
+    if failed:
+        _reask_failed_calls(system, judge, pairs, writer, failed, config, fp, chunk_rows, progress, run_id)
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
@@ -192,45 +193,48 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if chunk:
         flush()
     if resumed:
-        again = f"; the judge calls of {asked_again} of them had failed and were made again" if asked_again else ""
+        again = f"; the judge calls of {len(failed)} of them had failed and were made again" if failed else ""
         click.echo(f"Continued an interrupted run: {resumed} rows were already written{again}.", err=True)
     return writer.done_rows
 
 
-def _changed_input(system, pairs, writer) -> str | None:
-    """Why the part file is not this input's (a resumed row whose input columns differ from its input line's, or
-    an input with fewer rows than were written), or None. A run resumes when the input's size and time stamp are
+def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, Record]]]:
+    """One pass over the input and the part file a continued run found: why the part file is not this input's
+    (a written row whose input columns differ from its input line's, or an input with fewer rows than were
+    written; None when it is), and the rows whose judge call failed (no answer at all: the server was down, a
+    timeout), by their position in the part file. A run resumes when the input's size and time stamp are
     unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
     import dataclasses
 
+    from radmetrics.runner import JUDGE_CALL_FAILED
     from radmetrics.types import Judgment
 
     # the keys a result row sets itself; every other key of a result row is its input row's, copied as read
     owned = {f.name for f in dataclasses.fields(Judgment)} | {system.score_key, "judge_output", "fingerprint", "run_id"}
+    failed: list[tuple[int, Record]] = []
     matched = 0
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is None:
-            return None
-        matched += 1
+            break
         if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(v, sort_keys=True)
                for k, v in record.row.items() if k not in owned):
-            return f"Input line {record.line} differs from the row an interrupted run wrote for it"
+            return f"Input line {record.line} differs from the row an interrupted run wrote for it", []
+        if not done.get("judge_output") and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED):
+            failed.append((matched, record))
+        matched += 1
     if matched < writer.done_rows:
-        return f"The input has {matched} rows, fewer than the {writer.done_rows} an interrupted run wrote"
-    return None
+        return f"The input has {matched} rows, fewer than the {writer.done_rows} an interrupted run wrote", []
+    return None, failed
 
 
-def _reask_failed_calls(system, judge, pairs, writer, config, fp: dict[str, Any], chunk_rows: int, progress: bool,
-                        run_id: str | None) -> int:
-    """Before a run continues, the rows of the part file whose judge call failed (no answer at all: the server
-    was down, a timeout) are asked again and their rows replaced; nothing is cached for them, so this is what an
-    uninterrupted run against a working judge would have scored. Answered rows stay as written. Holds the
-    failed rows' records and new rows until the part file is rewritten once. Returns how many were asked."""
-    from radmetrics.runner import JUDGE_CALL_FAILED, judge_pairs
+def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Record]], config, fp: dict[str, Any],
+                        chunk_rows: int, progress: bool, run_id: str | None) -> None:
+    """Before a run continues, the part file's rows whose judge call failed (`_check_resumed`) are asked again
+    and their rows replaced: nothing is cached for them, so this is what an uninterrupted run against a working
+    judge would have scored. Answered rows stay as written. The new rows are held until the part file is
+    rewritten once."""
+    from radmetrics.runner import judge_pairs
 
-    failed = [(k, record) for k, (record, done) in enumerate(_with_resumed(pairs.rows(), writer))
-              if done is not None and not done.get("judge_output")
-              and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED)]
     replaced: dict[int, dict[str, Any]] = {}
     for start in range(0, len(failed), chunk_rows):
         part = failed[start:start + chunk_rows]
@@ -240,9 +244,7 @@ def _reask_failed_calls(system, judge, pairs, writer, config, fp: dict[str, Any]
         for (k, record), judgment in zip(part, judged):
             replaced[k] = {**result_row(record.row, judgment, system.score_key, fp),
                            **({"run_id": run_id} if run_id else {})}
-    if replaced:
-        writer.replace_rows(replaced)
-    return len(failed)
+    writer.replace_rows(replaced)
 
 
 def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):

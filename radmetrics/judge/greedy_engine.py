@@ -485,11 +485,11 @@ class _SlotEngine:
         its ancestors' keys/values, so a stem several rows share is computed once; a leaf completes its row,
         whose slot gets its ancestors' keys/values and its own, from column 1."""
         stem_kv: dict[int, list[tuple[Any, Any]]] = {}  # stem -> per layer [kv_heads, depth, head_dim], ancestors'
+        budgets = self._stem_chunk_budgets()
         for level in range(max(n.level for n in stems) + 1):
             items = [i for i, n in enumerate(stems) if n.level == level]
             depths = [_depth(stems, i) for i in items]
-            budgets = self._stem_chunk_budgets()
-            for chunk in _stem_chunks([len(stems[i].tokens) for i in items], depths, *budgets, self.pass_cost):
+            for chunk in _least_padding([len(stems[i].tokens) for i in items], depths, *budgets, self.pass_cost):
                 self._prefill_nodes([items[c] for c in chunk], [depths[c] for c in chunk], stems, stem_kv, fresh)
 
     def _stem_chunk_budgets(self) -> tuple[int, int, int]:
@@ -994,13 +994,6 @@ def _prefill_chunks(lengths: list[int], budget: int, pass_cost: int = CPU_PASS_C
 def is_out_of_memory(error: BaseException) -> bool:
     """A device out-of-memory (torch's OutOfMemoryError, or an error that says so), without importing torch."""
     return type(error).__name__ == "OutOfMemoryError" or "out of memory" in str(error).lower()
-
-
-def _stem_chunks(lengths: list[int], depths: list[int], tokens: int, kv: int, prefix: int = 0,
-                 pass_cost: int = CPU_PASS_COST_TOKENS) -> list[list[int]]:
-    """Tree-prefill passes: `_least_padding` within ``tokens`` (rows x longest) and ``kv`` (rows x (prefix +
-    deepest ancestors + longest), the keys/values the pass holds)."""
-    return _least_padding(lengths, depths, tokens, kv, prefix, pass_cost)
 
 
 def _least_padding(lengths: list[int], depths: list[int], tokens: int, kv: int, prefix: int = 0,

@@ -36,6 +36,7 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_RESPONSE_BYTES = 2_000_000
 #: seconds without any response, while requests are out, before a line says the server is slow or stuck
 NOTICE_AFTER = 30.0
+#: seconds of refused connections, nothing heard, after which a run stops: the server is down, not slow
 UNREACHABLE_AFTER = 60.0
 
 log = logging.getLogger(__name__)
@@ -247,10 +248,12 @@ class OpenAIJudge(JudgeBackend):
 
         path, body = self._payload(prompt, config)
         last_error = "unknown error"
+        refused = False  # the last attempt's connection was refused
         for attempt in range(self.max_retries + 1):
             if self._budget.cancelled.is_set():
                 return GenerationFailure("interrupted before an answer came")
             wait_s = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
+            refused = False
             try:
                 status, headers, data = self._post(path, body)
                 self._heard()
@@ -273,7 +276,7 @@ class OpenAIJudge(JudgeBackend):
             except httpx.TimeoutException:
                 last_error = f"no complete answer within the {self.timeout}s request deadline"
             except httpx.ConnectError as e:  # nothing listens (or the host is unknown): the server is down
-                last_error = f"connection error ({type(e).__name__})"
+                last_error, refused = f"connection error ({type(e).__name__})", True
                 if self._refused_since is None:
                     self._refused_since = time.monotonic()
             except httpx.TransportError as e:
@@ -282,7 +285,7 @@ class OpenAIJudge(JudgeBackend):
                 return GenerationFailure("interrupted before an answer came")
             if attempt < self.max_retries and self._budget.cancelled.wait(wait_s):
                 return GenerationFailure("interrupted before an answer came")
-        if self._refused_since is not None and last_error.endswith("(ConnectError)"):
+        if refused and self._refused_since is not None:
             self._refused_rows += 1  # a row whose every attempt was refused
         return GenerationFailure(self._safe(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
 
