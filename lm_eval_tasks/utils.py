@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 
 PATH_KEYS = {"rexval": "rexval_path", "radeval": "radeval_path", "rate_eval": "rate_eval_path"}
 
@@ -24,15 +23,10 @@ def _source(dataset: str, metadata: dict) -> str:
 
 
 def _load(dataset: str, source: str):
-    import datasets
+    from radmetrics.data import open_expert_dataset
 
-    from radmetrics.data import load_expert_dataset
-
-    path = Path(source).expanduser()
-    if path.exists():
-        return load_expert_dataset(dataset, path)
-    loaded = datasets.load_dataset(source)  # a Hub repo id (private repos need a token)
-    return loaded["test"] if "test" in loaded else loaded[next(iter(loaded))]
+    # a missing folder is named as such, not taken silently for a Hub id
+    return open_expert_dataset(dataset, source, f"{PATH_KEYS[dataset]} {source!r}")
 
 
 def load_judge_dataset(**metadata):

@@ -70,7 +70,7 @@ def test_meta_eval_keeps_finished_metrics_when_one_fails(tiny_judge, tmp_path):
     (["-m", "green", "-d", "/nonexistent/rexval"], ["/nonexistent/rexval", "no such folder"]),
     (["-m", "gren", "-d", str(FIXTURES / "rexval")], ["'gren' could not be loaded", "Did you mean radmetrics' 'green'"]),
     (["-m", "vert", "-d", str(FIXTURES / "rexval")], ["vert has no published default judge", "--judge"]),
-    (["-m", "green", "-d", "someone/not-a-dataset"], ["someone/not-a-dataset", "could not be loaded"]),
+    (["-m", "green", "-d", "someone/not-a-dataset"], ["someone/not-a-dataset", "no Hub dataset"]),
 ])
 def test_meta_eval_bad_arguments_are_one_line(args, needles, tmp_path):
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1"}

@@ -163,3 +163,17 @@ def test_radeval_task_reads_the_original_csv_as_data_convert_does(tiny_judge, tm
     # every doc was judged and its answer read or counted unreadable (the tiny judge was trained on other pairings)
     unread = sum(s["kendall_tau"][0] is None for s in samples)
     assert results["unparsed,none"] == pytest.approx(unread / 6) and "kendall_tau,none" in results
+
+
+def test_a_missing_task_data_folder_is_named_not_taken_for_a_hub_id(monkeypatch, tmp_path):
+    """Review finding: the README's `--metadata '{"rexval_path": "data/rexval"}'` run where no such folder
+    exists failed with the Hub's "Couldn't reach 'data/rexval'": the folder was taken for a Hub dataset id."""
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for given in ("data/rexval", "./data/rexval"):
+        with pytest.raises(radmetrics.errors.InputError, match=rf"rexval_path '{re.escape(given)}': no such folder "
+                           rf"in {re.escape(str(tmp_path))}"):
+            utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path=given)

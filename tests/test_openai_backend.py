@@ -94,7 +94,7 @@ def test_no_base_url_means_no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: network.append(a))
     with pytest.raises(radmetrics.JudgeError, match="base_url"):
         radmetrics.get_judge("openai", model="m")
-    with pytest.raises(radmetrics.JudgeError, match=r"needs base_url=.*Nothing is sent anywhere by default"):
+    with pytest.raises(radmetrics.JudgeError, match=r"needs a server address: --base-url.*Nothing is sent anywhere by default"):
         radmetrics.score("green", ["No effusion."], ["No effusion."], backend="openai", judge="gpt-4o", cache=False,
                          progress=False)
     assert network == []
@@ -124,7 +124,7 @@ def test_a_key_in_the_server_url_never_reaches_an_error_or_a_result_file(tmp_pat
     assert not any(b"sk-review" in p.read_bytes() for p in written), written
 
 
-NOTICE = re.compile(r"no answer (yet )?from (\S+) (after|for) ([\d.]+) s \((\d+) requests? waiting; timeout ([\d.]+) s "
+NOTICE = re.compile(r"no answer (yet )?from (\S+) (after|for) ([\d.]+) s \((\d+) requests? in flight(?:, \d+ queued)?; timeout ([\d.]+) s "
                     r"per request, (\d+) retr(y|ies): a row fails after about [\d.]+ s\): the server is slow or stuck; "
                     r"--judge-option timeout=SECONDS \(and max_retries=N\) to fail sooner$")
 
@@ -147,7 +147,7 @@ def test_a_stalled_server_is_said_so_then_its_rows_are_unscored_with_the_reason(
     assert silences[0] >= 0.2 and all(b >= 1.8 * a for a, b in zip(silences, silences[1:])), silences
     assert len(notices) <= 3, notices
     assert [j.reason for j in result.judgments] == [
-        "judge call failed: gave up after 1 attempts: no complete answer within the 1.2s request deadline"] * 3
+        "judge call failed: gave up after 1 attempt: no complete answer within the 1.2s request deadline"] * 3
     assert all(j.score is None for j in result.judgments)
     assert SECRET not in caplog.text
 
@@ -188,3 +188,41 @@ def test_silence_notices_grow_apart_and_a_slow_working_server_is_not_nagged():
     now[0] += 10_000
     assert off.due() is None and off.wait_s(cap=5.0) == 5.0
     assert [span(s) for s in (0.25, 3, 30, 120, 751)] == ["0.25 s", "3 s", "30 s", "2 min", "13 min"]
+
+
+def test_every_entry_point_names_a_missing_or_dead_server_in_seconds_in_its_own_terms(tmp_path):
+    """Review findings: `compare` with no server address wrote reports full of per-row failures; `reward-check`
+    had no reachability check and its stop said "rerun the same command to resume" (it has no resume);
+    evaluate users were told to fix `--base-url`. Now each stops before any work with one line that names the
+    command-line flag and the Python argument."""
+    import subprocess
+    import sys
+    import time
+
+    import evaluate
+
+    pairs = tmp_path / "a.jsonl"
+    pairs.write_text(json.dumps({"id": "r1", "reference": "No effusion.", "candidate": "No effusion.",
+                                 "prompt": "P", "completion": "No effusion."}) + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"} | {"HF_HUB_OFFLINE": "1"}
+    dead = "http://127.0.0.1:9/v1"
+    cases = [(["compare", "-s", f"A={pairs}", "-s", f"B={pairs}", "-o", tmp_path / "cmp"], None,
+              "needs a server address: --base-url URL on the command line, judge_options={'base_url': URL} in Python"),
+             (["reward-check", "-i", pairs, "--completions"], dead, f"Cannot connect to the judge server at {dead}:"),
+             (["compare", "-s", f"A={pairs}", "-s", f"B={pairs}", "-o", tmp_path / "cmp"], dead,
+              f"Cannot connect to the judge server at {dead}:")]
+    for args, url, expected in cases:
+        started = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args), "-m", "green", "--backend",
+                              "openai", *(["--base-url", url] if url else []), "--judge", "m", "--no-cache"],
+                             capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 2 and expected in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr and time.monotonic() - started < 30
+    assert not (tmp_path / "cmp").exists()  # nothing half-written
+
+    green = evaluate.load(radmetrics.evaluate_module_path("green"), backend="openai", judge="m",
+                          judge_options={"base_url": dead}, cache=False, progress=False)
+    with pytest.raises(radmetrics.JudgeError) as caught:
+        green.compute(predictions=["No effusion."], references=["No effusion."])
+    assert "judge_options={'base_url': URL} in Python" in str(caught.value)
+    assert "backend='transformers', judge=FOLDER" in str(caught.value)

@@ -147,23 +147,9 @@ def split_metric_names(metrics) -> tuple[list[str], list[str]]:
 
 def load_meta_eval_data(dataset: str, dataset_name: str | None):
     """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
-    from radmetrics.errors import InputError
+    from radmetrics.data import open_expert_dataset
 
-    source = Path(dataset)
-    if source.exists():
-        from radmetrics.data import load_expert_dataset
-
-        return load_expert_dataset(dataset_name or "rexval", source)
-    if dataset.startswith((".", "/", "~")) or dataset.count("/") > 1:
-        raise InputError(f"--dataset {dataset}: no such folder")
-    import datasets
-
-    try:
-        return datasets.load_dataset(dataset, split="test")
-    except Exception as e:  # datasets raises many types for "not reachable / not found"
-        raise InputError(f"--dataset {dataset} is not a local folder and could not be loaded from the Hub "
-                         f"({type(e).__name__}); pass a folder written by `radmetrics data convert`, or check the "
-                         "id and your network (HF_DATASETS_OFFLINE=1 allows only cached datasets).") from e
+    return open_expert_dataset(dataset_name or "rexval", dataset, f"--dataset {dataset}")
 
 
 def load_baseline(module: str) -> None:

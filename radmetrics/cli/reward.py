@@ -68,6 +68,7 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         raise InputError(f"{input_path}: no rows")
     for name, flag in ((prompt_column, "--prompt-column"), (reference_column, "--reference-column")):
         _column(rows, name, input_path, flag)
+    check_reward_judge(metric, judge_flags)  # seconds now, not after sampling completions and a silent server
     generation_seconds = None
     if given:
         _column(rows, completion_column, input_path, "--completion-column")
@@ -100,6 +101,19 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
     if output_path:
         Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     print_report(data, output_path)
+
+
+def check_reward_judge(metric: str, flags: JudgeFlags) -> None:
+    """The reward's judge is reachable (or a missing one is named) before any completion is sampled."""
+    import radmetrics
+    from radmetrics.runner import preflight_judge
+
+    if metric in radmetrics.list_scoring_systems():
+        preflight_judge(flags.backend, flags.model, flags.options, radmetrics.get_scoring_system(metric))
+    elif metric == "er2score" and flags.model:
+        from radmetrics.judge.preflight import check_hub_model
+
+        check_hub_model(flags.model, what="ER²Score model")
 
 
 def print_report(data: dict[str, Any], output_path: str | None) -> None:

@@ -44,6 +44,29 @@ def load_expert_dataset(name: str, path: str | Path):
     return build(path)  # the converter names what is wrong with files it cannot read
 
 
+def open_expert_dataset(name: str, source: str, given_as: str):
+    """The expert dataset `source` names: a folder here (converted or original files) or a Hub dataset id, its
+    test split. A string that is neither says so in one line (given_as: how the user gave it, e.g. "--dataset X"),
+    rather than as the Hub's "couldn't reach" about what was meant as a folder."""
+    import os
+
+    path = Path(source).expanduser()
+    if path.exists():
+        return load_expert_dataset(name, path)
+    here = f"no such folder in {os.getcwd()}"
+    if source.startswith((".", "/", "~")) or source.count("/") > 1:
+        raise InputError(f"{given_as}: {here}")
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset(source)
+    except Exception as e:  # datasets raises many types for "not reachable / not found"
+        raise InputError(f"{given_as}: {here}, and no Hub dataset '{source}' could be loaded ({type(e).__name__}; "
+                         "HF_DATASETS_OFFLINE=1 allows only cached ones). Give a folder written by `radmetrics data "
+                         "convert` or the original files' folder, or check the Hub id and your network.") from e
+    return loaded["test"] if "test" in loaded else loaded[next(iter(loaded))]
+
+
 def convert(name: str, source: str | Path, out_dir: str | Path) -> Path:
     from radmetrics import __version__
     from radmetrics.data.schema import save_dataset

@@ -117,6 +117,11 @@ class JudgeUnreachable(JudgeError):
     """The judge server went down during a run (connections refused for `unreachable_after` seconds)."""
 
 
+NEEDS_BASE_URL = ("The openai backend needs a server address: --base-url URL on the command line, "
+                  "judge_options={'base_url': URL} in Python (e.g. http://127.0.0.1:8000/v1), or $OPENAI_BASE_URL. "
+                  "Nothing is sent anywhere by default.")
+
+
 class OpenAIJudge(JudgeBackend):
     backend_name = "openai"
     options_class = OpenAIOptions
@@ -128,8 +133,7 @@ class OpenAIJudge(JudgeBackend):
         settings: OpenAIOptions = self.settings  # type: ignore[assignment]
         base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
-            raise JudgeError("The openai backend needs base_url= (e.g. http://127.0.0.1:8000/v1) or "
-                             "$OPENAI_BASE_URL. Nothing is sent anywhere by default.")
+            raise JudgeError(NEEDS_BASE_URL)
         if settings.mode not in {"chat", "completions"}:
             raise JudgeError(f"mode must be 'chat' or 'completions', not {settings.mode!r}")
         self.base_url = base_url.rstrip("/")
@@ -287,7 +291,9 @@ class OpenAIJudge(JudgeBackend):
                 return GenerationFailure("interrupted before an answer came")
         if refused and self._refused_since is not None:
             self._refused_rows += 1  # a row whose every attempt was refused
-        return GenerationFailure(self._safe(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
+        attempts = self.max_retries + 1
+        return GenerationFailure(self._safe(
+            f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}: {last_error}"))
 
     def _where(self) -> str:
         return shown_url(self.base_url)
@@ -324,16 +330,20 @@ class OpenAIJudge(JudgeBackend):
 
         where = self._where()
         refusing = self._refusing_for()
+        # `waiting` counts every unanswered row; at most `concurrency` of them are sent at a time
+        in_flight = min(waiting, self.concurrency)
+        requests = f"{in_flight} request{'s' if in_flight != 1 else ''} in flight"
+        if waiting > in_flight:
+            requests += f", {waiting - in_flight} queued"
         if refusing:  # not slow: down (a refused connection fails at once, so the timeout is not what waits)
-            stop = (f" The run stops if it still does after {span(self.unreachable_after)} (rerun to resume)."
-                    if self.unreachable_after > 0 else "")
-            message = (f"{where} has refused connections for {span(refusing)} ({waiting} request"
-                       f"{'s' if waiting != 1 else ''} waiting): is the server running?{stop}")
+            stop = (f" The run stops if it still does after {span(self.unreachable_after)}, keeping the answers "
+                    "received." if self.unreachable_after > 0 else "")
+            message = f"{where} has refused connections for {span(refusing)} ({requests}): is the server running?{stop}"
         else:
             quiet = f"no answer from {where} for {span(silent)}" if self._silence.heard_any else \
                 f"no answer yet from {where} after {span(silent)}"
             retries = f"{self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
-            message = (f"{quiet} ({waiting} request{'s' if waiting != 1 else ''} waiting; timeout "
+            message = (f"{quiet} ({requests}; timeout "
                        f"{self.timeout:g} s per request, {retries}: a row fails after about "
                        f"{span(self._worst_case_s())}): the server is slow or stuck; --judge-option "
                        "timeout=SECONDS (and max_retries=N) to fail sooner")
@@ -383,7 +393,7 @@ class OpenAIJudge(JudgeBackend):
                             f"the judge server at {self._where()} has refused connections for "
                             f"{span(self._refusing_for())}: it is down. Nothing more was sent; the answers "
                             "received are in the response cache (without one, only rows already written are kept). "
-                            "Start it again and rerun the same command to resume"))
+                            "Start it again and run again: cached answers are not asked again"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.

@@ -18,6 +18,10 @@ from radmetrics.errors import JudgeError, redact, shown_url
 
 #: how long a reachability probe may take
 PROBE_SECONDS = 3.0
+# the same advice for the command line and for Python (radmetrics.score, evaluate.load), which name it differently
+_SERVER_HOW = ("--backend openai --base-url URL; in Python backend='openai', "
+               "judge_options={'base_url': URL}")
+_LOCAL_HOW = "--backend transformers --judge FOLDER; in Python backend='transformers', judge=FOLDER"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$|^[A-Za-z0-9][\w.\-]*$")
 
 
@@ -57,7 +61,7 @@ def hub_cached(model: str, revision: str | None = None) -> bool:
 
 
 def check_hub_model(model: str, *, what: str = "judge", revision: str | None = None,
-                    flag: str = "--judge") -> None:
+                    flag: str = "--judge (judge= in Python)") -> None:
     """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix."""
     path = Path(model).expanduser()
     if path.exists():
@@ -68,7 +72,7 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
     if hub_cached(model, revision):
         return
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    server = ", or use an OpenAI-compatible server (--backend openai --base-url URL)" if what == "judge" else ""
+    server = f", or use an OpenAI-compatible server ({_SERVER_HOW})" if what == "judge" else ""
     if hub_offline():
         raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
                          f"downloading it: download it where there is network (`hf download {model}`), or pass a "
@@ -86,14 +90,16 @@ def check_judge(backend: str, model: str | None, options: dict | None = None) ->
         check_hub_model(model, revision=options.get("revision"))
     elif backend == "openai":
         base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            return  # no server chosen: nothing is probed; the backend says it needs one
+        if not base_url:  # no server chosen: nothing is probed, and nothing will be sent anywhere
+            from radmetrics.judge.openai_backend import NEEDS_BASE_URL
+
+            raise JudgeError(NEEDS_BASE_URL)
         if not can_connect(base_url):
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
             keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY")]
             raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
-                                    "server, fix --base-url, or use a local judge (--backend transformers --judge "
-                                    "FOLDER).", keys))
+                                    "server, fix the address (--base-url; judge_options={'base_url': URL} in "
+                                    f"Python), or use a local judge ({_LOCAL_HOW}).", keys))
     elif backend == "replay":
         path = options.get("path")
         if path and not Path(path).is_file():
