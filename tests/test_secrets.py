@@ -10,6 +10,7 @@ stdout / stderr, the rows' reasons, repr() of the judge, or the text of any exce
 from __future__ import annotations
 
 import json
+import re
 import logging
 import os
 import random
@@ -36,7 +37,9 @@ N_ROWS = 12
 
 
 def leaked_runs(text: str, key: str, run: int = 5) -> list[str]:
-    """Every piece of the key of `run` characters that occurs in text."""
+    """Every piece of the key of `run` characters that occurs in text. Object addresses in debug lines
+    (`at 0x7f2744483490`) are left out: a numeric key's digits turn up in them by chance (a flaky failure)."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "0x", text)
     return sorted({key[i: i + run] for i in range(len(key) - run + 1) if key[i: i + run] in text})
 
 
