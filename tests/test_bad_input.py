@@ -54,6 +54,20 @@ def cli(*args):
                           capture_output=True, text=True, env=os.environ.copy())
 
 
+def test_replay_without_the_rows_answers_does_not_advise_a_rerun(tmp_path):
+    """Review finding: a replay run whose file lacked the rows' prompts ended with "rerun to ask again the 2 rows
+    whose judge call failed", though a replay rerun reads the same file and gives the same."""
+    replay, src = tmp_path / "r.jsonl", tmp_path / "p.jsonl"
+    replay.write_text(json.dumps({"prompt": "another prompt", "response": "x"}) + "\n")
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in [("a b", "a"), ("c", "d")]))
+    out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "replay", "--replay", replay)
+    assert out.returncode == 1, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.endswith("Results were written; the replay file has no answer for 2 rows (a rerun gives the same): "
+                         "record their answers with a live judge, or check that the prompts match."), last
+    assert "rerun to ask again" not in out.stderr
+
+
 def test_cli_csv_missing_column_is_one_line_error(tmp_path):
     src = tmp_path / "p.csv"
     src.write_text("reference,notes\nabc,def\n")

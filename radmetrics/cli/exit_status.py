@@ -48,7 +48,8 @@ class FailureTally:
     """Rows the judge left unscored, counted row by row (the streaming runner keeps no list of judgments): the
     end-of-run warning, and the error when the run must exit non-zero."""
 
-    def __init__(self) -> None:
+    def __init__(self, replay: bool = False) -> None:
+        self.replay = replay  # answers come from a file: asking again gives the same
         self.judged = 0
         self.reasons: Counter = Counter()
         self.unreadable = 0  # rows the input itself left unscored (not counted against the judge)
@@ -99,7 +100,10 @@ class FailureTally:
         calls = sum(n for reason, n in self.reasons.items() if reason.startswith(JUDGE_CALL_FAILED))
         unreadable = sum(self.reasons.values()) - calls
         parts = []
-        if calls:
+        if calls and self.replay:
+            parts.append(f"the replay file has no answer for {calls} row{'s' if calls != 1 else ''} (a rerun gives "
+                         "the same): record their answers with a live judge, or check that the prompts match")
+        elif calls:
             parts.append(f"rerun to ask again the {calls} row{'s' if calls != 1 else ''} whose judge call failed")
         if unreadable:
             parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read and "

@@ -104,7 +104,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     # its results; a resumed run continues under the same id (its rows equal an uninterrupted run's).
     run_id = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
     running = RunningSummary(system, keep_all=summary)
-    tally = FailureTally()
+    tally = FailureTally(replay=judge_flags.backend == "replay")
     try:
         total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress,
                              run_id=run_id, retry_unscored=retry_unscored, tally=tally)
