@@ -237,3 +237,18 @@ def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path)
     run = cli("train", "er2score", "--base", tmp_path, "--references", references, "--teacher", "x",
               "--base-url", "http://127.0.0.1:9", "-o", tmp_path / "out")
     assert_one_line_error(run, "line 2: not JSON", "references file")
+
+
+def test_list_names_everything_a_metric_flag_takes(tmp_path):
+    """Review finding: meta-eval's unknown-metric error sends the user to `radmetrics list` for the baselines,
+    which listed only scoring systems and backends."""
+    import radmetrics
+    from radmetrics import baselines
+
+    run = cli("list", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = dict(line.split(":", 1) for line in run.stdout.splitlines())
+    assert lines["scoring systems"].strip().split(", ") == radmetrics.list_scoring_systems()
+    assert lines["judge backends"].strip().split(", ") == radmetrics.list_judge_backends()
+    listed = lines["baselines"].split(" (")[0].strip().split(", ")
+    assert listed == baselines.list_baselines() and {"bleu-4", "rouge-l", "bertscore", "radgraph-f1"} <= set(listed)

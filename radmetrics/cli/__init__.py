@@ -47,11 +47,15 @@ cli.add_command(reward_check_command)
 
 @cli.command("list")
 def list_command() -> None:
-    """Scoring systems and judge backends, built-ins and plugins alike."""
+    """Scoring systems and judge backends, built-ins and plugins alike, and the named baselines."""
     import radmetrics
+    from radmetrics import baselines
 
     click.echo("scoring systems: " + ", ".join(radmetrics.list_scoring_systems()))
     click.echo("judge backends:  " + ", ".join(radmetrics.list_judge_backends()))
+    # what meta-eval / compare -m also take (each needs its library: README "Baselines"); any evaluate module too
+    click.echo("baselines:       " + ", ".join(baselines.list_baselines()) + " (meta-eval, compare; or an evaluate "
+               "module: name:key:option=value)")
 
 
 @cli.command("install-metrics")
