@@ -212,6 +212,27 @@ def test_data_convert_lists_the_dataset_names(tmp_path):
     assert run.returncode == 2 and all(n in run.stderr for n in ("rexval", "radeval", "rate_eval", "refisco"))
 
 
+def test_data_convert_and_transform_never_write_over_a_folder_that_holds_something(tmp_path):
+    """Review finding: `data convert ... -o FOLDER` replaced a hand-written README.md there, and a converted
+    ReXVal folder given as -o for RaTE-Eval was replaced without a word."""
+    rate_eval = FIXTURES / "rate_eval" / "rate_eval_paragraph_test.csv"
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "README.md").write_text("# my hand-written notes\n")
+    run = cli("data", "convert", "rate_eval", rate_eval, "-o", out, cwd=tmp_path)
+    assert_one_line_error(run, f"--output {out} is not empty (README.md)", "--overwrite")
+    assert (out / "README.md").read_text() == "# my hand-written notes\n" and len(list(out.iterdir())) == 1
+    rexval = tmp_path / "rexval"
+    assert cli("data", "convert", "rexval", FIXTURES / "rexval", "-o", rexval, cwd=tmp_path).returncode == 0
+    before = sorted(p.name for p in rexval.iterdir())
+    assert_one_line_error(cli("data", "convert", "rate_eval", rate_eval, "-o", rexval), "is not empty")
+    assert_one_line_error(cli("data", "transform", "standardize", "-i", rexval, "--column", "reference", "-o", rexval,
+                              "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl"), "is the input folder")
+    assert sorted(p.name for p in rexval.iterdir()) == before
+    run = cli("data", "convert", "rate_eval", rate_eval, "-o", rexval, "--overwrite")
+    assert run.returncode == 0 and "Wrote 6 rate_eval pairs" in run.stdout, run.stderr
+
+
 # -- 6. --summary offline: before the judging, one line -------------------------------------------------------------
 def test_summary_model_missing_offline_fails_before_judging(tmp_path):
     replay = SAMPLE / "green_replay.jsonl"

@@ -17,13 +17,15 @@ def data_group() -> None:
 @data_group.command("convert")
 @click.argument("name", type=click.Choice(sorted(CONVERTERS)))
 @click.argument("source", type=click.Path(exists=True))
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Folder to write.")
-def convert_command(name: str, source: str, output: str) -> None:
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Folder to write (new or empty).")
+@click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset and card.")
+def convert_command(name: str, source: str, output: str, overwrite: bool) -> None:
     """Convert the files you downloaded for dataset NAME (e.g. rexval) from SOURCE into OUTPUT."""
-    from radmetrics.data import convert
+    from radmetrics.data import check_dataset_output, convert
 
     import datasets
 
+    check_dataset_output(output, overwrite, source)
     out = convert(name, source, output)
     data = datasets.load_from_disk(str(out))
     click.echo(f"Wrote {len(data)} {name} pairs to {out} (datasets.load_from_disk; card: {out / 'README.md'})")
@@ -185,14 +187,16 @@ def check_judges(names, backend: str, judge: str | None, options) -> None:
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(exists=True),
               help="JSONL/CSV of reports, or a converted dataset folder.")
 @click.option("--column", default="reference", show_default=True, help="The report column to transform.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Dataset folder to write.")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+              help="Dataset folder to write (new or empty).")
+@click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset.")
 @click.option("--error-type", type=click.Choice(["a", "b"]), default="a", help="inject: (a) false finding, (b) omission.")
 @click.option("--k", default=1, type=int, help="inject: exactly this many errors per report.")
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
 @judge_flags()
-def transform_command(step, input_path, column, output, error_type, k, modality, region, seed,
+def transform_command(step, input_path, column, output, overwrite, error_type, k, modality, region, seed,
                       judge_flags: JudgeFlags) -> None:
     """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.
     --system-option sets the step's own settings (inject: max_attempts, validate)."""
@@ -209,6 +213,9 @@ def transform_command(step, input_path, column, output, error_type, k, modality,
         raise InputError(f"data transform {step} has no option '{unknown[0]}'; its options: "
                          f"{', '.join(step_options) or 'none'}")
 
+    from radmetrics.data import check_dataset_output
+
+    check_dataset_output(output, overwrite, input_path)  # before the judge work, not after it
     source = Path(input_path)
     if source.is_dir():
         data = datasets.load_from_disk(str(source))

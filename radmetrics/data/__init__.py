@@ -67,6 +67,21 @@ def open_expert_dataset(name: str, source: str, given_as: str):
     return loaded["test"] if "test" in loaded else loaded[next(iter(loaded))]
 
 
+def check_dataset_output(output: str | Path, overwrite: bool, source: str | Path | None = None) -> None:
+    """A dataset is written only into a new or empty folder unless `overwrite`: `save_to_disk` and the card
+    replace a dataset and a README.md already there (a hand-written one too) without a word."""
+    out = Path(output).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output {output} is a file; a dataset is written as a folder")
+    if source is not None and out.exists() and out.resolve() == Path(source).expanduser().resolve():
+        raise InputError(f"--output {output} is the input folder; write the new dataset to another folder")
+    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    if held and not overwrite:
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the dataset and "
+                         "README.md it holds. Choose a new folder, or pass --overwrite")
+
+
 def convert(name: str, source: str | Path, out_dir: str | Path) -> Path:
     from radmetrics import __version__
     from radmetrics.data.schema import save_dataset
