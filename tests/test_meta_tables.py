@@ -166,10 +166,12 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
 
 
 def test_preference_accuracy_end_to_end(tmp_path):
+    import csv
+
     out = tmp_path / "pref"
     with FakeOpenAIServer(analysis_for) as server:
         run = run_cli("preference-eval", "-i", FIXTURES / "preference" / "preferences.jsonl", "-m", "green",
-                      "-m", "bleu-2", "-m", "no-such-module", "--backend", "openai", "--base-url", server.base_url,
+                      "-m", "bleu-2", "--backend", "openai", "--base-url", server.base_url,
                       "--judge", "judge-x", "--resamples", "500", "--cache", tmp_path / "c.sqlite", "-o", out)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
@@ -179,6 +181,34 @@ def test_preference_accuracy_end_to_end(tmp_path):
     # p3 a 3/3 vs b 1/4 -> a (experts b: wrong); p4 a 3/3 vs b 2/3 -> a (right); p5 a GARBLED -> unscored (wrong)
     # -> 3 / 6 right; high confidence p0 p1 p4 all right, low confidence p2 p3 p5 all wrong
     assert green["accuracy"] == pytest.approx(0.5) and green["ties"] == 1 and green["unscored_pairs"] == 1
-    assert green["by_confidence"] == {"high": 1.0, "low": 0.0}
-    assert green["ci_low"] <= 0.5 <= green["ci_high"]
-    assert results["metrics"]["no-such-module"]["error"] and results["metrics"]["bleu-2"]["error"] is None
+    assert green["by_confidence"] == {"high": {"accuracy": 1.0, "n": 3}, "low": {"accuracy": 0.0, "n": 3}}
+    assert green["ci_low"] <= 0.5 <= green["ci_high"] and results["metrics"]["bleu-2"]["error"] is None
+    # review finding: which pair was unscored, and why, was nowhere; the per-level counts were not in summary.md
+    pairs = {(r["metric"], r["id"]): r for r in csv.DictReader((out / "per_pair.csv").open())}
+    assert [pairs[("green", f"p{i}")]["outcome"] for i in range(6)] == ["right", "right", "tie", "wrong", "right",
+                                                                       "unscored"]
+    assert pairs[("green", "p5")]["reason"].startswith("a: ") and pairs[("green", "p0")]["reason"] == ""
+    p3 = pairs[("green", "p3")]
+    assert float(p3["score_a"]) > float(p3["score_b"]) and p3["experts_prefer"] == "b"  # a preferred: wrong
+    summary = (out / "summary.md").read_text()
+    assert "| green | 1.00 (3) | 0.00 (3) |" in summary and "per_pair.csv says why" in summary
+
+
+def test_preference_eval_stops_early_or_exits_2_when_a_metric_cannot_run(tmp_path):
+    """Review finding: with no server address or a closed port the judge metric was n/a and the exit 0."""
+    src = FIXTURES / "preference" / "preferences.jsonl"
+    for flags, expected in ((["--judge", "x"], "needs a server address"),
+                            (["--judge", "x", "--base-url", "http://127.0.0.1:9/v1"], "Cannot connect"),
+                            ([], "'no-such-module' could not be loaded")):
+        metrics = ["-m", "green"] if flags else ["-m", "no-such-module"]
+        run = run_cli("preference-eval", "-i", src, *metrics, "-m", "bleu-2", "--backend", "openai", *flags,
+                      "-o", tmp_path / "p")
+        assert run.returncode == 2 and expected in run.stderr and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert not (tmp_path / "p").exists()  # stopped before any work
+    with FakeOpenAIServer(analysis_for) as server:  # a metric failing mid-run: the others kept, exit 2
+        run = run_cli("preference-eval", "-i", src, "-m", "green", "-m", "bleu-2", "--backend", "openai",
+                      "--base-url", server.base_url, "--judge", "x", "--system-option", "nosuch=1", "-o", tmp_path / "q")
+    assert run.returncode == 2 and "1 of 2 metrics failed (green)" in run.stderr, run.stderr[-2000:]
+    assert json.loads((tmp_path / "q" / "results.json").read_text())["metrics"]["bleu-2"]["accuracy"] is not None
+
+

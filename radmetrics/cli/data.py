@@ -281,30 +281,61 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
 @click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for the CI.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
-    """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred."""
+    """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred.
+    Writes results.json, per_pair.csv (each pair's scores, outcome and why a side is unscored) and summary.md.
+
+    A metric that fails (judge unreachable, ...) is reported with its reason and the others are kept; the
+    command then exits with code 2, as meta-eval and compare do."""
+    import csv
     import json
     from pathlib import Path
 
-    from radmetrics.errors import optional_import
+    from radmetrics.errors import RadmetricsError, optional_import
 
     optional_import("scipy", "meta", "by preference-eval")
     from radmetrics.meta.html_report import shorten, strict_json_ready
     from radmetrics.meta.preference import preference_accuracy, read_preferences
 
     rows = read_preferences(input_path)
+    # what can fail in seconds fails before the judging: unknown metrics, an unreachable judge
+    judge_metrics, modules = split_metric_names(metrics)
+    for module in modules:
+        load_baseline(module)
+    check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
+    per_pair = results.pop("per_pair")
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
+    columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
+    with (folder / "per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, columns)
+        writer.writeheader()
+        writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
     lines = [f"# Preference accuracy ({results['n_pairs']} pairs; {results['rule']})", "",
              "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]
     for name, m in results["metrics"].items():
         if m["error"]:
-            lines.append(f"| {name} | n/a: {shorten(m['error'], 120)} | | |")
+            lines.append(f"| {name} | n/a: {shorten(m['error'], 300)} | | |")
         else:
             ci = "" if m["ci_low"] is None else f" [{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
             lines.append(f"| {name} | {m['accuracy']:.2f}{ci} | {m['ties']} | {m['unscored_pairs']} |")
+    by_level = {name: m["by_confidence"] for name, m in results["metrics"].items() if m.get("by_confidence")}
+    if by_level:  # GREEN Fig. 5
+        levels = sorted({level for per in by_level.values() for level in per})
+        lines += ["", "Accuracy by the experts' confidence (pairs):", "",
+                  "| metric | " + " | ".join(levels) + " |", "| --- |" + " ---: |" * len(levels)]
+        for name, per in by_level.items():
+            cells = [f"{per[lv]['accuracy']:.2f} ({per[lv]['n']})" if lv in per else "" for lv in levels]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    unscored = sum(row["outcome"] == "unscored" for row in per_pair)
+    if unscored:
+        lines += ["", f"{unscored} pair-metric results had an unscored side (counted as wrong): per_pair.csv says why."]
     (folder / "summary.md").write_text("\n".join(lines) + "\n")
     click.echo("\n".join(lines))
     click.echo(f"Report: {folder}")
+    failed = [name for name, m in results["metrics"].items() if m["error"]]
+    if failed:
+        raise RadmetricsError(f"{len(failed)} of {len(results['metrics'])} metrics failed ({', '.join(failed)}); "
+                              f"{folder} has the others and summary.md says why.")

@@ -31,29 +31,41 @@ def read_preferences(path: str | Path) -> list[dict[str, Any]]:
 
 
 def judge_preferences(run_a: MetricRun, run_b: MetricRun, prefers_a: Sequence[bool]) -> dict[str, Any]:
-    """Per pair: 1 when the metric prefers the experts' choice, 0 otherwise (ties and unscored sides too)."""
-    right, ties, unscored = [], 0, 0
+    """Per pair: 1 when the metric prefers the experts' choice, 0 otherwise (ties and unscored sides too), and
+    each pair's outcome ("right", "wrong", "tie", "unscored") for the per-pair file."""
+    right, outcomes, ties, unscored = [], [], 0, 0
     for a, b, pref in zip(run_a.scores, run_b.scores, prefers_a):
         if a is None or b is None:
             unscored += 1
             right.append(0.0)
+            outcomes.append("unscored")
             continue
         if a == b:
             ties += 1
             right.append(0.0)
+            outcomes.append("tie")
             continue
         metric_prefers_a = (a > b) == run_a.higher_is_better
         right.append(float(metric_prefers_a == pref))
-    return {"right": right, "ties": ties, "unscored_pairs": unscored}
+        outcomes.append("right" if metric_prefers_a == pref else "wrong")
+    return {"right": right, "outcomes": outcomes, "ties": ties, "unscored_pairs": unscored}
+
+
+def _reason(run: MetricRun, i: int) -> str | None:
+    return run.reasons[i] if i < len(run.reasons) else None
 
 
 def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judge_kwargs: dict[str, Any],
                         resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The accuracy of each metric with its CI, ties, unscored pairs and, when rows have a confidence, the
+    accuracy and pair count per level (GREEN Fig. 5); `per_pair` holds every pair's scores, outcome and reasons."""
     refs = [r["reference"] for r in rows]
     prefers_a = [str(r["preferred"]).strip().lower() == "a" for r in rows]
     confidence = [r.get("confidence") for r in rows]
+    ids = [str(r.get("id", n)) for n, r in enumerate(rows, 1)]
     out: dict[str, Any] = {"n_pairs": len(rows), "resamples": resamples, "seed": seed,
-                           "rule": "ties and unscored sides count as wrong (GREEN Sec. 4.3.2)", "metrics": {}}
+                           "rule": "ties and unscored sides count as wrong (GREEN Sec. 4.3.2)", "metrics": {},
+                           "per_pair": []}
     for metric in metrics:
         # both sides in one call: the judge batches and de-duplicates
         run = run_metric(metric, refs + refs, [r["candidate_a"] for r in rows] + [r["candidate_b"] for r in rows],
@@ -62,17 +74,24 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
         if run.error:
             out["metrics"][metric] = {"error": run.error, "accuracy": None}
             continue
-        side_a = MetricRun(metric, run.scores[:n], run.higher_is_better)
-        side_b = MetricRun(metric, run.scores[n:], run.higher_is_better)
+        side_a = MetricRun(metric, run.scores[:n], run.higher_is_better, reasons=run.reasons[:n])
+        side_b = MetricRun(metric, run.scores[n:], run.higher_is_better, reasons=run.reasons[n:])
         judged = judge_preferences(side_a, side_b, prefers_a)
         interval = cs.mean_ci(judged["right"], resamples, seed)
         entry = {"accuracy": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                  "ties": judged["ties"], "unscored_pairs": judged["unscored_pairs"], "error": None,
                  "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint}
         levels = sorted({c for c in confidence if c is not None}, key=str)
-        if levels:  # GREEN Fig. 5: accuracy by the experts' confidence
-            entry["by_confidence"] = {
-                str(level): sum(x for x, c in zip(judged["right"], confidence) if c == level)
-                / sum(1 for c in confidence if c == level) for level in levels}
+        if levels:  # GREEN Fig. 5: accuracy by the experts' confidence, with how many pairs each level has
+            entry["by_confidence"] = {}
+            for level in levels:
+                chosen = [x for x, c in zip(judged["right"], confidence) if c == level]
+                entry["by_confidence"][str(level)] = {"accuracy": sum(chosen) / len(chosen), "n": len(chosen)}
         out["metrics"][metric] = entry
+        for i, outcome in enumerate(judged["outcomes"]):
+            why = "; ".join(f"{side}: {r}" for side, r in (("a", _reason(side_a, i)), ("b", _reason(side_b, i)))
+                            if r and (outcome == "unscored"))
+            out["per_pair"].append({"id": ids[i], "metric": metric, "score_a": side_a.scores[i],
+                                    "score_b": side_b.scores[i], "experts_prefer": "a" if prefers_a[i] else "b",
+                                    "confidence": confidence[i], "outcome": outcome, "reason": why or None})
     return out
