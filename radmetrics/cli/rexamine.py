@@ -35,3 +35,14 @@ def rexamine_command(input_path, metrics, output, expert_column, judge_flags: Ju
                           echo=lambda m: click.echo(m, err=True))
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder}")
+    import json
+
+    from radmetrics.errors import RadmetricsError
+
+    results = json.loads((folder / "results.json").read_text())
+    problems = [f"{len(results['failed_metrics'])} metric(s) failed ({', '.join(results['failed_metrics'])})"] \
+        if results["failed_metrics"] else []
+    if results["warnings"]:
+        problems.append("rows the judge could not write are left out (the warnings above)")
+    if problems:  # exit 2 as meta-eval and compare do when something could not be computed
+        raise RadmetricsError(f"{'; '.join(problems)}. {folder} has the rest; summary.md says why.")

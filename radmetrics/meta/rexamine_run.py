@@ -13,11 +13,25 @@ from radmetrics.meta.html_report import shorten
 from radmetrics.meta.runs import MetricRun, run_metric
 
 
-def _float(value: Any) -> float | None:
-    try:
-        return None if value in (None, "") else float(value)
-    except (TypeError, ValueError):
-        return None
+def _expert_values(rows: list[dict[str, Any]], column: str, path: Any) -> list[float | None]:
+    """The expert error counts; a blank cell is no annotation, a value that is not a number is an input error
+    (dropping it silently would change a site's correlation without a word)."""
+    import math
+
+    values: list[float | None] = []
+    for row in rows:
+        value = row.get(column)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            values.append(None)
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not math.isfinite(number):
+            raise InputError(f"{path}: row {row['id']}: {column} must be a number of errors, not {value!r}")
+        values.append(number)
+    return values
 
 
 def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max_new_tokens: int,
@@ -44,13 +58,49 @@ def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max
             rows[i]["standardize_failure"] = result.reason
         provenance["standardized_rows"] = len(need_std)
     if need_cand:
-        echo(f"Writing {len(need_cand)} error-containing candidate(s) from the standardized references ...")
-        sources = [rows[i]["reference_standardized"] or "" for i in need_cand]
-        for i, result in zip(need_cand, steps.perturb(the_judge, sources, config)):
-            rows[i]["candidate"] = result.output
-            rows[i]["perturb_failure"] = result.reason
+        # a row whose standardization failed has nothing to write a candidate from: not sent to the judge
+        blocked = [i for i in need_cand if not (rows[i].get("reference_standardized") or "").strip()]
+        for i in blocked:
+            rows[i]["candidate"] = None
+            rows[i]["perturb_failure"] = "no standardized reference to write a candidate from"
+        need_cand = [i for i in need_cand if i not in set(blocked)]
+        if need_cand:
+            echo(f"Writing {len(need_cand)} error-containing candidate(s) from the standardized references ...")
+            sources = [rows[i]["reference_standardized"] for i in need_cand]
+            for i, result in zip(need_cand, steps.perturb(the_judge, sources, config)):
+                rows[i]["candidate"] = result.output
+                rows[i]["perturb_failure"] = result.reason
         provenance["perturbed_rows"] = len(need_cand)
     return provenance
+
+
+def _step_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per data step that left rows without a text, with the commonest reason: those rows are left
+    out of every test and table, which the report must say."""
+    from collections import Counter
+
+    lines = []
+    for key, what in (("standardize_failure", "no standardized reference"), ("perturb_failure", "no candidate")):
+        reasons = Counter(r[key] for r in rows if r.get(key))
+        if reasons:
+            n = sum(reasons.values())
+            reason, _ = reasons.most_common(1)[0]
+            lines.append(f"{n} row{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} {what} ({shorten(reason, 160)}): "
+                         "left out of every test and table; rexamine_data.jsonl says which")
+    return lines
+
+
+def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: dict[str, Any]) -> None:
+    """The judge the data steps and the judge metrics need is reachable, in seconds, before any work."""
+    import radmetrics
+    from radmetrics.runner import preflight_judge
+
+    backend, model, options = judge_kwargs["backend"], judge_kwargs["judge"], judge_kwargs["judge_options"]
+    if any(not (r.get(c) or "").strip() for r in rows for c in ("reference_standardized", "candidate")):
+        preflight_judge(backend, model, options)
+    for metric in metrics:
+        if metric in radmetrics.list_scoring_systems():
+            preflight_judge(backend, model, options, radmetrics.get_scoring_system(metric))
 
 
 def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, expert_column: str = "expert_errors",
@@ -67,19 +117,27 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     if missing:
         raise InputError(f"{input_path}: rows need {', '.join(missing)} (columns: id, site, reference"
                          "[, reference_standardized][, candidate][, expert_errors])")
+    seen: set[str] = set()
     for n, row in enumerate(rows):
         row.setdefault("id", f"row-{n}")
         row["site"] = str(row.get("site") or "unknown")
+        if str(row["id"]) in seen:  # counted twice it would weigh twice in its site's t-test
+            raise InputError(f"{input_path}: id {row['id']!r} appears more than once; each report once")
+        seen.add(str(row["id"]))
+    expert = _expert_values(rows, expert_column, input_path)
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": dict(judge_options or {}), "cache": cache,
                     "config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if system_options:
         judge_kwargs["system_options"] = dict(system_options)
+    _check_judges(rows, metrics, judge_kwargs)
     provenance = _write_missing(rows, judge_kwargs, max_new_tokens, echo)
+    warnings = _step_warnings(rows)
+    for line in warnings:
+        echo(f"Warning: {line}")
     sites = [r["site"] for r in rows]
     for site in sorted(set(sites)):
         if sites.count(site) < 2:
             echo(f"Note: site {site} has {sites.count(site)} row: its t-test and correlation are n/a.")
-    expert = [_float(r.get(expert_column)) for r in rows]
     originals = [r.get("reference") for r in rows]
     standardized_refs = [r.get("reference_standardized") for r in rows]
     candidates = [r.get("candidate") for r in rows]
@@ -101,7 +159,7 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
         "n_rows": n, "sites": sorted(set(sites)), "alpha": alpha, "provenance": provenance,
         "sign_convention": "scores oriented so higher = worse; t = standardized − original (negative: the candidate "
                            "looks better against the stylistically similar reference)",
-        "failed_metrics": {m: r.error for m, r in original.items() if r.error},
+        "failed_metrics": {m: r.error for m, r in original.items() if r.error}, "warnings": warnings,
         "t_tests": tests, "table2": rexamine.table2(tests),
         "table3": rexamine.table3(original, standardized, expert, sites),
         "spearman": {"original": spearman_original, "standardized": spearman_standardized},
@@ -134,7 +192,7 @@ def _summary(results: dict[str, Any]) -> str:
     sites = results["sites"]
     lines = [f"# ReXamine-Global robustness run ({results['n_rows']} reports, {len(sites)} sites)", "",
              f"Sign convention: {results['sign_convention']}. Bonferroni: α = {results['alpha']} / (metrics × sites).",
-             "", "Table 2 — paired t-tests, original vs standardized references:", "",
+             "", *(f"**Warning:** {line}." for line in results["warnings"]), *([""] if results["warnings"] else []), "Table 2 — paired t-tests, original vs standardized references:", "",
              "| metric | mean t | min t | max t | significant sites |", "| --- | ---: | ---: | ---: | ---: |"]
     for metric, row in results["table2"].items():
         lines.append(f"| {metric} | {_fmt(row['mean_t'])} | {_fmt(row['min_t'])} | {_fmt(row['max_t'])} | "
