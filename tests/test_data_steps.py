@@ -71,3 +71,50 @@ def test_cli_transform_writes_a_dataset_with_provenance(tmp_path, monkeypatch):
         assert provenance["step"] == "inject" and provenance["k"] == 1 and provenance["judge"]["backend"] == "fake"
     finally:
         unregister_plugin(name="fake-judge-cli")
+
+
+def test_transform_never_sends_a_row_it_could_not_read_and_reads_a_file_of_reports(tmp_path):
+    """Review findings: `data transform` needed a candidate column in a file of reports (and named a flag it lacks);
+    an unreadable line and a null reference reached the judge as the text "None", bytes that are not UTF-8 as
+    U+FFFD, an empty reference was "transformed", and every such row passed for done; a folder that is not a
+    dataset was a traceback."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import datasets
+    from openai_server import FakeOpenAIServer
+
+    src = tmp_path / "reports.jsonl"
+    lines = [json.dumps({"id": "r0", "report": "Small left effusion."}).encode(), b"{oops",
+             json.dumps({"id": "r2", "report": None}).encode(), json.dumps({"id": "r3", "report": ""}).encode(),
+             b'{"id": "r4", "report": "Caf\xe9 effusion."}', json.dumps({"id": "r5", "report": 7}).encode(),
+             json.dumps({"id": "r6", "report": "Mild cardiomegaly."}).encode()]
+    src.write_bytes(b"\n".join(lines) + b"\n")
+
+    def transform(*args):
+        return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "transform", "standardize",
+                               *map(str, args)], capture_output=True, text=True, cwd=tmp_path, env=os.environ.copy())
+
+    with FakeOpenAIServer(lambda prompt: "Findings: done.\n\nImpression: done.") as server:
+        run = transform("-i", src, "--column", "report", "-o", tmp_path / "std", "--backend", "openai",
+                        "--base-url", server.base_url, "--judge", "x", "--no-cache")
+        prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
+    assert run.returncode == 0 and "2/7 rows done, 5 failed" in run.stdout, run.stderr[-2000:]
+    assert len(prompts) == 2 and not any("None" in p or "\ufffd" in p for p in prompts)
+    data = datasets.load_from_disk(str(tmp_path / "std"))
+    failures = data["step_failure"]
+    assert failures[0] is None and failures[6] is None and data[0]["report_standardize"] == "Findings: done.\n\nImpression: done."
+    assert failures[1].startswith("input line 2: ") and failures[2] == "input line 3: no report"
+    assert failures[3] == "input line 4: report is empty" and failures[4].startswith("input line 5: not UTF-8")
+    assert failures[5] == "input line 6: report is a int, not text" and data[5]["report_as_given"] == "7"
+    assert all(data[i]["report_standardize"] is None for i in range(1, 6))
+
+    (tmp_path / "adir").mkdir()
+    run = transform("-i", tmp_path / "adir", "-o", tmp_path / "o2", "--backend", "replay", "--replay", src)
+    assert run.returncode == 2 and "a folder that is not a saved dataset" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    run = transform("-i", src, "-o", tmp_path / "o3", "--backend", "replay", "--replay", src)
+    assert run.returncode == 2 and "no column 'reference' to transform; columns are: id, report (--column NAME)" \
+        in run.stderr, run.stderr[-2000:]

@@ -202,8 +202,6 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     --system-option sets the step's own settings (inject: max_attempts, validate)."""
     from pathlib import Path
 
-    import datasets
-
     from radmetrics.data import steps
     from radmetrics.errors import InputError
 
@@ -216,26 +214,23 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     from radmetrics.data import check_dataset_output
 
     check_dataset_output(output, overwrite, input_path)  # before the judge work, not after it
-    source = Path(input_path)
-    if source.is_dir():
-        data = datasets.load_from_disk(str(source))
-    else:
-        from radmetrics.io import read_pairs
-
-        rows = read_pairs(source, reference_column=column if column != "reference" else None).rows
-        data = datasets.Dataset.from_list(rows)
-    if column not in data.column_names:
-        raise click.ClickException(f"no column '{column}' in {input_path}; columns: {data.column_names}")
+    data, column, skipped = _transform_input(Path(input_path), column)
+    sent = [i for i in range(len(data)) if i not in skipped]
     the_judge = judge_flags.build_judge()
     config = judge_flags.config()
-    reports = list(data[column])
+    texts = data[column]
+    reports = [texts[i] for i in sent]
     if step == "standardize":
-        results = steps.standardize(the_judge, reports, config)
+        done = steps.standardize(the_judge, reports, config)
     elif step == "inject":
-        results = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config,
-                                      **judge_flags.system_options)
+        done = steps.inject_errors(the_judge, reports, error_type, k, modality, region, config=config,
+                                   **judge_flags.system_options)
     else:
-        results = steps.green_modify(the_judge, reports, seed=seed, config=config)
+        done = steps.green_modify(the_judge, reports, seed=seed, config=config)
+    # rows the input could not give a report for are kept with the reason and never sent to the judge
+    results = [steps.StepResult(None, 0, reason) for reason in (skipped.get(i) for i in range(len(data)))]
+    for i, result in zip(sent, done):
+        results[i] = result
     out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])
     provenance = {"step": step, "steps_version": steps.STEPS_VERSION, "judge": the_judge.identity(),
                   "error_type": error_type if step == "inject" else None, "k": k if step == "inject" else None,
@@ -250,6 +245,74 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     failed = sum(r.output is None for r in results)
     click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
                f"wrote {output}")
+
+
+def _transform_input(source, column: str):
+    """(the rows as a datasets.Dataset, the column read, {row: why it has no report to send}). A file is read
+    as `score` reads it: an unreadable line, bytes that are not UTF-8 and an empty or non-text report are kept as
+    rows with the reason and never sent (else the judge is asked about the text "None" or a replaced byte, and
+    the row passes for done)."""
+    import json
+
+    import datasets
+
+    from radmetrics.errors import InputError
+    from radmetrics.io import REFERENCE_ALIASES, Records, check_regular_file, check_text_file
+
+    problems: dict[int, str] = {}
+    if source.is_dir():
+        if not ((source / "dataset_info.json").exists() or (source / "state.json").exists()):
+            raise InputError(f"-i {source}: a folder that is not a saved dataset (one written by `radmetrics data "
+                             "convert` or datasets' save_to_disk); give that, or a JSONL/CSV file")
+        data = datasets.load_from_disk(str(source))
+        if isinstance(data, datasets.DatasetDict):
+            raise InputError(f"-i {source}: a dataset with splits ({', '.join(data)}); give one split's folder")
+        columns, where = data.column_names, [f"row {i}" for i in range(len(data))]
+        texts = None
+    else:
+        check_regular_file(source)
+        check_text_file(source, sniff=None)
+        records = Records(source)
+        rows, where = [], []
+        for record in records:
+            if record.problem:
+                problems[len(rows)] = f"input line {record.line}: {record.problem}"
+            rows.append(record.row)
+            where.append(f"input line {record.line}")
+        if not rows:
+            raise InputError(f"{source} has no rows")
+        columns = list(records.columns)
+        if not columns:
+            raise InputError(f"{source}: no readable row ({problems[0]})")
+    if column == "reference" and column not in columns:  # the default reads any reference spelling, as score does
+        column = next((c for alias in REFERENCE_ALIASES for c in columns if c.lower().strip() == alias), column)
+    if column not in columns:
+        raise InputError(f"{source}: no column '{column}' to transform; columns are: {', '.join(columns)} "
+                         "(--column NAME)")
+    if source.is_dir():
+        texts = data[column]
+    else:
+        texts = [row.get(column) for row in rows]
+        # a report that is not text (a number, a list) is kept in the reason and not in the dataset's text column
+        for row in rows:
+            if column in row and not isinstance(row[column], str):
+                row[column + "_as_given"], row[column] = json.dumps(row[column]), None
+        keys = list(dict.fromkeys(k for row in rows for k in row))  # from_list reads the first row's keys only
+        try:
+            data = datasets.Dataset.from_list([{k: row.get(k) for k in keys} for row in rows])
+        except Exception as e:  # pyarrow refuses a column whose rows hold different types
+            raise InputError(f"{source}: its rows cannot form one table ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:200]}); give every row the same kinds of values") from e
+    for i, text in enumerate(texts):
+        if i in problems:
+            continue
+        if text is None:
+            problems[i] = f"{where[i]}: no {column}"
+        elif not isinstance(text, str):
+            problems[i] = f"{where[i]}: {column} is a {type(text).__name__}, not text"
+        elif not text.strip():
+            problems[i] = f"{where[i]}: {column} is empty"
+    return data, column, problems
 
 
 @data_group.command("push")
