@@ -196,3 +196,19 @@ def test_publish_metrics_never_adds_to_a_public_space(hub, tmp_path):
     hub.repos[("space", "lab/green")]["private"] = False  # someone made one Space public on the Hub
     out = publish(hub, tmp_path, "--radmetrics-source", source)
     assert out.returncode == 2 and "lab/green is a public space repository" in out.stderr, out.stderr[-2000:]
+
+
+def test_a_bad_repo_id_or_a_folder_with_no_dataset_is_one_line_and_no_request(hub, rexval_folder, tmp_path):
+    """Review findings: an invalid repo id printed the Hub client's 38-line traceback; `data push` of an empty
+    folder created an empty private repository and reported success."""
+    for command in (("data", "push"), ("hub", "push", "--type", "dataset")):
+        out = push(hub, rexval_folder, "bad id!!", command=command)
+        assert out.returncode == 2 and "'bad id!!' is not a Hub repository id" in out.stderr, out.stderr[-2000:]
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    empty = tmp_path / "adir"
+    empty.mkdir()
+    out = push(hub, empty, "lab/x")
+    assert out.returncode == 2 and "is not a converted dataset" in out.stderr, out.stderr[-2000:]
+    out = hub_push(hub, empty, "lab/x")
+    assert out.returncode == 2 and "holds no files" in out.stderr, out.stderr[-2000:]
+    assert not hub.requests and not hub.repos

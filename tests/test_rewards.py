@@ -300,7 +300,7 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
              for c in ["Cardiomegaly.", "GARBLED", "GARBLED again"]]
     src = tmp_path / "completions.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows))
-    out = tmp_path / "check.json"
+    out = tmp_path / "new" / "folder" / "check.json"  # review finding: a missing folder was a traceback at the end
     result = CliRunner().invoke(cli, ["reward-check", "-m", "green", "-i", str(src), "--completions",
                                       "--backend", "fake", "--no-cache", "-o", str(out)])
     assert result.exit_code == 0, result.output

@@ -68,6 +68,8 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         raise InputError(f"{input_path}: no rows")
     for name, flag in ((prompt_column, "--prompt-column"), (reference_column, "--reference-column")):
         _column(rows, name, input_path, flag)
+    if output_path and Path(output_path).is_dir():
+        raise InputError(f"--output {output_path} is a folder; give the JSON file to write")
     check_reward_judge(metric, judge_flags)  # seconds now, not after sampling completions and a silent server
     generation_seconds = None
     if given:
@@ -98,7 +100,8 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
     report = check_reward(reward, [g["prompt"] for g in chosen], [g["reference"] for g in chosen], completions,
                           batch_size=batch_size, generation_seconds=generation_seconds, settings=settings)
     data = report.to_dict()
-    if output_path:
+    if output_path:  # its folder made if missing: the sampling and judging are not thrown away at the last step
+        Path(output_path).parent.mkdir(parents=True, exist_ok=True)
         Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     print_report(data, output_path)
 

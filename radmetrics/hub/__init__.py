@@ -35,6 +35,17 @@ def _remote_card(api, repo_id: str, repo_type: str) -> str | None:
         return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
+def check_repo_id(repo_id: str) -> None:
+    """A repository id the Hub accepts (owner/name), checked here without a request: one line, not the Hub
+    client's traceback."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise RadmetricsError(f"'{repo_id}' is not a Hub repository id ({str(e).splitlines()[0][:200]})") from e
+
+
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", public: bool = False,
                 gated: str | None = None, token: str | None = None, commit_message: str | None = None,
                 overwrite_card: bool = False) -> dict[str, Any]:
@@ -52,6 +63,9 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"Nothing to push: {folder} is not a folder")
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
+    check_repo_id(repo_id)
+    if not any(p.is_file() for p in folder.rglob("*")):
+        raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:
         check_public_allowed(folder, f"{folder} to {repo_id}")
     card = folder / "README.md"
