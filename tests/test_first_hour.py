@@ -207,6 +207,43 @@ def test_train_judge_takes_an_openai_compatible_teacher(tmp_path):
     assert "Traceback" not in run.stderr
 
 
+def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
+    """Review findings: a teacher on a closed port was retried 35 s, then every row "dropped: empty judge output";
+    the missing-address error named --base-url (train's flag is --teacher-base-url); a teacher given without
+    --recipe green was silently ignored by the vert default, which then failed with a traceback on GREEN pairs; a
+    --base folder that does not exist was a traceback about Hub ids."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    base = ["train", "judge", "--base", tmp_path, "--data", pairs, "-o", tmp_path / "out"]
+    cases = [(["--recipe", "green", "--teacher", "t", "--teacher-base-url", "http://127.0.0.1:9/v1"],
+              "Cannot connect to the judge server at http://127.0.0.1:9/v1: start the server, fix the address "
+              "(--teacher-base-url;"),
+             (["--recipe", "green", "--teacher", "t", "--teacher-backend", "openai"],
+              "needs a server address: --teacher-base-url URL on the command line"),
+             (["--teacher-replay", pairs], "are for --recipe green; the recipe is vert (the default)"),
+             ([], "has no expert_score column: the vert recipe learns expert scores"),
+             (["--base", tmp_path / "nope", "--recipe", "green", "--teacher-replay", pairs],
+              f"The base model '{tmp_path / 'nope'}' is not a folder here")]
+    for extra, expected in cases:
+        started = time.monotonic()
+        run = cli(*base, *extra, cwd=tmp_path)
+        assert_one_line_error(run, expected)
+        assert time.monotonic() - started < 30 and not (tmp_path / "out" / "training.json").exists()
+
+
+def test_an_interrupt_while_training_is_not_reported_as_a_judging_run():
+    """Review finding: Ctrl-C in the optimizer loop said "7 answered, 0 cached; rerun to resume" and spoke of a
+    part file; training has neither."""
+    from radmetrics.cli import exit_status
+
+    assert exit_status.interrupted_line().startswith("interrupted: ")
+    exit_status.note_interrupt("interrupted while training: nothing was written to out")
+    try:
+        assert exit_status.interrupted_line() == "interrupted while training: nothing was written to out"
+    finally:
+        exit_status._INTERRUPT_NOTE.clear()
+
+
 def test_data_convert_lists_the_dataset_names(tmp_path):
     run = cli("data", "convert", "nosuch", tmp_path, "-o", tmp_path / "out")
     assert run.returncode == 2 and all(n in run.stderr for n in ("rexval", "radeval", "rate_eval", "refisco"))

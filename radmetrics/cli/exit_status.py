@@ -26,8 +26,19 @@ def raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
+#: what an interrupt means in the current phase, when it is not a judging run's (train sets it while training)
+_INTERRUPT_NOTE: list[str] = []
+
+
+def note_interrupt(line: str) -> None:
+    _INTERRUPT_NOTE[:] = [line]
+
+
 def interrupted_line() -> str:
     from radmetrics.judge import run_tally, tally_lock
+
+    if _INTERRUPT_NOTE:
+        return _INTERRUPT_NOTE[0]
 
     # wait (briefly) for a worker thread that is storing an answer, so the counts and the cache agree
     locked = tally_lock.acquire(timeout=1.0)

@@ -80,8 +80,19 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
         if not base_model:
             raise click.UsageError("--base is required (or give it in --config)")
         config = JudgeSFTConfig(**{k: v for k, v in overrides.items() if v is not None})
+    from radmetrics.errors import InputError
+    from radmetrics.judge.preflight import check_hub_model, check_judge
+
+    check_hub_model(config.base_model, what="base model", flag="--base")
+    if config.recipe == "vert" and (teacher or teacher_replay or teacher_base_url):
+        raise InputError(f"--teacher / --teacher-replay / --teacher-base-url are for --recipe green; the recipe is "
+                         f"{'vert (the default)' if recipe is None else 'vert'}, which learns expert scores")
     data = _load_pairs_source(data_path)
     if config.recipe == "vert":
+        if "expert_score" not in data.column_names:
+            raise InputError(f"--data {data_path} has no expert_score column: the vert recipe learns expert scores "
+                             "(a converted dataset such as rate_eval); for GREEN analyses by a teacher pass "
+                             "--recipe green")
         rows = vert_examples(data["reference"], data["candidate"], data["expert_score"])
         description = f"{len(rows)} expert-scored pairs from `{Path(data_path).name}`"
     else:
@@ -91,16 +102,20 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
             backend = "openai" if teacher_backend == "transformers" else teacher_backend
             options["base_url"] = teacher_base_url
         if backend != "replay" and not teacher:
-            from radmetrics.errors import InputError
-
             raise InputError("the green recipe needs a teacher: --teacher MODEL (with --teacher-base-url for an "
                              "OpenAI-compatible server) or --teacher-replay FILE")
+        # the teacher reachable in seconds, named by this command's flags
+        check_judge(backend, teacher, options, model_flag="--teacher", url_flag="--teacher-base-url")
         judge = get_judge(backend, model=teacher, **options)
         rows, dropped = green_examples(data["reference"], data["candidate"], judge)
         for problem in dropped:
             click.echo(f"teacher answer dropped: {problem}", err=True)
         description = (f"{len(rows)} GREEN analyses by the teacher {describe_judge(judge.identity())} on the "
                        f"report pairs of `{Path(data_path).name}`")
+    from radmetrics.cli.exit_status import note_interrupt
+
+    note_interrupt(f"interrupted while training: nothing was written to {output}; a rerun trains from the start "
+                   "(teacher answers in the response cache are not asked again)")
     summary = train_judge(config, rows)
     summary["data_description"] = description
     summary["base_model_is_local"] = Path(config.base_model).expanduser().exists()  # the card's base_model

@@ -83,22 +83,24 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
                          "is network.")
 
 
-def check_judge(backend: str, model: str | None, options: dict | None = None) -> None:
-    """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone."""
+def check_judge(backend: str, model: str | None, options: dict | None = None, *, model_flag: str | None = None,
+                url_flag: str = "--base-url") -> None:
+    """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone.
+    model_flag / url_flag: how the command that asks names them (train: --teacher, --teacher-base-url)."""
     options = options or {}
     if backend in ("transformers", "vllm") and model:
-        check_hub_model(model, revision=options.get("revision"))
+        check_hub_model(model, revision=options.get("revision"), **({"flag": model_flag} if model_flag else {}))
     elif backend == "openai":
         base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
         if not base_url:  # no server chosen: nothing is probed, and nothing will be sent anywhere
             from radmetrics.judge.openai_backend import NEEDS_BASE_URL
 
-            raise JudgeError(NEEDS_BASE_URL)
+            raise JudgeError(NEEDS_BASE_URL.replace("--base-url", url_flag))
         if not can_connect(base_url):
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
             keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY")]
             raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
-                                    "server, fix the address (--base-url; judge_options={'base_url': URL} in "
+                                    f"server, fix the address ({url_flag}; judge_options={{'base_url': URL}} in "
                                     f"Python), or use a local judge ({_LOCAL_HOW}).", keys))
     elif backend == "replay":
         path = options.get("path")
