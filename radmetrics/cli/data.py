@@ -325,9 +325,10 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
     """Push a converted dataset FOLDER (with its card) to the Hub as REPO_ID, private unless --public.
     Data derived from PhysioNet (ReXVal, RadEval's MIMIC reports, RaTE-Eval, ReFISco) is never pushed publicly,
     and nothing is added to an existing public repository without --public."""
-    from radmetrics.errors import InputError
+    from radmetrics.errors import InputError, optional_import
     from radmetrics.hub import describe_push, push_folder
 
+    optional_import("huggingface_hub", "hub", "by data push")  # the missing extra is named first
     if not any((Path(folder) / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
         raise InputError(f"{folder} is not a converted dataset (no dataset_info.json or state.json): write one with "
                          "`radmetrics data convert` (or datasets' save_to_disk) first")
