@@ -163,3 +163,42 @@ def test_hub_push_eval_without_training_is_honoured(tmp_path, lm_eval_results):
         card = parsed_model_card((hub.folder("model", "lab/judge") / "README.md").read_text())
         assert {r.dataset_type for r in card.data.eval_results} == {"lab/rexval"}
         assert hub.validated and all(v == ("model", []) for v in hub.validated)
+
+
+def test_hub_push_eval_takes_only_this_models_results_and_refuses_what_is_not_a_result(tmp_path):
+    """Review findings: `hub push --eval report/results.json` put every metric of a meta-eval report into the judge's
+    model-index (ROUGE-L's and BLEU-2's correlations, another judge's GREEN); an --eval JSON with no results erased
+    the card's evaluation and said pushed; unreadable --eval / --training files were tracebacks."""
+    folder = tmp_path / "merged"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+
+    def meta_eval(green_judge):
+        stats = {"kendall_tau_b": {"value": 0.69}, "spearman": {"value": 0.8}}
+        return {"dataset": "rexval", "metrics": {
+            "green": {**stats, "fingerprint": {"judge": {"backend": "transformers", "model": green_judge}}},
+            "rouge-l": {**stats, "fingerprint": {"library": "rouge-score"}}}}
+
+    other, ours, bad, text, training = (tmp_path / n for n in ("other.json", "ours.json", "bad.json", "t.csv",
+                                                                "training.json"))
+    other.write_text(json.dumps(meta_eval("fake-judge")))
+    ours.write_text(json.dumps(meta_eval(str(folder))))
+    bad.write_text('{"x": 1}')
+    text.write_text("")
+    training.write_text('{"x": 1}')
+    with HubServer(tmp_path / "hub") as hub:
+        def push(*args):
+            return subprocess.run([sys.executable, "-m", "radmetrics.cli", "hub", "push", str(folder), "lab/judge",
+                                   *map(str, args)], env=hub_env(hub), capture_output=True, text=True, cwd=tmp_path)
+
+        for args, expected in ((["--eval", other], "has no result judged by the model pushed (lab/judge"),
+                               (["--eval", bad], "not an lm-eval results_*.json nor a meta-eval results.json"),
+                               (["--eval", text], "not readable JSON"),
+                               (["--training", training], "not the training.json `radmetrics train judge` writes")):
+            out = push(*args)
+            assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert not hub.repos  # nothing pushed
+        out = push("--eval", ours)
+        assert out.returncode == 0, out.stderr[-2000:]
+        card = parsed_model_card((hub.folder("model", "lab/judge") / "README.md").read_text())
+        assert {r.metric_type for r in card.data.eval_results} == {"green_kendall_tau_b", "green_spearman"}

@@ -43,9 +43,10 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
     from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
     card_path = Path(folder) / "README.md"
-    evaluations = evaluations_from_files(list(eval_files), eval_dataset)
+    # only results this model produced go into its card (not a report's baselines or another judge's metrics)
+    evaluations = evaluations_from_files(list(eval_files), eval_dataset, pushed=(repo_id, folder))
     if repo_type == "model" and training:
-        card = render_model_card(repo_id, json.loads(Path(training).read_text()), evaluations,
+        card = render_model_card(repo_id, _training_summary(training), evaluations,
                                  adapter=is_adapter(folder), base_model_id=base_model_id)
         write_card(card_path, card, overwrite=overwrite_card)
     elif repo_type == "model" and eval_files:
@@ -59,6 +60,19 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
                          overwrite_card=overwrite_card)
     for line in describe_push(folder, result):
         click.echo(line)
+
+
+def _training_summary(path: str) -> dict:
+    """`train judge`'s training.json, or a one-line error (a card cannot be written from anything else)."""
+    from radmetrics.errors import InputError
+
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"--training {path}: not readable JSON ({type(e).__name__}: {e})") from e
+    if not isinstance(summary, dict) or "config" not in summary:
+        raise InputError(f"--training {path}: not the training.json `radmetrics train judge` writes (no 'config')")
+    return summary
 
 
 @hub_group.command("publish-metrics")

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from radmetrics.errors import RadmetricsError
+
 RECIPES = {"vert": ("vert_ft", "rexval_judge_vert_ft", "VERT recipe: direct overall score in [0, 1]"),
            "green": ("green", "rexval_judge", "GREEN-format error analyses from a teacher judge")}
 
@@ -36,14 +38,56 @@ def _metric_type(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
-def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = None) -> list[dict[str, Any]]:
+def _judged_here(model: Any, pushed: tuple[str, Path] | None) -> bool:
+    """Whether a result's judge is the model being pushed: its repo id, or the same folder."""
+    if pushed is None:
+        return True
+    repo_id, folder = pushed
+    if not isinstance(model, str) or not model:
+        return False
+    if model == repo_id:
+        return True
+    try:
+        return Path(model).expanduser().resolve() == folder.resolve()
+    except OSError:
+        return False
+
+
+def _lm_eval_model(data: dict[str, Any]) -> str | None:
+    """The model lm-eval graded: `pretrained=` (or `model=`) of its model_args, when the file says."""
+    args = (data.get("config") or {}).get("model_args")
+    if isinstance(args, dict):
+        return args.get("pretrained") or args.get("model")
+    if isinstance(args, str):
+        for part in args.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() in ("pretrained", "model"):
+                return value.strip()
+    return None
+
+
+def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = None,
+                           pushed: tuple[str, str | Path] | None = None) -> list[dict[str, Any]]:
     """[{"task", "dataset", "dataset_name", "metric", "value", "source"}] from lm-eval results_*.json or
     meta-eval results.json. `dataset` is the dataset id for model-index (`dataset_id` when given, e.g. the
-    pushed copy "my-lab/rexval"; else the expert set's short name)."""
+    pushed copy "my-lab/rexval"; else the expert set's short name).
+
+    pushed: (repo id, folder) of the model whose card these results go into. Then only results judged by that
+    model are taken: a meta-eval report's baselines (no judge) and metrics another judge ran are left out, and
+    a file with none of this model's results is an error; a card must not show them as this model's."""
     found = []
+    target = None if pushed is None else (pushed[0], Path(pushed[1]))
     for path in paths:
-        data = json.loads(Path(path).read_text())
-        if "results" in data and isinstance(data["results"], dict) and "configs" in data:  # lm-eval
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RadmetricsError(f"--eval {path}: not readable JSON ({type(e).__name__}: {e})") from e
+        before = len(found)
+        if isinstance(data, dict) and isinstance(data.get("results"), dict) and "configs" in data:  # lm-eval
+            graded = _lm_eval_model(data)
+            if graded is not None and not _judged_here(graded, target):
+                raise RadmetricsError(f"--eval {path} graded {graded}, not the model pushed ({target[0]}, "
+                                      f"{target[1]}): its numbers are not this model's")
             for task, metrics in data["results"].items():
                 prefix = next((p for p in sorted(TASK_DATASETS, key=len, reverse=True) if task.startswith(p)), None)
                 default_id, readable = TASK_DATASETS.get(prefix, (_metric_type(task), task))
@@ -53,15 +97,27 @@ def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = Non
                         found.append({"task": task, "dataset": dataset_id or default_id,
                                       "dataset_name": f"{readable} (lm-eval task {task})", "metric": name,
                                       "value": float(value), "source": "lm-eval"})
-        elif "metrics" in data:  # meta-eval
+        elif isinstance(data, dict) and isinstance(data.get("metrics"), dict):  # meta-eval
             name = data.get("dataset") or "expert set"
+            others = set()
             for metric, stats in data["metrics"].items():
+                if target is not None:
+                    judge = ((stats.get("fingerprint") or {}).get("judge") or {}).get("model")
+                    if not _judged_here(judge, target):
+                        others.add(str(judge) if judge else f"{metric} (no judge)")
+                        continue
                 for key in ("kendall_tau_b", "spearman"):
                     if not isinstance(stats.get(key), dict) or stats[key].get("value") is None:
                         continue  # a metric that failed (n/a) or a file without correlations (compare)
                     found.append({"task": "meta-eval", "dataset": dataset_id or _metric_type(name),
                                   "dataset_name": f"{name} (radmetrics meta-eval)", "metric": _metric_type(f"{metric}_{key}"),
                                   "value": float(stats[key]["value"]), "source": "radmetrics meta-eval"})
+            if target is not None and len(found) == before:
+                raise RadmetricsError(f"--eval {path} has no result judged by the model pushed ({target[0]}, "
+                                      f"{target[1]}); its metrics were run by: {', '.join(sorted(others)) or 'none'}")
+        else:  # a file of neither kind would replace the card's evaluation with nothing
+            raise RadmetricsError(f"--eval {path}: not an lm-eval results_*.json nor a meta-eval results.json "
+                                  "(no 'results' and 'configs', no 'metrics')")
     return found
 
 
