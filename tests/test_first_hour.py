@@ -231,6 +231,21 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
         assert time.monotonic() - started < 30 and not (tmp_path / "out" / "training.json").exists()
 
 
+def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
+    """Review finding: a teacher on a closed port was retried 33 s and ended in a traceback ("no training
+    pairs"); no --teacher said "The openai backend needs model=", a Python argument."""
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"reference": "No effusion."}) + "\n")
+    base = ["train", "er2score", "--base", tmp_path, "--references", refs, "--teacher-backend", "openai",
+            "-o", tmp_path / "er2"]
+    for extra, expected in ((["--teacher", "t", "--base-url", "http://127.0.0.1:9/v1"], "Cannot connect to the judge "
+                             "server at http://127.0.0.1:9/v1"),
+                            ([], "teacher generation needs the teacher: --teacher MODEL")):
+        started = time.monotonic()
+        assert_one_line_error(cli(*base, *extra, cwd=tmp_path), expected)
+        assert time.monotonic() - started < 30 and not (tmp_path / "er2").exists()
+
+
 def test_an_interrupt_while_training_is_not_reported_as_a_judging_run():
     """Review finding: Ctrl-C in the optimizer loop said "7 answered, 0 cached; rerun to resume" and spoke of a
     part file; training has neither."""

@@ -154,8 +154,11 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.er2score.model import MultiRewardModel
     from radmetrics.er2score.pairs import CRITERIA, higher_is_better
     from radmetrics.er2score.train import train_reward_model
+    from radmetrics.errors import InputError
     from radmetrics.judge import get_judge
+    from radmetrics.judge.preflight import check_hub_model, check_judge
 
+    check_hub_model(base_model, what="base model", flag="--base")
     if pairs_path:
         from radmetrics.io import read_rows_strict
 
@@ -164,8 +167,6 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
                  if not isinstance(p.get("accepted_scores"), list) or len(p["accepted_scores"]) != len(CRITERIA[system])]
         if wrong:
             got = pairs[wrong[0]].get("accepted_scores")
-            from radmetrics.errors import InputError
-
             raise InputError(
                 f"{pairs_path}: pair {wrong[0]} has {len(got) if isinstance(got, list) else 'no list of'} accepted_scores; "
                 f"{system} has {len(CRITERIA[system])} sub-scores")
@@ -176,10 +177,18 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
             raise click.UsageError("teacher generation writes RadCliQ pairs; for MRScore give --pairs")
 
         references = read_references(references_path)
-        judge = get_judge(teacher_backend, model=teacher, **({"base_url": base_url} if base_url else {}))
+        options = {"base_url": base_url} if base_url else {}
+        if not teacher and teacher_backend != "replay":
+            raise InputError("teacher generation needs the teacher: --teacher MODEL (with --teacher-backend openai, "
+                             "the model name the server serves)")
+        check_judge(teacher_backend, teacher, options, model_flag="--teacher")  # seconds, before any work
+        judge = get_judge(teacher_backend, model=teacher, **options)
         pairs, problems = generate_pairs(judge, references, convention=radcliq_convention)
         for problem in problems:
             click.echo(f"teacher answer dropped: {problem}", err=True)
+        if not pairs:
+            raise InputError(f"no training pairs: the teacher gave none for {len(references)} references (first "
+                             f"problem: {problems[0] if problems else 'none reported'})")
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
         (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
