@@ -88,7 +88,7 @@ def test_meta_eval_offline_baselines_with_a_judge_total_target_split_and_ensembl
                       "--ensemble", "linear:green,bleu-2", "--resamples", "200", "--cache", tmp_path / "c.sqlite",
                       "-o", out)
     # METEOR cannot run here (no WordNet): the report is written with the others, then exit code 2
-    assert run.returncode == 2 and "1 of 4 metrics failed (meteor)" in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 2 and "1 of 6 metrics failed (meteor)" in run.stderr, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert results["target"] == "total" and results["n"] == 12 and results["split"]["train"] == 8
     metrics = results["metrics"]
@@ -212,3 +212,19 @@ def test_preference_eval_stops_early_or_exits_2_when_a_metric_cannot_run(tmp_pat
     assert json.loads((tmp_path / "q" / "results.json").read_text())["metrics"]["bleu-2"]["accuracy"] is not None
 
 
+
+
+def test_meta_eval_ensemble_members_with_several_judges_are_checked_before_judging(tmp_path):
+    """Review finding: with two --judge, `--ensemble average:green,bleu-2` judged everything, then reported the
+    ensemble "not run: green (name them with -m)" though green was named, and exited 0."""
+    with FakeOpenAIServer(analysis_for) as server:
+        common = ["meta-eval", "-d", FIXTURES / "rexval", "-m", "green", "-m", "bleu-2", "--backend", "openai",
+                  "--base-url", server.base_url, "--judge", "ja", "--judge", "jb", "--resamples", "20",
+                  "--cache", tmp_path / "c.sqlite"]
+        run = run_cli(*common, "--ensemble", "average:green,bleu-2", "-o", tmp_path / "r1")
+        assert run.returncode == 2 and "name one: green@ja, green@jb" in run.stderr, run.stderr[-2000:]
+        assert not server.requests and not (tmp_path / "r1").exists()
+        run = run_cli(*common, "--ensemble", "average:green@ja,bleu-2", "-o", tmp_path / "r2")
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = json.loads((tmp_path / "r2" / "results.json").read_text())["metrics"]
+    assert "failed" not in metrics["average(green@ja+bleu-2)"] and metrics["average(green@ja+bleu-2)"]["kendall_tau_b"]

@@ -85,6 +85,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
     for module in modules:
         load_baseline(module)
     labels = _judge_labels(judge_flags.judges)
+    check_ensemble_members(ensemble_specs, metrics, judge_metrics, labels)
     if judge_metrics:
         for judge in labels:
             check_judges(judge_metrics, judge_flags.backend, judge, judge_flags.options)
@@ -108,8 +109,13 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
                           split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
+    import json
+
+    reported = json.loads((folder / "results.json").read_text()).get("metrics", {})
+    failed += [name for name, entry in reported.items() if entry.get("failed") and name not in failed]
     if failed:
-        raise RadmetricsError(f"{len(failed)} of {len(runs)} metrics failed ({', '.join(failed)}); the report "
+        total = max(len(runs), len(reported))  # the report's rows: metrics, runs per judge, ensembles
+        raise RadmetricsError(f"{len(failed)} of {total} metrics failed ({', '.join(failed)}); the report "
                               f"in {folder} has the others and says why.")
 
 
@@ -123,6 +129,25 @@ def _split_size(split: str | None) -> float | int | None:
     except ValueError:
         raise InputError(f"--split takes a row count (40) or a share (0.2), not {split!r}") from None
     return value if 0 < value < 1 else int(value)
+
+
+def check_ensemble_members(ensembles, metrics, judge_metrics, labels) -> None:
+    """Every --ensemble member is a run of this meta-eval, before any judging. With several --judge a judge
+    metric runs once per judge, as metric@label, and a member names one of those runs."""
+    from radmetrics.errors import InputError
+
+    several = [label for label in labels.values() if label]
+    runs = {f"{m}@{label}" for m in judge_metrics for label in several} if several else set()
+    runs |= {m for m in metrics if not (several and m in judge_metrics)}
+    for ensemble in ensembles:
+        for member in ensemble.members:
+            if member in runs:
+                continue
+            if several and member in judge_metrics:
+                raise InputError(f"--ensemble {ensemble.name}: with several --judge, {member} runs once per judge; "
+                                 f"name one: {', '.join(f'{member}@{label}' for label in several)}")
+            raise InputError(f"--ensemble {ensemble.name}: {member} is not among the metrics of this run "
+                             f"({', '.join(sorted(runs))}); name it with -m")
 
 
 def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
