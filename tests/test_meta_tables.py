@@ -228,3 +228,13 @@ def test_meta_eval_ensemble_members_with_several_judges_are_checked_before_judgi
     assert run.returncode == 0, run.stderr[-2000:]
     metrics = json.loads((tmp_path / "r2" / "results.json").read_text())["metrics"]
     assert "failed" not in metrics["average(green@ja+bleu-2)"] and metrics["average(green@ja+bleu-2)"]["kendall_tau_b"]
+
+
+def test_a_linear_ensemble_that_cannot_be_fitted_says_why_before_any_work(tmp_path):
+    """Review finding: `--split 18 --ensemble linear:rouge-l,bleu-2` on 20 rows left 2 training rows; every row was
+    then "unscored: a member metric is unscored for this row" (both members had scored every row), exit 0."""
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", "rouge-l", "-m", "bleu-2", "--split", "18",
+                  "--ensemble", "linear:rouge-l,bleu-2", "-o", tmp_path / "r")
+    assert run.returncode == 2 and "--split 18 leaves 2 training rows and the fit needs at least 4" in run.stderr, \
+        run.stderr[-2000:]
+    assert not (tmp_path / "r").exists()

@@ -81,7 +81,12 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
     targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
-    targets.held_out(len(data), split_size, split_seed)
+    train_rows, _ = targets.held_out(len(data), split_size, split_seed)
+    for ens in ensemble_specs:  # a linear fit needs members + 2 rows: said now, not as n/a after the judging
+        if ens.method == "linear" and split_size is not None and len(train_rows) < len(ens.members) + 2:
+            raise RadmetricsError(f"--ensemble {ens.name}: --split {split} leaves {len(train_rows)} training rows "
+                                  f"and the fit needs at least {len(ens.members) + 2}; hold out fewer rows, or leave "
+                                  "--split out for 5-fold cross-validation")
     for module in modules:
         load_baseline(module)
     labels = _judge_labels(judge_flags.judges)

@@ -111,6 +111,12 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
             scores = fit.pop("predictions")
             details[ens.name] = {"method": "least squares on the oriented expert target", "members": ens.members,
                                  **fit}
+            if fit["intercept"] is None:  # no fit at all: say why, not "a member is unscored" on every row
+                why = (f"too few rows to fit {len(ens.members)} weights and an intercept ({fit['scheme']}; each fit "
+                       f"needs {len(ens.members) + 2} rows with every member scored and an expert score)")
+                made.append(MetricRun.failed(ens.name, n, why))
+                details[ens.name]["error"] = why
+                continue
         reasons = [None if s is not None else "a member metric is unscored for this row" for s in scores]
         made.append(MetricRun(ens.name, scores, True, [None] * n, {"ensemble": details[ens.name]}, reasons))
     return made, details
