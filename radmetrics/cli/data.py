@@ -83,9 +83,10 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
     targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
     train_rows, _ = targets.held_out(len(data), split_size, split_seed)
     for ens in ensemble_specs:  # a linear fit needs members + 2 rows: said now, not as n/a after the judging
-        if ens.method == "linear" and split_size is not None and len(train_rows) < len(ens.members) + 2:
+        needed = targets.rows_to_fit(len(ens.members))
+        if ens.method == "linear" and split_size is not None and len(train_rows) < needed:
             raise RadmetricsError(f"--ensemble {ens.name}: --split {split} leaves {len(train_rows)} training rows "
-                                  f"and the fit needs at least {len(ens.members) + 2}; hold out fewer rows, or leave "
+                                  f"and the fit needs at least {needed}; hold out fewer rows, or leave "
                                   "--split out for 5-fold cross-validation")
     for module in modules:
         load_baseline(module)
@@ -291,7 +292,9 @@ def _transform_input(source, column: str):
 
     problems: dict[int, str] = {}
     if source.is_dir():
-        if not ((source / "dataset_info.json").exists() or (source / "state.json").exists()):
+        from radmetrics.data import is_saved_dataset
+
+        if not is_saved_dataset(source):
             raise InputError(f"-i {source}: a folder that is not a saved dataset (one written by `radmetrics data "
                              "convert` or datasets' save_to_disk); give that, or a JSONL/CSV file")
         data = datasets.load_from_disk(str(source))
@@ -359,7 +362,9 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
     from radmetrics.hub import describe_push, push_folder
 
     optional_import("huggingface_hub", "hub", "by data push")  # the missing extra is named first
-    if not any((Path(folder) / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
+    from radmetrics.data import is_saved_dataset
+
+    if not is_saved_dataset(folder):
         raise InputError(f"{folder} is not a converted dataset (no dataset_info.json or state.json): write one with "
                          "`radmetrics data convert` (or datasets' save_to_disk) first")
     result = push_folder(folder, repo_id, repo_type="dataset", public=public, gated=gated,

@@ -29,13 +29,19 @@ def converter(name: str):
     return getattr(module, function), getattr(module, card)
 
 
+def is_saved_dataset(path: str | Path) -> bool:
+    """A folder written by datasets' save_to_disk (a Dataset or a DatasetDict), as `data convert` writes."""
+    path = Path(path)
+    return any((path / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json"))
+
+
 def load_expert_dataset(name: str, path: str | Path):
     """A dataset written by `radmetrics data convert` (save_to_disk), or the original files (a folder, or the
     file itself for converters that read one file) converted by the same converter `data convert` runs."""
     import datasets
 
     path = Path(path)
-    if (path / "dataset_info.json").exists() or (path / "state.json").exists():
+    if is_saved_dataset(path):
         return datasets.load_from_disk(str(path))
     if not path.exists():
         raise InputError(f"{path}: no such file or folder (give the original {name} files, as "

@@ -113,7 +113,7 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
                                  **fit}
             if fit["intercept"] is None:  # no fit at all: say why, not "a member is unscored" on every row
                 why = (f"too few rows to fit {len(ens.members)} weights and an intercept ({fit['scheme']}; each fit "
-                       f"needs {len(ens.members) + 2} rows with every member scored and an expert score)")
+                       f"needs {targets.rows_to_fit(len(ens.members))} rows with every member scored and an expert score)")
                 made.append(MetricRun.failed(ens.name, n, why))
                 details[ens.name]["error"] = why
                 continue

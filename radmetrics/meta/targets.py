@@ -100,6 +100,11 @@ def zscore_average(columns: Sequence[Sequence[float | None]]) -> list[float | No
     return [None if np.isnan(v) else float(v) for v in avg]
 
 
+def rows_to_fit(members: int) -> int:
+    """Rows a linear ensemble's least-squares fit needs: a weight per member and an intercept, plus one."""
+    return members + 2
+
+
 def linear_ensemble(columns: Sequence[Sequence[float | None]], target: Sequence[float | None],
                     train: Sequence[int], test: Sequence[int], folds: int = 5, seed: int = 0) -> dict[str, Any]:
     """Least-squares weights (with intercept, numpy lstsq) predicting the oriented expert target from the
@@ -111,7 +116,7 @@ def linear_ensemble(columns: Sequence[Sequence[float | None]], target: Sequence[
 
     def fit(rows):
         rows = [i for i in rows if usable[i]]
-        if len(rows) < x.shape[1] + 2:
+        if len(rows) < rows_to_fit(x.shape[1]):
             return None
         design = np.column_stack([np.ones(len(rows)), x[rows]])
         weights, *_ = np.linalg.lstsq(design, y[rows], rcond=None)
