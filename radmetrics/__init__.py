@@ -26,10 +26,11 @@ def evaluate_module_path(name: str) -> str:
     """The file of radmetrics' evaluate module ``name`` (e.g. "green"), for ``evaluate.load(path)``: the module
     this installed radmetrics ships, whatever the Hub holds under "radmetrics/<name>"."""
     from radmetrics.evaluate_modules import all_evaluate_modules
+    from radmetrics.plugins import plugin_install_hint
 
     modules = all_evaluate_modules()
     if name not in modules:
-        raise UnknownNameError("evaluate module", name, modules)
+        raise UnknownNameError("evaluate module", name, modules, plugin_install_hint(name))
     return str(modules[name])
 
 

@@ -14,10 +14,11 @@ class RadmetricsError(Exception):
 class UnknownNameError(RadmetricsError, KeyError):
     """A scoring system, backend or metric name that is not registered."""
 
-    def __init__(self, kind: str, name: str, available: Iterable[str]):
+    def __init__(self, kind: str, name: str, available: Iterable[str], install_hint: str | None = None):
         available = sorted(available)
         close = difflib.get_close_matches(name, available, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
+        # a name we know comes from a plugin that is not installed: how to install it, not a look-alike name
+        hint = f" {install_hint}" if install_hint else f" Did you mean '{close[0]}'?" if close else ""
         self.message = f"Unknown {kind} '{name}'.{hint} Available: {', '.join(available) or '(none)'}"
         super().__init__(self.message)
 

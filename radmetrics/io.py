@@ -265,6 +265,10 @@ class Records:
 
     def _unreadable(self, feed: _RecordLines, error: csv.Error) -> str:
         """The one-line error for a record the csv module gives up on (reading on would start inside a field)."""
+        if "field limit" in str(error) and feed.last == feed.first and not feed.quotes % 2:
+            # one line with its quotes paired: a field that is simply that long, not a quote left open
+            return (f"{self.path} line {feed.first}: a field is longer than {csv.field_size_limit():,} characters, "
+                    "the most a CSV field is read with: shorten it, or write the file as JSONL (no such limit)")
         if "field limit" in str(error):
             return (f"{self.path} line {feed.first}: a field runs past {csv.field_size_limit():,} characters "
                     f"(to line {feed.last}): a quoted field that never closes, an unmatched \" on line "

@@ -93,6 +93,18 @@ DEPRECATED_NAMES = {
 }
 
 
+#: scoring systems that come from plugins this repository ships (not installed by default) -> how to install them
+KNOWN_PLUGINS = {
+    "mrscore": "pip install ./plugins/radmetrics-mrscore (a folder of the radmetrics repository)",
+}
+
+
+def plugin_install_hint(name: str) -> str | None:
+    """For a name a known, not-installed plugin provides: the sentence that says how to install it."""
+    how = KNOWN_PLUGINS.get(name)
+    return f"'{name}' comes from a plugin that is not installed: {how}." if how else None
+
+
 def get_scoring_system(name: str, **options: Any):
     """The scoring system called `name`; options (e.g. ``max_words``) configure a fresh instance."""
     systems = scoring_systems()
@@ -101,7 +113,7 @@ def get_scoring_system(name: str, **options: Any):
                       DeprecationWarning, stacklevel=2)
         name = DEPRECATED_NAMES[name]
     if name not in systems:
-        raise UnknownNameError("scoring system", name, systems)
+        raise UnknownNameError("scoring system", name, systems, plugin_install_hint(name))
     system = systems[name]
     return system.configure(**options) if options else system
 

@@ -77,6 +77,33 @@ def test_meta_eval_bad_arguments_are_one_line(args, needles, tmp_path):
     assert_one_line_error(cli("meta-eval", *args, "-o", tmp_path / "r", env=env), *needles)
 
 
+def test_meta_eval_says_why_a_constant_metric_has_no_correlation_and_tests_nothing_with_it(tmp_path):
+    """Review 10 (F22): scipy's raw ConstantInputWarning reached the terminal, the table said only n/a, and the
+    paired test against the constant metric printed p = 0.001."""
+    out = tmp_path / "report"
+    run = cli("meta-eval", "-m", FIXTURES / "constant_metric", "-m", WORD_OVERLAP, "-d", FIXTURES / "rexval",
+              "-o", out, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Warning" not in run.stderr and "warn" not in run.stderr.lower(), run.stderr[-3000:]
+    assert "n/a for constant_metric: the scores (or the expert values) are the same on every row" in run.stdout
+    (test,) = json.loads((out / "results.json").read_text())["pairwise_randomization"]
+    assert test["p_value"] is None and test["difference"] is None and "undefined" in test["skipped"]
+    assert "0.001" not in (out / "summary.md").read_text()
+
+
+def test_meta_eval_into_an_earlier_report_folder_leaves_no_plot_of_the_earlier_run(tmp_path):
+    """Review 10 (F21): a second run into the same folder left the first run's scatter plots of metrics it did not
+    have beside the new report. A user's own files there are kept."""
+    out = tmp_path / "report"
+    first = cli("meta-eval", "-m", FIXTURES / "constant_metric", "-m", WORD_OVERLAP, "-d", FIXTURES / "rexval",
+                "-o", out, cwd=tmp_path)
+    assert first.returncode == 0 and (out / "scatter_constant_metric.png").exists(), first.stderr[-2000:]
+    (out / "notes.png").write_bytes(b"mine")
+    second = cli("meta-eval", "-m", WORD_OVERLAP, "-d", FIXTURES / "rexval", "-o", out, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert sorted(p.name for p in out.glob("*.png")) == ["notes.png", "scatter_word_overlap_scores.png"]
+
+
 def test_meta_eval_unreachable_judge_fails_in_seconds(tmp_path):
     """No local model, no cache, offline: a clear line at once instead of minutes of Hub retries (50 s before).
     Timed against the same command failing on a missing replay file (same imports, no Hub at all), so that a

@@ -181,6 +181,20 @@ def test_csv_unmatched_quote_past_the_field_limit_stops_never_resumes_inside_the
     assert score_fails(src, tmp_path) == f"Error: {caught.value}"
 
 
+@pytest.mark.parametrize("quoted", [True, False])
+def test_csv_field_that_is_simply_too_long_is_not_blamed_on_a_quote(tmp_path, quoted):
+    """Review 10 (F23): a 200k-character report on one line was reported as "an unmatched quote"."""
+    src = tmp_path / "long.csv"
+    long = "word " * 40_000
+    src.write_text(f'id,reference,candidate\nq0,a,b\nq1,a,{chr(34) + long + chr(34) if quoted else long}\nq2,a,b\n',
+                   encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(Records(src))
+    assert str(caught.value) == (f"{src} line 3: a field is longer than 131,072 characters, the most a CSV field is "
+                                 "read with: shorten it, or write the file as JSONL (no such limit)")
+    assert score_fails(src, tmp_path) == f"Error: {caught.value}"
+
+
 @pytest.mark.parametrize("text,expected", [
     pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,b\n", "lines 3-5", id="to-end-of-file"),
     pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,\"c d\"\nq4,a,b\n", "lines 3-5",

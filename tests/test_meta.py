@@ -77,6 +77,20 @@ def test_paired_randomization_test():
     assert different["difference"] > 0.5 and different["p_value"] < 0.01
 
 
+def test_paired_randomization_test_has_no_p_value_where_a_correlation_is_undefined():
+    """Review 10: a metric with one score for every row has no τ, so no difference; the test still gave
+    p = 1/(trials+1) = 0.001 (a NaN difference compared as never reached), the most significant p there is."""
+    import warnings
+
+    expert = [float(i % 5) for i in range(20)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no raw scipy warning reaches the user
+        out = stats.paired_randomization_test([1.0] * 20, expert, expert, trials=200)
+        tau = stats.kendall_tau([1.0] * 20, expert)
+    assert math.isnan(out["difference"]) and math.isnan(out["p_value"]) and out["trials"] == 0
+    assert math.isnan(tau.value) and tau.n == 20
+
+
 def test_rexamine_paired_t_test_with_bonferroni():
     original = {"green": {"A": [0.5, 0.6, 0.7, 0.8], "B": [0.2, 0.4, 0.3, 0.5]},
                 "vert": {"A": [0.1, 0.2, 0.3, 0.4], "B": [0.3, 0.3, 0.4, 0.4]}}

@@ -37,6 +37,14 @@ def test_unknown_names_suggest_the_fix():
         radmetrics.get_judge("opnai", model="x")
 
 
+def test_a_known_plugin_that_is_not_installed_is_named_with_how_to_install_it():
+    # "mrscore" is close to "er2score" by letters: suggesting it would send the user to another metric
+    for ask in (lambda: radmetrics.get_scoring_system("mrscore"), lambda: radmetrics.evaluate_module_path("mrscore")):
+        with pytest.raises(radmetrics.UnknownNameError) as info:
+            ask()
+        assert "pip install ./plugins/radmetrics-mrscore" in str(info.value) and "er2score'?" not in str(info.value)
+
+
 def test_installed_plugin_distribution_is_discovered(tmp_path):
     """pip-installs tests/plugin_pkg (entry point group "radmetrics") into a folder and lists it."""
     target = tmp_path / "site"

@@ -414,15 +414,17 @@ def test_a_stalled_server_is_announced_on_stderr_then_rows_fail_with_the_reason(
     print(f"\nstalled server, timeout=1.5, notice_after=0.3: {len(notices)} notices, run ended after {took:.1f}s")
 
 
-@pytest.mark.parametrize("retries", ["slow", "fast"])
-def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp_path, retries):
+@pytest.mark.parametrize("retries,cached", [("slow", True), ("fast", True), ("fast", False)])
+def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp_path, retries, cached):
     """Review finding: a server killed mid-run was announced as "slow or stuck" (a row fails after about 13
     min), and every remaining row went through its 6 attempts: ~50 min of failures for 200 rows. Refused
     connections are now named as such, and the run stops, keeping every answer, after `unreachable_after`
     seconds of them with nothing heard ("slow": retries that outlast it), or once as many rows as run at once
-    have had every attempt refused ("fast": short backoffs fail rows sooner); the same command resumes."""
+    have had every attempt refused ("fast": short backoffs fail rows sooner); the same command resumes. With
+    --no-cache the message does not point at a cache (review 10, F24): rows already written are what is kept."""
     n = 40
-    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    cache = tmp_path / "cache.sqlite" if cached else None
     write_pairs(src, n)
     slow = ["--judge-option", "max_retries=50", "--judge-option", "backoff=0.2", "--judge-option", "max_backoff=0.2",
             "--judge-option", "notice_after=0.5"]
@@ -450,13 +452,25 @@ def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp
                                                       "connections for "), stderr[-3000:]
     # 2 s of refusals, then the interrupt path (in-flight grace) and the interpreter's exit; loaded CI is slower
     assert took < 12, f"stopped {took:.1f} s after the server went down (before: each row ~30 s of retries)"
-    assert len(ResponseCache(cache)) == answered  # every answer received is kept
+    last = stderr.strip().splitlines()[-1]
+    if cached:
+        assert len(ResponseCache(cache)) == answered  # every answer received is kept
+        assert last.endswith("the answers received are in the response cache. Start it again and run again: "
+                             "cached answers are not asked again"), last
+    else:
+        assert "response cache" not in last.replace("no response cache is in use", "") and last.endswith(
+            "no response cache is in use (--no-cache), so only rows already written are kept. Start it again and "
+            "run again"), last
+    written = len(list(out.parent.glob(out.name + "*")))  # the part file of rows written so far
     with FakeOpenAIServer(analysis_for, port=port) as again:  # back on the same address
         rerun = run(args)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(rows) == n and all(r["parsed"] for r in rows)
-    assert len(again.requests) == n - answered  # only what had no answer
+    if cached:
+        assert len(again.requests) == n - answered  # only what had no answer
+    else:  # the rows the stopped run had written are not asked again
+        assert written and len(again.requests) < n
     print(f"\nserver down after {answered} answers: run stopped after {took:.1f}s (unreachable_after=2); "
           f"rerun asked {len(again.requests)}")
 

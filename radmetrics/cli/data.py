@@ -194,13 +194,15 @@ def load_baseline(module: str) -> None:
     from radmetrics import baselines
     from radmetrics.errors import RadmetricsError
     from radmetrics.meta.report import load_evaluate_module
+    from radmetrics.plugins import plugin_install_hint
 
     try:
         load_evaluate_module(module)
     except RadmetricsError as e:
         ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
         close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
-        hint = f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        install = plugin_install_hint(module)
+        hint = f" {install}" if install else f" Did you mean radmetrics' '{close[0]}'?" if close else ""
         raise RadmetricsError(f"{e}{hint}") from e
 
 

@@ -145,6 +145,12 @@ class CachedJudge:
             except JudgeError as e:
                 if e.prompt_index is not None:  # name the position in our caller's list
                     e.prompt_index = todo[batch[e.prompt_index]][0]
+                if getattr(e, "server_down", False):  # what a new run will find depends on the cache: said here
+                    e.message += ("; the answers received are in the response cache. Start it again and run again: "
+                                  "cached answers are not asked again" if self.cache is not None else
+                                  "; no response cache is in use (--no-cache), so only rows already written are "
+                                  "kept. Start it again and run again")
+                    e.args = (e.message,)
                 raise
             for j, text in enumerate(fresh):  # backends that do not stream results
                 store(j, text)

@@ -114,7 +114,10 @@ class OpenAIOptions(BackendOptions):
 
 
 class JudgeUnreachable(JudgeError):
-    """The judge server went down during a run (connections refused for `unreachable_after` seconds)."""
+    """The judge server went down during a run (connections refused for `unreachable_after` seconds). The layer
+    that knows whether answers were cached (`CachedJudge`) adds what a new run will find."""
+
+    server_down = True
 
 
 NEEDS_BASE_URL = ("The openai backend needs a server address: --base-url URL on the command line, "
@@ -391,9 +394,7 @@ class OpenAIJudge(JudgeBackend):
                     if pending and self._server_down():
                         raise JudgeUnreachable(self._safe(
                             f"the judge server at {self._where()} has refused connections for "
-                            f"{span(self._refusing_for())}: it is down. Nothing more was sent; the answers "
-                            "received are in the response cache (without one, only rows already written are kept). "
-                            "Start it again and run again: cached answers are not asked again"))
+                            f"{span(self._refusing_for())}: it is down. Nothing more was sent"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,6 +253,9 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
                         [_oriented(a.scores, a.higher_is_better)[k] for k in keep],
                         [_oriented(b.scores, b.higher_is_better)[k] for k in keep],
                         [expert_up[k] for k in keep], trials=resamples, seed=seed))
+                    if math.isnan(entry["difference"]):
+                        entry["skipped"] = ("a correlation is undefined (one side has the same value on every row "
+                                            "both scored): nothing to test")
                 else:
                     entry["skipped"] = f"only {len(keep)} rows scored by both; the test needs at least 3"
                 out["pairwise_randomization"].append(entry)
@@ -358,6 +362,10 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
+def _undefined(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[str, str]]) -> Report:
     report = Report(
         title=f"Meta-evaluation on {dataset_name}",
@@ -378,11 +386,16 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
         mae_text = "n/a" if not mae or mae.get("mae") is None else f"{mae['mae']:.2f} ± {mae['std']:.2f} (n={mae['n']})"
         rows.append([short_label(name), f"{m['n_scored']}/{results['n']}", k.get("n"), interval_text(k), interval_text(s),
                      mae_text, m["num_unscored"]])
+    # why a correlation is n/a: too few rows, or one side the same on every row (no ranking to compare)
+    undefined = [short_label(name) for name, m in results["metrics"].items() if "failed" not in m
+                 and (m["kendall_tau_b"].get("n") or 0) >= 3 and _undefined(m["kendall_tau_b"].get("value"))]
     report.tables.append(Table(
         "Agreement with experts", ["metric", "scored", "n (corr.)", "Kendall τ-b [95% CI]", "Spearman ρ [95% CI]",
                                    "MAE sig. errors", "unscored"], rows,
-        note="n (corr.): rows with both a metric score and an expert value, used by τ and ρ. "
-             "Local module paths are shortened here; results.json has the full names.", numeric={2, 6}))
+        note="n (corr.): rows with both a metric score and an expert value, used by τ and ρ (n/a below 3). "
+             + (f"n/a for {', '.join(undefined)}: the scores (or the expert values) are the same on every row, so "
+                "they rank nothing. " if undefined else "")
+             + "Local module paths are shortened here; results.json has the full names.", numeric={2, 6}))
     inter = results.get("inter_rater")
     if inter:
         report.tables.append(Table(
@@ -432,11 +445,30 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
     return report
 
 
+#: the plots a meta-eval report writes (their names follow its metrics)
+PLOT_PATTERNS = ("scatter_*.png", "error_counts_*.png", "per_site.png")
+
+
+def _remove_old_plots(folder: Path) -> None:
+    """A folder that holds an earlier meta-eval report: its plots go, so that none of a metric this run does not
+    have is left beside the new report as if it were part of it. Only in a folder with a report's results.json."""
+    try:
+        earlier = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(earlier, dict) or "metrics" not in earlier:
+        return
+    for pattern in PLOT_PATTERNS:
+        for old in folder.glob(pattern):
+            old.unlink(missing_ok=True)
+
+
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
                  resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
                  split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    _remove_old_plots(folder)
     label = dataset_label(data, dataset_name or "expert dataset")
     results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
                       split_seed=split_seed, ensembles=ensembles)

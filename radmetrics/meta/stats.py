@@ -62,15 +62,22 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: st
     n = len(a)
     if n < 3:
         return Correlation(float("nan"), float("nan"), float("nan"), float("nan"), n, 0)
+    import warnings
+
     stat = _statistic(method)
-    result = stat(a, b)
     rng = np.random.default_rng(seed)
     boots = []
-    for _ in range(resamples):
-        idx = rng.integers(0, n, n)
-        value = stat(a[idx], b[idx]).statistic
-        if not math.isnan(value):  # a resample with one distinct value has no correlation
-            boots.append(value)
+    with warnings.catch_warnings():
+        # scipy warns when a side is constant; the value is then NaN, which the reports show as n/a (the whole
+        # sample) or leave out (a resample), so its raw warning would only be noise in a user's terminal
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message=".*constant.*")
+        result = stat(a, b)
+        for _ in range(resamples):
+            idx = rng.integers(0, n, n)
+            value = stat(a[idx], b[idx]).statistic
+            if not math.isnan(value):  # a resample with one distinct value has no correlation
+                boots.append(value)
     tail = (1 - confidence) / 2 * 100
     low, high = (np.percentile(boots, [tail, 100 - tail]) if boots else (float("nan"), float("nan")))
     return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples)
@@ -139,13 +146,26 @@ def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[floa
     def diff(x, y):
         return stat(x, e).statistic - stat(y, e).statistic
 
-    observed = diff(a, b)
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(trials):
-        swap = rng.random(len(a)) < 0.5
-        hits += abs(diff(np.where(swap, b, a), np.where(swap, a, b))) >= abs(observed) - 1e-12
-    return {"difference": float(observed), "p_value": (hits + 1) / (trials + 1), "trials": trials}
+    import warnings
+
+    with warnings.catch_warnings():  # a constant side: NaN, handled below (see `correlation`)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message=".*constant.*")
+        observed = diff(a, b)
+        if math.isnan(observed):
+            # a metric with one score for every row has no correlation: no difference, so no p-value (a NaN
+            # observed difference compared as "never reached" and gave p = 1/(trials+1), the smallest there is)
+            return {"difference": float("nan"), "p_value": float("nan"), "trials": 0}
+        rng = np.random.default_rng(seed)
+        hits = counted = 0
+        for _ in range(trials):
+            swap = rng.random(len(a)) < 0.5
+            permuted = diff(np.where(swap, b, a), np.where(swap, a, b))
+            if math.isnan(permuted):  # a swap that leaves one side constant has no difference: not a trial
+                continue
+            counted += 1
+            hits += abs(permuted) >= abs(observed) - 1e-12
+    return {"difference": float(observed), "p_value": (hits + 1) / (counted + 1), "trials": counted}
 
 
 def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standardized: dict[str, dict[str, Sequence[float]]],
