@@ -374,10 +374,11 @@ def check_output_path(path: str | os.PathLike) -> str:
 
 
 def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
-    """Refuse outputs that would destroy something: the input itself, or a symlink (written through, a planted
-    link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
+    """Refuse outputs that would destroy something: the input itself (as OUTPUT or any file a run writes or
+    removes beside it: an interrupted run's OUTPUT.part fed back in was emptied and deleted), or a symlink
+    (written through, a planted link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
     output = Path(output)
-    for candidate in (output, summary_path(output)):
+    for candidate in run_files(output):
         if candidate.is_symlink():
             raise InputError(f"{candidate} is a symbolic link; radmetrics does not write through links "
                              "(remove it or give another --output)")
@@ -395,6 +396,16 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
 
 def summary_path(output: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(output)}.summary.json")
+
+
+def part_paths(output: str | os.PathLike) -> tuple[Path, Path]:
+    """The rows a run has written so far (OUTPUT.part) and the run's identity stamp (OUTPUT.part.json)."""
+    return Path(f"{os.fspath(output)}.part"), Path(f"{os.fspath(output)}.part.json")
+
+
+def run_files(output: str | os.PathLike) -> tuple[Path, ...]:
+    """Every file a scoring run writes, truncates or removes for OUTPUT."""
+    return (Path(output), summary_path(output), *part_paths(output))
 
 
 def _pid_alive(pid: int) -> bool:

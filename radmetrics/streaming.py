@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radmetrics.errors import InputError
-from radmetrics.io import check_regular_file
+from radmetrics.io import check_regular_file, part_paths
 from radmetrics.types import Judgment
 
 if TYPE_CHECKING:
@@ -210,8 +210,7 @@ class OrderedPartWriter:
     def __init__(self, output: str | os.PathLike, identity: dict[str, Any]):
         self.output = Path(output)
         self.output.parent.mkdir(parents=True, exist_ok=True)
-        self.part = self.output.with_name(self.output.name + ".part")
-        self.stamp_file = self.output.with_name(self.output.name + ".part.json")
+        self.part, self.stamp_file = part_paths(self.output)
         stamp = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
         self.done_rows = 0
         self.discarded = False

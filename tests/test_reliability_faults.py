@@ -368,6 +368,14 @@ def test_outputs_are_atomic_paired_by_run_id_and_never_written_through_links(tmp
         same = run(cli_args(src, src, server.base_url, None))
         assert same.returncode == 2 and "would overwrite the input" in same.stderr
         assert src.read_bytes() == before
+        # review 11: an input named like a file the run writes beside OUTPUT (an interrupted run's part file fed
+        # back in) was emptied and deleted, with exit 0
+        for side in ("q.jsonl.part", "q.jsonl.part.json", "q.jsonl.summary.json"):
+            kept = tmp_path / side
+            kept.write_bytes(before)
+            refused = run(cli_args(kept, tmp_path / "q.jsonl", server.base_url, None))
+            assert refused.returncode == 2 and f"would overwrite the input {kept}" in refused.stderr, side
+            assert kept.read_bytes() == before and not (tmp_path / "q.jsonl").exists()
         asked = len(server.requests)
     assert asked == 3  # the refused runs asked nothing
 
