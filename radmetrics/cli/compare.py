@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
+
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.errors import InputError
 
@@ -34,10 +36,10 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--on-mismatch", type=click.Choice(["error", "intersect"]), default="error", show_default=True,
               help="When the files hold different ids: stop, or compare on the ids they share.")
 @judge_flags(system_options=False)
-@click.option("--resamples", default=1000, show_default=True, type=int,
+@click.option("--resamples", default=1000, show_default=True, type=RESAMPLES,
               help="Bootstrap resamples and randomization trials.")
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--alpha", default=0.05, show_default=True, type=float, help="Significance level after Holm.")
+@click.option("--seed", default=0, show_default=True, type=SEED)
+@click.option("--alpha", default=0.05, show_default=True, type=ALPHA, help="Significance level after Holm.")
 def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
                     on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import click
 
+from radmetrics.cli.stat_options import RESAMPLES, SEED
+
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.data import CONVERTERS
 
@@ -51,12 +53,12 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
               "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
 @click.option("--split", default=None, help="Grade on a seeded held-out subset: a row count (40) or share (0.2); "
               "linear ensembles are fitted on the other rows.")
-@click.option("--split-seed", default=0, show_default=True, type=int, help="Seed that draws the --split subset.")
+@click.option("--split-seed", default=0, show_default=True, type=SEED, help="Seed that draws the --split subset.")
 @click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
               help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
 @judge_flags(several_judges=True)
-@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap and randomization tests.")
+@click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap and randomization tests.")
 def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
                       judge_flags: JudgeFlags, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
@@ -383,8 +385,8 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
 @click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
               help="Folder for results.json and summary.md.")
 @judge_flags()
-@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for the CI.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for the CI.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
 def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
     """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred.
     Writes results.json, per_pair.csv (each pair's scores, outcome and why a side is unscored) and summary.md.

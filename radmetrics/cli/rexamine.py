@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
+
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
 
@@ -15,9 +17,9 @@ from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
 @judge_flags()
-@click.option("--alpha", default=0.05, show_default=True, type=float, help="Family-wise α (Bonferroni).")
-@click.option("--resamples", default=1000, show_default=True, type=int, help="Bootstrap resamples for CIs.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--alpha", default=0.05, show_default=True, type=ALPHA, help="Family-wise α (Bonferroni).")
+@click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
 def rexamine_command(input_path, metrics, output, expert_column, judge_flags: JudgeFlags, alpha, resamples,
                      seed) -> None:
     """Score every candidate against its original and its standardized reference with each METRIC, per site:

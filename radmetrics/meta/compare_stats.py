@@ -98,7 +98,7 @@ def paired_randomization_p(a: Sequence[float | None], b: Sequence[float | None],
     from scipy import stats
 
     x, y = paired_rows(a, b)
-    if len(x) < 2:
+    if len(x) < 2 or resamples <= 0:  # resamples 0: no test asked for
         return None
     if np.allclose(x, y):
         return 1.0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from radmetrics.errors import InputError
+from radmetrics.errors import InputError, JudgeError
 from radmetrics.meta import rexamine
 from radmetrics.meta.html_report import shorten
 from radmetrics.meta.runs import MetricRun, run_metric
@@ -96,7 +96,14 @@ def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: 
     from radmetrics.runner import preflight_judge
 
     backend, model, options = judge_kwargs["backend"], judge_kwargs["judge"], judge_kwargs["judge_options"]
-    if any(not (r.get(c) or "").strip() for r in rows for c in ("reference_standardized", "candidate")):
+    to_write = {c: sum(not (r.get(c) or "").strip() for r in rows) for c in ("reference_standardized", "candidate")}
+    if any(to_write.values()):
+        what = " and ".join(f"{n} row{'s have' if n != 1 else ' has'} no {c}" for c, n in to_write.items() if n)
+        if model is None and backend != "replay":
+            # the user may have asked for baselines only: say why a judge is needed at all, and how to give one
+            raise JudgeError(f"{what}: rexamine writes them with a judge (ReXamine-Global App. A prompts). Name one "
+                             "(--judge MODEL: a Hub id or a local folder; or --backend openai --base-url URL --judge "
+                             "NAME), or add the column to every row.")
         preflight_judge(backend, model, options)
     for metric in metrics:
         if metric in radmetrics.list_scoring_systems():

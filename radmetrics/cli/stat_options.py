@@ -1,0 +1,32 @@
+"""The statistics options the report commands share (compare, meta-eval, preference-eval, rexamine): a value
+numpy or scipy would refuse after the metrics ran is a usage error before any work."""
+from __future__ import annotations
+
+import click
+
+#: numpy's generators take non-negative seeds only
+SEED = click.IntRange(min=0)
+#: a significance level: strictly between 0 and 1
+ALPHA = click.FloatRange(0, 1, min_open=True, max_open=True)
+
+
+class Resamples(click.ParamType):
+    """0 (no intervals, no randomization tests: "n/a"), or at least 10: a percentile interval of fewer resamples
+    is a point or two that need not contain the estimate (1 resample printed "95% CI [0.7505, 0.7505]" for a
+    mean of 0.7657)."""
+
+    name = "integer"
+    least = 10
+
+    def convert(self, value, param, ctx):
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a whole number", param, ctx)
+        if number != 0 and number < self.least:
+            self.fail(f"{number} resamples give no interval worth the name: 0 for none, or at least {self.least} "
+                      "(1000 is the default)", param, ctx)
+        return number
+
+
+RESAMPLES = Resamples()
