@@ -74,7 +74,7 @@ def test_own_output_round_trips_every_line_separator_and_control_character(tmp_p
     got = read_csv(tmp_path / "out.csv")
     assert [g["reference"] for g in got] == [r["reference"] for r in rows]
     assert [g["candidate"] for g in got] == [r["candidate"] for r in rows]
-    assert f"Scored {len(rows)} rows" in from_csv.stderr
+    assert f"Wrote {len(rows)} rows from {tmp_path / 'out.csv'}: {len(rows)} scored, 0 unscored" in from_csv.stderr
     print(f"\n{len(rows)} rows, {len(SEPARATORS)} line separators + {len(CONTROLS)} control characters: "
           "jsonl -> jsonl -> jsonl and jsonl -> csv -> jsonl, every character kept")
 
@@ -93,9 +93,9 @@ def test_csv_keeps_quoted_newlines_and_bom_is_dropped(tmp_path):
     with FakeOpenAIServer(analysis_for) as server:
         out = score(server, src, tmp_path / "o.jsonl", tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
-        assert "Scored 2 rows" in out.stderr and "reference = 'reference'" in out.stderr
+        assert "Wrote 2 rows" in out.stderr and "reference = 'reference'" in out.stderr
         out2 = score(server, jsonl, tmp_path / "o2.jsonl", tmp_path)
-        assert out2.returncode == 0 and "Scored 2 rows" in out2.stderr, out2.stderr[-3000:]
+        assert out2.returncode == 0 and "Wrote 2 rows" in out2.stderr, out2.stderr[-3000:]
     got = read_jsonl(tmp_path / "o.jsonl")
     assert got[0]["reference"] == "FINDINGS:\nleft effusion.\r\n\nIMPRESSION:\u2028effusion"
     assert got[1]["candidate"] == "heart\x0cnormal" and all(g["parsed"] for g in got)
@@ -246,6 +246,8 @@ def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         assert ("Warning: 1 row was not UTF-8 and left unscored (first: line 2); re-encode the file, e.g. "
                 "iconv -f latin1 -t utf-8 latin.csv > latin.utf8.csv") in out.stderr
+        # review 11 (R4): the count line says how many rows have a score, not only how many were read
+        assert f"Wrote 3 rows from {src}: 2 scored, 1 unscored" in out.stderr
         rows = read_jsonl(tmp_path / "o.jsonl")
         assert [r["id"] for r in rows] == ["r1", "r2", "r3"]
         assert rows[0]["green"] is None and not rows[0]["parsed"] and rows[0]["judge_output"] == ""

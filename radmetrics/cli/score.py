@@ -119,8 +119,11 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
         rows = "1 row was" if pairs.not_utf8_rows == 1 else f"{pairs.not_utf8_rows} rows were"
         click.echo(f"Warning: {rows} not UTF-8 and left unscored (first: line {pairs.first_not_utf8_line}); "
                    f"re-encode the file, e.g. iconv -f latin1 -t utf-8 {name} > {stem}.utf8{suffix}", err=True)
-    click.echo(f"Scored {total} rows from {input_path}", err=True)
     corpus = running.result(summary=summary, summary_model=summary_model)
+    # rows written, and of them how many have a score: "Scored 400 rows" once preceded "no row was scored"
+    scored = corpus.get("num_scored", total)
+    click.echo(f"Wrote {total} row{'s' if total != 1 else ''} from {input_path}: {scored} scored, "
+               f"{total - scored} unscored", err=True)
     with AtomicFile(summary_path(output_path)) as fh:
         json.dump({"run_id": run_id, "summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2,
                   default=str)
