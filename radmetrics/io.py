@@ -148,6 +148,10 @@ def _stand_in(line: int, text: str) -> dict[str, Any]:
     return {"_line": line, "_raw": text if len(text) <= RAW_KEPT else text[:RAW_KEPT] + "…"}
 
 
+#: the longest CSV field read (characters): 16 Mi, far past any report; a quote left open stops there, not at EOF
+CSV_FIELD_LIMIT = 16 * 2**20
+
+
 class Records:
     """Every record of a JSONL, CSV or TSV file, lazily and in order, each with the line it starts on; records
     that cannot be read come out too, as stand-ins with their problem (nothing is dropped, nothing shifted).
@@ -217,14 +221,19 @@ class Records:
         header_line = rows = 0
         while True:
             feed.next_record()
+            # fields as long as a JSONL line may be (the csv module's default stops at 131,072 characters); set
+            # around each record only, so no other csv reader in the process sees it
+            default_limit = csv.field_size_limit(CSV_FIELD_LIMIT)
             try:
                 fields = next(reader)
             except StopIteration:
                 if header is not None and not rows:
                     raise InputError(f"{self.path} has a header (line {header_line}) and no rows") from None
                 return
-            except csv.Error as e:  # a field over the csv module's size limit: the rest of the file is in doubt
+            except csv.Error as e:  # a field over the size limit: the rest of the file is in doubt
                 raise InputError(self._unreadable(feed, e)) from None
+            finally:
+                csv.field_size_limit(default_limit)
             if fields == []:
                 continue  # a blank line
             if feed.last > feed.first and (feed.quotes % 2 or (header is not None and len(fields) != len(header))):
@@ -267,10 +276,10 @@ class Records:
         """The one-line error for a record the csv module gives up on (reading on would start inside a field)."""
         if "field limit" in str(error) and feed.last == feed.first and not feed.quotes % 2:
             # one line with its quotes paired: a field that is simply that long, not a quote left open
-            return (f"{self.path} line {feed.first}: a field is longer than {csv.field_size_limit():,} characters, "
+            return (f"{self.path} line {feed.first}: a field is longer than {CSV_FIELD_LIMIT:,} characters, "
                     "the most a CSV field is read with: shorten it, or write the file as JSONL (no such limit)")
         if "field limit" in str(error):
-            return (f"{self.path} line {feed.first}: a field runs past {csv.field_size_limit():,} characters "
+            return (f"{self.path} line {feed.first}: a field runs past {CSV_FIELD_LIMIT:,} characters "
                     f"(to line {feed.last}): a quoted field that never closes, an unmatched \" on line "
                     f"{feed.first}? Fix the quotes from line {feed.first} on")
         return f"{self.path} line {feed.first}: not a CSV record ({error}); fix the file from line {feed.first} on"

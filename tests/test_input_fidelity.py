@@ -172,26 +172,37 @@ def test_csv_unmatched_quote_past_the_field_limit_stops_never_resumes_inside_the
     """In 3,000 rows the swallowed text outgrew the csv module's field limit: 1,581 rows were lost behind one
     stand-in and the reader resumed inside the quoted field, inventing rows out of report text. Now: one error."""
     src = tmp_path / "stray3000.csv"
-    src.write_text(rows_with_a_stray_quote(3000, pad=" " + "x" * 80), encoding="utf-8")
+    src.write_text(rows_with_a_stray_quote(3000, pad=" " + "x" * 6000), encoding="utf-8")
     with pytest.raises(InputError) as caught:
         list(Records(src))
     assert str(caught.value) == (
-        f"{src} line 4: a field runs past 131,072 characters (to line 1272): a quoted field that never closes, an "
-        'unmatched " on line 4? Fix the quotes from line 4 on')
+        f"{src} line 4: a field runs past 16,777,216 characters (to line 2789): a quoted field that never closes, "
+        'an unmatched " on line 4? Fix the quotes from line 4 on')
     assert score_fails(src, tmp_path) == f"Error: {caught.value}"
 
 
 @pytest.mark.parametrize("quoted", [True, False])
-def test_csv_field_that_is_simply_too_long_is_not_blamed_on_a_quote(tmp_path, quoted):
-    """Review 10 (F23): a 200k-character report on one line was reported as "an unmatched quote"."""
+def test_csv_long_fields_are_read_as_jsonl_reads_them_and_only_past_the_limit_refused(tmp_path, quoted):
+    """Review 10 (F23) / 11 (R3): a 200k-character report on one line (past the csv module's default limit of
+    131,072) stopped the run as "an unmatched quote"; the same row as JSONL was scored. Now it is read; a field
+    past radmetrics' own limit (16 Mi characters) is named as too long, not blamed on a quote."""
+    import csv
+
+    def write(text: str):
+        field = chr(34) + text + chr(34) if quoted else text
+        src.write_text(f"id,reference,candidate\nq0,a,b\nq1,a,{field}\nq2,a,b\n", encoding="utf-8")
+
     src = tmp_path / "long.csv"
-    long = "word " * 40_000
-    src.write_text(f'id,reference,candidate\nq0,a,b\nq1,a,{chr(34) + long + chr(34) if quoted else long}\nq2,a,b\n',
-                   encoding="utf-8")
+    write("word " * 40_000)
+    records = list(Records(src))
+    assert [r.row["id"] for r in records] == ["q0", "q1", "q2"] and records[1].row["candidate"] == "word " * 40_000
+    assert all(r.problem is None for r in records)
+    assert csv.field_size_limit() == 131_072  # the limit is raised around each record only
+    write("x" * (16 * 2**20 + 1))
     with pytest.raises(InputError) as caught:
         list(Records(src))
-    assert str(caught.value) == (f"{src} line 3: a field is longer than 131,072 characters, the most a CSV field is "
-                                 "read with: shorten it, or write the file as JSONL (no such limit)")
+    assert str(caught.value) == (f"{src} line 3: a field is longer than 16,777,216 characters, the most a CSV "
+                                 "field is read with: shorten it, or write the file as JSONL (no such limit)")
     assert score_fails(src, tmp_path) == f"Error: {caught.value}"
 
 
