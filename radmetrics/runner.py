@@ -16,6 +16,12 @@ from radmetrics.types import GenerationConfig, GenerationFailure, Judgment
 log = logging.getLogger(__name__)
 
 
+#: cell texts that spreadsheets, R (`write.csv`), pandas (`astype(str)`) and SQL exports write for a missing value;
+#: pandas' read_csv reads the same as NaN. A "report" that is exactly one of them is a missing report, not text a
+#: judge should grade (a real judge scores "NA" against "N/A" happily)
+MISSING_MARKERS = frozenset({"NA", "N/A", "n/a", "NaN", "nan", "NAN", "None", "none", "null", "NULL", "#N/A", "<NA>"})
+
+
 def row_problem(value: Any, label: str) -> str | None:
     """Why a report cannot be judged, or None."""
     if value is None:
@@ -24,6 +30,8 @@ def row_problem(value: Any, label: str) -> str | None:
         return f"{label} is {type(value).__name__}, not text"
     if not value.strip():
         return f"{label} is empty"
+    if value.strip() in MISSING_MARKERS:
+        return f"{label} is {value.strip()!r}, a missing-value marker, not a report"
     return None
 
 

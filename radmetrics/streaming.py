@@ -202,6 +202,14 @@ def _light(judgment: Judgment) -> Judgment:
     return light
 
 
+def result_line(row: dict[str, Any]) -> str:
+    """One result row as a line of strict JSON: an input's NaN / Infinity (which Python's json reads) are written
+    as null, not as the bare NaN that JSON parsers elsewhere (JavaScript, Go, jq 1.7) refuse."""
+    from radmetrics.meta.html_report import strict_json_ready
+
+    return json.dumps(strict_json_ready(row), ensure_ascii=False, default=str, allow_nan=False) + "\n"
+
+
 class OrderedPartWriter:
     """Result rows appended in input order to ``OUTPUT.part``; `finish` renames it over OUTPUT (JSONL) or
     writes OUTPUT from it (CSV), atomically. ``OUTPUT.part.json`` records the run's identity (input, metric,
@@ -246,7 +254,7 @@ class OrderedPartWriter:
 
     def write(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
-            self.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            self.fh.write(result_line(row))
         self.fh.flush()
         self.done_rows += len(rows)
 
@@ -265,7 +273,7 @@ class OrderedPartWriter:
         self.fh.close()
         with AtomicFile(self.part) as out, open(self.part, encoding="utf-8") as old:
             for k, line in enumerate(old):
-                out.write(json.dumps(rows[k], ensure_ascii=False, default=str) + "\n" if k in rows else line)
+                out.write(result_line(rows[k]) if k in rows else line)
         self.fh = _private_append(self.part)
 
     def close(self) -> None:

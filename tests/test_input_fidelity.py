@@ -242,6 +242,62 @@ def test_csv_with_a_header_and_no_rows_is_an_error(tmp_path):
     assert score_fails(src, tmp_path) == f"Error: {src} has a header (line 1) and no rows"
 
 
+def test_missing_value_markers_are_missing_reports_not_text_to_judge(tmp_path):
+    """Review 11 (R5): R's write.csv writes NA, pandas' astype(str) writes nan, other tools None / N/A; such cells
+    were sent to the judge as the report and scored. Now their rows are unscored, naming the marker; an empty
+    candidate is still judged (the generator's failure, as the official GREEN code scores it)."""
+    src = tmp_path / "markers.csv"
+    src.write_text("id,reference,candidate\nr1,NaN,Clear lungs.\nr2,Clear lungs.,NA\nr3,None,nan\n"
+                   "r4,Clear lungs., N/A \nr5,Clear lungs.,\nr6,Small effusion.,No effusion.\n", encoding="utf-8")
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = {r["id"]: r for r in read_jsonl(tmp_path / "o.jsonl")}
+    assert rows["r1"]["reason"] == "input line 2: reference is 'NaN', a missing-value marker, not a report"
+    assert rows["r2"]["reason"] == "input line 3: candidate is 'NA', a missing-value marker, not a report"
+    assert rows["r3"]["reason"].startswith("input line 4: reference is 'None'")
+    assert rows["r4"]["reason"] == "input line 5: candidate is 'N/A', a missing-value marker, not a report"
+    assert all(rows[k]["green"] is None for k in ("r1", "r2", "r3", "r4"))
+    assert rows["r5"]["green"] is not None and rows["r6"]["green"] is not None
+    assert sorted(judged_pairs(server)) == [("Clear lungs.", ""), ("Small effusion.", "No effusion.")]
+    assert "Wrote 6 rows" in out.stderr and "2 scored, 4 unscored" in out.stderr
+
+
+def test_an_input_nan_is_echoed_as_strict_json_and_the_run_still_resumes(tmp_path):
+    """Review 11 (R5): an input column holding JSON NaN / Infinity (Python's json reads them) was echoed into
+    results.jsonl as bare NaN, which strict parsers refuse. Now null; a continued run still matches its rows."""
+    src = tmp_path / "nan.jsonl"
+    src.write_text("".join(f'{{"id": "r{i}", "reference": "Small effusion {i}.", "candidate": "No effusion.", '
+                           f'"site_weight": {v}}}\n' for i, v in enumerate(["NaN", "Infinity", "1.5"])),
+                   encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    with FakeOpenAIServer(analysis_for) as server:
+        assert score(server, src, out, tmp_path).returncode == 0
+        for line in out.read_text().splitlines():
+            json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+        assert [json.loads(x)["site_weight"] for x in out.read_text().splitlines()] == [None, None, 1.5]
+    # an interrupted run (Ctrl-C once its part file holds two rows, NaN among them) is continued, not refused
+    # as "input line ... differs from the row an interrupted run wrote for it"
+    import signal
+    import time
+
+    out2 = tmp_path / "o2.jsonl"
+    with FakeOpenAIServer(analysis_for, delay=0.5) as server:
+        args = [sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i", str(src), "-o", str(out2),
+                "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-model", "--no-cache",
+                "--no-progress", "--chunk-rows", "1", "--judge-option", "concurrency=1"]
+        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        part, deadline = tmp_path / "o2.jsonl.part", time.time() + 60
+        while (not part.exists() or part.read_text().count("\n") < 2) and time.time() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Continued an interrupted run: 2 rows were already written" in again.stderr, again.stderr[-3000:]
+    assert [json.loads(x)["site_weight"] for x in out2.read_text().splitlines()] == [None, None, 1.5]
+
+
 def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
     """A Latin-1 export (a few bad bytes, so not refused as binary) used to be judged with every accented letter
     turned into U+FFFD. Now its rows that are not UTF-8 are unscored with the fix, the others scored; once

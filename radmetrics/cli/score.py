@@ -209,6 +209,7 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
     unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
     import dataclasses
 
+    from radmetrics.meta.html_report import strict_json_ready
     from radmetrics.runner import JUDGE_CALL_FAILED
     from radmetrics.types import Judgment
 
@@ -219,8 +220,8 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is None:
             break
-        if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(v, sort_keys=True)
-               for k, v in record.row.items() if k not in owned):
+        if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(strict_json_ready(v), sort_keys=True)
+               for k, v in record.row.items() if k not in owned):  # as written: NaN as null (`result_line`)
             return f"Input line {record.line} differs from the row an interrupted run wrote for it", []
         if not done.get("judge_output") and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED):
             failed.append((matched, record))
