@@ -177,3 +177,32 @@ def test_a_missing_task_data_folder_is_named_not_taken_for_a_hub_id(monkeypatch,
         with pytest.raises(radmetrics.errors.InputError, match=rf"rexval_path '{re.escape(given)}': no such folder "
                            rf"in {re.escape(str(tmp_path))}"):
             utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path=given)
+
+
+def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):
+    """Review 11 (R2): the README's route for a judge behind an API, lm_eval's local-chat-completions model, failed
+    on a radmetrics[lm-eval] install ("required packages ['tenacity'] are not installed"): the extra now includes
+    lm-eval's api extra. A real lm_eval run against an OpenAI-compatible server on 127.0.0.1, key from the
+    environment (and never in what lm_eval writes); the raw-prompt variant, as an instruction model takes it."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    include = subprocess.run([sys.executable, "-m", "radmetrics.cli", "lm-eval-path"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    out = tmp_path / "lm_eval"
+    out.mkdir()
+    key = "sk-test-7f3a9c-not-a-real-key"
+    with FakeOpenAIServer(analysis_for) as server:
+        cmd = [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions", "--model_args",
+               f"model=judge-model,base_url={server.base_url}/chat/completions,tokenized_requests=False,"
+               "num_concurrent=2", "--apply_chat_template", "--tasks", "rexval_judge_vert", "--include_path", include,
+               "--metadata", json.dumps({"rexval_path": str(FIXTURES / "rexval")}), "--output_path", str(out),
+               "--log_samples"]
+        run = subprocess.run(cmd, capture_output=True, text=True, cwd=out,
+                             env={**os.environ, "OPENAI_API_KEY": key}, timeout=600)
+        asked = len(server.requests)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "kendall_tau" in run.stdout and asked == 20  # every ReXVal pair of the fixture, once
+    results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["rexval_judge_vert"]
+    assert results["unparsed,none"] == 0 and math.isfinite(results["kendall_tau,none"]), results
+    assert not any(key in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
