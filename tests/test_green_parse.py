@@ -196,3 +196,86 @@ def test_two_scan_headers_equal_the_header_definition():
         fast = [(h.kind, h.start, h.end, h.official) for h in _headers(text)]
         assert fast == _headers_by_definition(text), text
     assert sum(bool(_headers_by_definition(t)) for t in texts) > 2500  # most texts do have headers
+
+
+# -- review 11: a drift audit against the official code (Stanford-AIMI/GREEN d72c195, parsing functions run as
+# written) found texts radmetrics read wrong where the official code reads them right (A), and texts with no single
+# reading that radmetrics scored (C). Each case: its class, the text, and the score a careful reader gets (None: no
+# single reading, so unscored).
+_LABELS = ["False report of a finding in the candidate", "Missing a finding present in the reference",
+           "Misidentification of a finding's anatomic location/position", "Misassessment of the severity of a finding",
+           "Mentioning a comparison that isn't in the reference",
+           "Omitting a comparison detailing a change from a prior study"]
+
+
+def _analysis(b_item: str = "1. Small left pleural effusion.", matched: str = "2. Normal heart size; No pneumothorax.",
+              extra: str = "", explanation: str = "[Explanation]:\nx\n\n", newline: str = "\n") -> str:
+    items = [f"({c}) {label}: {b_item if c == 'b' else '0.'}" for c, label in zip("abcdef", _LABELS)]
+    text = (f"{explanation}[Clinically Significant Errors]:\n" + "\n".join(items) + extra
+            + f"\n\n[Clinically Insignificant Errors]:\nNone.\n\n[Matched Findings]:\n{matched}")
+    return text.replace("\n", newline)
+
+
+@pytest.mark.parametrize("text,expected", [
+    # A: an "Explanation:" note inside the section cut it there (1.0, 0.8)
+    pytest.param(_analysis().replace("Errors]:\n(a)", "Errors]:\nExplanation: The candidate omits the effusion.\n(a)"),
+                 2 / 3, id="A-explanation-line-opens-the-section"),
+    pytest.param(_analysis().replace("candidate: 0.\n(b)", "candidate: 0.\n  Explanation: not in the reference.\n(b)"),
+                 2 / 3, id="A-explanation-line-under-an-item"),
+    # A: CR LF line ends: the insignificant section (header without a colon) was read into the significant one
+    pytest.param("[Explanation]:\r\nThe candidate misses an effusion.\r\n\r\n[Clinically Significant Errors]:\r\n"
+                 "(b) Missing a finding present in the reference: 1. Small left pleural effusion.\r\n\r\n"
+                 "[Clinically Insignificant Errors]\r\n(d) Misassessment of the severity of a finding: 1. Mild edema "
+                 "called trace.\r\n\r\n[Matched Findings]:\r\n2. Normal heart size; No pneumothorax.", 2 / 3,
+                 id="A-crlf"),
+    pytest.param(_analysis(newline="\r\n"), 2 / 3, id="A-crlf-official-form"),
+    # A: a lettered detail line under an item was read as another category (0.4)
+    pytest.param(_analysis(b_item="0.").replace(
+        "(d) Misassessment of the severity of a finding: 0.",
+        "(d) Misassessment of the severity of a finding: 1.\n   c) Effusion: 2 (moderate) vs 1 (small)"), 2 / 3,
+        id="A-lettered-detail-line"),
+    # A: "No mention of ...: 1." was read as the none-item 0 (1.0)
+    pytest.param(_analysis(b_item="No mention of the left effusion: 1."), 2 / 3, id="A-no-mention-then-count"),
+    # A (was unscored): a count, then its errors numbered
+    pytest.param(_analysis(b_item="2. 1. Small left pleural effusion; 2. Bibasilar atelectasis."), 0.5,
+                 id="A-count-then-numbered-errors"),
+    # C: the finding's own number read as the count (0.4 for "3 cm ...")
+    pytest.param(_analysis(b_item="3 cm right upper lobe mass."), None, id="C-measurement"),
+    pytest.param(_analysis(b_item="12 rib fractures not mentioned."), None, id="C-quantity"),
+    pytest.param(_analysis(b_item="Two small nodules in the right lung."), None, id="C-number-word-finding"),
+    pytest.param(_analysis(b_item="Two-sided effusion placed on the right only."), None, id="C-two-sided"),
+    # C: a range or hedge is no count
+    pytest.param(_analysis(b_item="1-2. Small left pleural effusion; possibly atelectasis."), None, id="C-range"),
+    pytest.param(_analysis(b_item="1 or 2."), None, id="C-alternative"),
+    pytest.param(_analysis(b_item="one or two."), None, id="C-word-alternative"),
+    pytest.param(_analysis(b_item="1 (possibly 2)."), None, id="C-hedge"),
+    pytest.param(_analysis(b_item="1 (2 if counting edema)."), None, id="C-paren-count"),
+    pytest.param(_analysis(b_item="1?"), None, id="C-question"),
+    pytest.param(_analysis(b_item="1; 2."), None, id="C-two-counts"),
+    pytest.param(_analysis(extra="\nTotal: 3"), None, id="C-total-disagrees"),
+    # C: matched findings stated two ways
+    pytest.param(_analysis(matched="3\n1. Normal heart size\n2. No pneumothorax"), None, id="C-matched-count-vs-list"),
+    pytest.param(_analysis(matched="2 (possibly 3). a; b; c."), None, id="C-matched-hedge"),
+    pytest.param(_analysis(matched="2 or 3 matched findings."), None, id="C-matched-alternative"),
+    pytest.param(_analysis(matched="2. a; b.\nTotal matched findings: 3"), None, id="C-matched-total"),
+    pytest.param(_analysis(matched="3 findings in the reference, 2 of them matched: a; b."), None,
+                 id="C-matched-two-numbers"),
+    pytest.param(_analysis(matched="No matched findings other than normal heart size."), None, id="C-matched-except"),
+    # C: a section that says none and then names errors
+    pytest.param(_analysis().replace(_analysis().split("Errors]:\n", 1)[1].split("\n\n")[0],
+                                     "None, except that the candidate misses the effusion."), None,
+                 id="C-none-except"),
+    pytest.param(_analysis().replace(_analysis().split("Errors]:\n", 1)[1].split("\n\n")[0],
+                                     "(a)-(e): 0. (f): 1."), None, id="C-category-range-then-count"),
+    # still read: the forms that were tolerated before
+    pytest.param(_analysis(b_item="1 Small left effusion"), 2 / 3, id="count-then-capitalised-error"),
+    pytest.param(_analysis(b_item="1 - Small left pleural effusion; 2 - Bibasilar atelectasis."), 0.5,
+                 id="numbered-with-dashes"),
+    pytest.param(_analysis(b_item="two."), 0.5, id="count-word"),
+])
+def test_drifted_outputs_read_as_meant_or_left_unscored(text, expected):
+    judgment = GreenSystem().parse(text)
+    if expected is None:
+        assert judgment.score is None and not judgment.parsed and judgment.reason, judgment
+    else:
+        assert judgment.parsed and judgment.score == pytest.approx(expected), (judgment.score, judgment.reason)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -131,6 +131,7 @@ class _Header:
     start: int
     end: int
     official: bool  # written exactly "[Name]:" as the template asks
+    line_form: bool = False  # a line of its own ("Matched Findings:", "**Explanation**"), not "[Name]:"
 
 
 def _headers(text: str) -> list[_Header]:
@@ -151,9 +152,19 @@ def _headers(text: str) -> list[_Header]:
         if start < taken_to:  # inside a header already taken
             continue
         exact = form == "b" and text[start:end].startswith(f"[{_KIND_NAME.get(kind, 'Explanation')}]:")
-        out.append(_Header(kind, start, end, exact))
+        out.append(_Header(kind, start, end, exact, form == "l"))
         taken_to = end
     return out
+
+
+def _analysis_headers(text: str) -> list[_Header]:
+    """The headers an analysis is read by. "Explanation: ..." as a line of its own starts an analysis only where
+    the next header is its significant errors; inside a section ("(a) ...: 1.\n  Explanation: not in the
+    reference.") it is the judge's note, and taken for a header it cut the section there (1.0 for an answer with
+    an error)."""
+    out = _headers(text)
+    return [h for i, h in enumerate(out) if not (h.kind == "explanation" and h.line_form and not (
+        i + 1 < len(out) and out[i + 1].kind == "significant"))]
 
 
 def _strip_chat(text: str) -> str:
@@ -165,14 +176,14 @@ def _strip_chat(text: str) -> str:
 
 def _choose_analysis(text: str, leniency: list[str]) -> tuple[str, list[_Header]]:
     """The last filled analysis: outputs that repeat the prompt's template first are read at the answer."""
-    headers = _headers(text)
+    headers = _analysis_headers(text)
     starts = [h for h in headers if h.kind == "explanation"] or [h for h in headers if h.kind == "significant"]
     if len(starts) <= 1:
         return text, headers
     bounds = [0] + [h.start for h in starts[1:]] + [len(text)]
     segments = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     with_sections = [i for i, s in enumerate(segments)
-                     if any(h.kind in _KIND_NAME for h in _headers(s))]
+                     if any(h.kind in _KIND_NAME for h in _analysis_headers(s))]
     filled = [i for i in with_sections if not _TEMPLATE.search(segments[i])]
     if not filled:
         if with_sections:
@@ -181,7 +192,7 @@ def _choose_analysis(text: str, leniency: list[str]) -> tuple[str, list[_Header]
     chosen = filled[-1]
     if any(_TEMPLATE.search(segments[i]) for i in with_sections if i != chosen):
         leniency.append("template-echo")
-    return segments[chosen], _headers(segments[chosen])
+    return segments[chosen], _analysis_headers(segments[chosen])
 
 
 def _sections(text: str, headers: list[_Header], kind: str) -> list[tuple[str, _Header, bool]]:
@@ -211,7 +222,8 @@ def _paragraphs(body: str, continues: re.Pattern[str]) -> tuple[str, bool, bool]
 _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 _WORD = "|".join(_WORDS)
-_NONE_ITEM = re.compile(r"(?:none|no|nil|n/?a|not applicable|nothing)\b\.?", re.I)
+#: a none-word standing alone ("None.", "No errors.", "N/A"); "No mention of the effusion: 1." is a count of 1
+_NONE_ITEM = re.compile(r"(?:none|no(?:\s+errors?)?|nil|n/?a|not applicable|nothing)\s*(?:[.;,!]|$)", re.I)
 #: a whole section that says it has nothing: "0.", "None.", "No errors.", "(a)-(f): 0.", "N/A"
 _ZERO_SECTION = re.compile(
     r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|not applicable|nothing\b|no\b|there (?:are|were|is) no\b"
@@ -231,6 +243,11 @@ _SENTENCE_COUNT = re.compile(
     rf"(?:match|matched|are\s+matched|were\s+matched|in\s+common))\b", re.I)
 
 
+#: words that take something back from "none" / "no matched findings"
+_EXCEPT = re.compile(r"\b(?:except|apart from|other than|besides|aside from|but|however|save for|misses|missing)\b",
+                     re.I)
+
+
 def _word_or_digits(token: str) -> int:
     return int(token) if token[0].isdigit() else _WORDS[token.lower()]
 
@@ -238,6 +255,16 @@ def _word_or_digits(token: str) -> int:
 # "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" and a time such as
 # "3:05" are no markers (a finding may start with a number: "2. 3:05 pm film; 3 mm nodule")
 _ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()"
+
+
+#: after a count, what makes it no single count: a range or alternative ("1-2", "1 or 2", "1/2", "1, 2", "1 of 2",
+#: "1 (possibly 2)") or a hedge ("1?", "2+")
+_RANGE_AFTER = re.compile(rf"\s*(?:(?:-|–|/|,|\bor\b|\bto\b|\band\b|\bof\b|\bout of\b|\(\s*(?:or|possibly|maybe|perhaps|up to)\b"
+                          rf"|\bmaybe\b|\bpossibly\b|\()\s*(?:\d|(?:{_WORD})\b)|[?+])", re.I)
+#: what may follow a count: the end, the template's ".", ":", ";", ",", "(", ")", "*", a spaced dash, "errors", or
+#: a capitalised error text ("1 Small left effusion"); not a lower-case word or a unit ("3 cm mass", "12 rib
+#: fractures", "Two-sided effusion", "Two small nodules"), which is the finding itself, its count not given
+_COUNT_END = re.compile(r"\s*(?:$|[.:;,()*]|[-–](?:\s|$)|(?i:errors?|mistakes?|findings?)\b)|\s+(?=[A-Z])")
 
 
 def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
@@ -255,12 +282,22 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
             raise GreenParseError(f"{where}: count {r.split()[0]!r} is not a whole number")
         if re.match(r"\w", after):
             raise GreenParseError(f"{where}: {r.split()[0]!r} is not a count")
+        if _RANGE_AFTER.match(after):  # "1-2", "1 or 2", "1 (possibly 2)", "1?", "2+": no single count
+            raise GreenParseError(f"{where}: {r[:20].strip()!r} is not one count")
+        if not _COUNT_END.match(after):  # "3 cm mass", "12 rib fractures": the finding, not its count
+            raise GreenParseError(f"{where}: {r[:30].strip()!r} starts with a number that is not a count")
         if not after.strip() and at_end:
             raise GreenParseError(f"{where}: the count {digits.group(0)} ends the output (cut off?)")
         value = int(digits.group(0))
-        listed = [int(n) for n in re.findall(rf"(?:^|;)\s*{_ENUM}", r)]
+        # the count's own marker ("2." / "2)") off, then the errors' numbers: "2. 1. x; 2. y" lists 1..2
+        errors = re.sub(r"^\**(?:\.(?!\d)|\))?\s*", "", after)
+        first_error = re.match(rf"\s*{_ENUM}", errors)  # a list starts at 1; "1. (2) left effusion" is one error
+        listed = [value] + ([1] if first_error and first_error.group(1) == "1" else []) \
+            + [int(n) for n in re.findall(rf";\s*{_ENUM}", errors)]
         if len(listed) >= 2:
-            if listed == list(range(1, len(listed) + 1)):
+            # a list marks its numbers ("1. x; 2. y"); "1; 2." is two counts
+            if listed == list(range(1, len(listed) + 1)) and re.match(r"\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()",
+                                                                       after):
                 leniency.append("enumerated-errors")
                 return len(listed)
             if listed[1:] != list(range(1, value + 1)):
@@ -273,6 +310,11 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
         raise GreenParseError(f"{where}: negative count {r.split()[0]!r}")
     word = re.match(rf"({_WORD})\b", r, re.I)
     if word:
+        after = r[word.end():]
+        if _RANGE_AFTER.match(after):
+            raise GreenParseError(f"{where}: {r[:20].strip()!r} is not one count")
+        if not _COUNT_END.match(after):  # "Two small nodules", "Two-sided effusion": the finding itself
+            raise GreenParseError(f"{where}: {r[:30].strip()!r} starts with a number word that is not a count")
         leniency.append("count-word")
         return _WORDS[word.group(1).lower()]
     if _NONE_ITEM.match(r):
@@ -322,6 +364,11 @@ def _items(section: str) -> list[_Item]:
         worded = _BY_WORDING.match(line)
         if worded:
             items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
+    if any(i.leniency in (None, "items-on-one-line") for i in items):
+        # beside the template's "(a) " items, a loose "c) ..." / "A. ..." line is one item's detail ("c) Effusion:
+        # 2 (moderate) vs 1 (small)"), not another category, unless it names its category's wording
+        items = [i for i in items if i.leniency != "item-marker-form"
+                 or re.match(r"\s*" + _WORDING[i.key], i.text, re.I)]
     if not any(i.key in LETTERS for i in items):
         numbered = []
         for line in section.splitlines():
@@ -352,8 +399,15 @@ def read_error_section(section: str, name: str, at_end: bool = False,
     if _RANGE_ZERO.match(text):  # "(a)-(f): 0." is no item (a)
         leniency.append("zero-section")
         return SectionCounts(counts, sentences)
+    if re.match(r"[\W_]*\(?[a-f]\)?\s*(?:-|–|to|through)\s*\(?[a-f]\)?", text, re.I):
+        # "(a)-(e): 0. (f): 1.", "(a) to (f): 0, but 1 missed effusion": a range of categories, then others
+        raise GreenParseError(f"[{name}] gives a range of categories and other counts: {text[:80]!r}")
     items = _items(text)
     if not items:
+        if _EXCEPT.search(text) or re.search(r"[1-9]", text):
+            # "None, except that the candidate misses the effusion", "0 false findings; 2 missing findings":
+            # it says none and then names errors (official: 0 for the section; no single count here)
+            raise GreenParseError(f"[{name}] says none and goes on to name errors: {text[:80]!r}")
         if text.startswith("No"):  # upstream: "No clinically significant errors." counts zero
             return SectionCounts(counts, sentences)
         if _ZERO_SECTION.match(text):
@@ -390,6 +444,10 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         sentences[letter] = _error_sentences(line) if value else []
     if text.startswith("No") and sum(counts.values()):
         raise GreenParseError(f"[{name}] starts with {text.split(chr(10))[0][:60]!r} but its items count errors")
+    for line in text.splitlines():  # "Total: 3" under items that count 1
+        total = re.match(r"[\W_]*total\b[^:\n]*:\s*\**(\d+)\b", line, re.I)
+        if total and int(total.group(1)) != sum(counts.values()):
+            raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
     return SectionCounts(counts, sentences)
 
 
@@ -414,6 +472,8 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         if text.startswith("No") or _ZERO_MATCHED.match(first):
             if not _ZERO_MATCHED.match(first):
                 raise GreenParseError(f"{where} lists findings without a count: {first[:80]!r}")
+            if _EXCEPT.search(first):  # "No matched findings other than normal heart size"
+                raise GreenParseError(f"{where} says none and then names one: {first[:80]!r}")
             if not text.startswith("No"):
                 leniency.append("zero-sentence")
             return 0
@@ -424,15 +484,23 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
             leniency.append("count-form")
             return int(bare.group(1))
         counted = re.match(r"^\**(\d+)\s+(?:matched|findings?|of|in)\b", first, re.I)
+        word = None if counted else re.match(rf"^[\W_]*({_WORD})\b", first, re.I)
+        lead = counted or word
+        if lead and re.search(rf"\d|\b(?:{_WORD})\b", first[lead.end():], re.I):
+            # "3 findings in the reference, 2 of them matched", "Three findings were reported; one matched"
+            raise GreenParseError(f"{where}: {first[:60]!r} gives more than one number")
         if counted:
             leniency.append("count-form")
             return int(counted.group(1))
-        word = re.match(rf"^[\W_]*({_WORD})\b", first, re.I)
         if word:
+            if _RANGE_AFTER.match(first[word.end():]):  # "Two or three. ..."
+                raise GreenParseError(f"{where}: {first[:30]!r} is not one count")
             leniency.append("count-word")
             return _WORDS[word.group(1).lower()]
         sentence = _SENTENCE_COUNT.search(first)
         if sentence:
+            if re.search(rf"(?:\d+|\b(?:{_WORD}))\s*(?:-|–|/|\bor\b|\bto\b)\s*$", first[:sentence.start()], re.I):
+                raise GreenParseError(f"{where}: {first[:40]!r} is not one count")  # "2 or 3 matched findings"
             leniency.append("count-in-sentence")
             return _word_or_digits(sentence.group(1))
         if re.match(r"^[\W_]*\d", first):
@@ -443,7 +511,8 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         intro = " ".join(lines[:index])
         if _ZERO_MATCHED.match(intro) or text.startswith("No"):
             raise GreenParseError(f"{where} says {lines[0][:60]!r} and then lists {lines[index][:40]!r}")
-        stated = _SENTENCE_COUNT.search(intro)
+        stated = _SENTENCE_COUNT.search(intro) or re.fullmatch(  # "3 matched findings:", or "3", "Total: 3"
+            rf"[\W_]*(?:total(?:\s+matched\s+findings?)?\s*:?\s*)?(\d+|{_WORD})[\W_]*", intro, re.I)
         leniency.append("count-after-sentence")
     else:
         stated = None
@@ -463,12 +532,19 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         count = value
         line = lines[index]
         rest = line[len(marker):]
+        if re.search(r"[-–(]\s*$", marker) and re.match(
+                rf"\s*(?:(?:or|possibly|maybe|perhaps|up to)\s+)?(?:\d|(?:{_WORD})\b)", rest, re.I):
+            raise GreenParseError(f"{where}: {line[:30]!r} is not one count")  # "2 - 3. ...", "2 (or 3) ..."
         if at_end and len(lines) == index + 1 and not rest.strip() and not marker.rstrip().endswith("."):
             raise GreenParseError(f"{where}: the count {value} ends the output (cut off?)")
         if not re.match(r"^\d+\.", line):
             leniency.append("count-form")
     if stated and _word_or_digits(stated.group(1)) != count:
-        raise GreenParseError(f"{where} says {stated.group(0)!r} but lists {count}")
+        raise GreenParseError(f"{where} says {stated.group(0).strip()!r} but lists {count}")
+    for later in lines[index + 1:]:  # "Total matched findings: 3" under a list of 2
+        total = re.match(r"[\W_]*total\b[^:\n]*:\s*\**(\d+)\b", later, re.I)
+        if total and int(total.group(1)) != count:
+            raise GreenParseError(f"{where} lists {count} but says {later[:40]!r}")
     return count
 
 
@@ -514,7 +590,9 @@ def parse_green(text: str) -> GreenAnalysis:
     """Parse one GREEN analysis; raises GreenParseError with the reason when it cannot be scored."""
     if not isinstance(text, str):
         raise GreenParseError(f"judge output is {type(text).__name__}, not text")
-    cleaned = _strip_chat(text)
+    # CR LF / CR line ends read as LF: blank lines and header lines are found by "\n" (a CRLF answer once had
+    # its insignificant items counted as significant)
+    cleaned = _strip_chat(text).replace("\r\n", "\n").replace("\r", "\n")
     if not cleaned.strip():
         raise GreenParseError("empty judge output")
     leniency: list[str] = []
