@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import tempfile
 from collections import Counter
@@ -401,6 +402,23 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
                 candidate.resolve() == source.resolve()
             if same:
                 raise InputError(f"--output {output} would overwrite the input {source}; give another --output")
+
+
+def strict_json_ready(value: Any) -> Any:
+    """A copy with NaN/±inf replaced by None, so json.dumps(..., allow_nan=False) writes strict JSON (results rows,
+    reports)."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {k: strict_json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json_ready(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        try:
+            return strict_json_ready(value.item())
+        except (TypeError, ValueError):
+            return value
+    return value
 
 
 def summary_path(output: str | os.PathLike) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radmetrics.errors import InputError
-from radmetrics.io import check_regular_file, part_paths
+from radmetrics.io import check_regular_file, part_paths, strict_json_ready
 from radmetrics.types import Judgment
 
 if TYPE_CHECKING:
@@ -204,10 +204,12 @@ def _light(judgment: Judgment) -> Judgment:
 
 def result_line(row: dict[str, Any]) -> str:
     """One result row as a line of strict JSON: an input's NaN / Infinity (which Python's json reads) are written
-    as null, not as the bare NaN that JSON parsers elsewhere (JavaScript, Go, jq 1.7) refuse."""
-    from radmetrics.meta.html_report import strict_json_ready
-
-    return json.dumps(strict_json_ready(row), ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    as null, not as the bare NaN that JSON parsers elsewhere (JavaScript, Go, jq 1.7) refuse. Rows without one
+    (nearly all) are written as they are, with no copy."""
+    try:
+        return json.dumps(row, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(strict_json_ready(row), ensure_ascii=False, default=str, allow_nan=False) + "\n"
 
 
 class OrderedPartWriter:

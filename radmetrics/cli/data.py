@@ -5,9 +5,8 @@ from pathlib import Path
 
 import click
 
-from radmetrics.cli.stat_options import RESAMPLES, SEED
-
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.stat_options import RESAMPLES, SEED
 from radmetrics.data import CONVERTERS
 
 

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import click
 
-from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
-
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
 
 @click.command("rexamine")

@@ -209,7 +209,7 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
     unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
     import dataclasses
 
-    from radmetrics.meta.html_report import strict_json_ready
+    from radmetrics.io import strict_json_ready
     from radmetrics.runner import JUDGE_CALL_FAILED
     from radmetrics.types import Judgment
 

@@ -254,7 +254,10 @@ def _word_or_digits(token: str) -> int:
 
 # "1." / "1 -" / "1:" / "1)" / "(1)" / "1 (" at the start of a line or after ";"; "1.5" and a time such as
 # "3:05" are no markers (a finding may start with a number: "2. 3:05 pm film; 3 mm nodule")
-_ENUM = r"\(?(\d+)\)?\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()"
+_LIST_MARK = r"\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()"
+_ENUM = r"\(?(\d+)\)?" + _LIST_MARK
+#: a line stating a total ("Total: 3", "Total clinically significant errors: 3.")
+_TOTAL = re.compile(r"[\W_]*total\b[^:\n]*:\s*\**(\d+)\b", re.I)
 
 
 #: after a count, what makes it no single count: a range or alternative ("1-2", "1 or 2", "1/2", "1, 2", "1 of 2",
@@ -265,6 +268,15 @@ _RANGE_AFTER = re.compile(rf"\s*(?:(?:-|–|/|,|\bor\b|\bto\b|\band\b|\bof\b|\bo
 #: a capitalised error text ("1 Small left effusion"); not a lower-case word or a unit ("3 cm mass", "12 rib
 #: fractures", "Two-sided effusion", "Two small nodules"), which is the finding itself, its count not given
 _COUNT_END = re.compile(r"\s*(?:$|[.:;,()*]|[-–](?:\s|$)|(?i:errors?|mistakes?|findings?)\b)|\s+(?=[A-Z])")
+
+
+def _check_one_count(text: str, after: str, where: str) -> None:
+    """A count (digits or a word) that opens ``text`` is one count of errors only if ``after`` it comes no range
+    or hedge ("1-2", "1 or 2", "1?") and no more of the finding itself ("3 cm mass", "Two-sided effusion")."""
+    if _RANGE_AFTER.match(after):
+        raise GreenParseError(f"{where}: {text[:20].strip()!r} is not one count")
+    if not _COUNT_END.match(after):
+        raise GreenParseError(f"{where}: {text[:30].strip()!r} starts with a number that is not a count")
 
 
 def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
@@ -282,10 +294,7 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
             raise GreenParseError(f"{where}: count {r.split()[0]!r} is not a whole number")
         if re.match(r"\w", after):
             raise GreenParseError(f"{where}: {r.split()[0]!r} is not a count")
-        if _RANGE_AFTER.match(after):  # "1-2", "1 or 2", "1 (possibly 2)", "1?", "2+": no single count
-            raise GreenParseError(f"{where}: {r[:20].strip()!r} is not one count")
-        if not _COUNT_END.match(after):  # "3 cm mass", "12 rib fractures": the finding, not its count
-            raise GreenParseError(f"{where}: {r[:30].strip()!r} starts with a number that is not a count")
+        _check_one_count(r, after, where)
         if not after.strip() and at_end:
             raise GreenParseError(f"{where}: the count {digits.group(0)} ends the output (cut off?)")
         value = int(digits.group(0))
@@ -296,8 +305,7 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
             + [int(n) for n in re.findall(rf";\s*{_ENUM}", errors)]
         if len(listed) >= 2:
             # a list marks its numbers ("1. x; 2. y"); "1; 2." is two counts
-            if listed == list(range(1, len(listed) + 1)) and re.match(r"\**(?:\.(?!\d)|\)|:(?!\d)|\s+[-–]\s|\s+\()",
-                                                                       after):
+            if listed == list(range(1, len(listed) + 1)) and re.match(_LIST_MARK, after):
                 leniency.append("enumerated-errors")
                 return len(listed)
             if listed[1:] != list(range(1, value + 1)):
@@ -310,11 +318,7 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
         raise GreenParseError(f"{where}: negative count {r.split()[0]!r}")
     word = re.match(rf"({_WORD})\b", r, re.I)
     if word:
-        after = r[word.end():]
-        if _RANGE_AFTER.match(after):
-            raise GreenParseError(f"{where}: {r[:20].strip()!r} is not one count")
-        if not _COUNT_END.match(after):  # "Two small nodules", "Two-sided effusion": the finding itself
-            raise GreenParseError(f"{where}: {r[:30].strip()!r} starts with a number word that is not a count")
+        _check_one_count(r, r[word.end():], where)
         leniency.append("count-word")
         return _WORDS[word.group(1).lower()]
     if _NONE_ITEM.match(r):
@@ -445,7 +449,7 @@ def read_error_section(section: str, name: str, at_end: bool = False,
     if text.startswith("No") and sum(counts.values()):
         raise GreenParseError(f"[{name}] starts with {text.split(chr(10))[0][:60]!r} but its items count errors")
     for line in text.splitlines():  # "Total: 3" under items that count 1
-        total = re.match(r"[\W_]*total\b[^:\n]*:\s*\**(\d+)\b", line, re.I)
+        total = _TOTAL.match(line)
         if total and int(total.group(1)) != sum(counts.values()):
             raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
     return SectionCounts(counts, sentences)
@@ -542,7 +546,7 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
     if stated and _word_or_digits(stated.group(1)) != count:
         raise GreenParseError(f"{where} says {stated.group(0).strip()!r} but lists {count}")
     for later in lines[index + 1:]:  # "Total matched findings: 3" under a list of 2
-        total = re.match(r"[\W_]*total\b[^:\n]*:\s*\**(\d+)\b", later, re.I)
+        total = _TOTAL.match(later)
         if total and int(total.group(1)) != count:
             raise GreenParseError(f"{where} lists {count} but says {later[:40]!r}")
     return count

@@ -208,8 +208,8 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         sa, sb = per_system[a].scores, per_system[b].scores
         diff = cs.paired_difference_ci(sa, sb, resamples, seed, confidence)
         p = cs.paired_randomization_p(sa, sb, resamples, seed)
-        reason = None if p is not None else (f"metric failed: {error}" if error else diff.reason if diff.reason
-                                             else "no test: --resamples 0" if resamples <= 0 else "fewer than 2 rows")
+        # no p-value: the metric failed, fewer than 2 rows both scored (the interval says which), or --resamples 0
+        reason = None if p is not None else f"metric failed: {error}" if error else diff.reason or "no test: --resamples 0"
         pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
                       "n_paired": diff.n, "p_value": p, **cs.win_tie_loss(sa, sb, higher), "reason": reason})
     for pair, adjusted in zip(pairs, cs.holm([p["p_value"] for p in pairs])):

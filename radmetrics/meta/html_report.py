@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from radmetrics.io import strict_json_ready  # noqa: F401 - the reports' strict JSON; defined beside the results writer
+
 
 @dataclass
 class Table:
@@ -107,22 +109,6 @@ def to_html(report: Report, folder: str | Path) -> str:
     parts.append("<footer>Written by radmetrics. Self-contained: the plots are embedded; "
                  "results.json holds every number with its settings.</footer></body></html>")
     return "\n".join(parts)
-
-
-def strict_json_ready(value: Any) -> Any:
-    """A copy with NaN/±inf replaced by None, so json.dumps(..., allow_nan=False) writes strict JSON."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: strict_json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json_ready(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
-        try:
-            return strict_json_ready(value.item())
-        except (TypeError, ValueError):
-            return value
-    return value
 
 
 def interval_text(stat: dict[str, Any] | None) -> str:

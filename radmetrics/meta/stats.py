@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -55,6 +57,17 @@ def _statistic(name: str):
     raise ValueError(name)
 
 
+@contextmanager
+def _constant_input_is_nan():
+    """scipy warns when a side of a correlation is constant; the value is then NaN, which the callers handle (n/a
+    for a whole sample, left out for a resample or a permutation), so its raw warning would only be noise in a
+    user's terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message=".*constant.*")
+        yield
+
+
 def correlation(x: Sequence[float | None], y: Sequence[float | None], method: str = "kendall",
                 resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> Correlation:
     """τ-b (method="kendall") or ρ ("spearman") with a percentile bootstrap CI over resampled pairs."""
@@ -62,16 +75,10 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: st
     n = len(a)
     if n < 3:
         return Correlation(float("nan"), float("nan"), float("nan"), float("nan"), n, 0)
-    import warnings
-
     stat = _statistic(method)
     rng = np.random.default_rng(seed)
     boots = []
-    with warnings.catch_warnings():
-        # scipy warns when a side is constant; the value is then NaN, which the reports show as n/a (the whole
-        # sample) or leave out (a resample), so its raw warning would only be noise in a user's terminal
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.filterwarnings("ignore", message=".*constant.*")
+    with _constant_input_is_nan():
         result = stat(a, b)
         for _ in range(resamples):
             idx = rng.integers(0, n, n)
@@ -146,11 +153,7 @@ def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[floa
     def diff(x, y):
         return stat(x, e).statistic - stat(y, e).statistic
 
-    import warnings
-
-    with warnings.catch_warnings():  # a constant side: NaN, handled below (see `correlation`)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.filterwarnings("ignore", message=".*constant.*")
+    with _constant_input_is_nan():
         observed = diff(a, b)
         if math.isnan(observed):
             # a metric with one score for every row has no correlation: no difference, so no p-value (a NaN
