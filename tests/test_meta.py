@@ -116,6 +116,30 @@ def test_rexamine_paired_t_test_with_bonferroni():
     assert raw["t"] == pytest.approx(-paper["t"]) and raw["p_value"] == pytest.approx(paper["p_value"])
 
 
+def test_paired_t_test_with_zero_variance_gives_no_t_rather_than_p_zero():
+    """Review: a shift that is the same for every report gave t = ±inf and p = 0, "significant" for any shift
+    however small. Now n/a with the reason, in the stats API and in the rexamine command's tests alike."""
+    from radmetrics.meta.rexamine import site_t_tests
+    from radmetrics.meta.runs import MetricRun
+
+    shifted = stats.paired_t_test([0.51, 0.61, 0.71], [0.5, 0.6, 0.7])
+    assert shifted["t"] is None and shifted["p_value"] is None
+    assert shifted["reason"] == "every pair differs by the same +0.01: zero variance, the t-test is undefined"
+    assert stats.paired_t_test([1, 2], [1, 2]) == {"t": 0.0, "p_value": 1.0,
+                                                    "reason": "identical scores under both references"}
+    assert stats.paired_t_test([1], [2])["t"] is None
+    varied = stats.paired_t_test([0.52, 0.61, 0.75], [0.5, 0.6, 0.7])
+    assert varied["t"] == pytest.approx(sp.ttest_rel([0.52, 0.61, 0.75], [0.5, 0.6, 0.7]).statistic)
+    row = stats.rexamine_site_tests({"m": {"A": [0.5, 0.6, 0.7]}}, {"m": {"A": [0.51, 0.61, 0.71]}})[0]
+    assert row["t"] is None and row["significant"] is None and "zero variance" in row["reason"]
+    original = {"m": MetricRun("m", [0.5, 0.6, 0.7, 0.2, 0.3], True)}
+    standardized = {"m": MetricRun("m", [0.51, 0.61, 0.71, 0.3, 0.35], True)}
+    rows = site_t_tests(original, standardized, ["A", "A", "A", "B", "B"])
+    assert rows[0]["t"] is None and rows[0]["significant"] is None and "zero variance" in rows[0]["reason"]
+    expected = sp.ttest_rel([-0.3, -0.35], [-0.2, -0.3])
+    assert rows[1]["t"] == pytest.approx(expected.statistic) and rows[1]["p_value"] == pytest.approx(expected.pvalue)
+
+
 def test_ensembles():
     avg = stats.ensemble_average([[1, 2, 3], [10, 20, 30]])
     assert avg == pytest.approx([-1.2247, 0.0, 1.2247], abs=1e-4)  # both z-score to the same values

@@ -31,7 +31,7 @@ def _error_oriented(values: Sequence[float | None], higher_is_better: bool) -> l
 def site_t_tests(original: dict[str, MetricRun], standardized: dict[str, MetricRun], sites: Sequence[str],
                  alpha: float = 0.05) -> list[dict[str, Any]]:
     """Per metric and site: paired t-test of error-oriented scores, standardized − original, Bonferroni."""
-    from scipy import stats
+    from radmetrics.meta import stats
 
     site_names = sorted(set(sites))
     metrics = [m for m in original if not original[m].error]
@@ -49,12 +49,9 @@ def site_t_tests(original: dict[str, MetricRun], standardized: dict[str, MetricR
                            reason=f"site {site} has {len(pairs)} row(s) scored against both references: no paired t-test")
             else:
                 s, o = np.asarray(pairs, dtype=float).T
-                if np.allclose(s, o):
-                    row.update(t=0.0, p_value=1.0, significant=False, reason="identical scores under both references")
-                else:
-                    result = stats.ttest_rel(s, o)
-                    row.update(t=float(result.statistic), p_value=float(result.pvalue),
-                               significant=bool(result.pvalue < threshold), reason=None)
+                test = stats.paired_t_test(s, o)
+                p = test["p_value"]
+                row.update(test, significant=None if p is None else bool(p < threshold))
             rows.append(row)
     return rows
 

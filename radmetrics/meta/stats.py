@@ -171,6 +171,26 @@ def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[floa
     return {"difference": float(observed), "p_value": (hits + 1) / (counted + 1), "trials": counted}
 
 
+def paired_t_test(after: Sequence[float], before: Sequence[float]) -> dict[str, Any]:
+    """Paired t-test of after − before (scipy.stats.ttest_rel), with the two cases where it has no answer said
+    so: identical scores are t 0, p 1 (no shift at all); a difference that is the same for every pair has zero
+    variance, so t would be ±inf and p 0 for any shift however small: t and p are None with the reason, not
+    a "significant" p of 0. Fewer than 2 pairs: None with the reason."""
+    from scipy import stats
+
+    a, b = np.asarray(after, dtype=float), np.asarray(before, dtype=float)
+    if len(a) < 2:
+        return {"t": None, "p_value": None, "reason": f"{len(a)} pair(s): no paired t-test"}
+    diff = a - b
+    if np.allclose(diff, 0):
+        return {"t": 0.0, "p_value": 1.0, "reason": "identical scores under both references"}
+    if np.allclose(diff, diff[0]):
+        return {"t": None, "p_value": None,
+                "reason": f"every pair differs by the same {diff[0]:+.4g}: zero variance, the t-test is undefined"}
+    result = stats.ttest_rel(a, b)
+    return {"t": float(result.statistic), "p_value": float(result.pvalue), "reason": None}
+
+
 def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standardized: dict[str, dict[str, Sequence[float]]],
                         alpha: float = 0.05, higher_is_better: Mapping[str, bool] | None = None,
                         convention: str = "paper") -> list[dict[str, Any]]:
@@ -184,7 +204,6 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
     given), and t is that of standardized - original, so a negative t means the metric rates the AI candidates
     better against the standardized references. convention="raw": t of original - standardized on the scores
     as given (the same t for higher-is-better metrics, the opposite sign for lower-is-better ones)."""
-    from scipy import stats
 
     if convention not in ("paper", "raw"):
         raise ValueError(f"unknown convention {convention!r}: 'paper' or 'raw'")
@@ -196,13 +215,14 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
         x, y = np.asarray(original[metric][site], float), np.asarray(standardized[metric][site], float)
         if convention == "paper":
             sign = -1.0 if directions.get(metric, True) else 1.0  # oriented: higher = worse
-            result = stats.ttest_rel(sign * y, sign * x)
+            test = paired_t_test(sign * y, sign * x)
         else:
-            result = stats.ttest_rel(x, y)
+            test = paired_t_test(x, y)
+        p = test["p_value"]
         out.append({"metric": metric, "site": site, "mean_original": float(x.mean()),
-                    "mean_standardized": float(y.mean()), "t": float(result.statistic),
-                    "p_value": float(result.pvalue), "threshold": threshold,
-                    "significant": bool(result.pvalue < threshold), "t_convention": convention})
+                    "mean_standardized": float(y.mean()), "t": test["t"], "p_value": p, "threshold": threshold,
+                    "significant": None if p is None else bool(p < threshold), "t_convention": convention,
+                    **({"reason": test["reason"]} if test["reason"] else {})})
     return out
 
 
