@@ -645,7 +645,8 @@ def test_vert_score_and_how_it_was_written(text, expected):
      "worked score '3/(3+2) = 7/5 - which is " + "a" * 35 + "' does not end in a number"),
     (H + "between 0.5 and 0.7 " + "b" * 60,
      "[Overall Accuracy Score] has no single number: 'between 0.5 and 0.7 " + "b" * 40 + "'"),
-    (H + "0.5 * 2 " + "c" * 60, "[Overall Accuracy Score] has no readable number: '0.5 * 2 " + "c" * 52 + "'"),
+    (H + "0.5 * 2 " + "c" * 60, "[Overall Accuracy Score] has no readable number (a fraction, range, hedge or "
+                               "percentage): '0.5 * 2 " + "c" * 52 + "'"),
 ])
 def test_vert_unreadable_scores_say_why(text, message):
     with pytest.raises(VertParseError) as info:

@@ -54,3 +54,39 @@ def test_score_as_written(system, text, score, written):
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)
     assert judgment.score is None and not judgment.parsed and reason in judgment.reason
+
+
+@pytest.mark.parametrize("text, score, reason", [
+    # a sentence after the answer that mentions "overall accuracy score" is not a second header (was 1.0)
+    (HEAD + "0.40\n\nThe overall accuracy score reflects 1 clinically significant error.", 0.4, None),
+    (HEAD + "0.85\n\nExplanation: the overall accuracy score is high since only 1 minor error was found.", 0.85, None),
+    ("**Overall Accuracy Score:** 0.9\n\nThe overall accuracy score of 0.9 reflects one omission.", 0.9, None),
+    ("## Overall Accuracy Score\n0.7", 0.7, None),
+    ("4. [Overall Accuracy Score]: 0.55", 0.55, None),
+    (HEAD + "0.85 (1 minor error)", 0.85, None),
+    (HEAD + "0.85 - high accuracy", 0.85, None),
+    (HEAD + "Score = 0.6667 ≈ 0.67", 0.67, None),  # the rounded answer, not the step before it
+    (HEAD + "Score = 2/3 ≈ 0.67", 0.67, None),
+    (HEAD + "0.4\n\n" + HEAD + "0.4", 0.4, None),
+    # an empty score section is not read from the next section (was 1.0)
+    (HEAD + "\n[Matched Findings]:\n1. Cardiomegaly", None, "no readable number"),
+    (HEAD + "[Matched Findings]: 1. Cardiomegaly", None, "no readable number"),
+    # ranges and hedges (the Rubric prompt prints its bands with dashes) were their first value
+    (HEAD + "0.75–0.89 (High accuracy)", None, "range, hedge"),
+    (HEAD + "0.75—0.89", None, "range, hedge"),
+    (HEAD + "0.75 to 0.89", None, "range, hedge"),
+    (HEAD + "0.6 or 0.7", None, "range, hedge"),
+    # a count or another scale is not the score (was 1.0)
+    (HEAD + "1 out of 5", None, "range, hedge"),
+    (HEAD + "1 significant error, so 0.5", None, "a count, not a score"),
+    (HEAD + "N/A (1 finding only)", None, "gives no score"),
+    # two answers that disagree
+    (HEAD + "0.4\n\n" + HEAD + "0.6", None, "given 2 times with different scores (0.4, 0.6)"),
+])
+def test_only_the_score_the_judge_gave_is_read(text, score, reason):
+    """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    if reason is None:
+        assert judgment.parsed and judgment.score == pytest.approx(score)
+    else:
+        assert judgment.score is None and reason in judgment.reason

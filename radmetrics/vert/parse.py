@@ -5,20 +5,36 @@ ask for "a continuous number in [0.00, 1.00]"). Judges write it in more ways tha
 (decimal comma), ".85", "**0.85**", or, for the Formula prompt that asks them to compute (D.3), a worked
 answer "Score = 3/(3+2) = 0.60", whose result is the number after the last "=". A number outside [0, 1] is
 not clamped: the row is unscored with the reason.
+
+Only what the judge gave as its score is read (parser version 3, after a fidelity audit): a header is the
+"[Overall Accuracy Score]" line, not a sentence that mentions the phrase ("The overall accuracy score reflects 1
+error."); an empty score section is not read from the next section; a range or hedge ("0.75–0.89", "0.6 or 0.7"),
+a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), and two headers
+that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
-# Score:**", "Overall Accuracy Score ="
-_HEADER = re.compile(r"\[?\s*overall\s+accuracy\s+score\s*\]?\s*\**\s*[:=]?\s*\**", re.I)
+# Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
+# start of a line, never a sentence that mentions the phrase. [ \t] not \s: an empty score line must not run on
+# into the next section.
+_HEADER = re.compile(r"(?im)^[ \t>#*_`-]*(?:\d+[.)][ \t]*)?\[?[ \t]*overall[ \t]+accuracy[ \t]+score[ \t]*\]?"
+                     r"[ \t*_]*(?:[:=][ \t*_]*|(?=[ \t]*$)|(?=[ \t]*[-−.,\d]))")
 # 0.85 | 0,85 | .85 | 1 | 1.0 ; a sign is kept so that -0.2 is seen as out of range, not read as 0.2
 _NUMBER = r"[-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
-_OPERATOR = r"\s*[/*×x+−\-]\s*[\d(]"
+# after a number: a fraction, product, sum, range or hedge ("3/5", "0.75–0.89", "0.6 or 0.7", "1 out of 5")
+_OPERATOR = r"\s*(?:[/*×x+−\-–—]|to\b|or\b|and\b|out\s+of\b|of\b)\s*[-−]?[\d(.]"
+# a number that counts something is not the score ("1 significant error, so 0.5", "1 finding")
+_COUNT_WORD = re.compile(r"\s*(?:clinically\s+)?(?:significant|insignificant|errors?|findings?|mistakes?|matched|"
+                         r"discrepanc\w*|omissions?|points?|out\s+of)\b", re.I)
+# a worked answer's result follows its last "=" or "≈" ("Score = 2/3 ≈ 0.67" is 0.67)
+_RESULT_SIGN = re.compile(r"=|≈|→|->")
+_NOT_A_SCORE = re.compile(r"(?:n/?a\b|not\s+applicable|cannot|unable)", re.I)
 
 
 class VertParseError(ValueError):
@@ -44,23 +60,32 @@ def read_score_text(answer: str) -> tuple[float, str]:
     line = lines[0].strip(" *`_")
     line = re.sub(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", "", line, flags=re.I)
     line = line.strip(" *`_")
-    if "=" in line:  # a worked answer: the result is the number after the last "="
-        last = re.match(rf"\s*\**\s*({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", line.rsplit("=", 1)[1])
+    if _NOT_A_SCORE.match(line):
+        raise VertParseError(f"[Overall Accuracy Score] gives no score: {line[:60]!r}")
+    if _RESULT_SIGN.search(line):  # a worked answer: the result is the number after the last "=" (or "≈")
+        last = re.match(rf"\s*\**\s*({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", _RESULT_SIGN.split(line)[-1])
         if not last:
             raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
-        return _to_float(last.group(1)), "worked"
-    first = re.match(rf"({_NUMBER})(?!\d)", line)
-    form = "plain"
-    if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
-        numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
-        if len(numbers) != 1:
-            raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
-        first, form = numbers[0], "in-sentence"
-    after = line[first.end():]
-    if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
-        raise VertParseError(f"[Overall Accuracy Score] has no readable number: {line[:60]!r}")
+        first, form = last, "worked"
+        after = last.string[last.end():]
+    else:
+        first = re.match(rf"({_NUMBER})(?!\d)", line)
+        form = "plain"
+        if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
+            numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
+            if len(numbers) != 1:
+                raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
+            first, form = numbers[0], "in-sentence"
+        after = line[first.end():]
+        if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
+            raise VertParseError(f"[Overall Accuracy Score] has no readable number (a fraction, range, hedge or "
+                                 f"percentage): {line[:60]!r}")
+    if _COUNT_WORD.match(after):
+        raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
     token = first.group(1)
-    if "," in token:
+    if form == "worked":
+        pass
+    elif "," in token:
         form = "decimal-comma"
     elif re.match(r"[-−]?[.]", token):
         form = "leading-point"
@@ -77,12 +102,23 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
     headers = list(_HEADER.finditer(text))
     if not headers:
         raise VertParseError("no [Overall Accuracy Score] in the output (truncated or another format)")
-    # the last header: a judge may restate the template before answering
-    answer = text[headers[-1].end():]
-    answer = re.split(r"\n\s*\[[A-Z][^\]\n]*\]", answer)[0]  # up to the next "[Section]" header
-    value, form = read_score_text(answer)
-    check_range(value, form)
-    return value, form
+    # every header's section up to the next "[Section]" line; a judge may restate the template (no number)
+    # before answering, but two sections that give different scores have no single reading
+    readings, errors = [], []
+    for header in headers:
+        answer = re.split(r"\n\s*\[[A-Za-z][^\]\n]*\]", text[header.end():])[0]
+        try:
+            value, form = read_score_text(answer)
+            check_range(value, form)
+            readings.append((value, form))
+        except VertParseError as error:
+            errors.append(error)
+    if not readings:
+        raise errors[-1]
+    if len({value for value, _ in readings}) > 1:
+        shown = ", ".join(f"{value:g}" for value, _ in readings)
+        raise VertParseError(f"[Overall Accuracy Score] is given {len(readings)} times with different scores ({shown})")
+    return readings[-1]
 
 
 def check_range(value: float, written: str) -> None:
@@ -96,7 +132,7 @@ def read_bare_score(text: str) -> tuple[float, str]:
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
     head = text.strip().split("\n", 1)[0]
-    if _HEADER.match(head.strip("[* ")):
+    if _HEADER.match(head):
         return read_overall_score_with_form(text)
     value, form = read_score_text(head)
     check_range(value, form)
