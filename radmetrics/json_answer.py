@@ -26,31 +26,30 @@ class AnswerError(ValueError):
         self.retryable = retryable
 
 
-def json_text(text: str) -> str:
-    """The first balanced {...} of the answer (inside a ``` fence when there is one)."""
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    body = fenced.group(1) if fenced else text
-    start = body.find("{")
-    if start < 0:
-        raise AnswerError("no JSON object in the output", retryable=True)
-    depth, in_string, escape = 0, None, False
-    for end in range(start, len(body)):  # the matching brace, skipping braces inside strings
-        ch = body[end]
-        if in_string:
+def _objects(text: str) -> list[tuple[str, bool]]:
+    """Every top-level balanced {...} of the text, in order, as (text, closed); braces inside strings are
+    skipped (strings are only tracked inside an object: an apostrophe in prose opens nothing)."""
+    found, depth, start, in_string, escape = [], 0, 0, None, False
+    for end, ch in enumerate(text):
+        if depth and in_string:
             escape = ch == "\\" and not escape
             if ch == in_string and not escape:
                 in_string = None
             elif ch != "\\":
                 escape = False
-        elif ch in "\"'":
+        elif depth and ch in "\"'":
             in_string = ch
         elif ch == "{":
+            if depth == 0:
+                start = end
             depth += 1
-        elif ch == "}":
+        elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                return body[start : end + 1]
-    raise AnswerError("JSON object is not closed (truncated output?)", retryable=True)
+                found.append((text[start : end + 1], True))
+    if depth:
+        found.append((text[start:], False))
+    return found
 
 
 class JSONObject(dict):
@@ -77,14 +76,8 @@ def _literal(node: ast.AST) -> Any:
     return ast.literal_eval(node)
 
 
-def load_json_tolerant(text: str) -> Any:
-    """json.loads, then with trailing commas removed, then as a Python literal (single quotes).
-
-    Strings may hold raw line breaks (`strict=False`): papers print long strings wrapped over lines and
-    judges copy them. Objects are JSONObject: `.pairs` keeps a repeated key's every value."""
-    if not isinstance(text, str):
-        raise AnswerError(f"judge output is {type(text).__name__}, not text", retryable=True)
-    raw = json_text(text)
+def _load_one(raw: str) -> Any:
+    """json.loads, then with trailing commas removed, then as a Python literal (single quotes)."""
     attempts = [raw, re.sub(r",\s*([}\]])", r"\1", raw)]
     for candidate in attempts:
         try:
@@ -98,6 +91,57 @@ def load_json_tolerant(text: str) -> Any:
             return _literal(ast.parse(literal.strip(), mode="eval").body)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
         raise AnswerError(f"malformed JSON ({type(e).__name__})", retryable=True) from e
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except TypeError:  # keys of mixed types (a Python literal): their written order
+        return repr(value)
+
+
+def load_json_tolerant(text: str) -> Any:
+    """The one JSON object the judge answered with: json.loads, then with trailing commas removed, then as a
+    Python literal (single quotes).
+
+    Every top-level {...} in the text is read, not just the first (a fidelity audit found an echoed output
+    template, or Example 5's "{}" named before the answer, read as the answer: 0 errors). Braces that hold no
+    "key: value" ("{report}") are prose; an empty {} beside a non-empty object is a mention; the same object
+    written twice is one answer. Two different objects, an object cut off by the end of the output, or one
+    that cannot be read beside one that can, have no single answer: AnswerError (retryable).
+
+    Strings may hold raw line breaks (`strict=False`): papers print long strings wrapped over lines and
+    judges copy them. Objects are JSONObject: `.pairs` keeps a repeated key's every value."""
+    if not isinstance(text, str):
+        raise AnswerError(f"judge output is {type(text).__name__}, not text", retryable=True)
+    objects = _objects(text)
+    if not objects:
+        raise AnswerError("no JSON object in the output", retryable=True)
+    answers, error = [], None
+    for raw, closed in objects:
+        looks_like_json = ":" in raw
+        if not closed:
+            if looks_like_json or len(objects) == 1:
+                raise AnswerError("JSON object is not closed (truncated output?)", retryable=True)
+            continue
+        try:
+            answers.append(_load_one(raw))
+        except AnswerError as e:
+            if looks_like_json or len(objects) == 1:
+                error = e
+    if error is not None:
+        if answers:
+            raise AnswerError(f"{error} beside another JSON object: no single answer", retryable=True)
+        raise error
+    if not answers:
+        raise AnswerError("no JSON object in the output", retryable=True)
+    if any(a != {} for a in answers):
+        answers = [a for a in answers if a != {}]
+    distinct = {_canonical(a) for a in answers}
+    if len(distinct) > 1:
+        raise AnswerError(f"the output holds {len(distinct)} different JSON objects: no single answer",
+                          retryable=True)
+    return answers[-1]
 
 
 def load_json_object(text: str, what: str = "JSON") -> dict[str, Any]:

@@ -92,6 +92,13 @@ def test_radcliq_errors_reader():
     pytest.param('Sure!\n```json\n{"a": [1, 2,],}\n```\nDone.', {"a": [1, 2]}, id="fenced-trailing-commas"),
     pytest.param("{'a': 'it''s', 'b': None, 'c': true}", {"a": "its", "b": None, "c": True}, id="python-literal"),
     pytest.param('{"a": "a } inside"} trailing {', {"a": "a } inside"}, id="brace-in-string"),
+    # fidelity audit F6: the first object was read even when it was a mention, not the answer
+    pytest.param('Unlike Example 5 ({}), errors here: {"0": {"x": 1}}', {"0": {"x": 1}}, id="empty-mention-first"),
+    pytest.param('```json\n{}\n```\nActually:\n```json\n{"a": 2}\n```', {"a": 2}, id="empty-fence-first"),
+    pytest.param('The {report} has it: {"a": 1}', {"a": 1}, id="prose-braces"),
+    pytest.param('```json\n{"a": 1}\n```\nSo the answer is {"a": 1}.', {"a": 1}, id="same-answer-twice"),
+    pytest.param("The patient's film {'a': 1}", {"a": 1}, id="apostrophe-in-prose"),
+    pytest.param("{}", {}, id="empty-answer"),
 ])
 def test_json_reader_reads(text, expected):
     assert load_json_tolerant(text) == expected
@@ -102,6 +109,11 @@ def test_json_reader_reads(text, expected):
     pytest.param('{"a": [1, 2', "not closed", True, id="truncated"),
     pytest.param('{"a": nope}', "malformed JSON", True, id="malformed"),
     pytest.param("[1, 2]", "no JSON object", True, id="list-without-object"),
+    pytest.param('Format: {"total": 0}\nAnswer: {"total": 2}', "2 different JSON objects: no single answer", True,
+                 id="template-then-answer"),
+    pytest.param('Format: {"total": 0}\nAnswer: {"total": 2', "not closed", True, id="template-then-truncated"),
+    pytest.param('Format: {"total": 0}\nAnswer: {"total": two}', "beside another JSON object", True,
+                 id="template-then-malformed"),
 ])
 def test_json_reader_errors_say_whether_a_reask_can_help(text, message, retryable):
     with pytest.raises(AnswerError, match=message) as info:
