@@ -11,6 +11,7 @@ Also here: MRScore's seven weighted items (ER²Score App. A.2), read by the MRSc
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,20 +111,51 @@ def _whole_count(value: Any, where: str) -> int:
     return int(number)
 
 
+def _key(name: Any) -> str:
+    """A key as written ("False prediction", "false-prediction", "Significant") in RADCLIQ_KEYS' spelling."""
+    return re.sub(r"[\s-]+", "_", str(name).strip().lower())
+
+
+#: sub-keys of a category's counts; the rubric prompt itself says "significant and non-significant errors"
+_COUNT_KEYS = {"significant": "significant", "clinically_significant": "significant",
+               "insignificant": "insignificant", "non_significant": "insignificant",
+               "nonsignificant": "insignificant", "not_significant": "insignificant",
+               "clinically_insignificant": "insignificant"}
+
+
 def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False) -> ErrorCounts:
     """The "errors" object of ER²Score A.2's RadCliQ JSON: per RadCliQ key either
     {"significant": n, "insignificant": n} or A.2's single number (counted as significant).
+
+    Keys are read in any case and with spaces or hyphens ("False prediction", "Non-significant"); a key that
+    is no category, or no count kind, is an error: a count under a name we do not know is never read as 0
+    (fidelity audit F8); a kind left out of a category's counts is 0. missing_as_zero: a category left out counts 0
+    (A.2's format elides the categories of reports 2 and 3 as "{...}").
     Raises ValueError naming the category that cannot be read."""
+    by_key: dict[str, Any] = {}
+    for name, entry in errors.items():
+        key = _key(name)
+        if key not in RADCLIQ_KEYS:
+            raise ValueError(f"unknown category {name!r}")
+        if key in by_key:
+            raise ValueError(f"category '{key}' given twice")
+        by_key[key] = entry
     significant, insignificant = {}, {}
     for key in RADCLIQ_KEYS:
-        entry = errors.get(key)
+        entry = by_key.get(key)
         if entry is None:
             if not missing_as_zero:
                 raise ValueError(f"category '{key}' missing")
             entry = 0
         if isinstance(entry, Mapping):
-            significant[key] = _whole_count(entry.get("significant", 0), f"{key}.significant")
-            insignificant[key] = _whole_count(entry.get("insignificant", 0), f"{key}.insignificant")
+            kinds: dict[str, Any] = {}
+            for name, value in entry.items():
+                kind = _COUNT_KEYS.get(_key(name))
+                if kind is None or kind in kinds:
+                    raise ValueError(f"{key}: {'unknown' if kind is None else 'repeated'} count {name!r}")
+                kinds[kind] = value
+            significant[key] = _whole_count(kinds.get("significant", 0), f"{key}.significant")
+            insignificant[key] = _whole_count(kinds.get("insignificant", 0), f"{key}.insignificant")
         else:
             significant[key], insignificant[key] = _whole_count(entry, key), 0
     return ErrorCounts.from_radcliq(significant, insignificant)

@@ -232,3 +232,24 @@ def test_the_old_name_radcliq_still_works_with_a_deprecation_warning():
     assert system.name == "radcliq_rubric" and "radcliq" not in radmetrics.list_scoring_systems()
     card = (PACKAGE / "radcliq_rubric" / "README.md").read_text()
     assert "not RadCliQ-v1" in card
+
+
+def test_counts_under_a_name_we_do_not_know_are_never_read_as_zero():
+    """Fidelity audit F8: "Significant", "non_significant", "False prediction" were read as 0 (the rubric's score
+    fell from 3 to 0, and ER²Score teacher data lost every error of a report, which can turn a pair around)."""
+    from radmetrics.er2score.data import parse_generation
+
+    rubric = radmetrics.get_scoring_system("radcliq_rubric")
+    base = {k: {"significant": 0, "insignificant": 0} for k in RADCLIQ_KEYS}
+    assert rubric.parse(json.dumps({"errors": {**base, "omission": {"Significant": 2, "Insignificant": 1}}})).score == 3
+    assert rubric.parse(json.dumps({"errors": {**base, "omission": {"significant": 2, "non-significant": 3}}})).score == 5
+    named = rubric.parse(json.dumps({"errors": {**base, "Incorrect location": {"significant": 1, "insignificant": 0}}}))
+    assert named.score is None and "given twice" in named.reason  # "incorrect_location" is in base already
+    unknown = rubric.parse(json.dumps({"errors": {**base, "omission": {"significant": 2, "minor": 3}}}))
+    assert unknown.score is None and "unknown count 'minor'" in unknown.reason
+    teacher = json.dumps({"predicted reports": [
+        {"predicted_report": "a", "errors": {"False prediction": 1, "Omission": 2}},
+        {"predicted_report": "b", "errors": {"false_prediction": 0}}]})
+    assert [r.sub_scores[:2] for r in parse_generation(teacher)] == [[1, 2], [0, 0]]
+    with pytest.raises(AnswerError, match="unknown category 'False predictions'"):
+        parse_generation(json.dumps({"predicted reports": [{"predicted_report": "a", "errors": {"False predictions": 1}}]}))

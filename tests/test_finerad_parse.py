@@ -2,6 +2,8 @@
 keys (never silently the last), and the paper's own swapped fields, repaired with a note."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import FIXTURES
 
@@ -70,3 +72,15 @@ def test_two_different_corrections_of_one_line_score_but_write_no_corrected_repo
 def test_unknown_severity_in_both_fields_stays_unscored():
     judgment = FRS.parse(answer(("0", "Fix.", "Serious")))
     assert judgment.score is None and "unknown clinical severity" in judgment.reason
+
+
+@pytest.mark.parametrize("severity", ["", None, "None", "null"])
+def test_a_correction_without_a_severity_is_unscored_not_zero(severity):
+    """Fidelity audit F7: "[delete]" with a blank severity was dropped as "no error" (score 0); the paper's 0 is
+    a report with no corrections. A line with neither a correction nor a severity is still no error."""
+    system = radmetrics.get_scoring_system("finerad_score")
+    missing = system.parse(json.dumps({"0": {"corrections": "[delete]", "clinical severity": severity,
+                                             "comments": "", "error category": []}}))
+    assert missing.score is None and "line 0: correction '[delete]' has no clinical severity" in missing.reason
+    blank = system.parse(json.dumps({"0": {"corrections": "", "clinical severity": severity}}))
+    assert blank.score == 0.0 and "no correction and no severity" in blank.details["repairs"][0]

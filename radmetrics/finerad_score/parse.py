@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from textwrap import shorten
 from typing import Any
 
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 SEVERITY = {"not actionable": 1, "invalid comparison": 1, "actionable nonurgent error": 2,
             "actionable non-urgent error": 2, "actionable nonurgent": 2, "urgent error": 3, "urgent": 3,
             "emergent error": 4, "emergent": 4}
-NO_ERROR = {"no error", "none", ""}
+NO_ERROR = {"no error"}
+# a severity left blank ("", null, "None"): no error only when the correction is blank too; beside a real
+# correction ("[delete]", a rewritten line) it is a missing severity, not a 0 (fidelity audit F7)
+BLANK = {"", "none", "null", "n/a", "no correction", "no change"}
 #: the six error categories in FineRadScore's wording (radmetrics.taxonomy)
 CATEGORIES = FINERAD_LABELS
 _CATEGORY_BY_KEY = {c.lower(): c for c in CATEGORIES}
@@ -99,6 +103,12 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
                          if line is not None else f"{len(seen[name]) + 1} inserted lines ('None' keys), all counted")
         seen.setdefault(name, []).append(value)
         corrections, label = _text(value["corrections"]), _text(value["clinical severity"])
+        if label.lower().rstrip(".") in BLANK:
+            if corrections.lower().rstrip(".") in BLANK:
+                notes.append(f"line {name}: no correction and no severity, not counted")
+                continue
+            raise FineRadParseError(f"line {name}: correction {shorten(corrections, 60)!r} has no clinical severity",
+                                    retryable=True)
         severity = _severity(label)
         if severity is None:
             if _severity(corrections) in (None, 0):

@@ -12,7 +12,7 @@ from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 
 @dataclass
