@@ -215,9 +215,26 @@ def real_outputs(name: str) -> list[str]:
 GREEN_READERS = {"green", "green_f1", "green_ec", "green_formula", "vert", "vert_formula", "vert_rubric"}
 
 
-def make_ambiguous(draw, text: str) -> str | None:
-    """A GREEN-format output made ambiguous: no single reading of its counts exists, so it must stay unscored
-    (or, for VERT, carry no GREEN counts). None when this output has nothing to make ambiguous."""
+def _section_at(text: str, position: int) -> str:
+    """Which section of a GREEN output a position is in: "insignificant" or "other"."""
+    start = text.find("[Clinically Insignificant Errors]")
+    end = text.find("[Matched Findings]", start)
+    return "insignificant" if 0 <= start < position and (end < 0 or position < end) else "other"
+
+
+def make_ambiguous(draw, text: str) -> tuple[str, str] | None:
+    """A GREEN-format output made ambiguous: (text, where). Where the significant or matched counts have no single
+    reading the row must stay unscored (or, for VERT, carry no GREEN counts); where only the insignificant
+    section has none, GREEN keeps its score (upstream reads no insignificant count) and the readers that need
+    that section are unscored. None when this output has nothing to make ambiguous."""
+    made = _make_ambiguous(draw, text)
+    if made is None:
+        return None
+    changed, position = made
+    return changed, _section_at(changed, position)
+
+
+def _make_ambiguous(draw, text: str) -> tuple[str, int] | None:
     items = re.findall(r"^\(([a-f])\) [^:\n]+: (\d+)\..*$", text, re.M)
     matched = re.search(r"\[Matched Findings\]:\s*(\d+)\.", text)
     kinds = (["duplicate", "cut-item", "fraction"] if items else []) + (["cut-matched", "list"] if matched else [])
@@ -228,18 +245,20 @@ def make_ambiguous(draw, text: str) -> str | None:
         line = draw(st.sampled_from(re.findall(r"^\([a-f]\) [^:\n]+: \d+\..*$", text, re.M)))
         count = int(re.search(r": (\d+)\.", line).group(1))
         other = line.replace(f": {count}.", f": {count + draw(st.integers(1, 5))}.", 1)
-        return text.replace(line, line + "\n" + other, 1)
+        return text.replace(line, line + "\n" + other, 1), text.find(line)
     if kind == "cut-item":  # cut off right after an item's colon, before its count
         ends = [m.end() for m in re.finditer(r"^\([a-f]\) [^:\n]+:", text, re.M)]
-        cut = text[:draw(st.sampled_from(ends))]
-        return cut if "[Matched Findings]" in cut else cut + "\n\n" + text[matched.start():]
+        end = draw(st.sampled_from(ends))
+        cut = text[:end]
+        return (cut if "[Matched Findings]" in cut else cut + "\n\n" + text[matched.start():]), end - 1
     if kind == "fraction":
-        return re.sub(r"(?m)^(\([a-f]\) [^:\n]+: )\d+\.", r"\g<1>1.5.", text, count=1)
+        first = re.search(r"(?m)^(\([a-f]\) [^:\n]+: )\d+\.", text)
+        return re.sub(r"(?m)^(\([a-f]\) [^:\n]+: )\d+\.", r"\g<1>1.5.", text, count=1), first.start()
     if kind == "cut-matched":  # the output ends inside the matched count
-        return text[:matched.start(1)] + draw(st.sampled_from(["", "1", "12"]))
+        return text[:matched.start(1)] + draw(st.sampled_from(["", "1", "12"])), matched.start()
     n = int(matched.group(1))  # a stated count, then a list of another length
     listed = "\n".join(f"{i + 1}. finding {i}" for i in range(n + draw(st.integers(1, 3))))
-    return text[:matched.end()] + "\n" + listed
+    return text[:matched.end()] + "\n" + listed, matched.start()
 
 
 @st.composite
@@ -252,7 +271,7 @@ def judge_outputs(draw, name):
     text = draw(st.sampled_from(REAL_OUTPUTS[name]))
     if kind == "ambiguous":
         ambiguous = make_ambiguous(draw, text)
-        return (text, False) if ambiguous is None else (ambiguous, True)
+        return (text, False) if ambiguous is None else ambiguous
     if kind == "numbers":  # huge, negative, fractional, non-ASCII digits
         number = draw(st.sampled_from(["99999999999999999999", "-3", "1.7", "0", "\u0663", "1e9", "NaN", "Infinity",
                                        "1e999"]))
@@ -283,12 +302,20 @@ def test_fuzzed_outputs_never_raise(name):
     def check(output):
         text, ambiguous = output
         judgment = system.parse(text)
-        if ambiguous:  # no single reading of the GREEN counts: never a number from them
+        if ambiguous == "other":  # no single reading of the GREEN counts: never a number from them
             seen["ambiguous"] += 1
             if name.startswith("vert"):
                 assert "significant" not in judgment.details
             else:
                 assert judgment.score is None, text
+        elif ambiguous == "insignificant":  # GREEN's own counts stand; nothing is read from that section
+            seen["ambiguous"] += 1
+            if name.startswith("vert"):
+                assert not judgment.details.get("insignificant")
+            elif name in {"green_formula", "green_total_errors"}:
+                assert judgment.score is None, text
+            elif judgment.score is not None:
+                assert not judgment.insignificant and judgment.details["insignificant_unread"], text
         if judgment.score is None:
             assert judgment.parsed is False and judgment.reason
             seen["unscored"] += 1

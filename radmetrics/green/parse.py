@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -77,6 +77,9 @@ class GreenAnalysis:
     format: str
     #: names (keys of LENIENCY) of the rules this reading needed beyond the official code's, in order of use
     leniency: list[str] = field(default_factory=list)
+    #: why the [Clinically Insignificant Errors] section has no single reading (insignificant is then None);
+    #: GREEN itself does not use it, so the row keeps its GREEN score
+    insignificant_unread: str | None = None
 
     @property
     def score(self) -> float:
@@ -151,8 +154,9 @@ def _headers(text: str) -> list[_Header]:
     for start, _, end, kind, form in sorted(found):
         if start < taken_to:  # inside a header already taken
             continue
-        exact = form == "b" and text[start:end].startswith(f"[{_KIND_NAME.get(kind, 'Explanation')}]:")
-        out.append(_Header(kind, start, end, exact, form == "l"))
+        # "    [Matched Findings]:" (indented) is the template's header too, found by the line form first
+        exact = text[start:end].strip(" \t").startswith(f"[{_KIND_NAME.get(kind, 'Explanation')}]:")
+        out.append(_Header(kind, start, end, exact, form == "l" and not exact))
         taken_to = end
     return out
 
@@ -162,9 +166,37 @@ def _analysis_headers(text: str) -> list[_Header]:
     the next header is its significant errors; inside a section ("(a) ...: 1.\n  Explanation: not in the
     reference.") it is the judge's note, and taken for a header it cut the section there (1.0 for an answer with
     an error)."""
-    out = _headers(text)
+    out = _prose_headers_dropped(text, _headers(text))
     return [h for i, h in enumerate(out) if not (h.kind == "explanation" and h.line_form and not (
         i + 1 < len(out) and out[i + 1].kind == "significant"))]
+
+
+def _prose_headers_dropped(text: str, headers: list[_Header]) -> list[_Header]:
+    """Where the answer has the template's "[Matched Findings]:", a line of the explanation that starts with the
+    same words ("Matched findings: cardiomegaly, clear lungs.", "Significant errors: the effusion is missed.")
+    is the judge's prose, not a second section (it was read as one: the row unscored where upstream reads it)."""
+    exact = {h.kind for h in headers if h.official}
+    kept = [h for h in headers if not (h.line_form and h.kind in exact and "[" not in text[h.start:h.end])]
+    # a bare "Matched Findings" line (no colon) with nothing under it before the next header is a word in the
+    # explanation, not an empty section (it was read as 0 matched findings: GREEN 0)
+    return [h for i, h in enumerate(kept) if not (
+        h.line_form and ":" not in text[h.start:h.end] and i + 1 < len(kept)
+        and not text[h.end:kept[i + 1].start].strip())]
+
+
+def _prose_counts(text: str, headers: list[_Header]) -> list[tuple[str, int, str]]:
+    """Counts stated on the prose lines _prose_headers_dropped drops ("Matched findings: 3."): (kind, count,
+    line), to be checked against the sections."""
+    kept = {(h.start, h.kind) for h in headers}
+    out = []
+    for h in _headers(text):
+        if h.line_form and (h.start, h.kind) not in kept and h.kind in _KIND_NAME:
+            line = text[h.start:].split("\n", 1)[0]
+            count = re.match(rf"[ \t*]*(\d+|{_WORD})\**[ \t]*(?:[.(]|(?:errors?|findings?)\b|$)", text[h.end:].split("\n", 1)[0],
+                             re.I)
+            if count:
+                out.append((h.kind, _word_or_digits(count.group(1)), line.strip()))
+    return out
 
 
 def _strip_chat(text: str) -> str:
@@ -190,9 +222,34 @@ def _choose_analysis(text: str, leniency: list[str]) -> tuple[str, list[_Header]
             raise GreenParseError("the output only repeats the template's placeholders, with no filled analysis")
         return text, headers
     chosen = filled[-1]
+    if len(filled) > 1:
+        _check_repeated_analysis(segments[filled[-2]], segments[chosen])
     if any(_TEMPLATE.search(segments[i]) for i in with_sections if i != chosen):
         leniency.append("template-echo")
     return segments[chosen], _analysis_headers(segments[chosen])
+
+
+_REVISION = re.compile(r"\b(?:correct\w*|revis\w*|re-?check\w*|re-?evaluat\w*|re-?assess\w*|re-?examin\w*|"
+                       r"actually|wait|mistake|update\w*|final|instead|on second thought|let me)\b", re.I)
+
+
+def _check_repeated_analysis(earlier: str, last: str) -> None:
+    """Two complete analyses: the last is read (as upstream) when they agree or when the judge says it revises
+    the first ("Corrected analysis:", "Let me re-check."); two that disagree with nothing between them have no
+    single reading (upstream silently reads the last)."""
+    try:
+        first, second = parse_green(earlier), parse_green(last)
+    except GreenParseError:
+        return  # the earlier one is incomplete: not a second answer
+    if (first.significant, first.matched_findings) == (second.significant, second.matched_findings):
+        return
+    headers = _analysis_headers(earlier)
+    # what follows the earlier analysis's last section (its paragraphs after the section's own text)
+    body = earlier[headers[-1].end:] if headers else ""
+    continues = _CONTINUES_LIST if headers and headers[-1].kind == "matched" else _CONTINUES_ITEMS
+    tail = " ".join(p for p in re.split(r"\n[ \t]*\n", body.strip())[1:] if not continues.match(p.strip()))
+    if not _REVISION.search(tail):
+        raise GreenParseError("two complete analyses with different counts and nothing saying which one is meant")
 
 
 def _sections(text: str, headers: list[_Header], kind: str) -> list[tuple[str, _Header, bool]]:
@@ -223,7 +280,7 @@ _WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six"
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 _WORD = "|".join(_WORDS)
 #: a none-word standing alone ("None.", "No errors.", "N/A"); "No mention of the effusion: 1." is a count of 1
-_NONE_ITEM = re.compile(r"(?:none|no(?:\s+errors?)?|nil|n/?a|not applicable|nothing)\s*(?:[.;,!]|$)", re.I)
+_NONE_ITEM = re.compile(r"(?:none|no(?:\s+errors?)?|nil|n/?a|not applicable|nothing)\s*(?:[.;,!]|[-–](?:\s|$)|$)", re.I)
 #: a whole section that says it has nothing: "0.", "None.", "No errors.", "(a)-(f): 0.", "N/A"
 _ZERO_SECTION = re.compile(
     r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|not applicable|nothing\b|no\b|there (?:are|were|is) no\b"
@@ -279,6 +336,19 @@ def _check_one_count(text: str, after: str, where: str) -> None:
         raise GreenParseError(f"{where}: {text[:30].strip()!r} starts with a number that is not a count")
 
 
+def _same_style_numbers(first_marker: str, text: str) -> list[int]:
+    """The list numbers in ``text`` written like ``first_marker`` ("1)", "(1)", "1."), after a space or comma."""
+    if first_marker.startswith("("):
+        pattern = r"(?<=[\s,])\((\d+)\)"
+    elif first_marker.endswith(")"):
+        pattern = r"(?<=[\s,])(\d+)\)"
+    elif first_marker.endswith("."):
+        pattern = r"(?<=[\s,])(\d+)\.(?!\d)"
+    else:
+        return []
+    return [int(n) for n in re.findall(pattern, text)]
+
+
 def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
                 leniency: list[str]) -> int:
     """The count that opens an item's text (after its label): "2.", "2 -", "two", "None.", "1. x; 2. y"."""
@@ -290,6 +360,8 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
     digits = re.match(r"\d+", r)
     if digits:
         after = r[digits.end():]
+        if re.match(r"\.0+(?![\d.,]\d)", after):  # "1.0." is the whole number 1, as upstream reads it
+            after = re.sub(r"^\.0+", "", after)
         if re.match(r"[.,]\d", after):
             raise GreenParseError(f"{where}: count {r.split()[0]!r} is not a whole number")
         if re.match(r"\w", after):
@@ -303,6 +375,9 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
         first_error = re.match(rf"\s*{_ENUM}", errors)  # a list starts at 1; "1. (2) left effusion" is one error
         listed = [value] + ([1] if first_error and first_error.group(1) == "1" else []) \
             + [int(n) for n in re.findall(rf";\s*{_ENUM}", errors)]
+        if first_error and first_error.group(1) == "1" and len(listed) == 2:
+            # "2. 1) x 2) y", "2. (1) x (2) y", "2. 1. x, 2. y": later numbers marked as the first one is
+            listed += _same_style_numbers(first_error.group(0).strip(), errors[first_error.end():])
         if len(listed) >= 2:
             # a list marks its numbers ("1. x; 2. y"); "1; 2." is two counts
             if listed == list(range(1, len(listed) + 1)) and re.match(_LIST_MARK, after):
@@ -338,6 +413,9 @@ _BY_WORDING = re.compile(r"^[ \t>*\-•]*\**\s*(?:" + "|".join(f"(?P<{k}>{v})" f
 _OFFICIAL_MARK = re.compile(r"\(([a-f])\) ")
 _LOOSE_MARK = re.compile(r"^[ \t>*\-•]*\**\s*\(?([a-fA-F])[.)]\**\s*\**(?=\s*\S)")
 _NUMBER_MARK = re.compile(r"\(([1-6])\) ")
+_LATER_LOOSE_MARK = re.compile(r"(?<=\s)[-•*]*\s*\**\(?([a-fA-F])[.)]\**[ \t]*\**")
+#: a "(1)-(6)" item that gives a count ("(3) Misidentification ...: 1."), not an error's own number "(1) x"
+_COUNTED_NUMBER_ITEM = re.compile(r"^[ \t>*\-•]*\**\s*\([1-6]\) [^:\n]{3,120}:\s*\**\s*(?:\d|none\b|zero\b|n/?a\b)", re.I)
 _ITEM_START = re.compile(r"^[ \t>*\-•]*\**\s*(?:\([a-fA-F1-6]\)|[a-fA-F][.)]\s)|" + _BY_WORDING.pattern[1:], re.I)
 
 
@@ -348,31 +426,58 @@ class _Item:
     leniency: str | None
 
 
+def _loose_items(line: str, first: re.Match[str]) -> list[_Item]:
+    """A line of loose-marker items ("- **(a)** False report ...: 1. x - **(b)** Missing ...: 0."): split where a
+    later marker, of a later letter, is followed by its category's wording or directly by ": count" (the first
+    item's text had swallowed the others: their counts were lost)."""
+    cuts = [(first.group(1).lower(), first.end(), first.end())]
+    for m in _LATER_LOOSE_MARK.finditer(line, first.end()):
+        letter = m.group(1).lower()
+        if letter > cuts[-1][0] and re.match(r"\s*(?::|" + _WORDING[letter] + ")", line[m.end():], re.I):
+            cuts.append((letter, m.start(), m.end()))
+    form = "item-marker-form"
+    return [_Item(letter, line[text_start:cuts[i + 1][1] if i + 1 < len(cuts) else len(line)], form)
+            for i, (letter, _, text_start) in enumerate(cuts)]
+
+
 def _items(section: str) -> list[_Item]:
     """The (a)-(f) items of a section; several on one line are split at their markers."""
     items: list[_Item] = []
     for line in section.splitlines():
         marks = [m for m in _OFFICIAL_MARK.finditer(line)
                  if m.start() == 0 or line[m.start() - 1] in " \t*->•"]
-        if marks:
-            # a marker later in the line starts another item only if an item's "label: count" follows it
-            cuts = [marks[0]] + [m for m in marks[1:] if re.match(r"\([a-f]\) [^:\n]{3,120}:", line[m.start():])]
+        # a marker later in the line starts another item only if an item's "label: count" follows it; so does a
+        # first marker inside a sentence ("Note: (a) could also apply." is no item)
+        labelled = [m for m in marks if re.match(r"\([a-f]\) [^:\n]{3,120}:", line[m.start():])]
+        at_start = marks and re.fullmatch(r"[ \t>*\-•]*\**\s*", line[:marks[0].start()])
+        cuts = [marks[0]] + [m for m in labelled if m is not marks[0]] if at_start else labelled
+        if cuts:
             for i, m in enumerate(cuts):
                 end = cuts[i + 1].start() if i + 1 < len(cuts) else len(line)
                 items.append(_Item(m.group(1), line[m.start():end], "items-on-one-line" if len(cuts) > 1 else None))
             continue
+        if marks:
+            continue
         loose = _LOOSE_MARK.match(line)
         if loose:
-            items.append(_Item(loose.group(1).lower(), line[loose.end():], "item-marker-form"))
+            items += _loose_items(line, loose)
             continue
         worded = _BY_WORDING.match(line)
         if worded:
             items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
     if any(i.leniency in (None, "items-on-one-line") for i in items):
         # beside the template's "(a) " items, a loose "c) ..." / "A. ..." line is one item's detail ("c) Effusion:
-        # 2 (moderate) vs 1 (small)"), not another category, unless it names its category's wording
+        # 2 (moderate) vs 1 (small)"), not another category, unless it names its category's wording or gives its
+        # count straight after the marker ("(b): 1.")
         items = [i for i in items if i.leniency != "item-marker-form"
-                 or re.match(r"\s*" + _WORDING[i.key], i.text, re.I)]
+                 or re.match(r"\s*(?::|" + _WORDING[i.key] + ")", i.text, re.I)]
+    if any(i.leniency != "category-wording" for i in items):
+        # beside marked items, a line that opens with a category's wording is a comment ("Missing a finding
+        # present in the reference is the main error.") unless a count follows its colon
+        items = [i for i in items if i.leniency != "category-wording" or re.match(
+            r"[^:\n]*?(?::|\s[-–=])\s*\**\s*(?:\d|none\b|zero\b|n/?a\b|no\b|(?:" + _WORD + r")\b)", i.text, re.I)]
+    if any(i.key in LETTERS for i in items) and any(_COUNTED_NUMBER_ITEM.match(line) for line in section.splitlines()):
+        raise GreenParseError("items are marked both (a)-(f) and (1)-(6), each with counts: no single reading")
     if not any(i.key in LETTERS for i in items):
         numbered = []
         for line in section.splitlines():
@@ -403,6 +508,15 @@ def read_error_section(section: str, name: str, at_end: bool = False,
     if _RANGE_ZERO.match(text):  # "(a)-(f): 0." is no item (a)
         leniency.append("zero-section")
         return SectionCounts(counts, sentences)
+    zero_range = re.match(r"[\W_]*\(?([a-f])\)?\s*(?:-|–|to|through)\s*\(?([a-f])\)?\s*:\s*(?:0|none|zero)\b\.?[ \t]*\n",
+                          text, re.I)
+    if zero_range:
+        # "(a)-(e): 0." then "(f) Omitting ...: 1." on lines of their own: the range is zero, the items count
+        low, high = zero_range.group(1).lower(), zero_range.group(2).lower()
+        later = _items(text[zero_range.end():])
+        if later and all(not low <= i.key <= high for i in later):
+            leniency.append("zero-section")
+            text = text[zero_range.end():].strip()
     if re.match(r"[\W_]*\(?[a-f]\)?\s*(?:-|–|to|through)\s*\(?[a-f]\)?", text, re.I):
         # "(a)-(e): 0. (f): 1.", "(a) to (f): 0, but 1 missed effusion": a range of categories, then others
         raise GreenParseError(f"[{name}] gives a range of categories and other counts: {text[:80]!r}")
@@ -418,6 +532,8 @@ def read_error_section(section: str, name: str, at_end: bool = False,
             leniency.append("zero-section")
             return SectionCounts(counts, sentences)
         raise GreenParseError(f"[{name}] has no (a)-(f) items and does not say there are none: {text[:80]!r}")
+    # "[Clinically Significant Errors]: 2" above the items, or "1 (a) False report ...": the judge's own total
+    stated = re.match(r"\**[ \t]*(\d+)\**[ \t]*(?:errors?)?[ \t]*(?:\.[ \t]*(?=\n)|(?=\n)|(?=\([a-f]\) ))", text, re.I)
     keys = LETTERS if items[0].key in LETTERS else tuple("123456")
     seen: dict[str, tuple[int, str]] = {}
     for item in items:
@@ -452,6 +568,8 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         total = _TOTAL.match(line)
         if total and int(total.group(1)) != sum(counts.values()):
             raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
+    if stated and int(stated.group(1)) != sum(counts.values()):
+        raise GreenParseError(f"[{name}] says {stated.group(1)} but its items count {sum(counts.values())}")
     return SectionCounts(counts, sentences)
 
 
@@ -468,7 +586,8 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
             raise GreenParseError(f"{where} is empty at the end of the output (cut off?)")
         leniency.append("empty-section")
         return 0
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # "2.0. Cardiomegaly; ..." is the whole number 2, as upstream reads it
+    lines = [re.sub(r"^(\**\d+)\.0+(?=[.\s*]|$)", r"\1", line.strip()) for line in text.splitlines() if line.strip()]
     numbered = [(i, int(m.group(1)), m.group(0)) for i, line in enumerate(lines)
                 if (m := _NUMBERED_LINE.match(line))]
     first = lines[0]
@@ -557,6 +676,24 @@ _CONTINUES_ITEMS = re.compile(_ITEM_START.pattern, re.I)
 _CONTINUES_LIST = re.compile(_NUMBERED_LINE.pattern)
 
 
+def _check_later_total(rest: str, kind: str, name: str, value: int) -> None:
+    """A "Total: 2" after a blank line below the section's text (the section itself stops at the blank line)
+    that disagrees with it. A total of another kind ("Total matched findings", "Total errors (2 significant, 1
+    insignificant)") is not this section's."""
+    for line in rest.splitlines():
+        total = _TOTAL.match(line)
+        if not total:
+            continue
+        words = line.lower()
+        mine = ("match" in words) if kind == "matched" else (
+            "match" not in words and ("insignificant" in words) == (kind == "insignificant")
+            or not re.search(r"significant", words))
+        if kind != "matched" and "insignificant" in words and re.search(r"(?<!in)significant", words):
+            mine = False
+        if mine and int(total.group(1)) != value:
+            raise GreenParseError(f"[{name}] counts {value} but a line below it says {line.strip()[:40]!r}")
+
+
 def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[str]):
     """Read every section of a kind; several that read differently are ambiguous."""
     name = _KIND_NAME[kind]
@@ -582,6 +719,9 @@ def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[st
         else:
             section = read_error_section(body_text, name, at_end, local)
             readings.append((tuple(section.counts.values()), section, local))
+            value = sum(section.counts.values())
+        if dropped:
+            _check_later_total(body[len(body) - len(body.lstrip()) + len(body_text):], kind, name, value)
     if not readings:
         return None
     if len({key for key, _, _ in readings}) > 1:
@@ -606,10 +746,19 @@ def parse_green(text: str) -> GreenAnalysis:
     if missing:
         raise GreenParseError("no " + " and no ".join(missing) + " (truncated or not GREEN format)")
     significant = _one_section(analysis, headers, "significant", leniency)
-    insignificant = _one_section(analysis, headers, "insignificant", leniency)
+    insignificant_unread = None
+    try:
+        insignificant = _one_section(analysis, headers, "insignificant", leniency)
+    except GreenParseError as e:  # GREEN = matched / (matched + significant) is still read as upstream reads it
+        insignificant, insignificant_unread = None, str(e)
     matched = _one_section(analysis, headers, "matched", leniency)
     if significant is None or matched is None:
         raise GreenParseError("the output only repeats the template's placeholders, with no filled analysis")
+    sums = {"significant": sum(significant.counts.values()), "matched": matched,
+            "insignificant": None if insignificant is None else sum(insignificant.counts.values())}
+    for kind, count, line in _prose_counts(analysis, headers):  # "Matched findings: 3." in the explanation
+        if sums[kind] is not None and count != sums[kind]:
+            raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text also says {line[:50]!r}")
     first_section = min(h.start for h in headers if h.kind in _KIND_NAME)
     explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < first_section]
     explanation = analysis[explanation_end[-1] if explanation_end else 0:first_section].strip()
@@ -622,4 +771,5 @@ def parse_green(text: str) -> GreenAnalysis:
         significant_sentences=significant.sentences,
         format="tolerant" if ordered else "official",
         leniency=ordered,
+        insignificant_unread=insignificant_unread,
     )

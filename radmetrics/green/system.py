@@ -68,6 +68,8 @@ class GreenSystem(ScoringSystem):
                      **_official_difference(text, analysis),
                      "error_sentences": analysis.significant_sentences,
                      "insignificant_section": analysis.insignificant is not None,
+                     **({"insignificant_unread": analysis.insignificant_unread}
+                        if analysis.insignificant_unread else {}),
                      "derived": derived_scores(
                          analysis.matched_findings, sum(analysis.significant.values()),
                          None if analysis.insignificant is None else sum(analysis.insignificant.values()))},
@@ -142,7 +144,8 @@ class _DerivedSystem(GreenSystem):
             return judgment
         value = judgment.details["derived"][self.derived_key]
         if value is None:
-            judgment.score, judgment.parsed, judgment.reason = None, False, self.missing_reason
+            unread = judgment.details.get("insignificant_unread")
+            judgment.score, judgment.parsed, judgment.reason = None, False, unread or self.missing_reason
         else:
             judgment.score = value
         return judgment
