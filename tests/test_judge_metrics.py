@@ -113,6 +113,10 @@ def test_vert_prompt_is_green_plus_score_block():
     rubric = radmetrics.get_scoring_system("vert_rubric").build_prompt("Ref.", "Cand.")
     assert "Score = M / (M + 2*S + 0.5*I)" in formula and "Scoring Rubric" in rubric
     assert formula.startswith("Radiology Report Evaluation Prompt") and rubric.startswith("Objective")
+    # D.4 has its own Objective: the rubric judge is not told to count and compute (fidelity audit F12)
+    assert "how accurately the candidate report reflects the clinical findings" in rubric
+    assert "6. Compute the accuracy score." not in rubric and "6. Compute the accuracy score." in formula
+    assert "Step 4: Determine Clinical Significance" in rubric and "Step 4: Determine Clinical Significance" in formula
 
 
 def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):

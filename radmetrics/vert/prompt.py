@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from radmetrics.green.prompt import GREEN_BETWEEN_REPORTS, GREEN_HEAD, GREEN_TAIL, truncate_words
 from radmetrics.taxonomy import GREEN_NAMES
 
-PROMPT_VERSION = "vert-appD-1"
+PROMPT_VERSION = "vert-appD-2"
 
 # App. D.2: the third criterion VERT adds to GREEN's two.
 _SCORE_CRITERION = (
@@ -35,8 +35,9 @@ VERT_TAIL = GREEN_TAIL[: -len(_CLOSING_FENCE)] + _SCORE_BLOCK + _CLOSING_FENCE
 # App. D.3 (Formula), Steps 1-6, then the reports and VERT's output format ("[Same as VERT ...]").
 FORMULA_TITLE = "Radiology Report Evaluation Prompt (Formula-Based LLM Judge)\n\n"
 
-# Steps 1-4, shared by Formula (D.3) and Rubric (D.4, "identical to Formula prompt").
-FORMULA_STEPS = """Objective
+# App. D.3's Objective (Formula), then Steps 1-4, which D.4 (Rubric) shares ("identical to Formula prompt");
+# the Rubric has its own Objective (D.4), which does not ask the judge to compute a score.
+FORMULA_OBJECTIVE = """Objective
 Evaluate the clinical accuracy of a candidate radiology report relative to a reference radiology report written by expert radiologists.
 Your task is to:
 1. Extract clinical findings from both reports.
@@ -48,7 +49,12 @@ Your task is to:
 
 Focus only on clinical findings and comparisons, not writing style.
 
-Step 1: Extract Clinical Findings
+"""
+RUBRIC_OBJECTIVE = """Objective
+Evaluate the clinical accuracy of a candidate radiology report relative to a reference radiology report written by expert radiologists. Your task is to determine how accurately the candidate report reflects the clinical findings and interpretations in the reference report. Focus on clinical content, not writing style or phrasing differences.
+
+"""
+STEPS_1_TO_4 = """Step 1: Extract Clinical Findings
 Extract all distinct clinical findings from each report. A clinical finding is a statement describing:
 - a pathology
 - an anatomical abnormality
@@ -217,9 +223,10 @@ def build_vert_prompt(reference: str, candidate: str, variant: str = "vert", max
     if variant == "vert":
         prompt = VERT_HEAD + reference + GREEN_BETWEEN_REPORTS + candidate + VERT_TAIL
     elif variant in {"formula", "rubric"}:
-        title, scoring = (FORMULA_TITLE, FORMULA_SCORING) if variant == "formula" else ("", RUBRIC_SCORING)
+        head = FORMULA_TITLE + FORMULA_OBJECTIVE if variant == "formula" else RUBRIC_OBJECTIVE
+        scoring = FORMULA_SCORING if variant == "formula" else RUBRIC_SCORING
         # "[Same as VERT ...]": the reports and VERT's reporting format follow the steps.
-        prompt = (title + FORMULA_STEPS + scoring + "\n    2. Reference Report:\n    " + reference
+        prompt = (head + STEPS_1_TO_4 + scoring + "\n    2. Reference Report:\n    " + reference
                   + GREEN_BETWEEN_REPORTS + candidate + VERT_TAIL)
     else:
         from radmetrics.errors import RadmetricsError
