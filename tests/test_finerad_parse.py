@@ -84,3 +84,18 @@ def test_a_correction_without_a_severity_is_unscored_not_zero(severity):
     assert missing.score is None and "line 0: correction '[delete]' has no clinical severity" in missing.reason
     blank = system.parse(json.dumps({"0": {"corrections": "", "clinical severity": severity}}))
     assert blank.score == 0.0 and "no correction and no severity" in blank.details["repairs"][0]
+
+
+def test_report_score_lines_counts_problematic_lines_and_unknown_modes_are_refused():
+    """Fidelity audit F9: ReXamine-Global scores FineRadScore as "the total number of problematic lines" (Sec. 2.2);
+    an unknown report_score fell through to the max severity without a word."""
+    from radmetrics.errors import RadmetricsError
+
+    answer = json.dumps({"0": {"corrections": "[delete]", "clinical severity": "Emergent error"},
+                         "1": {"corrections": "[delete]", "clinical severity": "Not actionable"},
+                         "None": {"corrections": "Small effusion.", "clinical severity": "Urgent error"}})
+    system = radmetrics.get_scoring_system("finerad_score")
+    scores = {mode: system.configure(report_score=mode).parse(answer).score for mode in ("sum", "max", "lines")}
+    assert scores == {"sum": 8.0, "max": 4.0, "lines": 3.0}
+    with pytest.raises(RadmetricsError, match="report_score 'avg' is not one of sum, max, lines"):
+        system.configure(report_score="avg")

@@ -17,6 +17,8 @@ from fake_judge import analysis_for
 from openai_server import FakeOpenAIServer
 from scipy import stats as sp
 
+import radmetrics
+
 from radmetrics.data.steps import PERTURB_PROMPT, STANDARDIZE_PROMPT
 
 
@@ -33,7 +35,7 @@ def test_rexamine_run_end_to_end(tmp_path):
     with FakeOpenAIServer(answer) as server:
         run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "rexamine", "-i",
                               str(FIXTURES / "rexamine" / "sites.jsonl"), "-m", "bleu-2", "-m", "rouge-l", "-m", "green",
-                              "-m", "meteor", "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x",
+                              "-m", "meteor", "-m", "finerad_score", "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x",
                               "--cache", str(tmp_path / "c.sqlite"), "--resamples", "50", "-o", str(out)],
                              capture_output=True, text=True, cwd=REPO, env=os.environ.copy(), timeout=900)
         prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
@@ -48,10 +50,18 @@ def test_rexamine_run_end_to_end(tmp_path):
     assert written["candidate"].endswith("New nodule.") and written["provenance"]["judge"]["model"] == "judge-x"
     results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert results["failed_metrics"]["meteor"].startswith("RuntimeError: METEOR needs")
-    # 3 metrics that ran x 3 sites: Bonferroni threshold 0.05 / 9
-    assert all(t["threshold"] == pytest.approx(0.05 / 9) for t in results["t_tests"])
+    # 4 metrics that ran x 3 sites: Bonferroni threshold 0.05 / 12
+    assert all(t["threshold"] == pytest.approx(0.05 / 12) for t in results["t_tests"])
     with (out / "per_row.csv").open() as fh:
         rows = list(csv.DictReader(fh))
+    # FineRadScore as ReXamine-Global scores it (Sec. 2.2): the number of lines the judge corrects
+    assert "finerad_score is the number of lines the judge corrects" in run.stderr
+    finerad = radmetrics.get_scoring_system("finerad_score")
+    for row in rows:
+        pair = next(d for d in data if d["id"] == row["id"])
+        lines = finerad.configure(report_score="lines").parse(finerad.sample_answer(pair["reference"],
+                                                                                   pair["candidate"])).score
+        assert float(row["finerad_score:original"]) == lines
     for metric, higher_is_better in (("bleu-2", True), ("rouge-l", True), ("green", True)):
         for site in ("Australia", "Taiwan"):
             here = [r for r in rows if r["site"] == site and r[f"{metric}:original"] and r[f"{metric}:standardized"]]
@@ -67,7 +77,7 @@ def test_rexamine_run_end_to_end(tmp_path):
                 continue
             expected = sp.ttest_rel(std, orig)
             assert ours["t"] == pytest.approx(expected.statistic) and ours["p_value"] == pytest.approx(expected.pvalue)
-            assert ours["significant"] == (expected.pvalue < 0.05 / 9)
+            assert ours["significant"] == (expected.pvalue < 0.05 / 12)
         germany = next(t for t in results["t_tests"] if t["metric"] == metric and t["site"] == "Germany")
         assert germany["t"] is None and "has 1 row(s)" in germany["reason"]
         assert results["spearman"]["original"][metric]["Germany"]["value"] is None

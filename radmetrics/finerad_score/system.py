@@ -39,8 +39,18 @@ class FineRadScoreSystem(ScoringSystem):
     few_shot = True
     #: re-asks when the answer is not valid JSON (the paper re-prompted "up to a certain number")
     max_retries = 5
-    #: "sum" (paper Sec. 7, the report-level FineRadScore) or "max" (Sec. 6.4)
+    #: "sum" (paper Sec. 7, the report-level FineRadScore), "max" (Sec. 6.4) or "lines": the number of lines
+    #: needing a correction (ReXamine-Global Sec. 2.2, "the total number of problematic lines")
     report_score = "sum"
+    _REPORT_SCORES = ("sum", "max", "lines")
+
+    def configure(self, **options: Any) -> ScoringSystem:
+        if "report_score" in options and options["report_score"] not in self._REPORT_SCORES:
+            from radmetrics.errors import RadmetricsError
+
+            raise RadmetricsError(f"finerad_score: report_score {options['report_score']!r} is not one of "
+                                  f"{', '.join(self._REPORT_SCORES)}")
+        return super().configure(**options)
 
     @property
     def prompt_version(self) -> str:  # type: ignore[override]
@@ -89,8 +99,9 @@ class FineRadScoreSystem(ScoringSystem):
                 categories[name] = categories.get(name, 0) + 1
         severities = [c.severity for c in corrections]
         total, worst = sum(severities), max(severities, default=0)
+        score = {"sum": total, "max": worst, "lines": len(corrections)}[self.report_score]
         return FineRadJudgment(
-            score=float(total if self.report_score == "sum" else worst), parsed=True, raw=text,
+            score=float(score), parsed=True, raw=text,
             corrections=[asdict(c) for c in corrections], severity_sum=total, severity_max=worst,
             corrected_lines=sum(1 for c in corrections if c.line is not None),
             inserted_lines=sum(1 for c in corrections if c.line is None), category_counts=categories,

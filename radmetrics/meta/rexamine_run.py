@@ -152,7 +152,13 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     standardized: dict[str, MetricRun] = {}
     n = len(rows)
     for metric in metrics:
-        run = run_metric(metric, originals + standardized_refs, candidates + candidates, judge_kwargs)
+        metric_kwargs = judge_kwargs
+        if metric == "finerad_score" and "report_score" not in (system_options or {}):
+            # ReXamine-Global Sec. 2.2: "the total number of problematic lines as the final score"
+            metric_kwargs = {**judge_kwargs, "system_options": {**(system_options or {}), "report_score": "lines"}}
+            echo("Note: finerad_score is the number of lines the judge corrects, as ReXamine-Global scores it "
+                 "(Sec. 2.2); --system-option report_score=sum for the severity sum.")
+        run = run_metric(metric, originals + standardized_refs, candidates + candidates, metric_kwargs)
         if run.error:
             echo(f"Note: {metric} failed ({run.error}); n/a, the other metrics are kept.")
         original[metric] = MetricRun(metric, run.scores[:n], run.higher_is_better, [], run.fingerprint,
