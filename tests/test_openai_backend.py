@@ -7,7 +7,7 @@ import os
 import re
 
 import pytest
-from fake_judge import analysis_for, expected_score
+from fake_judge import UNREADABLE, analysis_for, expected_score
 from openai_server import FakeOpenAIServer
 
 import radmetrics
@@ -56,13 +56,27 @@ def test_persistent_failure_is_an_unscored_row_and_run_continues(tmp_path):
     # The first prompt fails every attempt (4 = 1 + max_retries 3); the rest succeed.
     with FakeOpenAIServer(analysis_for, script=["500"] * 4) as server:
         result = score_via(server, tmp_path, concurrency=1)
+        port = server.httpd.server_address[1]
     reasons = [j.reason for j in result.judgments]
     assert reasons[0].startswith("judge call failed: gave up after 4 attempts: HTTP 500")
     assert result.judgments[1].score is not None and result.judgments[2].score is not None
-    # The failure was not cached: a second run asks again for that row only.
-    with FakeOpenAIServer(analysis_for) as server:
+    # The failure was not cached: a second run (the server restarted at its address) asks again for that row only.
+    with FakeOpenAIServer(analysis_for, port=port) as server:
         again = score_via(server, tmp_path, concurrency=1)
     assert len(server.requests) == 1 and again.summary["num_unscored"] == 0
+
+
+def test_two_servers_serving_one_model_name_never_share_cached_answers(tmp_path):
+    """Review 12: servers serve different checkpoints under one name (vLLM --served-model-name judge); a run
+    against a second server was answered from the first one's cache (its GREEN 0.43 for the true 0.17)."""
+    with FakeOpenAIServer(analysis_for) as first, FakeOpenAIServer(lambda prompt: UNREADABLE) as second:
+        one = score_via(first, tmp_path, concurrency=1)
+        other = score_via(second, tmp_path, concurrency=1)
+        again = score_via(first, tmp_path, concurrency=1)
+    assert one.summary["num_unscored"] == 0 and len(second.requests) == len(REFS)
+    assert other.summary["num_unscored"] == len(REFS)  # its own answers, not the first server's
+    assert len(first.requests) == len(REFS) and again.scores == one.scores  # the same server: from the cache
+    assert one.fingerprint["judge"]["server"] == first.base_url != other.fingerprint["judge"]["server"]
 
 
 def test_client_error_is_not_retried_and_key_is_redacted(tmp_path):

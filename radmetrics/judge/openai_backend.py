@@ -166,9 +166,11 @@ class OpenAIJudge(JudgeBackend):
         self._client = None
 
     def identity(self) -> dict[str, Any]:
-        # Keyed on the model name (+ revision), not the server address: the same model served on another
-        # port or host reuses cached answers. Give a revision to tell apart different weights with one name.
-        identity = {**super().identity(), "mode": self.mode, "system_prompt": self.system_prompt}
+        # Keyed on the server address too (without credentials or query): servers routinely serve different
+        # checkpoints under one name (vLLM's --served-model-name judge), and a second server's run was answered
+        # from the first one's cache, silently (review 12). A server moved to another address asks again.
+        identity = {**super().identity(), "server": shown_url(self.base_url), "mode": self.mode,
+                    "system_prompt": self.system_prompt}
         if self.extra_body:
             identity["extra_body"] = self.extra_body
         return identity
