@@ -395,3 +395,19 @@ def test_list_names_everything_a_metric_flag_takes(tmp_path):
     assert lines["judge backends"].strip().split(", ") == radmetrics.list_judge_backends()
     listed = lines["baselines"].split(" (")[0].strip().split(", ")
     assert listed == baselines.list_baselines() and {"bleu-4", "rouge-l", "bertscore", "radgraph-f1"} <= set(listed)
+
+
+def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_work(tmp_path):
+    """Review 12: `score -o` into a place nothing can be created was a PermissionError / FileNotFoundError /
+    FileExistsError traceback, and `compare -o` one after every metric had run."""
+    a_file = tmp_path / "a_file.jsonl"
+    a_file.write_text("{}\n")
+    replay = str(SAMPLE / "green_replay.jsonl")
+    for output, reason in (("/proc/out.jsonl", "/proc is not writable"), (a_file / "out.jsonl", "is a file, not a folder")):
+        run = cli("score", "-m", "green", "-i", _PAIRS, "--replay", replay, "-o", output, cwd=tmp_path)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert f"cannot write file '{output}'" in run.stderr and reason in run.stderr
+    run = cli("compare", "-r", _PAIRS, "-m", "rouge-l", "-s", f"A={_PAIRS}", "-s", f"B={_SYSTEM_B}",
+              "-o", "/proc/report", cwd=tmp_path)
+    assert run.returncode == 2 and "cannot write folder '/proc/report'" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr

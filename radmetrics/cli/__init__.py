@@ -4,6 +4,7 @@ from __future__ import annotations
 import signal
 import sys
 import warnings
+from typing import NoReturn
 
 import click
 
@@ -123,13 +124,25 @@ def main() -> None:
             raise
         click.echo(f"Error: {missing}", err=True)
         sys.exit(2)
+    except OSError as e:
+        if e.filename is None:
+            if is_network_error(e):
+                _network_error_line(e)
+            raise
+        # a file or folder the system refused (permissions, a full disk, a path through a file): one line
+        click.echo(f"Error: {e.filename}: {e.strerror or type(e).__name__}", err=True)
+        sys.exit(2)
     except Exception as e:
         if not is_network_error(e):
             raise
-        detail = " ".join(str(e).split())[:200] or type(e).__name__
-        click.echo(f"Error: a network request failed ({type(e).__name__}: {detail}). Check the network, the server "
-                   "URL or HF_ENDPOINT; for the Hub, offline use needs local folders or cached models.", err=True)
-        sys.exit(2)
+        _network_error_line(e)
+
+
+def _network_error_line(e: BaseException) -> NoReturn:
+    detail = " ".join(str(e).split())[:200] or type(e).__name__
+    click.echo(f"Error: a network request failed ({type(e).__name__}: {detail}). Check the network, the server "
+               "URL or HF_ENDPOINT; for the Hub, offline use needs local folders or cached models.", err=True)
+    sys.exit(2)
 
 
 def is_network_error(error: BaseException) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FOLDER
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 from radmetrics.errors import InputError
@@ -27,7 +28,7 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
               help="File with id and reference columns (default: the first system's file).")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline (bleu-4, rouge-l, ...) or evaluate module (name:key:opt=v).")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Folder for results.json, per_row.csv, forest.png.")
 @click.option("--id-column", default="id", show_default=True, help="Column that matches rows across files.")
 @click.option("--reference-column", default=None)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FOLDER
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import RESAMPLES, SEED
 from radmetrics.data import CONVERTERS
@@ -18,7 +19,7 @@ def data_group() -> None:
 @data_group.command("convert")
 @click.argument("name", type=click.Choice(sorted(CONVERTERS)))
 @click.argument("source", type=click.Path(exists=True))
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Folder to write (new or empty).")
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Folder to write (new or empty).")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset and card.")
 def convert_command(name: str, source: str, output: str, overwrite: bool) -> None:
     """Convert the files you downloaded for dataset NAME (e.g. rexval) from SOURCE into OUTPUT."""
@@ -46,7 +47,7 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
 @click.option("--dataset-name", default=None,
               help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
                    "Converted folders and Hub datasets name themselves.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Report folder.")
 @click.option("--target", type=click.Choice(["score", "significant", "total", "per-category"]), default="score",
               show_default=True, help="Expert judgment to grade against: the dataset's expert_score, significant "
               "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
@@ -221,7 +222,7 @@ def check_judges(names, backend: str, judge: str | None, options) -> None:
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(exists=True),
               help="JSONL/CSV of reports, or a converted dataset folder.")
 @click.option("--column", default="reference", show_default=True, help="The report column to transform.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Dataset folder to write (new or empty).")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset.")
 @click.option("--error-type", type=click.Choice(["a", "b"]), default="a", help="inject: (a) false finding, (b) omission.")
@@ -381,7 +382,7 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
               help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False),
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Folder for results.json and summary.md.")
 @judge_flags()
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for the CI.")

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.errors import InputError
 
@@ -49,7 +50,7 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
 @click.option("--batch-size", default=None, type=int,
               help="Completions per reward call (default: all in one call, like one GRPO generation batch).")
 @judge_flags()
-@click.option("--output", "-o", "output_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--output", "-o", "output_path", default=None, type=OUTPUT_FILE,
               help="Write the full report (per-group spreads) as JSON here.")
 def reward_check_command(metric, input_path, policy, given, prompt_column, reference_column, completion_column,
                          samples, num_generations, completion_tokens, temperature, top_p, seed, batch_size,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FOLDER
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
@@ -12,7 +13,7 @@ from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
               help="JSONL/CSV: id, site, reference[, reference_standardized][, candidate][, expert_errors].")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Report folder.")
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Report folder.")
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
 @judge_flags()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--metric", "-m", required=True, help="Scoring system, e.g. green (see `radmetrics list`).")
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL or CSV with reference and candidate columns (aliases accepted).")
-@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--output", "-o", "output_path", required=True, type=OUTPUT_FILE,
               help="Results file (.jsonl, or .csv).")
 @judge_flags()
 @click.option("--summary/--no-summary", default=False, show_default=True,

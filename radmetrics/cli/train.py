@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from radmetrics.cli.output_paths import OUTPUT_FOLDER
 
 @click.group("train")
 def train_group() -> None:
@@ -48,7 +49,7 @@ def require_training_extra(command: str) -> None:
 @click.option("--recipe", type=click.Choice(["vert", "green"]), default=None)
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True),
               help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
 @click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
 @click.option("--epochs", type=float, default=None, help="Training epochs.")
@@ -137,7 +138,7 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 @click.option("--teacher-backend", default="openai")
 @click.option("--teacher", default=None)
 @click.option("--base-url", default=None)
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False))
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
 @click.option("--steps", default=200, show_default=True, type=int)
 @click.option("--batch-size", default=4, show_default=True, type=int)
 @click.option("--learning-rate", default=1e-4, show_default=True, type=float)
