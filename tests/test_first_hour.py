@@ -271,7 +271,10 @@ def test_train_judge_takes_an_openai_compatible_teacher(tmp_path):
     assert "--teacher-base-url" in help_text
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
-    run = cli("train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs, "-o", tmp_path / "out",
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    run = cli("train", "judge", "--base", base, "--recipe", "green", "--data", pairs, "-o", tmp_path / "out",
               "--teacher-base-url", "http://127.0.0.1:9/v1")
     assert run.returncode == 2 and "needs a teacher: --teacher MODEL" in run.stderr, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
@@ -284,6 +287,7 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
     --base folder that does not exist was a traceback about Hub ids."""
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     base = ["train", "judge", "--base", tmp_path, "--data", pairs, "-o", tmp_path / "out"]
     cases = [(["--recipe", "green", "--teacher", "t", "--teacher-base-url", "http://127.0.0.1:9/v1"],
               "Cannot connect to the judge server at http://127.0.0.1:9/v1: start the server, fix the address "
@@ -306,6 +310,7 @@ def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
     pairs"); no --teacher said "The openai backend needs model=", a Python argument."""
     refs = tmp_path / "refs.jsonl"
     refs.write_text(json.dumps({"reference": "No effusion."}) + "\n")
+    (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     base = ["train", "er2score", "--base", tmp_path, "--references", refs, "--teacher-backend", "openai",
             "-o", tmp_path / "er2"]
     for extra, expected in ((["--teacher", "t", "--base-url", "http://127.0.0.1:9/v1"], "Cannot connect to the judge "
@@ -411,3 +416,32 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_work(tmp_p
               "-o", "/proc/report", cwd=tmp_path)
     assert run.returncode == 2 and "cannot write folder '/proc/report'" in run.stderr, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
+
+
+def test_setup_mistakes_are_one_line_errors_before_any_request(tmp_path):
+    """Review 12 R3, R7, R8, R9: a Latin-1 or binary file given to `data convert`, an empty folder or a Latin-1
+    replay file given as the judge, `--actors 0` were tracebacks; `--max-new-tokens 0`, `--chunk-rows 0` and the
+    openai backend's concurrency=0 / timeout=-1 / max_retries=-1 ran (every row then failed, or the value was not
+    the one used)."""
+    latin = tmp_path / "latin1.csv"
+    latin.write_bytes("study_id,gt_report\n1,Effusion caf\xe9\n".encode("latin-1"))
+    assert_one_line_error(cli("data", "convert", "radeval", latin, "-o", tmp_path / "d1", cwd=tmp_path),
+                          "is not UTF-8 text", "iconv")
+    empty = tmp_path / "empty_model"
+    empty.mkdir()
+    assert_one_line_error(cli("score", "-m", "green", "-i", _PAIRS, "-o", tmp_path / "o.jsonl", "--judge", empty,
+                              cwd=tmp_path), "holds no model (no config.json")
+    replay = tmp_path / "latin_replay.jsonl"
+    replay.write_bytes(b'{"prompt": "x", "response": "caf\xe9"}\n')
+    assert_one_line_error(cli("score", "-m", "green", "-i", _PAIRS, "-o", tmp_path / "o.jsonl", "--replay", replay,
+                              cwd=tmp_path), "is not UTF-8 text")
+    sample_replay = str(SAMPLE / "green_replay.jsonl")
+    for flags in (["--engine", "ray", "--actors", "0"], ["--chunk-rows", "0"], ["--max-new-tokens", "0"]):
+        run = cli("score", "-m", "green", "-i", _PAIRS, "-o", tmp_path / "o.jsonl", "--replay", sample_replay, *flags,
+                  cwd=tmp_path)
+        assert run.returncode == 2 and "x>=1" in run.stderr and "Traceback" not in run.stderr, run.stderr[-1500:]
+    for option, bound in (("concurrency=0", "at least 1"), ("timeout=-1", "above 0"), ("max_retries=-1", "at least 0")):
+        run = cli("score", "-m", "green", "-i", _PAIRS, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                  "--base-url", "http://127.0.0.1:9/v1", "--judge", "m", "--judge-option", option, cwd=tmp_path)
+        assert_one_line_error(run, f"must be {bound}")
+    assert not (tmp_path / "o.jsonl").exists()

@@ -97,7 +97,7 @@ def judge_flags(cache: bool = True, system_options: bool = True, backend_default
         click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai)."),
         click.option("--judge-option", "judge_option", multiple=True, metavar="KEY=VALUE",
                      help="Backend option, repeatable (e.g. max_batch_size=16); unknown ones are an error."),
-        click.option("--max-new-tokens", default=1024, show_default=True, type=int,
+        click.option("--max-new-tokens", default=1024, show_default=True, type=click.IntRange(min=1),
                      help="Generation limit per judge answer."),
     ]
     if cache:

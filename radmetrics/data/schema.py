@@ -25,12 +25,22 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
 
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
-    with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
-        reader = csv.DictReader(fh)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
-        return list(reader)
+    from radmetrics.io import ICONV_HINT
+
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None:
+                raise InputError(f"{path} is empty: a {what} CSV needs the columns {', '.join(required)}")
+            missing = [c for c in required if c not in reader.fieldnames]
+            if missing:
+                raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
+            return list(reader)
+    except UnicodeDecodeError as e:  # an Excel / Latin-1 export, or not text at all
+        raise InputError(f"{path} is not UTF-8 text (it holds the byte {e.object[e.start:e.start + 1]!r}); "
+                         f"{ICONV_HINT}") from None
+    except csv.Error as e:
+        raise InputError(f"{path}: not a readable CSV ({e})") from None
 
 
 def core_features():

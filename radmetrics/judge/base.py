@@ -90,7 +90,16 @@ class BackendOptions:
                 shown = "a value of that type" if _secret_name(name) else repr(value)
                 raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be "
                                        f"{_type_name(hints[name])}, not {shown}")
+            least, open_below = cls._LEAST.get(name, (None, False))
+            if least is not None and isinstance(value, (int, float)) and (
+                    value < least or (open_below and value == least)):
+                # "concurrency=0" ran one at a time, "timeout=-1" failed every row, "max_retries=-1" made no call
+                bound = f"above {least}" if open_below else f"at least {least}"
+                raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be {bound}, not {value!r}")
         return cls(**options)
+
+    #: numeric options' lower bounds: name -> (bound, whether the bound itself is refused)
+    _LEAST: typing.ClassVar[dict[str, tuple[float, bool]]] = {}
 
     @classmethod
     def names(cls) -> list[str]:

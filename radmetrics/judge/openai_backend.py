@@ -22,7 +22,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from radmetrics.errors import JudgeError, redact, shown_url
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
@@ -111,6 +111,11 @@ class OpenAIOptions(BackendOptions):
     unreachable_after: float = UNREACHABLE_AFTER
     #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
     extra_body: dict | None = None
+
+    _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
+        "concurrency": (1, False), "timeout": (0, True), "max_retries": (0, False), "backoff": (0, False),
+        "max_backoff": (0, False), "max_response_bytes": (1, False), "cancel_grace": (0, False),
+        "notice_after": (0, False), "unreachable_after": (0, False)}
 
 
 class JudgeUnreachable(JudgeError):

@@ -44,13 +44,17 @@ def can_connect(url: str, timeout: float = PROBE_SECONDS) -> bool:
         return False
 
 
+#: a folder holds a model when it has one of these (a full model, a PEFT adapter, a sentence-transformers model)
+_MODEL_FILES = ("config.json", "adapter_config.json", "modules.json")
+
+
 def hub_cached(model: str, revision: str | None = None) -> bool:
     """Whether the Hub model's config is in the local Hugging Face cache."""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    for filename in ("config.json", "adapter_config.json", "modules.json"):
+    for filename in _MODEL_FILES:
         try:
             found = try_to_load_from_cache(model, filename, revision=revision)
         except Exception:  # an id the cache layout cannot hold is simply not cached
@@ -64,6 +68,9 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
                     flag: str = "--judge (judge= in Python)") -> None:
     """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix."""
     path = Path(model).expanduser()
+    if path.is_dir() and not any((path / name).is_file() for name in _MODEL_FILES):
+        raise JudgeError(f"The {what} folder '{model}' holds no model (no {', '.join(_MODEL_FILES)}): give the folder "
+                         f"a model was saved to (save_pretrained), with {flag}.")
     if path.exists():
         return
     if model.startswith((".", "/", "~")) or os.sep in model.strip("/").replace("/", "", 1) or not _HUB_ID.match(model):
@@ -96,6 +103,9 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
             from radmetrics.judge.openai_backend import NEEDS_BASE_URL
 
             raise JudgeError(NEEDS_BASE_URL.replace("--base-url", url_flag))
+        from radmetrics.judge.openai_backend import OpenAIOptions
+
+        OpenAIOptions.from_dict(options, "openai")  # a bad option is named before the server is probed
         if not can_connect(base_url):
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
             keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY")]

@@ -40,6 +40,16 @@ class ReplayJudge(JudgeBackend):
             raise JudgeError(f"Replay file not found: {self.path}")
         super().__init__(model=str(self.path), **options)
         self.responses: dict[str, str] = {}
+        try:
+            self._read_answers()
+        except UnicodeDecodeError as e:
+            from radmetrics.io import ICONV_HINT
+
+            raise JudgeError(f"Replay file {self.path} is not UTF-8 text (it holds the byte {e.object[e.start:e.start + 1]!r});"
+                             f" {ICONV_HINT}") from None
+        self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+
+    def _read_answers(self) -> None:
         with self.path.open(encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
@@ -52,7 +62,6 @@ class ReplayJudge(JudgeBackend):
                 if not isinstance(prompt, str) or not isinstance(response, str):
                     raise JudgeError(f"{self.path}:{lineno}: 'prompt' and 'response' must be strings")
                 self.responses[prompt] = response
-        self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     def identity(self) -> dict[str, Any]:
         return {"backend": "replay", "model": self.path.name, "revision": self._digest}
