@@ -451,3 +451,26 @@ def test_an_output_named_like_another_outputs_side_file_is_refused(tmp_path):
                   "sample_data" / "green_replay.jsonl")
         assert out.returncode == 2 and "a name radmetrics gives the side files of another output" in out.stderr
         assert not (tmp_path / name).exists()
+
+
+def test_input_columns_named_like_result_fields_are_kept_not_overwritten(tmp_path):
+    """Review 12 R15: scoring an earlier results file again (it has green, reason, parsed, details, run_id) or a
+    sheet with a `reason` column overwrote those columns without a word; a user's own `_line` column then looked
+    like the unreadable-line marker. Now kept as input_<name>, said once, and a continued run still matches."""
+    src = tmp_path / "earlier.jsonl"
+    src.write_text("".join(json.dumps({"id": f"r{i}", "reference": "Small left effusion.", "candidate": f"Effusion {i}.",
+                                       "green": 0.25 * i, "reason": f"note {i}", "details": {"x": i}, "_line": 100 + i,
+                                       "input_green": "already taken"}) + "\n" for i in range(3)), encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    with FakeOpenAIServer(analysis_for) as server:
+        run = score(server, src, out, tmp_path)
+        again = score(server, src, out, tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Note: input column(s) _line, details, green, reason kept as input_" in run.stderr
+    rows = read_jsonl(out)
+    assert [r["input_input_green"] for r in rows] == [0.0, 0.25, 0.5] and [r["input_green"] for r in rows] == [
+        "already taken"] * 3
+    assert [r["input_reason"] for r in rows] == ["note 0", "note 1", "note 2"] and rows[2]["input_details"] == {"x": 2}
+    assert [r["input__line"] for r in rows] == [100, 101, 102] and all("_line" not in r for r in rows)
+    assert all(r["parsed"] and 0 <= r["green"] <= 1 and r["reason"] is None for r in rows)
+    assert again.returncode == 0 and read_jsonl(out) == rows

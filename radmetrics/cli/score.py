@@ -1,6 +1,7 @@
 """`radmetrics score`: score a file of report pairs with one metric on a judge."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import TYPE_CHECKING, Any
@@ -14,9 +15,44 @@ if TYPE_CHECKING:
     from radmetrics.io import Record
 
 
+#: keys a result row sets itself besides the score and the judgment's fields
+_RESULT_KEYS = frozenset({"judge_output", "fingerprint", "run_id", "details"})
+
+
+@functools.lru_cache(maxsize=8)
+def result_keys(score_key: str) -> frozenset[str]:
+    """Every key a result row may set itself: the score, the fields of every kind of judgment (GREEN's counts,
+    FineRadScore's corrections, a plugin's), the output and the fingerprint; the same for every row of a run."""
+    import dataclasses
+
+    from radmetrics.types import Judgment
+
+    kinds, fields = [Judgment], set()
+    while kinds:
+        kind = kinds.pop()
+        fields |= {f.name for f in dataclasses.fields(kind)}
+        kinds += kind.__subclasses__()
+    return frozenset(fields | _RESULT_KEYS | {score_key})
+
+
+def input_columns(row: dict[str, Any], taken: frozenset[str]) -> dict[str, Any]:
+    """The input row as read, a column whose name a result field takes kept as input_<name> (review 12: a `green`,
+    `reason` or `details` column, e.g. when scoring an earlier results file again, was overwritten without a
+    word). A user's own `_line` / `_raw` columns likewise: those names mark a record that could not be read."""
+    marked = "_line" in row and "_raw" in row  # the reader's marks on a record it could not read (io._stand_in)
+    taken = taken if marked else taken | {"_line", "_raw"}
+    out = {}
+    for key, value in row.items():
+        name = key
+        while name in taken or (name != key and name in row):
+            name = f"input_{name}"
+        out[name] = value
+    return out
+
+
 def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[str, Any]) -> dict[str, Any]:
     data = judgment.to_dict()
-    out = dict(row)
+    out = input_columns(row, result_keys(score_key))
     out[score_key] = data.pop("score")
     out["parsed"] = data.pop("parsed")
     out["reason"] = data.pop("reason")
@@ -148,8 +184,16 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     from radmetrics.types import Judgment
 
     chunk: list[Record] = []
+    renamed: set[str] = set()
 
     def flush() -> None:
+        taken = result_keys(system.score_key)
+        marks = {"_line", "_raw"}
+        clashes = {k for r in chunk for k in r.row if k in taken or (k in marks and not marks <= set(r.row))} - renamed
+        if clashes:
+            renamed.update(clashes)
+            click.echo(f"Note: input column(s) {', '.join(sorted(clashes))} kept as "
+                       f"{', '.join('input_' + c for c in sorted(clashes))}: radmetrics writes its own.", err=True)
         # reasons name a row by its line in the input file (what an editor shows), never by a 0-based index;
         # "input" tells it from a line of a report (FineRadScore's "line 0: ...")
         good = [r for r in chunk if r.problem is None]
@@ -208,21 +252,19 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
     written; None when it is), and the rows whose judge call failed (no answer at all: the server was down, a
     timeout), by their position in the part file. A run resumes when the input's size and time stamp are
     unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
-    import dataclasses
 
     from radmetrics.io import strict_json_ready
     from radmetrics.runner import JUDGE_CALL_FAILED
-    from radmetrics.types import Judgment
 
-    # the keys a result row sets itself; every other key of a result row is its input row's, copied as read
-    owned = {f.name for f in dataclasses.fields(Judgment)} | {system.score_key, "judge_output", "fingerprint", "run_id"}
+    # every key of a result row that the row does not set itself is its input row's, copied as read
+    taken = result_keys(system.score_key)
     failed: list[tuple[int, Record]] = []
     matched = 0
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is None:
             break
         if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(strict_json_ready(v), sort_keys=True)
-               for k, v in record.row.items() if k not in owned):  # as written: NaN as null (`result_line`)
+               for k, v in input_columns(record.row, taken).items()):  # as written: NaN as null (`result_line`)
             return f"Input line {record.line} differs from the row an interrupted run wrote for it", []
         if not done.get("judge_output") and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED):
             failed.append((matched, record))
