@@ -35,13 +35,18 @@ def row_problem(value: Any, label: str) -> str | None:
     return None
 
 
-def pair_problem(reference: Any, candidate: Any) -> str | None:
+def pair_problem(reference: Any, candidate: Any, generated: bool = False) -> str | None:
     """Why a (reference, candidate) pair cannot be scored, or None. An empty (blank) generated report is the
     generator's failure, not a missing one: it is scored (judged as the official GREEN code judges it, make_prompt
     with an empty candidate) and counts against the generator instead of leaving its mean. An empty reference
-    gives nothing to score against, and a missing candidate (None, not text) is a data problem: both unscored."""
+    gives nothing to score against, and a missing candidate (None, not text) is a data problem: both unscored.
+
+    generated: the candidate is a model's output as it came (an RL completion), never a file's cell, so a
+    completion that reads "N/A" or "None" is judged as written: left unscored it would escape the reward a
+    policy gets for its other answers (review 12)."""
     blank = isinstance(candidate, str) and not candidate.strip()
-    return row_problem(reference, "reference") or (None if blank else row_problem(candidate, "candidate"))
+    written = generated and isinstance(candidate, str) and candidate.strip() in MISSING_MARKERS
+    return row_problem(reference, "reference") or (None if blank or written else row_problem(candidate, "candidate"))
 
 
 def check_lengths(references: Sequence[Any], candidates: Sequence[Any]) -> None:
@@ -66,8 +71,10 @@ class ScoreResult:
 
 def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[Any],
                 config: GenerationConfig | None = None, progress: bool = True,
-                row_ids: Sequence[int] | None = None, row_labels: Sequence[str] | None = None) -> list[Judgment]:
+                row_ids: Sequence[int] | None = None, row_labels: Sequence[str] | None = None,
+                generated: bool = False) -> list[Judgment]:
     """Judge every pair; invalid rows and failed judge calls become unscored Judgments.
+    generated: the candidates are a model's outputs as they came (pair_problem).
 
     row_ids: the row numbers to name in reasons ("row 3: ...", default 0..n-1, the index into the lists);
     row_labels: what reasons call each row instead, e.g. "input line 4" (scoring.ROW_PREFIX).
@@ -83,7 +90,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     warnings: dict[int, list[str]] = {}
     empty_candidates = []
     for i, (ref, cand) in enumerate(zip(references, candidates)):
-        problem = pair_problem(ref, cand)
+        problem = pair_problem(ref, cand, generated)
         if problem:
             judgments[i] = Judgment.unscored(f"{row_labels[i]}: {problem}")
             continue

@@ -107,6 +107,17 @@ def _write(path, rows):
     return path
 
 
+def test_a_system_whose_outputs_read_like_missing_values_is_named(tmp_path):
+    """Review 12 R12: B's "NA" outputs were unscored as missing-value markers and left out of the paired tests,
+    raising B's mean, with exit 0 and no word. The alignment now says so (printed, and in results.json)."""
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i}", "candidate": f"a {i}"} for i in range(4)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": "NA" if i < 2 else f"b {i}"} for i in range(4)])
+    notes = load_systems({"A": a, "B": b}).notes
+    assert notes == ["B: 2 candidate(s) are missing-value markers ('NA'), unscored: the paired tests leave those ids "
+                     "out; if they are B's real outputs, this favours B"]
+    assert load_systems({"A": a, "A2": a}).notes == []
+
+
 def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
     a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i}", "candidate": f"a {i}"} for i in range(4)])
     b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in (3, 1, 0, 2)])

@@ -40,6 +40,17 @@ def test_reward_matches_score_plain_and_conversational(fake_judge, caplog):
                   reference=REFS) == expected
 
 
+def test_a_completion_that_reads_like_a_missing_value_is_judged_as_written(fake_judge):
+    """Review 12: a completion "N/A" or "None" was left unscored as a missing-value marker (a rule for spreadsheet
+    cells), so a policy answering "N/A" escaped the reward of its other answers; a completion is always text the
+    policy wrote. `radmetrics score` on a file keeps the marker rule."""
+    reward = reward_function("green", backend="fake", cache=False)
+    rewards = reward(prompts=["p"] * 3, completions=["N/A", "None", "Small left effusion."], reference=REFS[:1] * 3)
+    assert all(r is not None for r in rewards) and rewards[0] <= rewards[2]
+    from_file = radmetrics.score("green", REFS[:1] * 2, ["N/A", "None"], backend="fake", cache=False, progress=False)
+    assert from_file.scores == [None, None] and "missing-value marker" in from_file.judgments[0].reason
+
+
 def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
     reward = reward_function("green", backend="fake", cache=False)
     calls = []

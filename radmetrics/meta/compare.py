@@ -157,7 +157,16 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
         if differ:
             raise InputError(f"{name}'s reference differs from {ref_source}'s for {len(differ)} id(s): {_short(differ)}; "
                              "every system must be scored against the same references (pass --references)")
-    return Alignment(ids, [ref_by_id[i] for i in ids], {n: [t[1][i] for i in ids] for n, t in tables.items()}, notes)
+    candidates = {n: [t[1][i] for i in ids] for n, t in tables.items()}
+    from radmetrics.runner import MISSING_MARKERS
+
+    for name, texts in candidates.items():  # review 12: "NA" outputs left a system's mean, quietly
+        markers = [str(t).strip() for t in texts if isinstance(t, str) and t.strip() in MISSING_MARKERS]
+        if markers:
+            shown = ", ".join(f"{m!r}" for m in sorted(set(markers)))
+            notes.append(f"{name}: {len(markers)} candidate(s) are missing-value markers ({shown}), unscored: the "
+                         f"paired tests leave those ids out; if they are {name}'s real outputs, this favours {name}")
+    return Alignment(ids, [ref_by_id[i] for i in ids], candidates, notes)
 
 
 def _norm(text: Any) -> Any:

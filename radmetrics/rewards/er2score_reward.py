@@ -70,7 +70,7 @@ class _SharedModel:
         for i, (ref, cand) in enumerate(zip(references, candidates)):
             # as the runner does: an empty completion is scored as written (it counts against the policy);
             # an empty reference leaves nothing to score against
-            problem = pair_problem(ref, cand)
+            problem = pair_problem(ref, cand, generated=True)
             if problem:
                 reasons[i] = f"row {i}: {problem}"
                 continue

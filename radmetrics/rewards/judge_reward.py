@@ -55,7 +55,8 @@ class JudgeReward(RadmetricsReward):
     def _score(self, references: list[Any], candidates: list[Any]) -> tuple[list[float | None], list[str | None]]:
         from radmetrics.runner import judge_pairs
 
-        judgments = judge_pairs(self.system, self.judge, references, candidates, self.config, progress=False)
+        judgments = judge_pairs(self.system, self.judge, references, candidates, self.config, progress=False,
+                                generated=True)
         self.last_judgments = judgments
         return [j.score for j in judgments], [j.reason for j in judgments]
 
