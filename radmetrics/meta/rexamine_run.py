@@ -28,8 +28,8 @@ def _expert_values(rows: list[dict[str, Any]], column: str, path: Any) -> list[f
             number = float(value)
         except (TypeError, ValueError):
             number = math.nan
-        if isinstance(value, bool) or not math.isfinite(number):
-            raise InputError(f"{path}: row {row['id']}: {column} must be a number of errors, not {value!r}")
+        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+            raise InputError(f"{path}: row {row['id']}: {column} must be a number of errors (0 or more), not {value!r}")
         values.append(number)
     return values
 
@@ -127,7 +127,12 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     seen: set[str] = set()
     for n, row in enumerate(rows):
         row.setdefault("id", f"row-{n}")
-        row["site"] = str(row.get("site") or "unknown")
+    no_site = [str(r["id"]) for r in rows if r.get("site") is None or not str(r.get("site")).strip()]
+    if no_site:  # a made-up site "unknown" would be tested as a hospital of its own (review 12)
+        raise InputError(f"{input_path}: {len(no_site)} row(s) have no site: {', '.join(no_site[:5])}"
+                         f"{' ...' if len(no_site) > 5 else ''}; every report needs the site it comes from")
+    for row in rows:
+        row["site"] = str(row["site"]).strip()
         if str(row["id"]) in seen:  # counted twice it would weigh twice in its site's t-test
             raise InputError(f"{input_path}: id {row['id']!r} appears more than once; each report once")
         seen.add(str(row["id"]))
@@ -204,7 +209,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 def _summary(results: dict[str, Any]) -> str:
     sites = results["sites"]
     lines = [f"# ReXamine-Global robustness run ({results['n_rows']} reports, {len(sites)} sites)", "",
-             f"Sign convention: {results['sign_convention']}. Bonferroni: α = {results['alpha']} / (metrics × sites).",
+             f"Sign convention: {results['sign_convention']}. Bonferroni: α = {results['alpha']} / the t-tests run "
+             f"({sum(t['p_value'] is not None for t in results['t_tests'])}; metrics × sites when every site has one).",
              "", *(f"**Warning:** {line}." for line in results["warnings"]), *([""] if results["warnings"] else []), "Table 2 — paired t-tests, original vs standardized references:", "",
              "| metric | mean t | min t | max t | significant sites |", "| --- | ---: | ---: | ---: | ---: |"]
     for metric, row in results["table2"].items():

@@ -195,7 +195,8 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
                         alpha: float = 0.05, higher_is_better: Mapping[str, bool] | None = None,
                         convention: str = "paper") -> list[dict[str, Any]]:
     """ReXamine-Global Sec. 2: for each metric and site, a paired t-test of scores against the original vs
-    the style-standardized references; significant when p < α / (metrics × sites) (Bonferroni).
+    the style-standardized references; significant when p < α / (metrics × sites) (Bonferroni over the tests
+    run: a site whose differences have zero variance has none).
 
     original[metric][site] and standardized[metric][site] are per-report scores in the same order.
 
@@ -209,7 +210,6 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
         raise ValueError(f"unknown convention {convention!r}: 'paper' or 'raw'")
     directions = dict(higher_is_better or {})
     tests = [(m, s) for m in original for s in original[m]]
-    threshold = alpha / len(tests) if tests else alpha
     out = []
     for metric, site in tests:
         x, y = np.asarray(original[metric][site], float), np.asarray(standardized[metric][site], float)
@@ -218,11 +218,14 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
             test = paired_t_test(sign * y, sign * x)
         else:
             test = paired_t_test(x, y)
-        p = test["p_value"]
         out.append({"metric": metric, "site": site, "mean_original": float(x.mean()),
-                    "mean_standardized": float(y.mean()), "t": test["t"], "p_value": p, "threshold": threshold,
-                    "significant": None if p is None else bool(p < threshold), "t_convention": convention,
+                    "mean_standardized": float(y.mean()), "t": test["t"], "p_value": test["p_value"],
+                    "threshold": None, "significant": None, "t_convention": convention,
                     **({"reason": test["reason"]} if test["reason"] else {})})
+    threshold = alpha / max(1, sum(row["p_value"] is not None for row in out))  # Bonferroni over the tests run
+    for row in out:
+        row["threshold"] = threshold
+        row["significant"] = None if row["p_value"] is None else bool(row["p_value"] < threshold)
     return out
 
 
