@@ -11,6 +11,7 @@ from fake_judge import UNREADABLE, analysis_for, expected_score
 from openai_server import FakeOpenAIServer
 
 import radmetrics
+from radmetrics.errors import RadmetricsError
 
 REFS = ["Small left effusion. No pneumothorax.", "Cardiomegaly with edema.", "Normal chest."]
 CANDS = ["Small left effusion.", "Cardiomegaly.", "Normal chest. Tiny nodule."]
@@ -90,11 +91,27 @@ def test_client_error_is_not_retried_and_key_is_redacted(tmp_path):
     assert SECRET not in json.dumps([j.to_dict() for j in result.judgments])
 
 
-def test_completions_mode(tmp_path):
-    with FakeOpenAIServer(analysis_for) as server:
+def test_completions_mode_sends_green_prompts_in_greens_chat_format(tmp_path):
+    """Review 12 R16: in completions mode GREEN prompts went as raw text, without the chat format the GREEN models
+    were trained on (the in-process backends apply it): now as upstream feeds them, unless chat_format=none."""
+    from radmetrics.judge.chat_formats import render_text
+
+    before, after = render_text("\x00", "green").split("\x00")
+    assert before == "<|user|>\n" and after.endswith("<|assistant|>\n</s>")
+
+    def unwrap(text):
+        return analysis_for(text[len(before):-len(after)] if text.startswith(before) and text.endswith(after) else text)
+
+    with FakeOpenAIServer(unwrap) as server:
         result = score_via(server, tmp_path, mode="completions")
+        raw = score_via(server, tmp_path, mode="completions", chat_format="none")
     assert server.requests[0]["path"] == "/v1/completions"
-    assert result.summary["num_unscored"] == 0
+    assert result.summary["num_unscored"] == 0 and raw.scores == result.scores
+    sent = [r["body"]["prompt"] for r in server.requests]
+    assert all(p.startswith(before) and p.endswith(after) for p in sent[:3])
+    assert not any(p.startswith(before) for p in sent[3:]) and len(sent) == 6  # another format: asked again
+    with pytest.raises(RadmetricsError, match="chat_format applies to mode=completions"):
+        radmetrics.get_judge("openai", model="m", base_url=server.base_url, chat_format="green")
 
 
 def test_no_base_url_means_no_network(monkeypatch):

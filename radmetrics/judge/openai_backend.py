@@ -111,6 +111,12 @@ class OpenAIOptions(BackendOptions):
     unreachable_after: float = UNREACHABLE_AFTER
     #: extra request fields sent as they are, e.g. {"reasoning_effort": "low"}; part of the cache identity
     extra_body: dict | None = None
+    #: mode=completions only (the server applies its own template in chat mode): "auto" sends a GREEN prompt in
+    #: GREEN's chat format with its EOS, as upstream feeds GREEN models and the in-process backends do, other
+    #: prompts as they are; "green" every prompt in GREEN's format; "none" every prompt as it is
+    chat_format: str = "auto"
+    #: the EOS text GREEN's format appends (Llama-2's "</s>" for the published GREEN models)
+    eos_text: str = "</s>"
 
     _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
         "concurrency": (1, False), "timeout": (0, True), "max_retries": (0, False), "backoff": (0, False),
@@ -144,6 +150,12 @@ class OpenAIJudge(JudgeBackend):
             raise JudgeError(NEEDS_BASE_URL)
         if settings.mode not in {"chat", "completions"}:
             raise JudgeError(f"mode must be 'chat' or 'completions', not {settings.mode!r}")
+        if settings.chat_format not in {"auto", "green", "none"}:
+            raise JudgeError(f"chat_format must be 'auto', 'green' or 'none', not {settings.chat_format!r}")
+        if settings.mode == "chat" and settings.chat_format != "auto":
+            raise JudgeError("chat_format applies to mode=completions: in chat mode the server applies the model's "
+                             "own chat template")
+        self.chat_format, self.eos_text = settings.chat_format, settings.eos_text
         self.base_url = base_url.rstrip("/")
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
         if self._api_key is not None:
@@ -176,6 +188,8 @@ class OpenAIJudge(JudgeBackend):
         # from the first one's cache, silently (review 12). A server moved to another address asks again.
         identity = {**super().identity(), "server": shown_url(self.base_url), "mode": self.mode,
                     "system_prompt": self.system_prompt}
+        if self.mode == "completions":
+            identity.update(chat_format=self.chat_format, eos_text=self.eos_text)
         if self.extra_body:
             identity["extra_body"] = self.extra_body
         return identity
@@ -209,8 +223,17 @@ class OpenAIJudge(JudgeBackend):
             messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
             body["messages"] = messages + [{"role": "user", "content": prompt}]
             return "/chat/completions", body
-        body["prompt"] = prompt
+        body["prompt"] = self._completion_text(prompt)
         return "/completions", body
+
+    def _completion_text(self, prompt: str) -> str:
+        """The text sent in completions mode (review 12: GREEN prompts went without GREEN's chat format, which
+        the published GREEN models were trained on and the in-process backends apply)."""
+        from radmetrics.judge.chat_formats import is_green_prompt, render_text
+
+        if self.chat_format == "green" or (self.chat_format == "auto" and is_green_prompt(prompt)):
+            return render_text(prompt, "green", self.eos_text)
+        return prompt
 
     def _extract(self, body: bytes) -> str:
         """The answer text of a 200 body, or _Unusable with a reason a person can read."""
