@@ -108,6 +108,12 @@ def test_transform_never_sends_a_row_it_could_not_read_and_reads_a_file_of_repor
     assert failures[0] is None and failures[6] is None and data[0]["report_standardize"] == "Findings: done.\n\nImpression: done."
     assert failures[1].startswith("input line 2: ") and failures[2] == "input line 3: no report"
     assert failures[3] == "input line 4: report is empty" and failures[4].startswith("input line 5: not UTF-8")
+    # review 12: a transform where every row failed exited 0, as if done (score exits 1 then)
+    with FakeOpenAIServer(lambda prompt: "") as server:
+        none = transform("-i", src, "--column", "report", "-o", tmp_path / "none", "--backend", "openai",
+                         "--base-url", server.base_url, "--judge", "x", "--no-cache", "--judge-option", "max_retries=0")
+    assert none.returncode == 1 and "0/7 rows done, 7 failed" in none.stdout, none.stderr[-2000:]
+    assert "Error: no row was transformed" in none.stderr and (tmp_path / "none").is_dir()
     assert failures[5] == "input line 6: report is a int, not text" and data[5]["report_as_given"] == "7"
     assert all(data[i]["report_standardize"] is None for i in range(1, 6))
 

@@ -225,8 +225,10 @@ def check_judges(names, backend: str, judge: str | None, options) -> None:
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Dataset folder to write (new or empty).")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset.")
-@click.option("--error-type", type=click.Choice(["a", "b"]), default="a", help="inject: (a) false finding, (b) omission.")
-@click.option("--k", default=1, type=int, help="inject: exactly this many errors per report.")
+@click.option("--error-type", type=click.Choice(["a", "b"]), default="a", show_default=True,
+              help="inject: (a) false finding, (b) omission.")
+@click.option("--k", default=1, show_default=True, type=click.IntRange(min=1),
+              help="inject: exactly this many errors per report.")
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
@@ -280,6 +282,13 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     failed = sum(r.output is None for r in results)
     click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
                f"wrote {output}")
+    if results and failed == len(results):  # as `score` exits 1 when the judge failed every row (review 12)
+        from collections import Counter
+
+        top = Counter(r.reason for r in results).most_common(1)[0][0]
+        click.echo(f"Error: no row was transformed ({failed} × {str(top)[:200]}); {output} holds the "
+                   "rows with their step_failure.", err=True)
+        raise SystemExit(1)
 
 
 def _transform_input(source, column: str):
