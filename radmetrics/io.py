@@ -363,7 +363,7 @@ def read_references(path: str | os.PathLike, column: str | None = None) -> list[
 
 
 #: results formats, by the output file's extension
-OUTPUT_FORMATS = {".jsonl": "JSON lines", ".json": "JSON lines", ".csv": "CSV", ".parquet": "Parquet"}
+OUTPUT_FORMATS = {".jsonl": "JSON lines", ".csv": "CSV", ".parquet": "Parquet"}
 
 
 def check_output_path(path: str | os.PathLike) -> str:
@@ -373,6 +373,9 @@ def check_output_path(path: str | os.PathLike) -> str:
     if Path(path).name.lower().endswith((".part.json", ".summary.json")):  # another output's stamp or summary
         raise InputError(f"--output {path}: a name radmetrics gives the side files of another output "
                          "(OUTPUT.part.json, OUTPUT.summary.json); choose another name")
+    if suffix == ".json":  # review 12: it held JSON lines, which json.load refuses
+        raise InputError(f"--output {path}: radmetrics writes one JSON object per row (JSON Lines), not one JSON "
+                         f"document: name it {Path(path).with_suffix('.jsonl').name} (or use .csv / .parquet)")
     if suffix not in OUTPUT_FORMATS:
         raise InputError(f"--output {path}: unknown results format '{suffix or '(no extension)'}'; use one of "
                          f"{', '.join(sorted(OUTPUT_FORMATS))}")

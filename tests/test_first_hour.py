@@ -240,6 +240,10 @@ def test_output_format_follows_the_extension(tmp_path):
     refused = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.txt")
     assert_one_line_error(refused, "unknown results format '.txt'", ".parquet")
     assert not (tmp_path / "x.txt").exists()
+    # review 12: -o x.json wrote JSON Lines, which json.load refuses
+    as_json = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.json")
+    assert_one_line_error(as_json, "one JSON object per row (JSON Lines), not one JSON document: name it x.jsonl")
+    assert not (tmp_path / "x.json").exists()
     run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "x.parquet",
               "--no-cache")
     assert run.returncode == 0, run.stderr[-2000:]

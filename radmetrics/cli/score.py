@@ -70,7 +70,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
               help="JSONL or CSV with reference and candidate columns (aliases accepted).")
 @click.option("--output", "-o", "output_path", required=True, type=OUTPUT_FILE,
-              help="Results file (.jsonl, or .csv).")
+              help="Results file: .jsonl (one JSON object per row), .csv or .parquet.")
 @judge_flags()
 @click.option("--summary/--no-summary", default=False, show_default=True,
               help="Add the GREEN summary (clustered error explanations; loads an embedding model).")
