@@ -70,6 +70,8 @@ def test_ensembles_hand_derived():
     assert held["predictions"] == pytest.approx(y) and held["scheme"] == "fitted on the 5 training rows"
     assert targets.zscore_average([a, b]) == pytest.approx(stats.ensemble_average([a, b]))
     assert targets.zscore_average([[1.0, None, 3.0], [1.0, 2.0, 3.0]])[1] is None
+    # VERT Sec. 4.1.2's average operator: the plain mean (fidelity audit F14: only the z-scored mean existed)
+    assert targets.plain_average([[0.2, None, 0.9], [0.4, 0.5, 0.7]]) == pytest.approx([0.3, None, 0.8])
 
 
 def run_cli(*args):
@@ -119,7 +121,8 @@ def test_several_judges_and_extra_request_fields(tmp_path):
         run = run_cli("meta-eval", "-d", FIXTURES / "rate_eval", "--dataset-name", "rate_eval", "-m", "green",
                       "-m", "vert", "--backend", "openai", "--base-url", server.base_url, "--judge", "gpt-a",
                       "--judge", "gpt-b", "--judge-option", 'extra_body={"reasoning_effort": "low"}',
-                      "--ensemble", "average:green@gpt-a,green@gpt-b", "--resamples", "100", "--cache",
+                      "--ensemble", "average:green@gpt-a,green@gpt-b", "--ensemble", "mean:green@gpt-a,green@gpt-b",
+                      "--resamples", "100", "--cache",
                       tmp_path / "c.sqlite", "-o", out)
         requests = list(server.requests)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -131,6 +134,12 @@ def test_several_judges_and_extra_request_fields(tmp_path):
     assert table["gpt-a"]["green"] == results["metrics"]["green@gpt-a"]["kendall_tau_b"]["value"]
     assert results["metrics"]["green@gpt-a"]["fingerprint"]["judge"]["extra_body"] == {"reasoning_effort": "low"}
     assert "average(green@gpt-a+green@gpt-b)" in results["metrics"]
+    assert results["ensembles"]["mean(green@gpt-a+green@gpt-b)"]["method"].startswith("mean of the oriented member")
+    with (out / "per_sample.csv").open() as fh:
+        for row in csv.DictReader(fh):
+            members = [row["green@gpt-a"], row["green@gpt-b"]]
+            if all(members):
+                assert float(row["mean(green@gpt-a+green@gpt-b)"]) == pytest.approx(sum(map(float, members)) / 2)
     assert "Kendall τ-b by judge and metric" in (out / "summary.md").read_text()
 
 

@@ -54,8 +54,9 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
 @click.option("--split", default=None, help="Grade on a seeded held-out subset: a row count (40) or share (0.2); "
               "linear ensembles are fitted on the other rows.")
 @click.option("--split-seed", default=0, show_default=True, type=SEED, help="Seed that draws the --split subset.")
-@click.option("--ensemble", "ensembles", multiple=True, metavar="average|linear:M1,M2[,...]",
-              help="Add an ensemble of metrics run here (VERT Table 5); repeatable.")
+@click.option("--ensemble", "ensembles", multiple=True, metavar="mean|average|linear:M1,M2[,...]",
+              help="Add an ensemble of metrics run here (VERT Table 5); repeatable. mean: the plain mean (VERT's "
+                   "average, members on one scale); average: the mean of z-scores (mixed scales); linear: fitted.")
 @judge_flags(several_judges=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap and randomization tests.")

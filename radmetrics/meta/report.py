@@ -68,7 +68,9 @@ def _correlations(judge_up, expert_up, rows, resamples, seed) -> dict[str, Any]:
 
 @dataclass
 class Ensemble:
-    """--ensemble average:green,bleu-4 or linear:green,vert (VERT Sec. 4.1.2)."""
+    """--ensemble mean:vert@a,vert@b, average:green,bleu-4 or linear:green,vert (VERT Sec. 4.1.2). "mean" is the
+    paper's average operator, the plain mean of the members' scores (VERT averages VERT scores of three LLMs, one
+    scale); "average" z-scores each member first, so metrics of different scales can be mixed."""
 
     method: str
     members: list[str]
@@ -79,8 +81,9 @@ class Ensemble:
 
         method, sep, names = spec.partition(":")
         members = [m.strip() for m in names.split(",") if m.strip()]
-        if not sep or method not in {"average", "linear"} or len(members) < 2:
-            raise InputError(f"--ensemble {spec!r}: write average:METRIC,METRIC[,...] or linear:METRIC,METRIC[,...]")
+        if not sep or method not in {"mean", "average", "linear"} or len(members) < 2:
+            raise InputError(f"--ensemble {spec!r}: write mean:METRIC,METRIC[,...] (the plain mean, as VERT), "
+                             "average:... (of z-scores, to mix scales) or linear:METRIC,METRIC[,...]")
         return cls(method, members)
 
     @property
@@ -104,7 +107,10 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
             details[ens.name] = {"error": why}
             continue
         columns = [_oriented(by_name[m].scores, by_name[m].higher_is_better) for m in ens.members]
-        if ens.method == "average":
+        if ens.method == "mean":
+            scores = targets.plain_average(columns)
+            details[ens.name] = {"method": "mean of the oriented member scores (VERT Sec. 4.1.2)", "members": ens.members}
+        elif ens.method == "average":
             scores = targets.zscore_average(columns)
             details[ens.name] = {"method": "mean of z-scored, oriented member scores", "members": ens.members}
         else:

@@ -90,6 +90,12 @@ def inter_rater(data, target: str) -> dict[str, list[float | None]] | None:
     return out
 
 
+def plain_average(columns: Sequence[Sequence[float | None]]) -> list[float | None]:
+    """Mean of the columns per row (VERT Sec. 4.1.2's average operator, for members on one scale); None where any
+    is missing."""
+    return [None if any(v is None for v in row) else float(np.mean(row)) for row in zip(*columns, strict=True)]
+
+
 def zscore_average(columns: Sequence[Sequence[float | None]]) -> list[float | None]:
     """Mean of z-scored columns per row (already oriented so that higher = better); None where any is missing."""
     m = np.asarray([[np.nan if v is None else v for v in col] for col in columns], dtype=float)
