@@ -217,6 +217,12 @@ def test_finerad_correction_beyond_the_candidate_is_unscored():
 def test_finerad_line_split_keeps_decimals():
     assert split_lines("Tube 2.2 cm above the carina. No effusion.") == [
         "Tube 2.2 cm above the carina.", "No effusion."]
+    # as the official code cuts (fidelity audit F11): a period followed by a space, so "e.g." stays whole and
+    # line ids are the paper's; quotes removed; and a period that ends a line of a multi-line report
+    assert split_lines('No effusion, e.g. none seen. He said "stable".') == [
+        "No effusion, e.g.", "none seen.", "He said stable."]
+    assert split_lines("Lungs clear.No effusion.") == ["Lungs clear.No effusion."]
+    assert split_lines("Lungs clear.\nNo effusion.\n") == ["Lungs clear.", "No effusion."]
 
 
 def test_finerad_reasks_malformed_json(fake_judge):

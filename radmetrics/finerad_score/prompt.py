@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-PROMPT_VERSION = "fineradscore-appA-1"
+PROMPT_VERSION = "fineradscore-appA-2"
 
 INSTRUCTIONS = """Instructions: Return only a json object for this radiology report, with a key-value pair for every line. Each line starts with a numerical id. The key will be the id. The value will be another JSON object.
 
@@ -127,9 +127,17 @@ FEW_SHOT_EXAMPLES = [
 
 
 def split_lines(report: str) -> list[str]:
-    """Sentences of the candidate: split at periods not between digits (App. A: "2.2 cm" stays whole)."""
-    pieces = re.split(r"(?<!\d)\.(?!\d)", report)
-    return [p.strip() + "." for p in pieces if p.strip()]
+    r"""Sentences of the candidate, as the official code cuts them (App. A; rajpurkarlab/FineRadScore
+    run_rexval_experiments.py: `re.split(r'(?<!\d)\.(?!\d|$) ', pred)`, each piece stripped, quotes removed, a
+    period added, ".." made "."): at a period followed by a space and not after a digit, so "2.2 cm" and "e.g."
+    stay whole and line ids are the paper's; also at a period that ends a line of a multi-line report."""
+    pieces = re.split(r"(?<!\d)\.(?!\d|$) |(?<!\d)\.[ \t]*\n\s*", report)
+    lines = []
+    for piece in pieces:
+        text = piece.strip().replace('"', "")
+        if text:
+            lines.append((text + ".").replace("..", "."))
+    return lines
 
 
 def number_lines(lines: list[str]) -> str:
