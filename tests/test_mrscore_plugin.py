@@ -34,9 +34,14 @@ def test_plugin_is_discovered_and_scores(plugin_env):
     answer = json.dumps({"Scoring": {k: (1 if k in ("impression_consistency", "grammar") else 0) for k in ITEM_KEYS},
                          "Final Score": 65})
     bad = json.dumps({"Scoring": {k: 2 for k in ITEM_KEYS}})
+    # fidelity audit F15: an item left blank gave its weight back (100 for a judge that wrote 70)
+    blank = json.dumps({"Scoring": {k: ("" if k == "impression_consistency" else 0) for k in ITEM_KEYS},
+                        "Final Score": 70})
     code = (f"import radmetrics; print(radmetrics.list_scoring_systems()); s = radmetrics.get_scoring_system('mrscore');"
-            f"print(s.parse({answer!r}).score); print(s.parse({bad!r}).reason); print(s.parse('oops').reason)")
+            f"print(s.parse({answer!r}).score); print(s.parse({bad!r}).reason); print(s.parse('oops').reason);"
+            f"print(s.parse({blank!r}).reason)")
     out = run(code, plugin_env).splitlines()
+    assert out[4] == "item 'impression_consistency' is left blank (''): expected 0/1 (or its weight 30)"
     assert "'mrscore'" in out[0]
     assert out[1] == "65.0"  # 100 - 30 - 5
     assert out[2] == "item 'impression_consistency' = 2: expected 0/1 (or its weight 30)"

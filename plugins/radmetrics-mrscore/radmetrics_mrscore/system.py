@@ -45,8 +45,10 @@ def _flag(value: Any, key: str, weight: int) -> int:
     example marks 'the corresponding score')."""
     if isinstance(value, bool):
         return int(value)
-    text = str(value).strip().lower()
-    if text in {"0", "0.0", "no", "false", "none", ""}:
+    text = "" if value is None else str(value).strip().lower()
+    if text in {"", "none", "null", "n/a"}:  # left blank: not "no error" (its weight would come back unearned)
+        raise ValueError(f"item '{key}' is left blank ({value!r}): expected 0/1 (or its weight {weight})")
+    if text in {"0", "0.0", "no", "false"}:
         return 0
     if text in {"1", "1.0", "yes", "true", str(weight), f"{weight}.0", f"-{weight}"}:
         return 1
@@ -57,7 +59,7 @@ class MRScoreSystem(ScoringSystem):
     name = "mrscore"
     score_key = "mrscore"
     prompt_version = "mrscore-er2score-A2-1"
-    parser_version = "1"
+    parser_version = "2"
     evaluate_module = str(Path(__file__).with_name("mrscore.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
