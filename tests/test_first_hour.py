@@ -449,3 +449,20 @@ def test_setup_mistakes_are_one_line_errors_before_any_request(tmp_path):
                   "--base-url", "http://127.0.0.1:9/v1", "--judge", "m", "--judge-option", option, cwd=tmp_path)
         assert_one_line_error(run, f"must be {bound}")
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_training_never_writes_over_a_folder_that_holds_something(tmp_path):
+    """Review 12 R5: `train judge -o DIR` run twice replaced the first judge (adapter/, merged/) without a word,
+    where `data convert` asks for --overwrite. Refused before any work; --overwrite goes on to the next check."""
+    out = tmp_path / "judge"
+    (out / "merged").mkdir(parents=True)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    (tmp_path / "config.json").write_text("{}")
+    for command in (["train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs],
+                    ["train", "er2score", "--base", tmp_path, "--pairs", pairs]):
+        assert_one_line_error(cli(*command, "-o", out, cwd=tmp_path), f"--output {out} is not empty (merged)",
+                              "pass --overwrite")
+    again = cli("train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs, "-o", out, "--overwrite",
+                cwd=tmp_path)
+    assert "is not empty" not in again.stderr and (out / "merged").is_dir()

@@ -86,6 +86,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_missing_extra_is_one_line_naming_the_extra(case, blocker_dir, tmp_path):
     modules, extra, args = CASES[case]
+    (tmp_path / "config.json").write_text("{}")  # tmp_path stands for a model folder (--judge / --base)
     out = run_without(blocker_dir, modules, args(tmp_path), cwd=tmp_path)
     assert out.returncode == 2, (out.returncode, out.stderr[-3000:])
     assert "Traceback" not in out.stderr, out.stderr[-3000:]

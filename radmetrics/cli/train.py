@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, check_new_folder
 
 @click.group("train")
 def train_group() -> None:
@@ -50,6 +50,7 @@ def require_training_extra(command: str) -> None:
 @click.option("--data", "data_path", required=True, type=click.Path(exists=True),
               help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
+@click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
 @click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
 @click.option("--epochs", type=float, default=None, help="Training epochs.")
@@ -66,8 +67,9 @@ def require_training_extra(command: str) -> None:
                    "the key comes from OPENAI_API_KEY).")
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
                         lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay,
-                        teacher_base_url) -> None:
+                        teacher_base_url, overwrite) -> None:
     """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
+    check_new_folder(output, overwrite, "trained judge")
     require_training_extra("train judge")
     from radmetrics.judge import get_judge
     from radmetrics.train.judge_sft import JudgeSFTConfig, green_examples, train_judge, vert_examples
@@ -139,6 +141,7 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 @click.option("--teacher", default=None)
 @click.option("--base-url", default=None)
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
+@click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
 @click.option("--steps", default=200, show_default=True, type=int)
 @click.option("--batch-size", default=4, show_default=True, type=int)
 @click.option("--learning-rate", default=1e-4, show_default=True, type=float)
@@ -148,8 +151,10 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
               help="RadCliQ pair direction: 'paper' (as ER2Score A.4: the chosen report has more errors; the score "
                    "predicts errors, lower is better) or 'quality' (fewer errors chosen; higher is better).")
 def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
-                           output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention) -> None:
+                           output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention,
+                           overwrite) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
+    check_new_folder(output, overwrite, "reward model")
     require_training_extra("train er2score")
     from radmetrics.er2score.data import generate_pairs
     from radmetrics.er2score.model import MultiRewardModel
