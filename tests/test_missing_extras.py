@@ -52,6 +52,9 @@ CASES = {
     "install-metrics without evaluate": (["evaluate"], "evaluate", lambda d: ["install-metrics"]),
     "score without torch": (["torch"], "transformers", lambda d: [
         "score", "-m", "green", "-i", SAMPLE / "pairs.jsonl", "-o", d / "out.jsonl", "--judge", d, "--no-cache"]),
+    # review 12 R17: a base install was first told to download the 7B default judge, then that torch was missing
+    "score with the default judge without torch": (["torch"], "transformers", lambda d: [
+        "score", "-m", "green", "-i", SAMPLE / "pairs.jsonl", "-o", d / "out.jsonl", "--no-cache"]),
     "score without transformers": (["transformers"], "transformers", lambda d: [
         "score", "-m", "green", "-i", SAMPLE / "pairs.jsonl", "-o", d / "out.jsonl", "--judge", d, "--no-cache"]),
     "--summary without scikit-learn": (["sklearn"], "summary", lambda d: [

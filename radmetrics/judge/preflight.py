@@ -95,6 +95,15 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
     """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone.
     model_flag / url_flag: how the command that asks names them (train: --teacher, --teacher-base-url)."""
     options = options or {}
+    if backend == "transformers":
+        # a missing library first: a base install was told to download the 7B judge, then that torch is missing
+        import importlib.util
+
+        from radmetrics.errors import MissingExtraError
+
+        for module in ("torch", "transformers"):
+            if importlib.util.find_spec(module) is None:
+                raise MissingExtraError(module, "transformers", "for the transformers backend")
     if backend in ("transformers", "vllm") and model:
         check_hub_model(model, revision=options.get("revision"), **({"flag": model_flag} if model_flag else {}))
     elif backend == "openai":
