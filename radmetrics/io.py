@@ -46,9 +46,12 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
     for alias in aliases:
         if alias in lowered:
             return lowered[alias]
+    other = next((sep for sep in (";", "|") if len(columns) == 1 and sep in columns[0]), None)
+    hint = (f"; the header holds '{other}' between names: the file looks '{other}'-delimited (a spreadsheet export "
+            "in a locale that writes decimal commas): save it comma-separated, or as TSV" if other else "")
     raise InputError(
         f"{path}: no {kind} column. Expected one of: {', '.join(aliases)} (or pass --{kind}-column); "
-        f"columns are: {', '.join(columns) or '(none)'}"
+        f"columns are: {', '.join(columns) or '(none)'}{hint}"
     )
 
 
@@ -77,6 +80,10 @@ def check_regular_file(path: Path) -> None:
         raise InputError(f"Input file not found: {path}")
 
 
+#: bytes no text file holds (tab, line feed, carriage return and form feed left out)
+_CONTROL_BYTES = bytes([*range(0, 9), 11, *range(14, 32), 127])
+
+
 def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> None:
     """Refuse what is not a text file, with one line: a folder, a known binary magic number, UTF-16, NUL bytes
     >= 1%, mostly undecodable bytes, or nothing at all. Checks the first SNIFF bytes (None: the whole file, read
@@ -88,7 +95,7 @@ def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> Non
     # undecodable bytes: replacement characters decoding with errors="replace", less those the text itself holds
     replaced = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ignored = codecs.getincrementaldecoder("utf-8")(errors="ignore")
-    size = nul = bad = 0
+    size = nul = bad = control = 0
     blank = True
     with path.open("rb") as fh:
         first = True
@@ -105,12 +112,16 @@ def check_text_file(path: str | os.PathLike, sniff: int | None = 1 << 16) -> Non
             final = sniff is not None or not block
             size += len(block)
             nul += block.count(b"\x00")
+            control += len(block) - len(block.translate(None, _CONTROL_BYTES))
             blank = blank and not block.strip()
             bad += replaced.decode(block, final).count("\ufffd") - ignored.decode(block, final).count("\ufffd")
             if final:
                 break
     if size and nul * 100 >= size:
         raise InputError(f"{path} is not a text file ({nul} NUL bytes); radmetrics reads UTF-8 JSONL or CSV")
+    if size and control * 50 > size:  # control bytes text never holds: binary, which no re-encoding helps
+        raise InputError(f"{path} is not a text file ({control} control bytes in {size}); radmetrics reads UTF-8 "
+                         "JSONL or CSV")
     if size and bad * 10 > size:
         raise InputError(f"{path} is not UTF-8 text ({bad} of {size} bytes are not UTF-8); {ICONV_HINT}")
     if blank and (sniff is None or path.stat().st_size <= sniff):
@@ -197,7 +208,9 @@ class Records:
             try:
                 row = _parse_json_line(line)
                 if not isinstance(row, dict):
-                    problem = f"a JSON {type(row).__name__}, not an object"
+                    problem = f"a JSON {type(row).__name__}, not an object" + (
+                        " (a file holding one JSON array? radmetrics reads JSON Lines, one object per line: "
+                        "jq -c '.[]' IN > OUT.jsonl)" if isinstance(row, list) else "")
             except json.JSONDecodeError as e:
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
                 row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"

@@ -338,7 +338,11 @@ def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
     ("nul.csv", b"\x00" * 64, "is not a text file (64 NUL bytes)"),
     ("pairs.jsonl", gzip.compress(b'{"reference": "a", "candidate": "b"}\n'), "is not a text file (gzip data)"),
     ("pairs.csv", b"PK\x03\x04" + bytes(range(256)) * 4, "is not a text file (a zip archive"),
-    ("random.jsonl", bytes((i * 97 + 13) % 256 for i in range(4000)), "is not UTF-8 text (2000 of 4000 bytes"),
+    # review 12: random bytes were told to re-encode from Latin-1; their control bytes say binary
+    ("random.jsonl", bytes((i * 97 + 13) % 256 for i in range(4000)), "is not a text file (451 control bytes in 4000)"),
+    ("cyrillic.csv", "id,reference,candidate\nr1,Норма.,Норма.\n".encode("cp1251"), "re-encode the file, e.g. iconv"),
+    ("semicolons.csv", b"id;reference;candidate\nr1;a;b\n", "the file looks ';'-delimited"),
+    ("array.jsonl", b'[{"reference": "a", "candidate": "b"}]\n', "radmetrics reads JSON Lines, one object per line"),
     ("latin.csv", "référence,candidat\n".encode("utf-16"), "is UTF-16 text; save it as UTF-8"),
     ("header.csv", "id,référence,candidat\nr1,Heart normal.,Heart normal.\n".encode("latin-1"),
      "header.csv line 1 (the header): not UTF-8 (byte 0xE9 at position 5); re-encode the file, e.g. iconv"),
@@ -371,7 +375,7 @@ def test_the_whole_file_check_reads_in_blocks_with_the_same_counts(tmp_path, mon
     io.check_text_file(text, sniff=None)
     assert len(io.read_rows_strict(text)) == 50
     noise = tmp_path / "random.jsonl"
-    noise.write_bytes(bytes((i * 97 + 13) % 256 for i in range(4000)))
+    noise.write_bytes(bytes(0x80 + (i * 37) % 128 if i % 2 else 0x41 for i in range(4000)))  # no control byte
     with pytest.raises(InputError, match=r"is not UTF-8 text \(2000 of 4000 bytes"):
         io.check_text_file(noise, sniff=None)
     tail = tmp_path / "tail.jsonl"  # text first, then a binary tail past the default sniff
