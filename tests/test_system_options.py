@@ -66,7 +66,7 @@ def test_transform_with_a_step_option(fake_judge, tmp_path):
     base = ["data", "transform", "inject", "-i", str(src), "-o", str(tmp_path / "out"), "--backend", "fake", "--no-cache"]
     # the fake judge's first injection is implausible (rejected by validation): one attempt is not enough
     run = CliRunner().invoke(cli, base + ["--system-option", "max_attempts=1"])
-    assert run.exit_code == 0, run.output
+    assert run.exit_code == 1, run.output  # no row transformed: exit 1, as score (review 12)
     assert "0/1 rows done, 1 failed" in run.output
     bad = CliRunner().invoke(cli, base + ["--system-option", "attempts=1"])
     assert isinstance(bad.exception, radmetrics.InputError) and "its options: max_attempts, validate" in str(bad.exception)
