@@ -466,3 +466,18 @@ def test_training_never_writes_over_a_folder_that_holds_something(tmp_path):
     again = cli("train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs, "-o", out, "--overwrite",
                 cwd=tmp_path)
     assert "is not empty" not in again.stderr and (out / "merged").is_dir()
+
+
+def test_a_run_that_replaces_earlier_results_says_so(tmp_path):
+    """Review 12 R5: score, compare, meta-eval, preference-eval and rexamine replaced an earlier output or report
+    without a word (a meta-eval re-run with a typo in -m replaced a finished judge report)."""
+    replay = str(SAMPLE / "green_replay.jsonl")
+    score = ["score", "-m", "green", "-i", _PAIRS, "--replay", replay, "-o", tmp_path / "r.jsonl", "--no-cache"]
+    first, second = cli(*score, cwd=tmp_path), cli(*score, cwd=tmp_path)
+    assert first.returncode == 0 and "earlier run" not in first.stderr, first.stderr[-2000:]
+    assert second.returncode == 0 and "holds an earlier run's results; this run replaces them" in second.stderr
+    compare = ["compare", "-r", _PAIRS, "-m", "rouge-l", "-s", f"A={_PAIRS}", "-s", f"B={_SYSTEM_B}", "-o",
+               tmp_path / "cmp", "--resamples", "0"]
+    first, second = cli(*compare, cwd=tmp_path), cli(*compare, cwd=tmp_path)
+    assert first.returncode == 0 and "earlier report" not in first.stderr, first.stderr[-2000:]
+    assert f"Note: {tmp_path / 'cmp'} holds an earlier report; this run replaces it." in second.stderr

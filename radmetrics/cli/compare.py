@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 from radmetrics.errors import InputError
@@ -47,6 +47,7 @@ def compare_command(system_files, references, metrics, output, id_column, refere
 
     A metric that gives a system no result (it failed, or scored none of its rows) is reported with its reason and
     the other results are kept; the command then exits with code 2, as meta-eval does."""
+    note_replaced_report(output)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it

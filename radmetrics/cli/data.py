@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import RESAMPLES, SEED
 from radmetrics.data import CONVERTERS
@@ -67,6 +67,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
 
     A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
     metrics are kept; the command then exits with code 2."""
+    note_replaced_report(output)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
@@ -403,6 +404,7 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
 
     A metric that fails (judge unreachable, ...) is reported with its reason and the others are kept; the
     command then exits with code 2, as meta-eval and compare do."""
+    note_replaced_report(output)
     import csv
     import json
     from pathlib import Path

@@ -72,3 +72,10 @@ def check_new_folder(output: str, overwrite: bool, holds: str) -> None:
         shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
         raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the {holds} it "
                          "holds. Choose a new folder, or pass --overwrite")
+
+
+def note_replaced_report(folder: str) -> None:
+    """Say that a report folder already holds a report this run will replace (review 12: a meta-eval re-run with a
+    typo in -m replaced a finished judge report without a word)."""
+    if (Path(folder).expanduser() / "results.json").is_file():
+        click.echo(f"Note: {folder} holds an earlier report; this run replaces it.", err=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
@@ -25,6 +25,7 @@ def rexamine_command(input_path, metrics, output, expert_column, judge_flags: Ju
     """Score every candidate against its original and its standardized reference with each METRIC, per site:
     paired t-tests (Bonferroni), means ± std, Spearman with experts, largest disagreements. Missing standardized
     references and candidates are written through the judge with ReXamine-Global's App. A prompts."""
+    note_replaced_report(output)
     from radmetrics.errors import optional_import
     from radmetrics.meta.rexamine_run import run_rexamine
 

@@ -140,6 +140,9 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     # The run id names this input + settings: in every result row and in the summary, so a summary is matched to
     # its results; a resumed run continues under the same id (its rows equal an uninterrupted run's).
     run_id = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    if os.path.exists(output_path) and not writer.done_rows:  # review 12: replaced without a word before
+        click.echo(f"Note: {output_path} holds an earlier run's results; this run replaces them when it finishes.",
+                   err=True)
     running = RunningSummary(system, keep_all=summary)
     tally = FailureTally(replay=judge_flags.backend == "replay")
     try:
