@@ -281,17 +281,30 @@ def test_an_input_nan_is_echoed_as_strict_json_and_the_run_still_resumes(tmp_pat
     import signal
     import time
 
+    import threading
+
     out2 = tmp_path / "o2.jsonl"
-    with FakeOpenAIServer(analysis_for, delay=0.5) as server:
+    interrupted = threading.Event()
+
+    def answer(prompt):  # the third row waits for the interrupt: the run cannot finish first on a slow machine
+        if "Small effusion 2." in prompt:
+            interrupted.wait(60)
+        return analysis_for(prompt)
+
+    with FakeOpenAIServer(answer) as server:
         args = [sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i", str(src), "-o", str(out2),
                 "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-model", "--no-cache",
                 "--no-progress", "--chunk-rows", "1", "--judge-option", "concurrency=1"]
-        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Ctrl-C as a terminal delivers it (a background job, CI's, starts with SIGINT ignored)
+        from test_reliability_faults import with_ctrl_c
+
+        proc = subprocess.Popen(with_ctrl_c(args), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         part, deadline = tmp_path / "o2.jsonl.part", time.time() + 60
         while (not part.exists() or part.read_text().count("\n") < 2) and time.time() < deadline:
             time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
+        interrupted.set()
         again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Continued an interrupted run: 2 rows were already written" in again.stderr, again.stderr[-3000:]
