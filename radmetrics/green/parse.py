@@ -17,6 +17,7 @@ is unscored, never given a number.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -128,13 +129,19 @@ _LINE = re.compile(r"[ \t>#*\-]*\**[ \t]*\[?[ \t]*(?:" + "|".join(rf"(?P<{kind}>
 _TEMPLATE = re.compile(r"<\s*(?:the\s+number\s+of\s+(?:errors|matched\s+findings)|error\s+type)\s*>", re.I)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Header:
     kind: str
     start: int
     end: int
     official: bool  # written exactly "[Name]:" as the template asks
     line_form: bool = False  # a line of its own ("Matched Findings:", "**Explanation**"), not "[Name]:"
+
+
+@functools.lru_cache(maxsize=16)
+def _header_scan(text: str) -> tuple[_Header, ...]:
+    """_headers, remembered for the few texts a parse scans more than once (the analysis, its prose counts)."""
+    return tuple(_headers(text))
 
 
 def _headers(text: str) -> list[_Header]:
@@ -166,7 +173,7 @@ def _analysis_headers(text: str) -> list[_Header]:
     the next header is its significant errors; inside a section ("(a) ...: 1.\n  Explanation: not in the
     reference.") it is the judge's note, and taken for a header it cut the section there (1.0 for an answer with
     an error)."""
-    out = _prose_headers_dropped(text, _headers(text))
+    out = _prose_headers_dropped(text, list(_header_scan(text)))
     return [h for i, h in enumerate(out) if not (h.kind == "explanation" and h.line_form and not (
         i + 1 < len(out) and out[i + 1].kind == "significant"))]
 
@@ -189,7 +196,7 @@ def _prose_counts(text: str, headers: list[_Header]) -> list[tuple[str, int, str
     line), to be checked against the sections."""
     kept = {(h.start, h.kind) for h in headers}
     out = []
-    for h in _headers(text):
+    for h in _header_scan(text):
         if h.line_form and (h.start, h.kind) not in kept and h.kind in _KIND_NAME:
             line = text[h.start:].split("\n", 1)[0]
             count = re.match(rf"[ \t*]*(\d+|{_WORD})\**[ \t]*(?:[.(]|(?:errors?|findings?)\b|$)", text[h.end:].split("\n", 1)[0],
