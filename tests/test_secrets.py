@@ -38,8 +38,11 @@ N_ROWS = 12
 
 def leaked_runs(text: str, key: str, run: int = 5) -> list[str]:
     """Every piece of the key of `run` characters that occurs in text. Object addresses in debug lines
-    (`at 0x7f2744483490`) are left out: a numeric key's digits turn up in them by chance (a flaky failure)."""
+    (`at 0x7f2744483490`) and hash digests (the cache keys: 32+ hex characters with a letter among them) are
+    left out: a numeric key's digits turn up in them by chance (a flaky failure, once the judge's identity held
+    the server's port, so the cache keys changed from run to run). A leaked numeric key has no letters in it."""
     text = re.sub(r"0x[0-9a-fA-F]+", "0x", text)
+    text = re.sub(r"(?<![0-9a-fA-F])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])", "<digest>", text)
     return sorted({key[i: i + run] for i in range(len(key) - run + 1) if key[i: i + run] in text})
 
 
