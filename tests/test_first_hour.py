@@ -379,6 +379,7 @@ def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path)
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c", "accepted_scores": [0, 0, 0, 0, 0, 0]}\n'
                      '["not", "an", "object"]\n')
+    (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
     assert_one_line_error(run, "line 2: a JSON list, not an object", "pairs file")
     pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c"}\n')

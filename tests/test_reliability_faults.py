@@ -279,6 +279,7 @@ def test_stale_leases_expire_and_dead_local_owners_hold_nothing(tmp_path, monkey
     write_pairs(src, 6)
     with FakeOpenAIServer(analysis_for) as probe:  # learn the prompts' cache keys from one uncached run
         run(cli_args(src, tmp_path / "probe.jsonl", probe.base_url, cache))
+        port = probe.httpd.server_address[1]  # the same server address, so the same cache keys
     keys = [k for (k,) in sqlite3.connect(cache).execute("SELECT key FROM responses")]
     con = sqlite3.connect(cache)
     con.execute("DELETE FROM responses")
@@ -289,7 +290,7 @@ def test_stale_leases_expire_and_dead_local_owners_hold_nothing(tmp_path, monkey
                     + [(k, f"{socket.gethostname()}:{dead.stdout.strip()}:run", now + 3600) for k in keys[3:]])
     con.commit()
     con.close()
-    with FakeOpenAIServer(analysis_for) as server:
+    with FakeOpenAIServer(analysis_for, port=port) as server:
         out = run(cli_args(src, tmp_path / "o.jsonl", server.base_url, cache))
         assert out.returncode == 0, out.stderr[-3000:]
         starts = [r["t_start"] for r in server.requests]

@@ -288,7 +288,8 @@ def test_grpo_with_openai_judge_faults(policy, tmp_path, caplog):
     # Only the answers that arrived were cached: scoring the same completions again asks for the two failures
     completions, references = seen.batches[0]
     assert len(ResponseCache(cache)) == len(set(completions)) - 2
-    with FakeOpenAIServer(analysis_for) as healthy:
+    port = int(options["base_url"].rsplit(":", 1)[1].split("/")[0])  # the server restarted at its address
+    with FakeOpenAIServer(analysis_for, port=port) as healthy:
         again = radmetrics.score("green", references, completions, backend="openai", judge="judge-model",
                                  cache=cache, progress=False, judge_options={**options, "base_url": healthy.base_url})
     assert len(healthy.requests) == 2 and again.summary["num_unscored"] == 0
