@@ -64,6 +64,11 @@ _BINARY_MAGIC = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive (an .xl
 
 #: what to run on a file that is not UTF-8 (most such files are Latin-1 / Windows-1252 exports)
 ICONV_HINT = "re-encode the file, e.g. iconv -f latin1 -t utf-8 IN > OUT"
+def not_utf8_file(path: str | os.PathLike, error: UnicodeDecodeError) -> str:
+    """Why a whole file read as UTF-8 failed, with the fix (a Latin-1 / Excel export, most often)."""
+    return f"{path} is not UTF-8 text (it holds the byte {error.object[error.start:error.start + 1]!r}); {ICONV_HINT}"
+
+
 #: how the problem of a record holding bytes that are not UTF-8 starts
 NOT_UTF8 = "not UTF-8"
 
@@ -612,3 +617,14 @@ def write_parquet_batches(fh, batches) -> None:
     with pq.ParquetWriter(fh, schema) as writer:
         for table, _ in tables(list(fields)):
             writer.write_table(table.cast(schema))
+
+
+def check_new_folder(output: str | os.PathLike, overwrite: bool, holds: str) -> None:
+    """A folder to be written is new or empty unless --overwrite: what it holds would be replaced without a word
+    (a dataset and its card in `data convert` / `transform`, a trained judge in `train`)."""
+    folder = Path(output).expanduser()
+    held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    if held and not overwrite:
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the {holds} it "
+                         "holds. Choose a new folder, or pass --overwrite")

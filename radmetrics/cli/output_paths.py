@@ -61,19 +61,6 @@ OUTPUT_FOLDER = OutputPath(folder=True)
 OUTPUT_FILE = OutputPath(folder=False)
 
 
-def check_new_folder(output: str, overwrite: bool, holds: str) -> None:
-    """A folder to be written is new or empty unless --overwrite (review 12: `train judge` run twice replaced the
-    first judge without a word, where `data convert` asks for --overwrite)."""
-    from radmetrics.errors import InputError
-
-    folder = Path(output).expanduser()
-    held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
-    if held and not overwrite:
-        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
-        raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the {holds} it "
-                         "holds. Choose a new folder, or pass --overwrite")
-
-
 def note_replaced_report(folder: str) -> None:
     """Say that a report folder already holds a report this run will replace (review 12: a meta-eval re-run with a
     typo in -m replaced a finished judge report without a word)."""

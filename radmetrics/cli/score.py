@@ -35,12 +35,17 @@ def result_keys(score_key: str) -> frozenset[str]:
     return frozenset(fields | _RESULT_KEYS | {score_key})
 
 
+def _taken_in(row: dict[str, Any], taken: frozenset[str]) -> frozenset[str]:
+    """The names a result row takes from this input row: a user's own `_line` / `_raw` too, unless they are the
+    reader's marks on a record it could not read (io._stand_in)."""
+    return taken if "_line" in row and "_raw" in row else taken | {"_line", "_raw"}
+
+
 def input_columns(row: dict[str, Any], taken: frozenset[str]) -> dict[str, Any]:
     """The input row as read, a column whose name a result field takes kept as input_<name> (review 12: a `green`,
     `reason` or `details` column, e.g. when scoring an earlier results file again, was overwritten without a
     word). A user's own `_line` / `_raw` columns likewise: those names mark a record that could not be read."""
-    marked = "_line" in row and "_raw" in row  # the reader's marks on a record it could not read (io._stand_in)
-    taken = taken if marked else taken | {"_line", "_raw"}
+    taken = _taken_in(row, taken)
     out = {}
     for key, value in row.items():
         name = key
@@ -191,8 +196,7 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
 
     def flush() -> None:
         taken = result_keys(system.score_key)
-        marks = {"_line", "_raw"}
-        clashes = {k for r in chunk for k in r.row if k in taken or (k in marks and not marks <= set(r.row))} - renamed
+        clashes = {k for r in chunk for k in r.row if k in _taken_in(r.row, taken)} - renamed
         if clashes:
             renamed.update(clashes)
             click.echo(f"Note: input column(s) {', '.join(sorted(clashes))} kept as "

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, check_new_folder
+from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.io import check_new_folder
 
 @click.group("train")
 def train_group() -> None:

@@ -81,11 +81,9 @@ def check_dataset_output(output: str | Path, overwrite: bool, source: str | Path
         raise InputError(f"--output {output} is a file; a dataset is written as a folder")
     if source is not None and out.exists() and out.resolve() == Path(source).expanduser().resolve():
         raise InputError(f"--output {output} is the input folder; write the new dataset to another folder")
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    if held and not overwrite:
-        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
-        raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the dataset and "
-                         "README.md it holds. Choose a new folder, or pass --overwrite")
+    from radmetrics.io import check_new_folder
+
+    check_new_folder(output, overwrite, "dataset and README.md")
 
 
 def convert(name: str, source: str | Path, out_dir: str | Path) -> Path:

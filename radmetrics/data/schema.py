@@ -25,7 +25,7 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
 
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
-    from radmetrics.io import ICONV_HINT
+    from radmetrics.io import not_utf8_file
 
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
@@ -37,8 +37,7 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
                 raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
             return list(reader)
     except UnicodeDecodeError as e:  # an Excel / Latin-1 export, or not text at all
-        raise InputError(f"{path} is not UTF-8 text (it holds the byte {e.object[e.start:e.start + 1]!r}); "
-                         f"{ICONV_HINT}") from None
+        raise InputError(not_utf8_file(path, e)) from None
     except csv.Error as e:
         raise InputError(f"{path}: not a readable CSV ({e})") from None
 

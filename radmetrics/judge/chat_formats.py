@@ -7,6 +7,7 @@ with `add_eos_token=True` (Stanford-AIMI/GREEN green_score/green.py, `GREEN.__in
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 # Byte-identical to Stanford-AIMI/GREEN green_score/green.py (`chat_template = ...`).
@@ -105,10 +106,15 @@ def render_text(prompt: str, chat_format: str, eos_token: str = "</s>") -> str:
         return prompt
     if chat_format != "green":
         raise ValueError(f"chat_format must be 'green' or 'none' here, not {chat_format!r}")
+    messages = [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
+    text = _green_template().render(messages=messages, eos_token=eos_token, add_generation_prompt=True)
+    return text + eos_token
+
+
+@functools.lru_cache(maxsize=1)
+def _green_template():
+    """GREEN's chat template compiled once (render_text runs per prompt: the openai backend's completions mode,
+    lm-eval tasks, training data)."""
     import jinja2
 
-    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
-    messages = [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
-    text = env.from_string(GREEN_CHAT_TEMPLATE).render(messages=messages, eos_token=eos_token,
-                                                       add_generation_prompt=True)
-    return text + eos_token
+    return jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(GREEN_CHAT_TEMPLATE)

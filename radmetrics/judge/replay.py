@@ -43,10 +43,9 @@ class ReplayJudge(JudgeBackend):
         try:
             self._read_answers()
         except UnicodeDecodeError as e:
-            from radmetrics.io import ICONV_HINT
+            from radmetrics.io import not_utf8_file
 
-            raise JudgeError(f"Replay file {self.path} is not UTF-8 text (it holds the byte {e.object[e.start:e.start + 1]!r});"
-                             f" {ICONV_HINT}") from None
+            raise JudgeError(f"Replay file {not_utf8_file(self.path, e)}") from None
         self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     def _read_answers(self) -> None:

@@ -53,12 +53,7 @@ def site_t_tests(original: dict[str, MetricRun], standardized: dict[str, MetricR
                 s, o = np.asarray(pairs, dtype=float).T
                 row.update(stats.paired_t_test(s, o))
             rows.append(row)
-    tests_run = sum(row["p_value"] is not None for row in rows)
-    threshold = alpha / max(1, tests_run)
-    for row in rows:
-        row["threshold"] = threshold
-        row["significant"] = None if row["p_value"] is None else bool(row["p_value"] < threshold)
-    return rows
+    return stats.bonferroni_over_tests_run(rows, alpha)
 
 
 def table2(tests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

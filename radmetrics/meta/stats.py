@@ -191,6 +191,16 @@ def paired_t_test(after: Sequence[float], before: Sequence[float]) -> dict[str, 
     return {"t": float(result.statistic), "p_value": float(result.pvalue), "reason": None}
 
 
+def bonferroni_over_tests_run(rows: list[dict[str, Any]], alpha: float) -> list[dict[str, Any]]:
+    """Sets each row's threshold α / (the tests run: rows with a p-value) and whether it is significant (None
+    where no test ran); a row without a test does not tighten the others' threshold."""
+    threshold = alpha / max(1, sum(row["p_value"] is not None for row in rows))
+    for row in rows:
+        row["threshold"] = threshold
+        row["significant"] = None if row["p_value"] is None else bool(row["p_value"] < threshold)
+    return rows
+
+
 def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standardized: dict[str, dict[str, Sequence[float]]],
                         alpha: float = 0.05, higher_is_better: Mapping[str, bool] | None = None,
                         convention: str = "paper") -> list[dict[str, Any]]:
@@ -222,11 +232,7 @@ def rexamine_site_tests(original: dict[str, dict[str, Sequence[float]]], standar
                     "mean_standardized": float(y.mean()), "t": test["t"], "p_value": test["p_value"],
                     "threshold": None, "significant": None, "t_convention": convention,
                     **({"reason": test["reason"]} if test["reason"] else {})})
-    threshold = alpha / max(1, sum(row["p_value"] is not None for row in out))  # Bonferroni over the tests run
-    for row in out:
-        row["threshold"] = threshold
-        row["significant"] = None if row["p_value"] is None else bool(row["p_value"] < threshold)
-    return out
+    return bonferroni_over_tests_run(out, alpha)
 
 
 def per_site_spearman(scores: Sequence[float], expert: Sequence[float], sites: Sequence[str], **kwargs) -> dict[str, dict]:
