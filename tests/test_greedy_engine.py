@@ -10,6 +10,7 @@ from tiny_judge import training_pairs
 
 import radmetrics
 from radmetrics.judge import greedy_engine
+from radmetrics.judge.greedy_engine import returned_cache
 
 
 def _cuda() -> bool:
@@ -149,7 +150,7 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
     shared = torch.randint(3, 300, (40,), generator=g).tolist()
     rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
     with torch.inference_mode():
-        past = model(input_ids=torch.tensor([shared], device=device), use_cache=True).past_key_values
+        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
     finished, plans = [], []
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
                                         pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
@@ -192,7 +193,7 @@ def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device
             shared + ref_b + tokens(12)]
     rows.append(list(rows[3]))  # a duplicate
     with torch.inference_mode():
-        past = model(input_ids=torch.tensor([shared], device=device), use_cache=True).past_key_values
+        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
     levels = []
     prefill_stems = greedy_engine._SlotEngine._prefill_stems
     monkeypatch.setattr(greedy_engine._SlotEngine, "_prefill_stems", lambda self, stems, fresh: (
@@ -297,7 +298,7 @@ def test_stem_prefill_puts_each_rows_own_keys_in_its_slot(prefix):
             shared + tokens(30), shared + ref + cand]
     n_prefix = 20 if prefix else 0
     with torch.inference_mode():
-        past = model(input_ids=torch.tensor([shared]), use_cache=True).past_key_values
+        past = returned_cache(model(input_ids=torch.tensor([shared]), use_cache=True))
         plan = greedy_engine.EnginePlan(rows=len(rows), window=200, prefill_chunk_tokens=64)
         engine = greedy_engine._SlotEngine(model, plan, greedy_engine.SharedPrefix(past, 20) if prefix else None,
                                            8, 0, 2, 2)
@@ -306,7 +307,7 @@ def test_stem_prefill_puts_each_rows_own_keys_in_its_slot(prefix):
             full = model(input_ids=torch.tensor([row]), use_cache=True)
             start, end = int(engine.start[slot]), int(engine.end[slot])
             assert (start, end) == (1, 1 + len(row) - n_prefix)  # the tree path was taken: rows from column 1
-            for (keys, values), layer in zip(engine.cache.layers, full.past_key_values.layers):
+            for (keys, values), layer in zip(engine.cache.layers, returned_cache(full).layers):
                 torch.testing.assert_close(keys[slot, :, start:end], layer.keys[0, :, n_prefix:], atol=1e-5, rtol=1e-5)
                 torch.testing.assert_close(values[slot, :, start:end], layer.values[0, :, n_prefix:], atol=1e-5,
                                            rtol=1e-5)

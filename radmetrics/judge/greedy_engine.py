@@ -334,6 +334,7 @@ class _SlotEngine:
         self.max_own = max_own  # the longest prompt's own tokens (sizes a stem chunk's keys/values)
         self.max_new, self.min_new, self.eos, self.pad = max_new_tokens, min_new_tokens, eos, pad
         self.device = next(model.parameters()).device
+        self.cache_name = cache_argument(model)
         config = model.config.get_text_config(decoder=True)
         self.config = config
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -439,9 +440,9 @@ class _SlotEngine:
         out = self.model(input_ids=torch.tensor(ids, device=self.device),
                          attention_mask=torch.tensor(mask, device=self.device),
                          position_ids=torch.tensor(positions, device=self.device),
-                         past_key_values=past, use_cache=True, logits_to_keep=1)
+                         use_cache=True, logits_to_keep=1, **{self.cache_name: past})
         index = torch.tensor(slots, device=self.device)
-        for (keys, values), (k, v) in zip(self.cache.layers, _layer_tensors(out.past_key_values)):
+        for (keys, values), (k, v) in zip(self.cache.layers, _layer_tensors(returned_cache(out))):
             # the chunk's own tokens, right-aligned in columns [1, 1 + w); the padding columns stay masked
             keys[index, :, 1 : 1 + w] = k[:, :, n_prefix:]
             values[index, :, 1 : 1 + w] = v[:, :, n_prefix:]
@@ -523,8 +524,8 @@ class _SlotEngine:
         out = self.model(input_ids=torch.tensor(ids, device=self.device),
                          attention_mask=torch.tensor(mask, device=self.device),
                          position_ids=torch.tensor(positions, device=self.device),
-                         past_key_values=past, use_cache=True, logits_to_keep=1)
-        layers = _layer_tensors(out.past_key_values)
+                         use_cache=True, logits_to_keep=1, **{self.cache_name: past})
+        layers = _layer_tensors(returned_cache(out))
         if layers[0][0].shape[2] != n_prefix + a_max + w:  # e.g. a sliding-window cache kept only the last N
             raise RuntimeError(f"the model's cache kept {layers[0][0].shape[2]} of {n_prefix + a_max + w} columns")
         done_rows, done_slots, done_items = [], [], []
@@ -683,7 +684,7 @@ class _SlotEngine:
             columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         out = self.model(input_ids=inputs, attention_mask=mask[:, None], position_ids=self.position[:b, None] + steps,
-                         past_key_values=self.cache, use_cache=True, shared_prefix_kv=self.prefix_kv)
+                         use_cache=True, shared_prefix_kv=self.prefix_kv, **{self.cache_name: self.cache})
         picks = self._pick(out.logits.float(), self.generated[:b, None] + steps)  # [b, q]
         kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.max_new, self.eos)
         valid = kept + 1
@@ -823,7 +824,8 @@ class SlotCache:
         self._rows = self._rows_by_bucket[bucket]
         self._bucket, self._end, self._cols = bucket, end, cols
 
-    def update(self, key_states, value_states, layer_idx: int, cache_kwargs: dict | None = None):
+    def update(self, key_states, value_states, layer_idx: int, *_: Any, **__: Any):
+        # the extra arguments (cache_kwargs before transformers 5.24, kwargs= from it) carry nothing this cache uses
         keys, values = self.layers[layer_idx]
         keys, values = keys[: self._bucket], values[: self._bucket]
         if self._end.dim() == 1:  # one input per row
@@ -1037,6 +1039,19 @@ def _depth(stems: list[StemNode], i: int) -> int:
 
 def _layer_tensors(cache: Any) -> list[tuple[Any, Any]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def cache_argument(model: Any) -> str:
+    """The name under which the model takes and returns its KV cache: transformers 5.24 renamed
+    ``past_key_values`` to ``cache`` (the old name still works there, with a warning, until 5.40)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(output: Any) -> Any:
+    """The KV cache a forward pass returned, under either name (see ``cache_argument``)."""
+    return output["cache"] if "cache" in output.keys() else output.past_key_values
 
 
 def _vocab(model: Any) -> int:

@@ -22,6 +22,7 @@ from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
+from radmetrics.judge.greedy_engine import cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
 from radmetrics.types import GenerationConfig
 
@@ -267,7 +268,7 @@ class TransformersJudge(JudgeBackend):
         try:
             with torch.inference_mode():
                 ids = torch.tensor([first[:length]], device=self.device)
-                cache = self._model(input_ids=ids, use_cache=True).past_key_values
+                cache = returned_cache(self._model(input_ids=ids, use_cache=True))
             cache.batch_repeat_interleave  # noqa: B018 - a DynamicCache-like cache is required
         except Exception as e:  # noqa: BLE001 - an architecture without a reusable cache: plain batches
             log.info("prefix cache unavailable for %s (%s); using plain batches", self.model, e)
@@ -383,7 +384,7 @@ class TransformersJudge(JudgeBackend):
             batch_cache.batch_repeat_interleave(len(rows))
             padded = {"input_ids": torch.tensor(rows, device=self.device),
                       "attention_mask": torch.tensor(mask, device=self.device)}
-            kwargs.update(position_ids=torch.tensor(positions, device=self.device), past_key_values=batch_cache)
+            kwargs.update(position_ids=torch.tensor(positions, device=self.device), **{cache_argument(self._model): batch_cache})
         if config.min_new_tokens:
             kwargs["min_new_tokens"] = config.min_new_tokens
         if config.temperature and config.temperature > 0:
