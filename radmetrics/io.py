@@ -29,6 +29,8 @@ class PairFile:
     bad_rows: dict[int, str]
     #: the line of the file each row starts on (to name it in messages)
     lines: list[int]
+    #: other columns that are also reference/candidate aliases, not used (`pick_pair_columns`)
+    also_found: tuple[str, ...] = ()
 
 
 def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, kind: str, path: Path) -> str:
@@ -53,6 +55,27 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
         f"{path}: no {kind} column. Expected one of: {', '.join(aliases)} (or pass --{kind}-column); "
         f"columns are: {', '.join(columns) or '(none)'}{hint}"
     )
+
+
+def pick_pair_columns(columns: Iterable[str], reference_column: str | None, candidate_column: str | None,
+                      path: Path) -> tuple[str, str, tuple[str, ...]]:
+    """(reference column, candidate column, the other alias columns present and not used): a file with both
+    ``gt_report`` and ``reference`` is read from one of them, and the user is told the other was there."""
+    columns = list(columns)
+    ref = _pick(columns, REFERENCE_ALIASES, reference_column, "reference", path)
+    cand = _pick(columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
+    aliases = {a for kind, given in ((REFERENCE_ALIASES, reference_column), (CANDIDATE_ALIASES, candidate_column))
+               if not given for a in kind}
+    unused = tuple(c for c in columns if c not in (ref, cand) and c.lower().strip() in aliases)
+    return ref, cand, unused
+
+
+def unused_columns_note(path: str | os.PathLike, reference: str, candidate: str, unused: tuple[str, ...],
+                        choose: str = "pass --reference-column / --candidate-column to choose") -> str:
+    """The line that says which alias columns were read and which were not (two exports merged into one file:
+    the wrong pair must not be scored or trained on without a word)."""
+    return (f"Note: {path} also has {', '.join(repr(c) for c in unused)}, not read (reading reference = "
+            f"'{reference}', candidate = '{candidate}'); {choose}")
 
 
 #: first bytes of files people pass by mistake (compressed, spreadsheets, databases, images, Arrow/Parquet)
@@ -366,9 +389,8 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
             bad[len(rows)] = f"line {record.line}: {record.problem}"
         rows.append(record.row)
         lines.append(record.line)
-    ref = _pick(records.columns, REFERENCE_ALIASES, reference_column, "reference", path)
-    cand = _pick(records.columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
-    return PairFile(rows, ref, cand, bad, lines)
+    ref, cand, unused = pick_pair_columns(records.columns, reference_column, candidate_column, path)
+    return PairFile(rows, ref, cand, bad, lines, unused)
 
 
 def read_references(path: str | os.PathLike, column: str | None = None) -> list[str]:

@@ -37,6 +37,8 @@ class PairStream:
     path: Path
     reference_column: str
     candidate_column: str
+    #: other columns that are also reference/candidate aliases, not used (`io.pick_pair_columns`)
+    also_found: tuple[str, ...] = ()
     #: records with bytes that are not UTF-8 (kept unscored), and the first one's line, counted as they are read
     not_utf8_rows: int = 0
     first_not_utf8_line: int | None = None
@@ -56,7 +58,7 @@ class PairStream:
 def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
                candidate_column: str | None = None) -> PairStream:
     """A lazy reader of report pairs; the columns are chosen from the first rows (aliases as `io.read_pairs`)."""
-    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, Records, _pick
+    from radmetrics.io import Records, pick_pair_columns
 
     path = Path(path)
     check_regular_file(path)
@@ -69,9 +71,8 @@ def open_pairs(path: str | os.PathLike, reference_column: str | None = None,
     if not records.columns and first_problem:  # not one readable row to take the columns from
         raise InputError(f"{path} line {first_problem.line}: {first_problem.problem}; no readable row among the "
                          f"first {n + 1}")
-    ref = _pick(records.columns, REFERENCE_ALIASES, reference_column, "reference", path)
-    cand = _pick(records.columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
-    return PairStream(path, ref, cand)
+    ref, cand, unused = pick_pair_columns(records.columns, reference_column, candidate_column, path)
+    return PairStream(path, ref, cand, unused)
 
 
 class RunningSummary:

@@ -491,3 +491,24 @@ def test_input_columns_named_like_result_fields_are_kept_not_overwritten(tmp_pat
     assert [r["input__line"] for r in rows] == [100, 101, 102] and all("_line" not in r for r in rows)
     assert all(r["parsed"] and 0 <= r["green"] <= 1 and r["reason"] is None for r in rows)
     assert again.returncode == 0 and read_jsonl(out) == rows
+
+
+def test_a_file_with_two_reference_or_candidate_columns_says_which_were_not_read(tmp_path):
+    """Two exports merged into one file (``gt_report`` beside ``reference``, ``prediction`` beside ``candidate``):
+    the pair read is named, and so are the alias columns that were not read; naming the columns silences it."""
+    src = tmp_path / "merged.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"gt_report": "old reference a", "reference": "left effusion", "Prediction": "model v1", "candidate": "left effusion"},
+        {"gt_report": "old reference b", "reference": "heart normal", "Prediction": "model v1", "candidate": "cardiomegaly"}]))
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert "reference = 'reference', candidate = 'candidate'" in out.stderr
+        assert "also has 'gt_report', 'Prediction', not read" in out.stderr
+        chosen = score(server, src, tmp_path / "o2.jsonl", tmp_path, "--reference-column", "gt_report",
+                       "--candidate-column", "candidate")
+        assert chosen.returncode == 0, chosen.stderr[-3000:]
+        assert "not read" not in chosen.stderr
+    got = read_jsonl(tmp_path / "o2.jsonl")
+    assert [r["reference"] for r in got] == ["left effusion", "heart normal"]  # input columns echoed as they were
+    assert [r["gt_report"] for r in got] == ["old reference a", "old reference b"]

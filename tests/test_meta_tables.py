@@ -247,3 +247,21 @@ def test_a_linear_ensemble_that_cannot_be_fitted_says_why_before_any_work(tmp_pa
     assert run.returncode == 2 and "--split 18 leaves 2 training rows and the fit needs at least 4" in run.stderr, \
         run.stderr[-2000:]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("split", ["1.5", "0", "-3", "nan", "inf"])
+def test_a_split_that_is_neither_a_row_count_nor_a_share_is_refused_as_given(tmp_path, split):
+    """Review finding: `--split 1.5` was truncated to 1 row and the error then spoke of "--split 1"."""
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", "rouge-l", "--split", split, "-o", tmp_path / "r")
+    assert run.returncode == 2 and f"not '{split}'" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "r").exists()
+
+
+def test_preference_eval_refuses_a_pair_id_given_twice(tmp_path):
+    """Review 12 R5: duplicate ids were accepted: the pair counted twice and per_pair.csv could not tell them apart."""
+    rows = (FIXTURES / "preference" / "preferences.jsonl").read_text().splitlines()
+    src = tmp_path / "twice.jsonl"
+    src.write_text("\n".join(rows + [rows[1]]) + "\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "p")
+    assert run.returncode == 2 and f"row {len(rows) + 1}: id 'p1' is also row 2's" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "p").exists()

@@ -23,7 +23,8 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.command("compare")
 @click.option("--system", "-s", "system_files", multiple=True, required=True, metavar="NAME=FILE",
-              help="A system's candidates (JSONL/CSV with id and candidate columns); repeat for each system.")
+              help="A system's candidates (JSONL/CSV with id and candidate columns); repeat for each system. "
+                   "Without NAME= the system is named after the file (sysA.jsonl: sysA).")
 @click.option("--references", "-r", default=None, type=click.Path(dir_okay=False),
               help="File with id and reference columns (default: the first system's file).")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,

@@ -138,7 +138,11 @@ def _split_size(split: str | None) -> float | int | None:
         value = float(split)
     except ValueError:
         raise InputError(f"--split takes a row count (40) or a share (0.2), not {split!r}") from None
-    return value if 0 < value < 1 else int(value)
+    if 0 < value < 1:
+        return value
+    if value >= 1 and value.is_integer():  # 1.5 rows is neither a count nor a share: refused, never truncated to 1
+        return int(value)
+    raise InputError(f"--split takes a row count (40) or a share between 0 and 1 (0.2), not {split!r}")
 
 
 def check_ensemble_members(ensembles, metrics, judge_metrics, labels) -> None:

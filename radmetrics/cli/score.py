@@ -109,7 +109,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
     from radmetrics.io import (AtomicFile, check_output_path, check_output_safe, check_text_file, clean_stale_tmp,
-                               summary_path)
+                               summary_path, unused_columns_note)
     from radmetrics.runner import build_judge, fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
@@ -137,6 +137,9 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     pairs = open_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
                f"candidate = '{pairs.candidate_column}'", err=True)
+    if pairs.also_found:
+        click.echo(unused_columns_note(input_path, pairs.reference_column, pairs.candidate_column, pairs.also_found),
+                   err=True)
     fp = fingerprint(system, the_judge, config)
     stat = os.stat(input_path)
     identity = {"input": os.path.abspath(input_path), "size": stat.st_size, "mtime": stat.st_mtime_ns,

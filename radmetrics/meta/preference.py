@@ -27,6 +27,12 @@ def read_preferences(path: str | Path) -> list[dict[str, Any]]:
             raise InputError(f"{path} row {n}: missing {', '.join(missing)} (rows need {', '.join(required)})")
         if str(row["preferred"]).strip().lower() not in {"a", "b"}:
             raise InputError(f"{path} row {n}: preferred must be 'a' or 'b', not {row['preferred']!r}")
+    seen: dict[str, int] = {}
+    for n, row in enumerate(rows, 1):  # a pair given twice would count twice, and per_pair could not tell them apart
+        if row.get("id") is not None:
+            first = seen.setdefault(str(row["id"]), n)
+            if first != n:
+                raise InputError(f"{path} row {n}: id {row['id']!r} is also row {first}'s; each pair once")
     return rows
 
 
