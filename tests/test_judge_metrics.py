@@ -3,6 +3,7 @@ and bad outputs; re-asks; the CLI writing corrected reports."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -137,6 +138,47 @@ def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):
         prompt = system.build_prompt(f"ref {i}", f"cand {i}")
         assert f"Reference Report:\nref {i}\n" not in prompt
     assert system.prompt_version.endswith("-vert-k3-seed7-illus")
+
+
+def test_vert_shots_as_the_papers_variants_write_them(tmp_path):
+    """VERT App. D.6-D.9 (fidelity audit F13): RadEval shots scored max(0, 1 - 0.15 x sig errors) from their
+    counts; shots that illustrate a category; shots with the judge's explanation and matched findings, in the
+    order of VERT's own output format."""
+    shots = tmp_path / "rad-err.jsonl"
+    shots.write_text("\n".join(json.dumps(r) for r in [
+        {"reference": "No effusion.", "candidate": "Small left effusion.", "significant": {"a": 1},
+         "insignificant": {}, "category": "(a)", "explanation": "The candidate adds an effusion.",
+         "matched_findings": "0."},
+        {"reference": "Cardiomegaly.", "candidate": "Normal heart.", "significant": {"b": 2, "c": 1, "d": 2, "e": 3},
+         "category": "b"},
+    ]))
+    system = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=2, shot_score="significant-errors")
+    prompt = system.build_prompt("ref x", "cand x")
+    first = prompt[prompt.index("--- Example"):]
+    block = first[:first.index("--- Example", 5)] if first.count("--- Example") > 1 else first
+    effusion = prompt[prompt.index("(illustrating error category (a))"):]
+    assert "[Overall Accuracy Score]:\n0.85\n" in effusion  # 1 - 0.15 x 1
+    assert "[Overall Accuracy Score]:\n0.00\n" in prompt  # 8 significant errors: max(0, 1 - 1.2)
+    assert "(illustrating error category (b))" in prompt and block.startswith("--- Example 1 (illustrating")
+    order = [effusion.index(h) for h in ("[Explanation]:\nThe candidate adds an effusion.", "[Clinically Significant",
+                                         "[Clinically Insignificant", "[Matched Findings]:\n0.", "[Overall Accuracy")]
+    assert order == sorted(order)
+    assert system.prompt_version.endswith("-k2-seed42-sigscore")
+    for row, expected in [({"score": 4}, "outside 0-1 (set score_scale"),
+                          ({"score": 0.5, "significant": {"a": -1}}, "counts are whole numbers >= 0"),
+                          ({"score": 0.5, "significant": {"g": 1}}, "per letter a-f"),
+                          ({"score": 0.5, "significant": "not json"}, "must be a dict of counts"),
+                          ({"score": 0.5, "category": "z"}, "not an error letter a-f"),
+                          ({"score": 0.5, "explanation": 3}, "'explanation' must be text"),
+                          ({}, "no numeric 'score'")]:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps({"reference": "r", "candidate": "c", **row}) + "\n")
+        with pytest.raises(radmetrics.InputError, match=re.escape(expected)):
+            radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1).build_prompt("a", "b")
+    bad.write_text(json.dumps({"reference": "r", "candidate": "c", "score": 0.5}) + "\n")
+    with pytest.raises(radmetrics.InputError, match="needs the shot's 'significant' counts"):
+        radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1,
+                                      shot_score="significant-errors").build_prompt("a", "b")
 
 
 def test_vert_few_shot_without_shots_is_a_clear_error():

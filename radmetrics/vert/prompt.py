@@ -183,13 +183,24 @@ LETTER_NAMES = GREEN_NAMES
 
 @dataclass
 class Shot:
-    """One annotated example: reports, an overall score in [0, 1], optionally counts per category."""
+    """One annotated example: reports, an overall score in [0, 1], optionally counts per category, the judge's
+    explanation and matched findings (App. D.7/D.9 shots carry them) and the error category it illustrates
+    (D.6/D.7: "--- Example 1 (illustrating error category (a)) ---")."""
 
     reference: str
     candidate: str
     score: float
     significant: dict[str, int] = field(default_factory=dict)
     insignificant: dict[str, int] = field(default_factory=dict)
+    explanation: str = ""
+    matched: str = ""
+    category: str = ""
+
+
+def radeval_shot_score(significant: dict[str, int]) -> float:
+    """A shot's score from its clinically significant error counts: ``max(0, 1 - 0.15 x sig errors)``
+    (VERT App. D.6 and D.8, the RadEval shots)."""
+    return max(0.0, 1.0 - 0.15 * sum(significant.values()))
 
 
 def _counts_block(title: str, counts: dict[str, int]) -> str:
@@ -198,13 +209,22 @@ def _counts_block(title: str, counts: dict[str, int]) -> str:
 
 
 def shots_block(shots: Sequence[Shot], numbered_from: int = 5, heading: str = "Examples") -> str:
-    """App. D.5-D.8: "--- Example i ---" blocks; counts are shown when the shot has them (rad-err style)."""
+    """App. D.5-D.9: "--- Example i ---" blocks, in the order of VERT's own output format: the explanation, the
+    counts and the matched findings when the shot has them, then the score. The paper prints the score header
+    as "[Overall accuracy Score]:" in D.6/D.7/D.9 and "[Overall Accuracy Score]:" in D.5/D.8; we write the
+    latter everywhere, the spelling the judge is asked to answer with (D.2)."""
     parts = [f"{numbered_from}. {heading}:\n"]
     for i, shot in enumerate(shots, 1):
-        block = f"\n--- Example {i} ---\nReference Report:\n{shot.reference}\n\nCandidate Report:\n{shot.candidate}\n\n"
+        illustrating = f" (illustrating error category ({shot.category}))" if shot.category else ""
+        block = (f"\n--- Example {i}{illustrating} ---\nReference Report:\n{shot.reference}\n\n"
+                 f"Candidate Report:\n{shot.candidate}\n\n")
+        if shot.explanation:
+            block += f"[Explanation]:\n{shot.explanation}\n\n"
         if shot.significant or shot.insignificant:
             block += _counts_block("Clinically Significant Errors", shot.significant)
             block += _counts_block("Clinically Insignificant Errors", shot.insignificant)
+        if shot.matched:
+            block += f"[Matched Findings]:\n{shot.matched}\n\n"
         block += f"[Overall Accuracy Score]:\n{shot.score:.2f}\n"
         parts.append(block)
     return "".join(parts)

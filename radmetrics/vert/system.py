@@ -20,39 +20,85 @@ from radmetrics.vert.parse import (
 )
 from radmetrics.vert.prompt import (
     ERROR_ILLUSTRATIONS,
+    LETTER_NAMES,
     PROMPT_VERSION,
     Shot,
     build_vert_prompt,
+    radeval_shot_score,
     sample_shots,
     shots_block,
     vert_user_turn,
 )
 
 
-def load_shots(path: str | Path, score_scale: float = 1.0) -> list[Shot]:
-    """Annotated pairs (JSONL or CSV via radmetrics.io aliases) with a `score` column, divided by
-    `score_scale` (e.g. 5 for RaTE-Eval's 0-5), and optional `significant`/`insignificant` count dicts."""
+#: how a shot's overall score is obtained (`shot_score`): its `score` column divided by `score_scale`, or from
+#: its clinically significant error counts as VERT's RadEval shots were (App. D.6/D.8)
+SHOT_SCORES = ("score", "significant-errors")
+
+
+def load_shots(path: str | Path, score_scale: float = 1.0, shot_score: str = "score") -> list[Shot]:
+    """Annotated pairs (JSONL or CSV via radmetrics.io aliases): a `score` column divided by `score_scale`
+    (e.g. 5 for RaTE-Eval's 0-5), or with ``shot_score="significant-errors"`` the score
+    ``max(0, 1 - 0.15 x sig errors)`` from the `significant` counts (App. D.6/D.8); optional
+    `significant`/`insignificant` count dicts (letters a-f), `explanation`, `matched_findings` and `category`
+    (the letter of the error the shot illustrates, D.6/D.7). A value that cannot be shown is an error naming
+    the line, before any judging."""
     from radmetrics.io import read_pairs
 
+    if shot_score not in SHOT_SCORES:
+        raise InputError(f"VERT shot_score must be one of {', '.join(SHOT_SCORES)}, not {shot_score!r}")
     pairs = read_pairs(path)
     shots = []
     for i, row in enumerate(pairs.rows):
+        where = f"{path} line {pairs.lines[i]}"
         if i in pairs.bad_rows:
             raise InputError(f"{path} {pairs.bad_rows[i]}")
-        try:
-            score = float(row["score"]) / score_scale
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{path} line {pairs.lines[i]}: no numeric 'score' ({e})") from e
-
-        shots.append(Shot(row[pairs.reference_column], row[pairs.candidate_column], score,
-                          _counts(row, "significant"), _counts(row, "insignificant")))
+        significant, insignificant = _counts(row, "significant", where), _counts(row, "insignificant", where)
+        if shot_score == "significant-errors":
+            if "significant" not in row or row["significant"] in (None, ""):
+                raise InputError(f"{where}: shot_score=significant-errors needs the shot's 'significant' counts")
+            score = radeval_shot_score(significant)
+        else:
+            try:
+                score = float(row["score"]) / score_scale
+            except (KeyError, TypeError, ValueError) as e:
+                raise InputError(f"{where}: no numeric 'score' ({e}); or set shot_score=significant-errors "
+                                 "to derive it from the significant counts (VERT App. D.6)") from e
+            if not 0 <= score <= 1:
+                raise InputError(f"{where}: score {row['score']!r} / score_scale {score_scale} = {score:g} is "
+                                 "outside 0-1 (set score_scale to the annotation's maximum)")
+        category = str(row.get("category") or "").strip().strip("()").lower()
+        if category and category not in LETTER_NAMES:
+            raise InputError(f"{where}: category {row['category']!r} is not an error letter a-f")
+        shots.append(Shot(row[pairs.reference_column], row[pairs.candidate_column], score, significant,
+                          insignificant, _text(row, "explanation", where),
+                          _text(row, "matched_findings", where) or _text(row, "matched", where), category))
     return shots
 
 
-def _counts(row: dict[str, Any], key: str) -> dict[str, int]:
-    """A shot's per-category counts: a dict, or its JSON text in a CSV cell."""
+def _counts(row: dict[str, Any], key: str, where: str) -> dict[str, int]:
+    """A shot's per-category counts: a dict of letter -> whole number >= 0, or its JSON text in a CSV cell."""
     value = row.get(key) or {}
-    return json.loads(value) if isinstance(value, str) else dict(value)
+    try:
+        counts = json.loads(value) if isinstance(value, str) else dict(value)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{where}: '{key}' must be a dict of counts per letter a-f, e.g. {{\"a\": 1}} ({e})") from e
+    if not isinstance(counts, dict):
+        raise InputError(f"{where}: '{key}' must be a dict of counts per letter a-f, not {value!r}")
+    for letter, n in counts.items():
+        if letter not in LETTER_NAMES or isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InputError(f"{where}: '{key}' holds {letter!r}: {n!r}; counts are whole numbers >= 0 per "
+                             "letter a-f")
+    return counts
+
+
+def _text(row: dict[str, Any], key: str, where: str) -> str:
+    value = row.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"{where}: '{key}' must be text, not {value!r}")
+    return value.strip()
 
 
 def sample_overall_score(reference: str, candidate: str) -> float:
@@ -73,6 +119,9 @@ class VertSystem(ScoringSystem):
     k = 0
     seed = 42
     score_scale = 1.0
+    #: a shot's score: "score" (its column / score_scale) or "significant-errors" (App. D.6/D.8's
+    #: max(0, 1 - 0.15 x sig errors))
+    shot_score = "score"
     #: add App. D.9's "Error Type Illustrations" section
     illustrations = False
     max_words = 300
@@ -80,11 +129,12 @@ class VertSystem(ScoringSystem):
     @property
     def prompt_version(self) -> str:  # type: ignore[override]
         shots = f"-k{self.k}-seed{self.seed}" if self.k else ""
+        shots += "-sigscore" if self.k and self.shot_score == "significant-errors" else ""
         return f"{PROMPT_VERSION}-{self.variant}{shots}{'-illus' if self.illustrations else ''}"
 
     @cached_property
     def _pool(self) -> list[Shot]:
-        return load_shots(self.shots_path, self.score_scale) if self.shots_path else []
+        return load_shots(self.shots_path, self.score_scale, self.shot_score) if self.shots_path else []
 
     def _extra(self, reference: str, candidate: str) -> str:
         sections = []
