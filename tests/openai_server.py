@@ -102,7 +102,7 @@ class FakeOpenAIServer:
                         record["t_done"] = time.time()  # when the server noticed the client had left
                     return
                 chat = self.path.endswith("/chat/completions")
-                text = server.answer(body["messages"][-1]["content"] if chat else body["prompt"])
+                text = server.answer(_prompt_of(body["messages"]) if chat else body["prompt"])
                 if action == "blank":
                     text = ""
                 elif action == "nontext":
@@ -148,3 +148,14 @@ class FakeOpenAIServer:
         self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _prompt_of(messages):
+    """The prompt a chat request was built from: one user message's text (after any --judge-option system_prompt),
+    or the conversation (radmetrics.conversation) its turns make."""
+    from radmetrics.conversation import chat_prompt
+
+    users = [m for m in messages if m["role"] == "user"]
+    if len(users) == 1 and len(messages) <= 2:
+        return users[0]["content"]
+    return chat_prompt(messages)

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES, LM_EVAL_TASKS, PACKAGE
 
 import radmetrics
+from radmetrics.conversation import flatten
 from radmetrics.json_answer import AnswerError, load_json_object, load_json_tolerant
 from radmetrics.scoring import ScoringSystem
 from radmetrics.taxonomy import CATEGORIES, LETTERS, RADCLIQ_KEYS, ErrorCounts, read_radcliq_errors
@@ -44,7 +45,9 @@ def test_pair_in_prompt_is_exact():
     finerad = radmetrics.get_scoring_system("finerad_score")
     prompt = finerad.build_prompt("Heart normal.", "Tube 2.2 cm above the carina. No effusion.")
     assert finerad.pair_in_prompt(prompt) == ("Heart normal.", "Tube 2.2 cm above the carina. No effusion.")
-    assert finerad.pair_in_prompt(prompt + "\nprevious answer\nCorrections:")[1].startswith("Tube 2.2")  # a re-ask
+    reask = finerad.retry_prompt(prompt, radmetrics.Judgment.unscored("not JSON", raw="previous answer"), 1)
+    assert finerad.pair_in_prompt(reask) == ("Heart normal.", "Tube 2.2 cm above the carina. No effusion.")
+    assert finerad.pair_in_prompt(finerad.build_prompt("Heart normal.", "Other.")[:-3]) is None  # cut short
 
 
 # -- typed error counts --------------------------------------------------------------------------------------
@@ -69,11 +72,11 @@ def test_every_counting_room_fills_error_counts_by_letter():
 
 def test_taxonomy_is_the_wording_each_prompt_uses():
     green_prompt = radmetrics.get_scoring_system("green").build_prompt("r", "c")
-    finerad_prompt = radmetrics.get_scoring_system("finerad_score").build_prompt("r", "c")
+    finerad_prompt = flatten(radmetrics.get_scoring_system("finerad_score").build_prompt("r", "c"))
     radcliq_prompt = radmetrics.get_scoring_system("radcliq_rubric").build_prompt("r", "c")
     for number, c in enumerate(CATEGORIES, 1):
         assert f"    {c.letter}) {c.green}.\n" in green_prompt  # GREEN's official prompt
-        assert f"- {number}. {c.finerad}\n" in finerad_prompt
+        assert f"                {number}. {c.finerad}\n" in finerad_prompt  # upstream's PROMPT_LONG
         assert f"- {c.radcliq_label}\n" in radcliq_prompt and f'"{c.radcliq_key}"' in radcliq_prompt
     assert LETTERS == ("a", "b", "c", "d", "e", "f") and len(set(RADCLIQ_KEYS)) == 6
 

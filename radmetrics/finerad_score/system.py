@@ -14,7 +14,13 @@ from radmetrics.finerad_score.parse import (
     apply_corrections,
     read_corrections,
 )
-from radmetrics.finerad_score.prompt import PROMPT_VERSION, build_finerad_prompt, retry_suffix, split_lines
+from radmetrics.finerad_score.prompt import (
+    LAYOUTS,
+    PROMPT_VERSION,
+    build_finerad_prompt,
+    retry_message,
+    split_lines,
+)
 from radmetrics.scoring import ScoringSystem
 from radmetrics.types import Judgment
 
@@ -37,6 +43,9 @@ class FineRadScoreSystem(ScoringSystem):
     parser_version = PARSER_VERSION
     evaluate_module = str(Path(__file__).with_name("finerad_score.py"))
     few_shot = True
+    #: the official few-shot layout: "gpt4" (the instructions as a system message) or "claude3" (no system
+    #: message; the instructions open the first user turn)
+    layout = "gpt4"
     #: re-asks when the answer is not valid JSON (the paper re-prompted "up to a certain number")
     max_retries = 5
     #: "sum" (paper Sec. 7, the report-level FineRadScore), "max" (Sec. 6.4) or "lines": the number of lines
@@ -50,14 +59,18 @@ class FineRadScoreSystem(ScoringSystem):
 
             raise RadmetricsError(f"finerad_score: report_score {options['report_score']!r} is not one of "
                                   f"{', '.join(self._REPORT_SCORES)}")
+        if "layout" in options and options["layout"] not in LAYOUTS:
+            from radmetrics.errors import RadmetricsError
+
+            raise RadmetricsError(f"finerad_score: layout {options['layout']!r} is not one of {', '.join(LAYOUTS)}")
         return super().configure(**options)
 
     @property
     def prompt_version(self) -> str:  # type: ignore[override]
-        return f"{PROMPT_VERSION}-{'fewshot' if self.few_shot else 'zeroshot'}"
+        return f"{PROMPT_VERSION}-{f'fewshot-{self.layout}' if self.few_shot else 'zeroshot'}"
 
     def build_prompt(self, reference: str, candidate: str) -> str:
-        return build_finerad_prompt(reference, candidate, self.few_shot)
+        return build_finerad_prompt(reference, candidate, self.few_shot, self.layout)
 
     def sample_answer(self, reference: str, candidate: str) -> str:
         """Corrections that delete every candidate line with a word the reference does not have, as an urgent
@@ -72,19 +85,29 @@ class FineRadScoreSystem(ScoringSystem):
         return "```json\n" + json.dumps(corrections) + "\n```"
 
     def pair_in_prompt(self, prompt: str) -> tuple[str, str] | None:
-        """The candidate comes back from its numbered lines, the reference from "Ground Truth Text:"."""
-        template = self.build_prompt("reference", "candidate")
-        prefix = template[: template.rindex("Generated Text: ")]
-        query = re.match(r"Generated Text: (.*?)\nGround Truth Text: (.*?)\nCorrections:",
-                         prompt[len(prefix):], re.S) if prompt.startswith(prefix) else None
-        if not query:
-            return None
-        lines = [re.sub(r"^\[\d+\] ", "", line) for line in query.group(1).split("\n")]
-        pair = query.group(2), " ".join(lines)
-        return pair if prompt.startswith(self.build_prompt(*pair)) else None
+        """The pair of the query turn (the last "Generated Text:" one that rebuilds this prompt; a re-ask adds
+        turns after it): the candidate from its numbered sentences, the reference after "Ground Truth Text: "."""
+        from radmetrics.conversation import as_messages
+
+        messages = as_messages(prompt)
+        for message in reversed(messages):
+            text = message["content"]
+            start = text.rfind("Generated Text: ") if message["role"] == "user" else -1
+            query = re.match(r"Generated Text: (.*?) \n \n Ground Truth Text: (.*)\Z", text[start:], re.S)
+            if start < 0 or not query:
+                continue
+            lines = [line.strip() for line in re.split(r"(?:^| )\[\d+\] ", query.group(1)) if line.strip()]
+            pair = query.group(2), " ".join(lines)
+            built = as_messages(self.build_prompt(*pair))
+            if messages[: len(built)] == built:
+                return pair
+        return None
 
     def retry_prompt(self, prompt: str, judgment: Judgment, attempt: int) -> str:
-        return prompt + retry_suffix(judgment.raw, judgment.reason or "unreadable")
+        """The conversation so far, the unreadable answer as the judge's turn and a request for valid JSON."""
+        from radmetrics.conversation import continue_chat
+
+        return continue_chat(prompt, judgment.raw, retry_message(judgment.reason or "unreadable"))
 
     def parse(self, text: str) -> Judgment:
         try:

@@ -39,7 +39,8 @@ class Judge(Protocol):
     def generate(self, prompts: Sequence[str], config: GenerationConfig | None = None,
                  on_result: OnResult | None = None, progress: bool = True) -> list[str]:
         """One answer per prompt, in order; a prompt that failed for good answers a GenerationFailure.
-        `on_result(i, text)` is called as each answer is ready."""
+        `on_result(i, text)` is called as each answer is ready. A prompt may be a conversation
+        (`radmetrics.conversation`): send `as_messages(prompt)` to a chat API, or `flatten(prompt)` as text."""
 
 
 def local_weights_identity(model: str | None) -> dict[str, Any]:

@@ -8,7 +8,12 @@ with `add_eos_token=True` (Stanford-AIMI/GREEN green_score/green.py, `GREEN.__in
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
+
+from radmetrics.conversation import as_messages, flatten, system_into_first_user
+
+log = logging.getLogger(__name__)
 
 # Byte-identical to Stanford-AIMI/GREEN green_score/green.py (`chat_template = ...`).
 GREEN_CHAT_TEMPLATE = "{% for message in messages %}\n{% if message['from'] == 'human' %}\n{{ '<|user|>\n' + message['value'] + eos_token }}\n{% elif message['from'] == 'system' %}\n{{ '<|system|>\n' + message['value'] + eos_token }}\n{% elif message['from'] == 'gpt' %}\n{{ '<|assistant|>\n'  + message['value'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}"  # noqa: E501
@@ -55,23 +60,40 @@ def prompt_formats(prompts: list[str], chat_template: str, model_format: str) ->
     return ["green" if is_green_prompt(p) else model_format for p in prompts]
 
 
+#: GREEN's template names roles in the `from` schema
+_GREEN_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
+
+
+def _green_messages(prompt: str) -> list[dict[str, str]]:
+    """A prompt's messages in GREEN's schema, with upstream's empty assistant turn last."""
+    return [{"from": _GREEN_ROLES[m["role"]], "value": m["content"]} for m in as_messages(prompt)] + [
+        {"from": "gpt", "value": ""}]
+
+
 def render(prompt: str, chat_format: str, tokenizer: Any) -> tuple[str, bool]:
-    """The model input text and whether an EOS token is appended after encoding (GREEN's add_eos_token)."""
+    """The model input text and whether an EOS token is appended after encoding (GREEN's add_eos_token).
+    A conversation prompt (radmetrics.conversation) is rendered as its messages; a plain one as one user
+    message."""
     if chat_format == "green":
-        messages = [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
         text = tokenizer.apply_chat_template(
-            messages, chat_template=GREEN_CHAT_TEMPLATE, tokenize=False, add_generation_prompt=True
+            _green_messages(prompt), chat_template=GREEN_CHAT_TEMPLATE, tokenize=False, add_generation_prompt=True
         )
         return text, True
-    if chat_format == "tokenizer":
-        messages = [{"role": "user", "content": prompt}]
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True), False
     if chat_format == "none":
-        return prompt, False
-    # Any other string is a Jinja chat template given by the user, over role/content messages.
-    messages = [{"role": "user", "content": prompt}]
-    return tokenizer.apply_chat_template(messages, chat_template=chat_format, tokenize=False,
-                                         add_generation_prompt=True), False
+        return flatten(prompt), False
+    # the tokenizer's own template, or a Jinja chat template given by the user, over role/content messages
+    template = None if chat_format == "tokenizer" else chat_format
+    messages = as_messages(prompt)
+    try:
+        return tokenizer.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                             add_generation_prompt=True), False
+    except Exception as e:  # noqa: BLE001 - jinja's TemplateError: e.g. "System role not supported"
+        if messages[0]["role"] != "system":
+            raise
+        log.info("the chat template refused a system message (%s); its text goes before the first user message",
+                 str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return tokenizer.apply_chat_template(system_into_first_user(messages), chat_template=template,
+                                             tokenize=False, add_generation_prompt=True), False
 
 
 def encode_prompt(prompt: str, chat_format: str, tokenizer: Any) -> list[int]:
@@ -100,14 +122,14 @@ def render_text(prompt: str, chat_format: str, eos_token: str = "</s>") -> str:
     """The model input as text, without a tokenizer (for lm-eval tasks, which send text to the model).
 
     "green" renders GREEN's template with Jinja as transformers does (trim_blocks, lstrip_blocks) and
-    appends the EOS that upstream's add_eos_token=True adds; "none" returns the prompt unchanged (use
+    appends the EOS that upstream's add_eos_token=True adds; "none" returns the prompt unchanged, a
+    conversation as its messages' text (`conversation.flatten`) (use
     lm-eval's --apply_chat_template for instruction models)."""
     if chat_format == "none":
-        return prompt
+        return flatten(prompt)
     if chat_format != "green":
         raise ValueError(f"chat_format must be 'green' or 'none' here, not {chat_format!r}")
-    messages = [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
-    text = _green_template().render(messages=messages, eos_token=eos_token, add_generation_prompt=True)
+    text = _green_template().render(messages=_green_messages(prompt), eos_token=eos_token, add_generation_prompt=True)
     return text + eos_token
 
 

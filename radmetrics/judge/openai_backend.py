@@ -220,8 +220,17 @@ class OpenAIJudge(JudgeBackend):
             body["min_tokens"] = config.min_new_tokens  # a vLLM / SGLang extension of the API
         body.update(self.extra_body)
         if self.mode == "chat":
-            messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-            body["messages"] = messages + [{"role": "user", "content": prompt}]
+            from radmetrics.conversation import as_messages
+
+            # a conversation prompt goes as its own messages (FineRadScore's official few-shot turns)
+            messages = as_messages(prompt)
+            if self.system_prompt:
+                if messages[0]["role"] == "system":  # one system message: the user's text, then the prompt's
+                    messages = [{"role": "system", "content": f"{self.system_prompt}\n\n{messages[0]['content']}"},
+                                *messages[1:]]
+                else:
+                    messages = [{"role": "system", "content": self.system_prompt}, *messages]
+            body["messages"] = messages
             return "/chat/completions", body
         body["prompt"] = self._completion_text(prompt)
         return "/completions", body
@@ -233,7 +242,7 @@ class OpenAIJudge(JudgeBackend):
 
         if self.chat_format == "green" or (self.chat_format == "auto" and is_green_prompt(prompt)):
             return render_text(prompt, "green", self.eos_text)
-        return prompt
+        return render_text(prompt, "none")  # a conversation as its messages' text
 
     def _extract(self, body: bytes) -> str:
         """The answer text of a 200 body, or _Unusable with a reason a person can read."""
