@@ -30,6 +30,50 @@ from typing import Any
 from radmetrics.types import Judgment
 
 
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+#: the least value of counting options wherever a system has them (re-asks, few-shot examples, words kept)
+_LEAST = {"max_retries": 0, "k": 0, "max_words": 1}
+
+
+def option_value(system: str, key: str, value: Any, default: Any) -> Any:
+    """A system option's value, of the kind of its default: a switch takes a bool or true/false/yes/no/on/off/1/0
+    in any case (the string "False" was taken as a true value), a count a whole number, a number a finite one, a
+    text a string; an option whose default is None takes anything. Anything else is a one-line error."""
+    from radmetrics.errors import RadmetricsError
+
+    def refuse(kind: str) -> RadmetricsError:
+        return RadmetricsError(f"Scoring system '{system}': option {key} takes {kind}, not {value!r}")
+
+    if default is None or isinstance(default, (dict, list, tuple)):
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        if word in _TRUE or word in _FALSE:
+            return word in _TRUE
+        raise refuse("true or false")
+    if isinstance(default, int):
+        try:
+            number = float(value) if isinstance(value, str) else value
+        except ValueError:
+            raise refuse("a whole number") from None
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not float(number).is_integer():
+            raise refuse("a whole number")
+        return int(number)
+    if isinstance(default, float):
+        try:
+            number = float(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+        except ValueError:
+            raise refuse("a number") from None
+        if not isinstance(number, float) or not math.isfinite(number):
+            raise refuse("a finite number")
+        return number
+    if isinstance(default, str) and not isinstance(value, str):
+        raise refuse("text")
+    return value
+
+
 class ScoringSystem:
     name: str = ""
     #: bumped whenever the prompt text changes; travels in every result fingerprint
@@ -84,8 +128,8 @@ class ScoringSystem:
         return _pair_by_template(self, prompt)
 
     def configure(self, **options: Any) -> ScoringSystem:
-        """A copy with options set as attributes (`system_options=`, `--system-option`); an unknown option is
-        an error naming the valid ones."""
+        """A copy with options set as attributes (`system_options=`, `--system-option`); an unknown option, or
+        a value of another kind than the option's default (`option_value`), is an error naming the valid ones."""
         clone = copy.copy(self)
         valid = self.option_names()
         for key, value in options.items():
@@ -94,6 +138,13 @@ class ScoringSystem:
 
                 raise RadmetricsError(f"Scoring system '{self.name}' has no option '{key}'. "
                                       f"Its options: {', '.join(valid) or 'none'}")
+            value = option_value(self.name, key, value, getattr(type(self), key, None))
+            least = _LEAST.get(key)
+            if least is not None and isinstance(value, (int, float)) and value < least:
+                from radmetrics.errors import RadmetricsError
+
+                raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at least {least}, "
+                                      f"not {value!r}")
             setattr(clone, key, value)
         return clone
 

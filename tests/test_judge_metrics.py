@@ -170,15 +170,24 @@ def test_vert_shots_as_the_papers_variants_write_them(tmp_path):
                           ({"score": 0.5, "significant": "not json"}, "must be a dict of counts"),
                           ({"score": 0.5, "category": "z"}, "not an error letter a-f"),
                           ({"score": 0.5, "explanation": 3}, "'explanation' must be text"),
-                          ({}, "no numeric 'score'")]:
+                          ({}, "no numeric 'score'"), ({"score": True}, "'score' must be a number"),
+                          ({"score": 0.5, "significant": []}, "must be a dict of counts")]:
         bad = tmp_path / "bad.jsonl"
         bad.write_text(json.dumps({"reference": "r", "candidate": "c", **row}) + "\n")
         with pytest.raises(radmetrics.InputError, match=re.escape(expected)):
             radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1).build_prompt("a", "b")
-    bad.write_text(json.dumps({"reference": "r", "candidate": "c", "score": 0.5}) + "\n")
-    with pytest.raises(radmetrics.InputError, match="needs the shot's 'significant' counts"):
-        radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1,
-                                      shot_score="significant-errors").build_prompt("a", "b")
+    for row, expected in [({"score": 0.5}, "needs the shot's 'significant' counts"),
+                          ({"significant": False}, "'significant' must be a dict of counts"),
+                          ({"score": 0.99, "significant": {"a": 4}}, "score 0.99 is not max(0, 1 - 0.15 x 4"),
+                          ({"score": 4, "significant": {"a": 4}}, "score 4 is not max(0, 1 - 0.15 x 4")]:
+        bad.write_text(json.dumps({"reference": "r", "candidate": "c", **row}) + "\n")
+        with pytest.raises(radmetrics.InputError, match=re.escape(expected)):
+            radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1,
+                                          shot_score="significant-errors").build_prompt("a", "b")
+    bad.write_text(json.dumps({"reference": "r", "candidate": "c", "score": 2, "significant": {"a": 4}}) + "\n")
+    agreeing = radmetrics.get_scoring_system("vert", shots_path=str(bad), k=1, shot_score="significant-errors",
+                                             score_scale=5)  # 2/5 = 0.40 = 1 - 0.15 x 4: accepted
+    assert "[Overall Accuracy Score]:\n0.40\n" in agreeing.build_prompt("a", "b")
 
 
 def test_vert_few_shot_without_shots_is_a_clear_error():

@@ -42,6 +42,36 @@ def test_unknown_system_option_exits_2_naming_the_valid_ones(tmp_path):
                          system_options={"shots": 5})
 
 
+@pytest.mark.parametrize("option,value,expected", [
+    ("few_shot", "False", False), ("few_shot", "no", False), ("few_shot", "ON", True), ("few_shot", "0", False),
+    ("max_retries", "2", 2), ("max_retries", "3.0", 3)])
+def test_system_options_are_read_as_their_kind(option, value, expected, tmp_path):
+    """Review 13: `--system-option few_shot=False` reached the system as the string "False", a true value: the
+    run was few-shot and said so. Values are now read as the kind of the option's default."""
+    system = radmetrics.get_scoring_system("finerad_score", **{option: value})
+    assert getattr(system, option) == expected and type(getattr(system, option)) is type(expected)
+    if option == "few_shot":
+        assert system.prompt_version.endswith("fewshot-gpt4" if expected else "zeroshot")
+
+
+@pytest.mark.parametrize("metric,option,message", [
+    ("finerad_score", "few_shot=maybe", "option few_shot takes true or false, not 'maybe'"),
+    ("finerad_score", "max_retries=abc", "option max_retries takes a whole number, not 'abc'"),
+    ("finerad_score", "max_retries=2.5", "option max_retries takes a whole number, not 2.5"),
+    ("finerad_score", "max_retries=-1", "option max_retries must be at least 0"),
+    ("vert", "score_scale=0", "score_scale must be above 0"),
+    ("vert", "illustrations=2", "option illustrations takes true or false, not 2"),
+    ("vert", "k=-3", "option k must be at least 0"),
+])
+def test_a_system_option_of_the_wrong_kind_is_refused_before_any_judging(metric, option, message, tmp_path):
+    """Review 13: max_retries=abc and score_scale=0 were tracebacks after the judge had answered."""
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", metric, "-i", str(SAMPLE / "pairs.jsonl"),
+                          "-o", str(tmp_path / "o.jsonl"), "--replay", str(SAMPLE / "green_replay.jsonl"),
+                          "--system-option", option], capture_output=True, text=True, cwd=tmp_path, env=os.environ.copy())
+    assert run.returncode == 2 and "Traceback" not in run.stderr and message in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_meta_eval_with_a_system_option(fake_judge, tmp_path):
     out = tmp_path / "report"
     run = CliRunner().invoke(cli, ["meta-eval", "-m", "green", "-d", str(FIXTURES / "rexval"), "--backend", "fake",

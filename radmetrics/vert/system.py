@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ def load_shots(path: str | Path, score_scale: float = 1.0, shot_score: str = "sc
 
     if shot_score not in SHOT_SCORES:
         raise InputError(f"VERT shot_score must be one of {', '.join(SHOT_SCORES)}, not {shot_score!r}")
+    if isinstance(score_scale, bool) or not isinstance(score_scale, (int, float)) or not score_scale > 0:
+        raise InputError(f"VERT score_scale must be a number above 0 (the shots' maximum score), not {score_scale!r}")
     pairs = read_pairs(path)
     shots = []
     for i, row in enumerate(pairs.rows):
@@ -54,18 +57,25 @@ def load_shots(path: str | Path, score_scale: float = 1.0, shot_score: str = "sc
         if i in pairs.bad_rows:
             raise InputError(f"{path} {pairs.bad_rows[i]}")
         significant, insignificant = _counts(row, "significant", where), _counts(row, "insignificant", where)
+        given = row.get("score")
+        if isinstance(given, bool) or (given is not None and not isinstance(given, (int, float, str))):
+            raise InputError(f"{where}: 'score' must be a number, not {given!r}")
         if shot_score == "significant-errors":
-            if "significant" not in row or row["significant"] in (None, ""):
-                raise InputError(f"{where}: shot_score=significant-errors needs the shot's 'significant' counts")
+            if not isinstance(row.get("significant"), (dict, str)) or row["significant"] == "":
+                raise InputError(f"{where}: shot_score=significant-errors needs the shot's 'significant' counts "
+                                 "(a dict per letter a-f, {} for none)")
             score = radeval_shot_score(significant)
+            if given not in (None, "") and _number(given) is not None and abs(_number(given) / score_scale - score) > 1e-9:
+                raise InputError(f"{where}: the row's score {given!r} is not max(0, 1 - 0.15 x {sum(significant.values())} "
+                                 f"significant errors) = {score:.2f}; drop the score column, or set shot_score=score")
         else:
-            try:
-                score = float(row["score"]) / score_scale
-            except (KeyError, TypeError, ValueError) as e:
-                raise InputError(f"{where}: no numeric 'score' ({e}); or set shot_score=significant-errors "
-                                 "to derive it from the significant counts (VERT App. D.6)") from e
+            number = _number(given)
+            if number is None:
+                raise InputError(f"{where}: no numeric 'score' ({given!r}); or set shot_score=significant-errors "
+                                 "to derive it from the significant counts (VERT App. D.6)")
+            score = number / score_scale
             if not 0 <= score <= 1:
-                raise InputError(f"{where}: score {row['score']!r} / score_scale {score_scale} = {score:g} is "
+                raise InputError(f"{where}: score {given!r} / score_scale {score_scale} = {score:g} is "
                                  "outside 0-1 (set score_scale to the annotation's maximum)")
         category = str(row.get("category") or "").strip().strip("()").lower()
         if category and category not in LETTER_NAMES:
@@ -76,12 +86,27 @@ def load_shots(path: str | Path, score_scale: float = 1.0, shot_score: str = "sc
     return shots
 
 
+def _number(value: Any) -> float | None:
+    """A finite number from a JSON number or a CSV cell; None otherwise."""
+    import math
+
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _counts(row: dict[str, Any], key: str, where: str) -> dict[str, int]:
     """A shot's per-category counts: a dict of letter -> whole number >= 0, or its JSON text in a CSV cell."""
-    value = row.get(key) or {}
+    value = row.get(key)
+    if value is None or value == "":
+        return {}
     try:
-        counts = json.loads(value) if isinstance(value, str) else dict(value)
-    except (ValueError, TypeError) as e:
+        counts = json.loads(value) if isinstance(value, str) else value
+    except ValueError as e:
         raise InputError(f"{where}: '{key}' must be a dict of counts per letter a-f, e.g. {{\"a\": 1}} ({e})") from e
     if not isinstance(counts, dict):
         raise InputError(f"{where}: '{key}' must be a dict of counts per letter a-f, not {value!r}")
@@ -172,6 +197,16 @@ class VertSystem(ScoringSystem):
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)
+        problem = (f"variant {clone.variant!r} is not one of vert, formula, rubric"
+                   if clone.variant not in ("vert", "formula", "rubric") else
+                   f"shot_score {clone.shot_score!r} is not one of {', '.join(SHOT_SCORES)}"
+                   if clone.shot_score not in SHOT_SCORES else
+                   f"score_scale must be above 0 (the shots' maximum score), not {clone.score_scale!r}"
+                   if not clone.score_scale > 0 else
+                   f"shots_path must be a file path, not {clone.shots_path!r}"
+                   if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)) else None)
+        if problem:
+            raise InputError(f"Scoring system '{self.name}': {problem}")
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
         return clone
 
