@@ -5,6 +5,7 @@ import csv
 import json
 import math
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -94,6 +95,31 @@ def not_utf8_file(path: str | os.PathLike, error: UnicodeDecodeError) -> str:
 
 #: how the problem of a record holding bytes that are not UTF-8 starts
 NOT_UTF8 = "not UTF-8"
+#: the problem of a JSON record with an escape of half a UTF-16 surrogate pair (e.g. "\ud800")
+LONE_SURROGATE = ("a JSON \\uD800-\\uDFFF escape without its pair (half of a character: not text); the row is "
+                  "kept unscored with the escape spelled out")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _surrogates_spelled_out(value: Any) -> Any:
+    """Every string with its lone surrogates written as the escapes the file held ("\\ud800")."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8") if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_surrogates_spelled_out(k): _surrogates_spelled_out(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_surrogates_spelled_out(v) for v in value]
+    return value
 
 
 def check_regular_file(path: Path) -> None:
@@ -248,6 +274,10 @@ class Records:
                 row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
             if bad:
                 problem = f"{NOT_UTF8} ({bad}); {ICONV_HINT}"
+            elif isinstance(row, dict) and "\\u" in line and _has_lone_surrogate(row):
+                # a JSON escape of half a UTF-16 pair ("\ud800") reads as no character and cannot be written
+                # back as UTF-8: the row is kept, unscored, its text with the escape spelled out
+                row, problem = _surrogates_spelled_out(row), LONE_SURROGATE
             if not isinstance(row, dict):
                 row = _stand_in(lineno, line)
             elif bad:  # its text has U+FFFD where the bytes were: the line as read, bytes escaped (\xe9), in _raw

@@ -512,3 +512,22 @@ def test_a_file_with_two_reference_or_candidate_columns_says_which_were_not_read
     got = read_jsonl(tmp_path / "o2.jsonl")
     assert [r["reference"] for r in got] == ["left effusion", "heart normal"]  # input columns echoed as they were
     assert [r["gt_report"] for r in got] == ["old reference a", "old reference b"]
+
+
+def test_a_json_escape_of_half_a_surrogate_pair_is_an_unscored_row_not_a_crash(tmp_path):
+    """Review 13: `"\\ud800"` in a JSONL string decoded to a lone surrogate; writing the results then died with
+    UnicodeEncodeError, leaving no output (and a rerun died the same way). Now the row is kept, unscored, its text
+    with the escape spelled out; a proper pair (an emoji written as two escapes) is read as its character."""
+    src = tmp_path / "surrogates.jsonl"
+    src.write_text('{"id": 1, "reference": "Ok.", "candidate": "Bad \\ud800 char."}\n'
+                   '{"id": 2, "reference": "Ok.", "candidate": "Fine \\ud83d\\ude00."}\n'
+                   '{"id": 3, "reference": "Ok \\udc00.", "candidate": "Ok."}\n', encoding="ascii")
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    assert rows[0]["candidate"] == "Bad \\ud800 char." and rows[0]["green"] is None
+    assert "escape without its pair" in rows[0]["reason"] and rows[0]["reason"].startswith("input line 1")
+    assert rows[1]["candidate"] == "Fine \U0001F600." and rows[1]["green"] is not None
+    assert rows[2]["reference"] == "Ok \\udc00." and "input line 3" in rows[2]["reason"]
