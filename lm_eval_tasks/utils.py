@@ -7,6 +7,7 @@ that the task guesses. Prompts, parsing and statistics are radmetrics' own (the 
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -38,12 +39,15 @@ def load_judge_dataset(**metadata):
 
     dataset = metadata["dataset"]
     system = radmetrics.get_scoring_system(metadata["scoring_system"], **metadata.get("system_options", {}))
+    # carried with each doc: process_results reads the answer with the same options (report_score=max, ...)
+    options_text = json.dumps(metadata.get("system_options", {}), sort_keys=True)
     data = _load(dataset, _source(dataset, metadata))
     chat_format, eos = metadata.get("chat_format", "none"), metadata.get("eos_token", "</s>")
 
     def add_prompt(doc):
         prompt = system.build_prompt(doc["reference"], doc["candidate"])
-        return {"judge_prompt": render_text(prompt, chat_format, eos), "scoring_system": system.name}
+        return {"judge_prompt": render_text(prompt, chat_format, eos), "scoring_system": system.name,
+                "system_options": options_text}
 
     return datasets.DatasetDict({"test": data.map(add_prompt)})
 
@@ -53,7 +57,7 @@ def process_results(doc, results):
 
     from radmetrics.runner import read_answer
 
-    system = radmetrics.get_scoring_system(doc["scoring_system"])
+    system = radmetrics.get_scoring_system(doc["scoring_system"], **json.loads(doc.get("system_options") or "{}"))
     judgment = read_answer(system, results[0], doc["reference"], doc["candidate"])
     score = judgment.score
     oriented = None if score is None else (score if system.higher_is_better else -score)

@@ -18,4 +18,5 @@ def register_scoring_systems(register):
 def register_judge_backends(register):
     """Call ``register(name, factory)`` for each judge backend; ``factory(model=..., **options)`` returns a
     ``radmetrics.judge.base.Judge`` (usually a ``JudgeBackend`` subclass with a ``BackendOptions`` dataclass,
-    which validates the options)."""
+    which validates the options). Its ``generate`` receives prompt strings, some of them conversations
+    (``radmetrics.conversation``): send ``as_messages(prompt)`` to a chat API, ``flatten(prompt)`` as text."""

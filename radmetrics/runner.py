@@ -108,12 +108,17 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         judgments[i] = _parse(system, text)
     # Re-asks (FineRadScore: malformed JSON): up to `max_retries` further prompts for rows whose output the
     # system could not read and says a re-ask can help; every attempt is kept in details.
+    asked = list(prompts)  # per row, the last prompt it was asked with
     for attempt in range(1, system.max_retries + 1):
         redo = [(pos, i) for pos, i in enumerate(rows)
                 if not judgments[i].parsed and judgments[i].details.get("retryable")]
         if not redo:
             break
-        more = [system.retry_prompt(prompts[pos], judgments[i], attempt) for pos, i in redo]
+        # each re-ask builds on the previous one (a conversation shows the judge all its earlier answers), so a
+        # deterministic judge is not sent the same request again and again
+        more = [system.retry_prompt(asked[pos], judgments[i], attempt) for pos, i in redo]
+        for (pos, _), prompt in zip(redo, more):
+            asked[pos] = prompt
         answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_labels)
         for (_, i), text in zip(redo, answers):
             history = judgments[i].details.get("attempts", []) + [judgments[i].raw]

@@ -34,7 +34,7 @@ UNREADABLE = "I am not sure what to say about these reports."
 
 def analysis_for(prompt: str) -> str:
     """The answer to one prompt: a scoring system's sample answer, or a data step's."""
-    for system in scoring_systems().values():
+    for system in _with_layouts(scoring_systems().values()):
         pair = system.pair_in_prompt(prompt)
         if pair is None:
             continue
@@ -46,6 +46,16 @@ def analysis_for(prompt: str) -> str:
             return answer[: len(answer) // 2]  # cut off, as a truncated generation; a re-ask is answered in full
         return answer
     return data_step_answer(prompt)
+
+
+def _with_layouts(systems):
+    """Each system, and FineRadScore also in its other prompt layouts (pair_in_prompt rebuilds a prompt with the
+    system's own settings)."""
+    for system in systems:
+        yield system
+        if system.name == "finerad_score":
+            yield system.configure(layout="claude3")
+            yield system.configure(few_shot=False)
 
 
 def data_step_answer(prompt: str) -> str:

@@ -354,3 +354,15 @@ def test_tables_in_a_log_keep_whole_lines(tmp_path):
         row = next(line for line in lines if line.lstrip("│ ").startswith(f"{metric} ") and "│ A " in line)
         assert re.search(r"\[\d\.\d{4}, \d\.\d{4}\]", row), row
     assert max(map(len, lines)) > 80
+
+
+def test_a_system_file_whose_path_holds_an_equals_sign_is_a_file_not_a_name(tmp_path):
+    """Review 13: `-s runs/lr=0.1.jsonl` was split at '=' into the name 'runs/lr' and the file '0.1.jsonl'."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    a = _write(runs / "lr=0.1.jsonl", [{"id": i, "reference": f"ref {i} x", "candidate": f"ref {i} y"} for i in range(3)])
+    b = _write(runs / "lr=0.2.jsonl", [{"id": i, "candidate": f"ref {i} x"} for i in range(3)])
+    run = _compare_cli(tmp_path, "-s", a, "-s", f"best={b}", "-m", "bleu-4", "-o", tmp_path / "o")
+    assert run.returncode == 0, run.stderr[-2000:]
+    names = {r["system"] for r in _per_row(tmp_path / "o")}
+    assert names == {"lr=0.1", "best"}

@@ -168,3 +168,61 @@ def test_an_openai_compatible_server_gets_the_official_turns_and_a_reask_continu
     assert CHAT_MARK not in "".join(texts)
     assert any(t.endswith(f"Ground Truth Text: {pairs[0]['reference']}") for t in texts)
     assert not str(tmp_path).startswith(str(REPO))
+
+
+def test_each_reask_shows_the_judge_all_its_earlier_answers(tmp_path):
+    """Review 13: re-asks 2..max_retries were byte-identical (the original prompt + only the latest answer), so a
+    deterministic judge was paid for the same request 4 times. Each re-ask now continues the previous one."""
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"reference": "No pneumothorax.", "candidate": "Large right pneumothorax."}) + "\n")
+    with FakeOpenAIServer(lambda prompt: "I cannot answer in JSON.") as server:
+        run = _run("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                   "--base-url", server.base_url, "--judge", "m", "--no-cache", "--no-progress",
+                   "--system-option", "max_retries=3", cwd=tmp_path)
+        sent = [r["body"]["messages"] for r in server.requests]
+    assert len(sent) == 4 and len({json.dumps(m) for m in sent}) == 4, run.stderr[-2000:]
+    assert [len(m) for m in sent] == [12, 14, 16, 18]  # each re-ask: the judge's answer, then the request
+    assert all(later[: len(earlier)] == earlier for earlier, later in zip(sent, sent[1:]))
+    row = json.loads((tmp_path / "o.jsonl").read_text())
+    assert row["finerad_score"] is None and len(row["details"]["attempts"]) == 3
+
+
+def test_a_server_that_refuses_a_system_message_is_answered_with_the_layout_that_has_none(tmp_path):
+    """Review 13: a server whose chat template has no system role (Gemma, Mistral behind vLLM) failed every row
+    with HTTP 400 and nothing pointed to layout=claude3; that layout then scores the rows."""
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"reference": "Heart normal.", "candidate": "Heart normal."}) + "\n")
+
+    def refuse_system(auth, n):
+        return json.dumps({"error": {"message": "Conversation roles must alternate user/assistant; "
+                                                "System role not supported"}}).encode()
+
+    with FakeOpenAIServer(analysis_for, script=["400"], error_body=refuse_system) as server:
+        run = _run("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                   "--base-url", server.base_url, "--judge", "m", "--no-cache", "--no-progress", cwd=tmp_path)
+    assert run.returncode != 0 and "--system-option layout=claude3" in run.stderr, run.stderr[-2000:]
+    with FakeOpenAIServer(lambda prompt: "{}") as server:
+        run = _run("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o2.jsonl", "--backend", "openai",
+                   "--base-url", server.base_url, "--judge", "m", "--no-cache", "--no-progress",
+                   "--system-option", "layout=claude3", cwd=tmp_path)
+        assert all(m["role"] != "system" for r in server.requests for m in r["body"]["messages"])
+    assert run.returncode == 0 and json.loads((tmp_path / "o2.jsonl").read_text())["finerad_score"] == 0.0
+
+
+@pytest.mark.parametrize("option", ["layout=claude3", "few_shot=false"])
+def test_the_other_layouts_score_end_to_end(option, tmp_path):
+    pairs = [{"reference": "Heart normal.", "candidate": "Heart normal. Pulmonary edema."},
+             {"reference": "Small left effusion.", "candidate": "Small left effusion. MALFORMED output."}]
+    src = tmp_path / "p.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    with FakeOpenAIServer(analysis_for) as server:
+        run = _run("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o.jsonl", "--backend", "openai",
+                   "--base-url", server.base_url, "--judge", "m", "--no-cache", "--no-progress",
+                   "--system-option", option, cwd=tmp_path)
+        first = server.requests[0]["body"]["messages"]
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [r["corrected_report"] for r in rows] == ["Heart normal.", "Small left effusion."]
+    assert len(rows[1]["details"]["attempts"]) == 1  # cut short once, re-asked, then read
+    assert first[0]["role"] == "user" and first[0]["content"].startswith("Instructions:")
+    assert len(first) == (11 if option == "layout=claude3" else 1)

@@ -101,6 +101,24 @@ def test_task_data_must_be_given(monkeypatch):
     assert len(data) == 20 and "[Overall Accuracy Score]" in data[0]["judge_prompt"]
 
 
+def test_task_system_options_are_used_to_read_the_answers_too(monkeypatch):
+    """Review 13: the prompts were built with metadata's system_options, but process_results read the answers
+    with a default system: `report_score=max` was ignored when scoring."""
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    monkeypatch.setenv("RADMETRICS_REXVAL_PATH", str(FIXTURES / "rexval"))
+    data = utils.load_judge_dataset(dataset="rexval", scoring_system="finerad_score", chat_format="none",
+                                    system_options={"report_score": "max", "few_shot": False})["test"]
+    doc = data[0]
+    assert doc["judge_prompt"].startswith("Instructions:") and "Corrected sentence 5" in doc["judge_prompt"]  # zero-shot
+    answer = json.dumps({str(i): {"corrections": "[delete]", "clinical severity": severity, "comments": "x",
+                                  "error category": ["False prediction of finding"]}
+                         for i, severity in enumerate(["Urgent error", "Not actionable"])})
+    scored = utils.process_results(doc, [answer])
+    assert scored["kendall_tau"][0] == -3  # the max severity (3), oriented (lower is better); the sum would be 4
+
+
 def test_every_builtin_metric_is_an_lm_eval_task():
     import yaml
 

@@ -112,6 +112,8 @@ def test_completions_mode_sends_green_prompts_in_greens_chat_format(tmp_path):
     assert not any(p.startswith(before) for p in sent[3:]) and len(sent) == 6  # another format: asked again
     with pytest.raises(RadmetricsError, match="chat_format applies to mode=completions"):
         radmetrics.get_judge("openai", model="m", base_url=server.base_url, chat_format="green")
+    with pytest.raises(RadmetricsError, match="system_prompt applies to mode=chat"):  # review 13: it was dropped
+        radmetrics.get_judge("openai", model="m", base_url=server.base_url, mode="completions", system_prompt="Be brief.")
 
 
 def test_no_base_url_means_no_network(monkeypatch):

@@ -1,6 +1,8 @@
 """`radmetrics compare`: several systems' candidates against the same references, with significance."""
 from __future__ import annotations
 
+import os
+
 import click
 
 from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
@@ -13,8 +15,8 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
     systems: dict[str, str] = {}
     for value in values:
         name, sep, path = value.partition("=")
-        if not sep:
-            name, path = value.rsplit("/", 1)[-1].rsplit(".", 1)[0], value
+        if not sep or (os.path.isfile(value) and not os.path.isfile(path)):  # runs/lr=0.1.jsonl is a file
+            name, path = os.path.basename(value).rsplit(".", 1)[0], value
         if name in systems:
             raise InputError(f"two systems are named '{name}'; name them with --system NAME=FILE")
         systems[name] = path

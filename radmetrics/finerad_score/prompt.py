@@ -177,17 +177,17 @@ _EXAMPLE_INDENT = {"gpt4": 44, "claude3": 48}
 
 def split_lines(report: str) -> list[str]:
     r"""Sentences of the candidate, as the official code cuts them (App. A; rajpurkarlab/FineRadScore
-    run_rexval_experiments.py: `re.split(r'(?<!\d)\.(?!\d|$) ', pred)`, each piece stripped, quotes removed, a
-    period added, ".." made "."): at a period followed by a space and not after a digit, so "2.2 cm" stays
-    whole ("e.g. x" is cut after "e.g", as upstream cuts it); also, unlike upstream, at a period that ends a
-    line of a multi-line report (upstream would keep the line break inside one numbered sentence)."""
-    pieces = re.split(r"(?<!\d)\.(?!\d|$) |(?<!\d)\.[ \t]*\n\s*", report)
-    lines = []
-    for piece in pieces:
-        text = piece.strip().replace('"', "")
-        if text:
-            lines.append((text + ".").replace("..", "."))
-    return lines
+    run_rexval_experiments.py: `re.split(r'(?<!\d)\.(?!\d|$) ', pred)`, the first empty piece and the first
+    one-space piece removed, each other piece stripped, quotes removed, a period added, ".." made "."): at a
+    period followed by a space and not after a digit, so "2.2 cm" stays whole ("e.g. x" is cut after "e.g", as
+    upstream cuts it) and an empty piece further on is a "." line, as upstream numbers it. One addition: a
+    period that ends a line of a multi-line report (LF, CRLF or CR) with text after it also ends a sentence
+    (upstream would keep the line break inside one numbered sentence)."""
+    pieces = re.split(r"(?<!\d)\.(?!\d|$) |(?<!\d)\.[ \t]*(?:\r\n|\r|\n)\s*(?=\S)", report)
+    for blank in ("", " "):  # list.remove: the first one only, as upstream
+        if blank in pieces:
+            pieces.remove(blank)
+    return [(piece.strip().replace('"', "") + ".").replace("..", ".") for piece in pieces]
 
 
 def number_lines(lines: list[str]) -> str:

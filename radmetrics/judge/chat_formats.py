@@ -60,6 +60,8 @@ def prompt_formats(prompts: list[str], chat_template: str, model_format: str) ->
     return ["green" if is_green_prompt(p) else model_format for p in prompts]
 
 
+_SYSTEM_REFUSED_SAID: list[bool] = []
+
 #: GREEN's template names roles in the `from` schema
 _GREEN_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
 
@@ -90,8 +92,10 @@ def render(prompt: str, chat_format: str, tokenizer: Any) -> tuple[str, bool]:
     except Exception as e:  # noqa: BLE001 - jinja's TemplateError: e.g. "System role not supported"
         if messages[0]["role"] != "system":
             raise
-        log.info("the chat template refused a system message (%s); its text goes before the first user message",
-                 str(e).splitlines()[0] if str(e) else type(e).__name__)
+        if not _SYSTEM_REFUSED_SAID:  # once a process: every prompt of the run takes this path
+            _SYSTEM_REFUSED_SAID.append(True)
+            log.warning("the model's chat template refused a system message (%s): its text opens the first user "
+                        "turn instead", str(e).splitlines()[0] if str(e) else type(e).__name__)
         return tokenizer.apply_chat_template(system_into_first_user(messages), chat_template=template,
                                              tokenize=False, add_generation_prompt=True), False
 

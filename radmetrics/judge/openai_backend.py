@@ -155,6 +155,8 @@ class OpenAIJudge(JudgeBackend):
         if settings.mode == "chat" and settings.chat_format != "auto":
             raise JudgeError("chat_format applies to mode=completions: in chat mode the server applies the model's "
                              "own chat template")
+        if settings.mode == "completions" and settings.system_prompt:  # it was dropped without a word
+            raise JudgeError("system_prompt applies to mode=chat: a completions request has no system message")
         self.chat_format, self.eos_text = settings.chat_format, settings.eos_text
         self.base_url = base_url.rstrip("/")
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
@@ -315,7 +317,7 @@ class OpenAIJudge(JudgeBackend):
                             pass
                 else:  # 400/401/404...: asking again will not help. Redact first, then cut.
                     detail = self._safe(data.decode("utf-8", errors="replace"))[:200]
-                    return GenerationFailure(f"HTTP {status}: {detail}")
+                    return GenerationFailure(f"HTTP {status}{_system_role_hint(body, detail)}: {detail}")
             except _Unusable as e:  # non-JSON, truncated, wrong schema, empty / non-text answer, oversized
                 self._heard()
                 last_error = self._safe(f"unusable response body ({e})")
@@ -448,3 +450,12 @@ class OpenAIJudge(JudgeBackend):
             self._silence.stop()
             pool.shutdown(wait=False)
         return out
+
+
+def _system_role_hint(body: dict[str, Any], detail: str) -> str:
+    """What to do when a server refuses the prompt's system message (a chat template without a system role,
+    e.g. Gemma's or Mistral's behind vLLM): FineRadScore's claude3 layout sends none."""
+    messages = body.get("messages") or []
+    if messages and messages[0].get("role") == "system" and "system" in detail.lower():
+        return " (system message refused; FineRadScore's --system-option layout=claude3 sends none)"
+    return ""
