@@ -106,8 +106,8 @@ def load_json_tolerant(text: str) -> Any:
 
     Every top-level {...} in the text is read, not just the first (a fidelity audit found an echoed output
     template, or Example 5's "{}" named before the answer, read as the answer: 0 errors). Braces that hold no
-    "key: value" ("{report}") are prose; an empty {} beside a non-empty object is a mention; the same object
-    written twice is one answer. Two different objects, an object cut off by the end of the output, or one
+    "key: value" ("{report}") are prose; an empty {} before a non-empty object is a mention (an echoed example),
+    one after it no single answer (a revision to "no errors"?); the same object written twice is one answer. Two different objects, an object cut off by the end of the output, or one
     that cannot be read beside one that can, have no single answer: AnswerError (retryable).
 
     Strings may hold raw line breaks (`strict=False`): papers print long strings wrapped over lines and
@@ -136,6 +136,8 @@ def load_json_tolerant(text: str) -> Any:
     if not answers:
         raise AnswerError("no JSON object in the output", retryable=True)
     if any(a != {} for a in answers):
+        if answers[-1] == {}:  # "... final answer: {}" after an object: which one is the answer?
+            raise AnswerError("an empty {} after a non-empty JSON object: no single answer", retryable=True)
         answers = [a for a in answers if a != {}]
     distinct = {_canonical(a) for a in answers}
     if len(distinct) > 1:

@@ -157,7 +157,7 @@ def test_cli_a_report_line_named_in_a_judge_answer_is_the_judges_failure_not_an_
     src = tmp_path / "pairs.jsonl"
     src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs))
     out = cli("score", "-m", "finerad_score", "-i", src, "-o", tmp_path / "o.jsonl", "--replay", replay,
-              "--no-progress")
+              "--no-progress", "--system-option", "max_retries=0")  # the replay file holds no re-asks
     assert out.returncode == 1, out.stderr
     assert "no row was scored: 2 of 2 judged rows failed because of the judge" in out.stderr
     rows = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]

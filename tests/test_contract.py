@@ -117,6 +117,9 @@ def test_json_reader_reads(text, expected):
     pytest.param('Format: {"total": 0}\nAnswer: {"total": 2', "not closed", True, id="template-then-truncated"),
     pytest.param('Format: {"total": 0}\nAnswer: {"total": two}', "beside another JSON object", True,
                  id="template-then-malformed"),
+    # FineRadScore drift audit: a final {} after an object was dropped as a mention and the object scored
+    pytest.param('{"1": {"x": 1}}\nOn reflection, final answer: {}', "empty {} after a non-empty", True,
+                 id="object-then-empty"),
 ])
 def test_json_reader_errors_say_whether_a_reask_can_help(text, message, retryable):
     with pytest.raises(AnswerError, match=message) as info:
@@ -129,8 +132,8 @@ def test_finerad_swapped_fields_are_repaired_not_reasked():
         '{"1": {"corrections": "Not actionable", "clinical severity": "[delete]"}}')
     assert judgment.score == 1.0 and "swapped back" in judgment.details["repairs"][0]
     judgment = radmetrics.get_scoring_system("finerad_score").parse(
-        '{"1": {"corrections": "x", "clinical severity": "Serious"}}')  # complete but not the format: no re-ask
-    assert judgment.score is None and judgment.details["retryable"] is False
+        '{"1": {"corrections": "x", "clinical severity": "Serious"}}')  # a severity off the scale: asked again
+    assert judgment.score is None and judgment.details["retryable"] is True
 
 
 # -- the contract's defaults: a system that declares only the required parts runs everywhere -----------------

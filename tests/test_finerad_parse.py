@@ -45,16 +45,17 @@ def answer(*entries: tuple[str, str, str]) -> str:
     pytest.param(WRAPPED, 3.0, [], id="wrapped-strings"),
     pytest.param(answer(("1", "A.", "Urgent error"), ("1", "A.", "Urgent error")), 3.0,
                  ["line 1: the same entry given twice, counted once"], id="same-line-twice-identical"),
-    pytest.param(answer(("1", "A.", "Urgent error"), ("1", "[delete]", "Not actionable")), 4.0,
-                 ["line 1: given 2 times with different entries, all counted"], id="same-line-twice-different"),
+    # two rival corrections of one line: no single reading (json.loads keeps the last; counting both gave 4)
+    pytest.param(answer(("1", "A.", "Urgent error"), ("1", "[delete]", "Not actionable")), None, [],
+                 id="same-line-twice-different"),
     pytest.param(answer(("None", "New A.", "Urgent error"), ("None", "New B.", "Emergent error")), 7.0,
                  ["2 inserted lines ('None' keys), all counted"], id="two-insertions"),
     pytest.param(answer(("0", "Urgent error", "Corrected line.")), 3.0,
                  ["line 0: 'corrections' ('Urgent error') and 'clinical severity' ('Corrected line.') were swapped; "
                   "swapped back"], id="swapped"),
     pytest.param("{'2': {'corrections': 'x.', 'clinical severity': 'Not actionable'}, "
-                 "'2': {'corrections': 'y.', 'clinical severity': 'Urgent error'}}", 4.0,
-                 ["line 2: given 2 times with different entries, all counted"], id="python-literal-duplicates"),
+                 "'2': {'corrections': 'y.', 'clinical severity': 'Urgent error'}}", None, [],
+                 id="python-literal-duplicates"),
 ])
 def test_answers_read_as_written(text, score, notes):
     judgment = FRS.parse(text)
@@ -62,11 +63,37 @@ def test_answers_read_as_written(text, score, notes):
     assert judgment.details.get("repairs", []) == notes
 
 
-def test_two_different_corrections_of_one_line_score_but_write_no_corrected_report():
+def test_two_different_corrections_of_one_line_are_reasked_not_summed():
+    """FineRadScore drift audit (session 12): both entries were counted, a number that is neither the official
+    reading (json.loads keeps the last) nor either entry's."""
     text = answer(("0", "Small effusion.", "Urgent error"), ("0", "Large effusion.", "Not actionable"))
-    judgment = FRS.finalize(FRS.parse(text), "Large effusion.", "Moderate effusion.")
-    assert judgment.score == 4.0 and judgment.corrected_report is None
-    assert judgment.details["corrected_report_missing"] == "line 0 has two different corrections"
+    judgment = FRS.parse(text)
+    assert judgment.score is None and judgment.details["retryable"] is True
+    assert judgment.reason == "line 0 is given 2 times with different entries"
+
+
+@pytest.mark.parametrize("label,severity", [
+    ("Non-actionable", 1), ("Nonactionable", 1), ("Not actionable error", 1), ("Actionable, nonurgent error", 2),
+    ("actionable non urgent error", 2), ("Nonurgent actionable error", 2), ("Emergency", 4),
+    ("Urgent error (3)", 3), ("3 - Urgent error", 3), ("Urgent (3)", 3), ("4. Emergent error", 4),
+    ("Urgent error (1)", None), ("3", None), ("Minor", None)])
+def test_severity_spellings_judges_use_are_read_and_a_number_only_when_it_is_the_words(label, severity):
+    """FineRadScore drift audit: these spellings were unscored and never re-asked; a number beside the word
+    counts only when it is the word's own number on the paper's scale (Sec. 7)."""
+    judgment = FRS.parse(answer(("0", "[delete]", label)))
+    assert judgment.score == severity
+    if severity is None:
+        assert judgment.details["retryable"] is True and "unknown clinical severity" in judgment.reason
+
+
+def test_an_empty_list_is_no_corrections_and_an_empty_object_after_an_answer_is_reasked():
+    """The official code accepts "[]" as no errors; "{...} ... final answer: {}" has no single reading (an empty
+    {} was dropped as a mention wherever it stood: the first object's 3 was scored)."""
+    assert FRS.parse("[]").score == 0.0 and FRS.parse("```json\n[]\n```").score == 0.0
+    first = answer(("1", "[delete]", "Urgent error"))
+    revised = FRS.parse(first + "\nOn reflection line 1 is fine. Final answer: {}")
+    assert revised.score is None and revised.details["retryable"] is True and "empty {} after" in revised.reason
+    assert FRS.parse("Example 5 answers {}. Mine: " + first).score == 3.0  # an echoed {} before the answer
 
 
 def test_unknown_severity_in_both_fields_stays_unscored():

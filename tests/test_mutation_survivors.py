@@ -740,7 +740,7 @@ def test_finerad_identical_duplicates_count_once_and_reading_goes_on():
     (_answer(("0", {"corrections": "x."})), "line 0: needs 'corrections' and 'clinical severity'", True),
     (_answer(("0", {"clinical severity": "Urgent"})), "line 0: needs 'corrections' and 'clinical severity'", True),
     (_answer(("0", 5)), "line 0: needs 'corrections' and 'clinical severity'", True),
-    (_answer(("0", _entry("Fix.", "Serious"))), "line 0: unknown clinical severity 'Serious'", False),
+    (_answer(("0", _entry("Fix.", "Serious"))), "line 0: unknown clinical severity 'Serious'", True),
 ])
 def test_finerad_unreadable_answers_say_why_and_whether_to_ask_again(text, message, retryable):
     with pytest.raises(FineRadParseError) as info:

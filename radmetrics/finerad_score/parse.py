@@ -14,11 +14,15 @@ from typing import Any
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
+_EMPTY_LIST = re.compile(r"\s*(?:```(?:json)?\s*)?\[\s*\]\s*(?:```)?\s*")
 
-SEVERITY = {"not actionable": 1, "invalid comparison": 1, "actionable nonurgent error": 2,
-            "actionable non-urgent error": 2, "actionable nonurgent": 2, "urgent error": 3, "urgent": 3,
-            "emergent error": 4, "emergent": 4}
+SEVERITY = {"not actionable": 1, "nonactionable": 1, "not actionable error": 1, "nonactionable error": 1,
+            "invalid comparison": 1,
+            "actionable nonurgent error": 2, "actionable nonurgent": 2, "nonurgent actionable error": 2,
+            "nonurgent actionable": 2,
+            "urgent error": 3, "urgent": 3,
+            "emergent error": 4, "emergent": 4, "emergency": 4, "emergency error": 4}
 NO_ERROR = {"no error"}
 # a severity left blank ("", null, "None"): no error only when the correction is blank too; beside a real
 # correction ("[delete]", a rewritten line) it is a missing severity, not a 0 (fidelity audit F7)
@@ -46,11 +50,31 @@ class Correction:
         return self.corrections.strip().lower() in {"[delete]", "delete", "[deleted]"}
 
 
+#: a severity decorated with its number, "Urgent error (3)" / "3 - Urgent error" / "Urgent error: 3"
+_NUMBERED = (re.compile(r"(?P<word>.+?)\s*\((?P<n>\d)\)"), re.compile(r"(?P<n>\d)\s*[-:.)]\s*(?P<word>.+)"),
+             re.compile(r"(?P<word>.+?)\s*[-:]\s*(?P<n>\d)"))
+
+
+def _severity_key(label: str) -> str:
+    key = re.sub(r"[-,_/]", " ", label.strip().lower().rstrip("."))
+    key = " ".join(key.split()).replace("non urgent", "nonurgent").replace("non actionable", "nonactionable")
+    return key
+
+
 def _severity(label: Any) -> int | None:
-    key = str(label).strip().lower().rstrip(".")
+    """The paper's number for a severity label, read as the judge wrote it: case, hyphens, commas and the word
+    order "nonurgent actionable" vary; a number beside the word counts only when it is the word's number."""
+    key = _severity_key(str(label))
     if key in NO_ERROR:
         return 0
-    return SEVERITY.get(key)
+    if key in SEVERITY:
+        return SEVERITY[key]
+    raw = " ".join(str(label).strip().lower().rstrip(".").split())
+    for pattern in _NUMBERED:
+        match = pattern.fullmatch(raw)
+        if match and SEVERITY.get(_severity_key(match["word"])) == int(match["n"]):
+            return int(match["n"])
+    return None
 
 
 def _categories(value: Any) -> list[str]:
@@ -70,14 +94,17 @@ def _text(value: Any) -> str:
 def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
     """The corrections, and notes on what had to be repaired to read them (kept in the judgment's details).
 
-    - a line key given twice: identical entries count once, different entries both count (a dict would keep
-      only the last, silently); several "None" keys are several inserted lines;
+    - a line key given twice: identical entries count once; different entries are no single reading (a dict
+      would keep only the last, silently): unscored, re-asked; several "None" keys are several inserted lines
+      (the format names every insertion "None"; the official code's json.loads keeps only the last);
     - 'corrections' and 'clinical severity' swapped, as in the paper's own Example 2 (a severity label in
       the corrections field, a correction such as "[delete]" in the severity field): the severity vocabulary
       makes the swap unambiguous, so the fields are swapped back.
     """
     if not isinstance(text, str) or not text.strip():
         raise FineRadParseError("empty judge output", retryable=True)
+    if _EMPTY_LIST.fullmatch(text):  # "[]": nothing to correct (the official code accepts it as no errors)
+        return [], ["the answer is [] (no corrections)"]
     data = load_json_tolerant(text)
     if not isinstance(data, dict):
         raise FineRadParseError(f"JSON is a {type(data).__name__}, not an object keyed by line id", retryable=True)
@@ -98,9 +125,11 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
         if value in seen.get(name, []):
             notes.append(f"line {name}: the same entry given twice, counted once")
             continue
-        if seen.get(name):
-            notes.append(f"line {name}: given {len(seen[name]) + 1} times with different entries, all counted"
-                         if line is not None else f"{len(seen[name]) + 1} inserted lines ('None' keys), all counted")
+        if seen.get(name) and line is not None:  # two rival corrections of one line: no single reading
+            raise FineRadParseError(f"line {name} is given {len(seen[name]) + 1} times with different entries",
+                                    retryable=True)
+        if seen.get(name):  # the format names every inserted line "None": each one is a correction
+            notes.append(f"{len(seen[name]) + 1} inserted lines ('None' keys), all counted")
         seen.setdefault(name, []).append(value)
         corrections, label = _text(value["corrections"]), _text(value["clinical severity"])
         if label.lower().rstrip(".") in BLANK:
@@ -112,7 +141,7 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
         severity = _severity(label)
         if severity is None:
             if _severity(corrections) in (None, 0):
-                raise FineRadParseError(f"line {name}: unknown clinical severity {label!r}", retryable=False)
+                raise FineRadParseError(f"line {name}: unknown clinical severity {label!r}", retryable=True)
             notes.append(f"line {name}: 'corrections' ({corrections!r}) and 'clinical severity' ({label!r}) were "
                          "swapped; swapped back")
             corrections, label = label, corrections

@@ -12,7 +12,7 @@ from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: an empty {} after an object is no single answer (json_answer)
 
 
 @dataclass

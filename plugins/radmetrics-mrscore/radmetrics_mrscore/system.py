@@ -59,7 +59,7 @@ class MRScoreSystem(ScoringSystem):
     name = "mrscore"
     score_key = "mrscore"
     prompt_version = "mrscore-er2score-A2-1"
-    parser_version = "2"
+    parser_version = "3"  # 3: an empty {} after an object is no single answer (radmetrics.json_answer)
     evaluate_module = str(Path(__file__).with_name("mrscore.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
