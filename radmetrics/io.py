@@ -88,6 +88,8 @@ _BINARY_MAGIC = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive (an .xl
 
 #: what to run on a file that is not UTF-8 (most such files are Latin-1 / Windows-1252 exports)
 ICONV_HINT = "re-encode the file, e.g. iconv -f latin1 -t utf-8 IN > OUT"
+
+
 def not_utf8_file(path: str | os.PathLike, error: UnicodeDecodeError) -> str:
     """Why a whole file read as UTF-8 failed, with the fix (a Latin-1 / Excel export, most often)."""
     return f"{path} is not UTF-8 text (it holds the byte {error.object[error.start:error.start + 1]!r}); {ICONV_HINT}"
@@ -99,16 +101,6 @@ NOT_UTF8 = "not UTF-8"
 LONE_SURROGATE = ("a JSON \\uD800-\\uDFFF escape without its pair (half of a character: not text); the row is "
                   "kept unscored with the escape spelled out")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
 
 
 def _surrogates_spelled_out(value: Any) -> Any:
@@ -274,10 +266,10 @@ class Records:
                 row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
             if bad:
                 problem = f"{NOT_UTF8} ({bad}); {ICONV_HINT}"
-            elif isinstance(row, dict) and "\\u" in line and _has_lone_surrogate(row):
+            elif isinstance(row, dict) and "\\u" in line and (spelled := _surrogates_spelled_out(row)) != row:
                 # a JSON escape of half a UTF-16 pair ("\ud800") reads as no character and cannot be written
                 # back as UTF-8: the row is kept, unscored, its text with the escape spelled out
-                row, problem = _surrogates_spelled_out(row), LONE_SURROGATE
+                row, problem = spelled, LONE_SURROGATE
             if not isinstance(row, dict):
                 row = _stand_in(lineno, line)
             elif bad:  # its text has U+FFFD where the bytes were: the line as read, bytes escaped (\xe9), in _raw

@@ -16,7 +16,8 @@ Judgment, and the Judgments into a corpus summary. Subclasses must implement `bu
     row_mean_names / row_means(judgment) -> dict       default: none; per-row values whose mean over scored
                                                        rows `aggregate` reports (streaming keeps sums of them)
     pair_in_prompt(prompt) -> (reference, candidate)   which pair a prompt of this system is about
-    configure(**options) -> copy                       system options (`--system-option KEY=VALUE`)
+    configure(**options) -> copy                       system options (`--system-option KEY=VALUE`), checked
+                                                       against their defaults' kinds and `option_choices`
 """
 from __future__ import annotations
 
@@ -96,6 +97,8 @@ class ScoringSystem:
     #: name -> None (one number) or the keys of a dict of numbers. Declared so that a streaming run
     #: (radmetrics.streaming) keeps running sums of them instead of every judgment.
     row_mean_names: dict[str, tuple[str, ...] | None] = {}
+    #: the values a text option may take (e.g. FineRadScore's report_score); `configure` refuses any other
+    option_choices: dict[str, tuple[str, ...]] = {}
 
     def build_prompt(self, reference: str, candidate: str) -> str:
         raise NotImplementedError
@@ -139,18 +142,23 @@ class ScoringSystem:
                 raise RadmetricsError(f"Scoring system '{self.name}' has no option '{key}'. "
                                       f"Its options: {', '.join(valid) or 'none'}")
             value = option_value(self.name, key, value, getattr(type(self), key, None))
-            least = _LEAST.get(key)
+            least, choices = _LEAST.get(key), self.option_choices.get(key)
             if least is not None and isinstance(value, (int, float)) and value < least:
                 from radmetrics.errors import RadmetricsError
 
                 raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at least {least}, "
                                       f"not {value!r}")
+            if choices is not None and value not in choices:
+                from radmetrics.errors import RadmetricsError
+
+                raise RadmetricsError(f"Scoring system '{self.name}': {key} {value!r} is not one of "
+                                      f"{', '.join(choices)}")
             setattr(clone, key, value)
         return clone
 
     #: class attributes that describe the system rather than configure it
     _DESCRIPTIVE = frozenset({"name", "score_key", "prompt_version", "parser_version", "evaluate_module",
-                              "higher_is_better", "aggregate_options", "row_mean_names"})
+                              "higher_is_better", "aggregate_options", "row_mean_names", "option_choices"})
 
     def option_names(self) -> list[str]:
         """The settings `configure` accepts: public data attributes (e.g. VERT's k, shots_path, seed)."""

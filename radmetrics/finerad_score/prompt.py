@@ -14,6 +14,7 @@ holds the messages the official functions build, and the tests compare ours with
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -206,6 +207,16 @@ def example_turn(lines: list[str], ground_truth: str, layout: str = "gpt4") -> s
             f'Ground Truth Text: "{ground_truth}')
 
 
+@functools.lru_cache(maxsize=len(LAYOUTS))
+def _example_turns(layout: str) -> tuple[dict[str, str], ...]:
+    """The five examples as user / assistant turns, built once per layout (every prompt repeats them)."""
+    turns: list[dict[str, str]] = []
+    for lines, truth, corrections in FEW_SHOT_EXAMPLES:
+        turns += [{"role": "user", "content": example_turn(lines, truth, layout)},
+                  {"role": "assistant", "content": json.dumps(corrections)}]
+    return tuple(turns)
+
+
 def build_finerad_prompt(reference: str, candidate: str, few_shot: bool = True, layout: str = "gpt4") -> str:
     """The official prompt: few-shot, a conversation (`radmetrics.conversation`) in the official layout;
     zero-shot, one message (generate_gpt4_response_zeroshot; Claude's is the same)."""
@@ -214,11 +225,7 @@ def build_finerad_prompt(reference: str, candidate: str, few_shot: bool = True, 
         return PROMPT_LONG + JSON_FORMATTING + query
     if layout not in LAYOUTS:
         raise ValueError(f"FineRadScore layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    turns = []
-    for lines, truth, corrections in FEW_SHOT_EXAMPLES:
-        turns += [{"role": "user", "content": example_turn(lines, truth, layout)},
-                  {"role": "assistant", "content": json.dumps(corrections)}]
-    turns.append({"role": "user", "content": query})
+    turns = [*_example_turns(layout), {"role": "user", "content": query}]
     if layout == "gpt4":
         return chat_prompt([{"role": "system", "content": PROMPT_LONG}, *turns])
     turns[0] = {"role": "user", "content": PROMPT_LONG + turns[0]["content"]}

@@ -51,19 +51,7 @@ class FineRadScoreSystem(ScoringSystem):
     #: "sum" (paper Sec. 7, the report-level FineRadScore), "max" (Sec. 6.4) or "lines": the number of lines
     #: needing a correction (ReXamine-Global Sec. 2.2, "the total number of problematic lines")
     report_score = "sum"
-    _REPORT_SCORES = ("sum", "max", "lines")
-
-    def configure(self, **options: Any) -> ScoringSystem:
-        if "report_score" in options and options["report_score"] not in self._REPORT_SCORES:
-            from radmetrics.errors import RadmetricsError
-
-            raise RadmetricsError(f"finerad_score: report_score {options['report_score']!r} is not one of "
-                                  f"{', '.join(self._REPORT_SCORES)}")
-        if "layout" in options and options["layout"] not in LAYOUTS:
-            from radmetrics.errors import RadmetricsError
-
-            raise RadmetricsError(f"finerad_score: layout {options['layout']!r} is not one of {', '.join(LAYOUTS)}")
-        return super().configure(**options)
+    option_choices = {"report_score": ("sum", "max", "lines"), "layout": LAYOUTS}
 
     @property
     def prompt_version(self) -> str:  # type: ignore[override]

@@ -147,6 +147,7 @@ class VertSystem(ScoringSystem):
     #: a shot's score: "score" (its column / score_scale) or "significant-errors" (App. D.6/D.8's
     #: max(0, 1 - 0.15 x sig errors))
     shot_score = "score"
+    option_choices = {"variant": ("vert", "formula", "rubric"), "shot_score": SHOT_SCORES}
     #: add App. D.9's "Error Type Illustrations" section
     illustrations = False
     max_words = 300
@@ -197,16 +198,11 @@ class VertSystem(ScoringSystem):
 
     def configure(self, **options: Any) -> VertSystem:
         clone = super().configure(**options)
-        problem = (f"variant {clone.variant!r} is not one of vert, formula, rubric"
-                   if clone.variant not in ("vert", "formula", "rubric") else
-                   f"shot_score {clone.shot_score!r} is not one of {', '.join(SHOT_SCORES)}"
-                   if clone.shot_score not in SHOT_SCORES else
-                   f"score_scale must be above 0 (the shots' maximum score), not {clone.score_scale!r}"
-                   if not clone.score_scale > 0 else
-                   f"shots_path must be a file path, not {clone.shots_path!r}"
-                   if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)) else None)
-        if problem:
-            raise InputError(f"Scoring system '{self.name}': {problem}")
+        if not clone.score_scale > 0:
+            raise InputError(f"Scoring system '{self.name}': score_scale must be above 0 (the shots' maximum "
+                             f"score), not {clone.score_scale!r}")
+        if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)):
+            raise InputError(f"Scoring system '{self.name}': shots_path must be a file path, not {clone.shots_path!r}")
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
         return clone
 
