@@ -52,6 +52,49 @@ def load_judge_dataset(**metadata):
     return datasets.DatasetDict({"test": data.map(add_prompt)})
 
 
+#: the example turns every `_chat` task's prompt carries (the YAML's num_fewshot; FineRadScore's five, both layouts)
+CHAT_EXAMPLES = 5
+
+
+def load_judge_conversations(**metadata):
+    """custom_dataset of the ``_chat`` tasks: each doc's conversation prompt (FineRadScore's official turns) cut
+    into lm-eval's parts, so that ``--apply_chat_template`` (few-shot as multi-turn) sends the messages the
+    official code sends: the system message as the task's description (``judge_system``), the example turns as
+    the ``fewshot`` split taken in order, the last user turn as the doc's text. `load_judge_dataset` instead
+    sends a conversation as one text (a chat template makes it one user turn)."""
+    import datasets
+
+    import radmetrics
+    from radmetrics.conversation import chat_messages
+
+    dataset = metadata["dataset"]
+    options = metadata.get("system_options", {})
+    system = radmetrics.get_scoring_system(metadata["scoring_system"], **options)
+    data = _load(dataset, _source(dataset, metadata))
+    seen: dict = {}
+
+    def split(doc):
+        messages = chat_messages(system.build_prompt(doc["reference"], doc["candidate"]))
+        if messages is None:
+            raise ValueError(f"{system.name} with these options ({json.dumps(options)}) asks in one text, not in "
+                             "turns: run the task without '_chat'.")
+        head = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        turns = messages[1:] if head else messages
+        pairs = [(turns[i]["content"], turns[i + 1]["content"]) for i in range(0, len(turns) - 1, 2)]
+        if any(turns[i]["role"] != "user" or turns[i + 1]["role"] != "assistant" for i in range(0, len(turns) - 1, 2)) \
+                or len(pairs) != CHAT_EXAMPLES or seen.setdefault("examples", (head, pairs)) != (head, pairs):
+            raise ValueError(f"{system.name}'s conversation is not {CHAT_EXAMPLES} example turns shared by every "
+                             "prompt: lm-eval cannot send it as few-shot turns.")
+        return {"judge_system": head, "judge_prompt": turns[-1]["content"], "scoring_system": system.name,
+                "system_options": json.dumps(options, sort_keys=True)}
+
+    test = data.map(split)
+    head, pairs = seen["examples"]
+    examples = datasets.Dataset.from_dict({"judge_prompt": [q for q, _ in pairs],
+                                           "judge_answer": [a for _, a in pairs]})
+    return datasets.DatasetDict({"test": test, "fewshot": examples})
+
+
 def process_results(doc, results):
     import radmetrics
 

@@ -155,6 +155,7 @@ def _prompt_of(messages):
     or the conversation (radmetrics.conversation) its turns make."""
     from radmetrics.conversation import chat_prompt
 
+    messages = [{"role": m["role"], "content": m["content"]} for m in messages]  # lm-eval adds "type": "text"
     users = [m for m in messages if m["role"] == "user"]
     if len(users) == 1 and len(messages) <= 2:
         return users[0]["content"]

@@ -224,3 +224,67 @@ def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):
     results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["rexval_judge_vert"]
     assert results["unparsed,none"] == 0 and math.isfinite(results["kendall_tau,none"]), results
     assert not any(key in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+
+
+def test_finerad_chat_task_sends_the_official_turns(tmp_path):
+    """`rexval_judge_finerad_chat` with --apply_chat_template: lm-eval sends each pair as the official FineRadScore
+    conversation (instructions as the system message, the five example turns, then the pair: the messages
+    radmetrics' own backends send, tested equal to the official code's in test_finerad_official.py), not as one
+    user turn; the answers are read and scored as in the CLI."""
+    from importlib.metadata import version
+
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+    from packaging.version import Version
+
+    from radmetrics.conversation import chat_messages
+
+    include = subprocess.run([sys.executable, "-m", "radmetrics.cli", "lm-eval-path"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    out = tmp_path / "lm_eval"
+    out.mkdir()
+    # lm-eval >= 0.4.10 sends few-shot examples as turns whenever a chat template is applied; older ones need the flag
+    older = Version(version("lm_eval")) < Version("0.4.10")
+    with FakeOpenAIServer(analysis_for) as server:
+        cmd = [sys.executable, "-m", "lm_eval", "--model", "local-chat-completions", "--model_args",
+               f"model=judge-model,base_url={server.base_url}/chat/completions,tokenized_requests=False",
+               "--apply_chat_template", *(["--fewshot_as_multiturn"] if older else []),
+               "--tasks", "rexval_judge_finerad_chat", "--include_path", include,
+               "--metadata", json.dumps({"rexval_path": str(FIXTURES / "rexval")}), "--output_path", str(out),
+               "--log_samples"]
+        run = subprocess.run(cmd, capture_output=True, text=True, cwd=out, env={**os.environ, "OPENAI_API_KEY": "x"},
+                             timeout=600)
+        sent = [[{"role": m["role"], "content": m["content"]} for m in r["body"]["messages"]] for r in server.requests]
+    assert run.returncode == 0, run.stderr[-4000:]
+    system = radmetrics.get_scoring_system("finerad_score")
+    samples = [json.loads(x) for x in next(out.rglob("samples_rexval_judge_finerad_chat_*.jsonl")).read_text().splitlines()]
+    expected = {json.dumps(chat_messages(system.build_prompt(s["doc"]["reference"], s["doc"]["candidate"])))
+                for s in samples}
+    assert len(samples) == 20 and len(sent) == 20 and len(expected) == 20
+    assert {json.dumps(m) for m in sent} == expected
+    assert [m["role"] for m in sent[0]] == ["system"] + ["user", "assistant"] * 5 + ["user"]
+    results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["rexval_judge_finerad_chat"]
+    assert results["unparsed,none"] == 0 and math.isfinite(results["kendall_tau,none"]), results
+
+
+def test_finerad_chat_task_data(monkeypatch):
+    """The chat task's data: the Claude 3 layout (no system message; the instructions open the first example turn)
+    is cut the same way; a prompt in one text (zero-shot) is refused with what to run instead."""
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    from radmetrics.conversation import chat_messages
+
+    monkeypatch.setenv("RADMETRICS_REXVAL_PATH", str(FIXTURES / "rexval"))
+    parts = utils.load_judge_conversations(dataset="rexval", scoring_system="finerad_score",
+                                           system_options={"layout": "claude3"})
+    doc, examples = parts["test"][0], parts["fewshot"]
+    messages = chat_messages(radmetrics.get_scoring_system("finerad_score", layout="claude3")
+                             .build_prompt(doc["reference"], doc["candidate"]))
+    assert doc["judge_system"] == "" and messages[0]["role"] == "user"
+    rebuilt = [m for q, a in zip(examples["judge_prompt"], examples["judge_answer"])
+               for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})]
+    assert rebuilt + [{"role": "user", "content": doc["judge_prompt"]}] == messages
+    with pytest.raises(ValueError, match="without '_chat'"):
+        utils.load_judge_conversations(dataset="rexval", scoring_system="finerad_score",
+                                       system_options={"few_shot": False})
