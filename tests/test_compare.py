@@ -94,6 +94,33 @@ def test_holm_hand_derived():
     assert cs.holm([0.6, 0.7]) == [1.0, 1.0]
 
 
+def test_eight_systems_can_differ_significantly_at_the_default_resamples():
+    """Review 14 (F1): with 1,000 trials a randomization p is at least 2/1001, and Holm multiplies the smallest by
+    the 28 pairs of 8 systems: 0.056, so no pair could ever be significant at 0.05, however large the difference.
+    The trials are raised to 20 x pairs / alpha; a pair with too few rows for significance says so."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.4, 0.6, 60)
+    # system k loses 0.05 k on every row, with noise: S0 beats S5 on all 60 rows
+    runs = {f"S{k}": MetricRun(f"S{k}", list(base - 0.05 * k + rng.normal(0, 0.01, 60)), True) for k in range(8)}
+    entry = analyse_metric(runs, resamples=1000, seed=0, alpha=0.05)
+    assert entry["randomization_trials"] == cs.randomization_trials(1000, 28, 0.05) == 11200
+    s0_s5 = next(p for p in entry["pairs"] if (p["a"], p["b"]) == ("S0", "S5"))
+    assert s0_s5["win"] == 60 and s0_s5["p_value"] == pytest.approx(2 / 11201)
+    assert s0_s5["p_holm"] < 0.05 and s0_s5["significant"] and s0_s5["better"] == "S0" and s0_s5["reason"] is None
+    assert sum(p["significant"] for p in entry["pairs"]) == 28
+    # the floor the old default had: every pair "not significant", whatever the data
+    assert 28 * cs.smallest_p(60, 1000) > 0.05
+    # six rows: the exact test's smallest p, 2/64, times 3 pairs is 0.094: the pair says why it cannot be significant
+    few = {k: MetricRun(k, [1.0] * 6 if k == "A" else [0.0] * 6, True) for k in "ABC"}
+    pair = analyse_metric(few, resamples=1000)["pairs"][0]
+    assert pair["p_value"] == pytest.approx(2 / 64) and pair["significant"] is False
+    assert pair["reason"].startswith("6 paired rows: the smallest p the test can give, 0.0312, is not significant")
+    assert cs.randomization_trials(0, 28, 0.05) == 0 and cs.randomization_trials(50000, 3, 0.05) == 50000
+
+
 def test_win_tie_loss_follows_the_direction():
     a, b = [0.9, 0.5, 0.2, None], [0.1, 0.5, 0.3, 0.4]
     assert cs.win_tie_loss(a, b) == {"win": 1, "tie": 1, "loss": 1}

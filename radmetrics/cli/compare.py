@@ -126,7 +126,12 @@ def print_tables(result) -> None:
     for metric, entry in result.to_dict()["metrics"].items():
         for p in entry["pairs"]:
             ci = "n/a" if p["ci_low"] is None else f"[{p['ci_low']:+.4f}, {p['ci_high']:+.4f}]"
-            better = p["better"] or ("not significant" if p["p_holm"] is not None else f"n/a: {p['reason']}")
+            if p["better"]:
+                better = p["better"]
+            elif p["p_holm"] is not None:  # a reason here: too few rows for any difference to be significant
+                better = "not significant" + (f" ({p['reason']})" if p["reason"] else "")
+            else:
+                better = f"n/a: {p['reason']}"
             pairs.add_row(metric, f"{p['a']} − {p['b']}", _fmt(p["difference"]), ci, _fmt(p["p_value"], 3),
                           _fmt(p["p_holm"], 3), f"{p['win']}/{p['tie']}/{p['loss']}", better)
     console.print(pairs)

@@ -213,23 +213,30 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
                          "num_unscored": len(run.scores) - run.num_scored,
                          "unscored_reasons": _top_reasons(run.reasons)}
     pairs = []
+    trials = cs.randomization_trials(resamples, len(per_system) * (len(per_system) - 1) // 2, alpha)
     for a, b in combinations(per_system, 2):
         sa, sb = per_system[a].scores, per_system[b].scores
         diff = cs.paired_difference_ci(sa, sb, resamples, seed, confidence)
-        p = cs.paired_randomization_p(sa, sb, resamples, seed)
+        p = cs.paired_randomization_p(sa, sb, trials, seed)
         # no p-value: the metric failed, fewer than 2 rows both scored (the interval says which), or --resamples 0
         reason = None if p is not None else f"metric failed: {error}" if error else diff.reason or "no test: --resamples 0"
         pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
                       "n_paired": diff.n, "p_value": p, **cs.win_tie_loss(sa, sb, higher), "reason": reason})
+    tested = sum(p["p_value"] is not None for p in pairs)
     for pair, adjusted in zip(pairs, cs.holm([p["p_value"] for p in pairs])):
         pair["p_holm"] = adjusted
         pair["significant"] = None if adjusted is None else bool(adjusted < alpha)
+        if adjusted is not None and tested * cs.smallest_p(pair["n_paired"], trials) >= alpha:
+            # too few rows both scored for any difference to be significant: "not significant" says nothing here
+            pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
+                              f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
+                              f"across {tested} pairs at α = {alpha}")
         if pair["significant"] and pair["difference"]:
             pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
         else:
             pair["better"] = None
     return {"higher_is_better": higher, "error": error, "fingerprint": runs[0].fingerprint,
-            "systems": systems, "pairs": pairs}
+            "randomization_trials": trials, "systems": systems, "pairs": pairs}
 
 
 def missing_results(result: CompareResult) -> dict[str, dict[str, str]]:
@@ -321,7 +328,8 @@ def compare_report(result: CompareResult) -> Report:
     data = result.to_dict()
     report = Report(title=f"Comparison of {', '.join(result.systems)} on {len(result.ids)} reports",
                     intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap 95% CIs; pairs: mean "
-                           "difference (A − B) with a paired-bootstrap CI, paired approximate-randomization p and "
+                           "difference (A − B) with a paired-bootstrap CI, paired approximate-randomization p (at least "
+                           "20 × pairs / α trials, so that Holm's correction can reach α) and "
                            "Holm-adjusted p across the pairs of a metric. Each number uses only the rows its "
                            "metric scored (n)."] + list(data.get("notes") or []),
                     plots=[("forest.png", "difference between systems per metric, with 95% CIs")])
