@@ -86,6 +86,61 @@ def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
         reward_function("green", scale=(1, 0))
 
 
+def _length_reward(prompts=None, completions=None, **columns):
+    return [float(len(c)) for c in completions]
+
+
+def test_combined_reward_leaves_out_what_any_part_could_not_score(fake_judge, caplog):
+    """Review 14 (F2): TRL leaves a completion out of its group only when every reward function returns None; next
+    to another function GREEN's None is summed as 0. combined_reward gives TRL one function: the weighted sum, or
+    None when any part left the completion unscored."""
+    from radmetrics.rewards import combined_reward
+
+    green = reward_function("green", backend="fake", cache=False)
+    both = combined_reward(green, _length_reward, weights=[2.0, 0.5])
+    assert both.__name__ == "green+_length_reward"
+    with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+        rewards = both(prompts=["p"] * 4, completions=CANDS, reference=REFS)
+    scores = radmetrics.score("green", REFS, CANDS, backend="fake", cache=False, progress=False).scores
+    assert rewards == pytest.approx([None if s is None else 2 * s + 0.5 * len(c) for s, c in zip(scores, CANDS)])
+    assert rewards[2] is None  # GARBLED: GREEN could not score it; the length alone is not its reward
+    assert "see radmetrics.rewards.combined_reward" in caplog.text  # the part's own log line says what None means
+    for bad in ((green,), (green, "x"), ):
+        with pytest.raises(RadmetricsError, match="two or more"):
+            combined_reward(*bad)
+    with pytest.raises(RadmetricsError, match="one finite weight per function"):
+        combined_reward(green, _length_reward, weights=[1.0, float("nan")])
+
+
+def test_none_for_unscored_needs_a_trl_that_leaves_it_out(fake_judge, monkeypatch):
+    """Review 14 (F2): before TRL 1.6 a None reward was summed as 0 and entered its group's mean: an unscored
+    completion got reward 0 (for a negated metric, the best). With such a TRL installed, on_unscored='none' is
+    refused with what to do; a number is the user's explicit choice; without TRL there is nothing to check."""
+    import importlib.metadata as md
+
+    real = md.version
+
+    def trl_version(installed):
+        def version(name):
+            if name == "trl":
+                if installed is None:
+                    raise md.PackageNotFoundError(name)
+                return installed
+            return real(name)
+        return version
+
+    call = dict(prompts=["p"] * 2, completions=CANDS[:3:2], reference=REFS[:3:2])  # the second is GARBLED
+    monkeypatch.setattr(md, "version", trl_version("1.5.0"))
+    finerad = reward_function("finerad_score", backend="fake", cache=False)
+    with pytest.raises(RadmetricsError, match=r"needs trl>=1.6.0: trl 1.5.0 adds .* as 0"):
+        finerad(**call)
+    assert finerad.score_batch(REFS[:1], CANDS[:1]).rewards[0] is not None  # reward-check's way in: no trainer
+    assert reward_function("green", backend="fake", cache=False, on_unscored=-1.0)(**call)[1] == -1.0
+    for fine in (None, "1.6.0"):
+        monkeypatch.setattr(md, "version", trl_version(fine))
+        assert reward_function("green", backend="fake", cache=False)(**call)[1] is None
+
+
 def test_missing_reference_column_and_unknown_metric(fake_judge):
     reward = reward_function("green", backend="fake", cache=False, reference_column="gt")
     with pytest.raises(InputError, match="column 'gt'.*passed only these columns: reference"):
@@ -256,6 +311,25 @@ def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_p
     assert last == pytest.approx(total.last.rewards)
     assert sum(1 for b in seen.batches for r in b[1] if not r) == 4  # the empty reference's group
     assert total.unscored == 4
+
+
+@pytest.mark.slow
+def test_grpo_with_a_combined_reward_leaves_unscored_completions_out(policy, fake_judge, tmp_path):
+    """Through GRPOTrainer: the completions GREEN could not score (the empty reference's group) are NaN in TRL's
+    per-completion rewards for the combined function, not their length reward alone."""
+    from radmetrics.rewards import combined_reward
+
+    green = reward_function("green", backend="fake", cache=False)
+    both = combined_reward(green, _length_reward, weights=[1.0, 0.01])
+    seen = Seen()
+    trainer = train_grpo(policy, [both, seen], report_dataset(), tmp_path / "grpo", steps=2, weights=[1.0, 0.0])
+    completions, references = seen.batches[-1]
+    scores = radmetrics.score("green", references, completions, backend="fake", cache=False, progress=False).scores
+    expected = [None if s is None else s + 0.01 * len(c) for s, c in zip(scores, completions)]
+    assert nan_to_none(list(trainer._logs["rewards"][both.__name__])) == pytest.approx(expected)
+    unscored = [s is None for b in seen.batches for s in radmetrics.score(
+        "green", b[1], b[0], backend="fake", cache=False, progress=False).scores]
+    assert sum(unscored) >= 4 and green.unscored == sum(unscored)  # the empty reference's group came up
 
 
 # -- a judge behind an OpenAI-compatible server, with faults ----------------------------------------------------

@@ -46,6 +46,29 @@ def check_on_unscored(on_unscored: Any) -> float | None:
     return float(on_unscored)
 
 
+#: the first TRL whose GRPOTrainer leaves a completion out of its group when its reward is None (TRL PR #5902);
+#: before it, a None was summed as 0 and entered the group's mean and std
+TRL_LEAVES_OUT_NONE = "1.6.0"
+
+
+def check_trainer_leaves_out_none() -> None:
+    """on_unscored='none' with an installed TRL that would read None as reward 0: refused, with what to do (at a
+    reward function's first call as a trainer makes it; `score_batch`, e.g. `reward-check`, feeds no trainer)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("trl")
+    except PackageNotFoundError:  # no TRL here: the caller's own trainer decides what None means
+        return
+    from packaging.version import Version
+
+    if Version(installed) < Version(TRL_LEAVES_OUT_NONE):
+        raise RadmetricsError(
+            f"on_unscored='none' needs trl>={TRL_LEAVES_OUT_NONE}: trl {installed} adds a reward function's None into "
+            "the completion's reward as 0, so a completion the judge could not score would get reward 0 (for a "
+            "negated lower-is-better metric, the best reward). Install 'trl>=1.6', or pass on_unscored=<number>.")
+
+
 def check_scale(scale: Any) -> float | tuple[float, float] | None:
     if scale is None:
         return None
@@ -100,6 +123,8 @@ class RadmetricsReward:
     # -- TRL's reward-function signature -------------------------------------------------------------------
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
                  **columns: Any) -> list[float | None]:
+        if self.fallback is None and not self.calls:  # a trainer's call (score_batch is the direct way in)
+            check_trainer_leaves_out_none()
         completions = list(completions or [])
         references = reference_values(self.reference_column, completions, columns)
         candidates = [completion_text(c) for c in completions]
@@ -133,7 +158,10 @@ class RadmetricsReward:
         if k:
             reasons = summarize_reasons([r for s, r in zip(batch.scores, batch.reasons) if s is None])
             listed = "; ".join(f"{reason} (x{count})" for reason, count in reasons.most_common())
-            returned = "None (ignored by the trainer)" if self.fallback is None else f"the fallback {self.fallback}"
+            # TRL leaves a completion out only when every reward function returns None for it (combined_reward)
+            returned = ("None (left out by TRL when it is the only reward function; next to others TRL counts it "
+                        "as 0: see radmetrics.rewards.combined_reward)" if self.fallback is None
+                        else f"the fallback {self.fallback}")
             log.warning("reward %s, step %d: %d of %d completions unscored, returned %s: %s",
                         self.__name__, batch.step, k, n, returned, listed)
         if callable(log_metric) and n:
@@ -156,3 +184,36 @@ class RadmetricsReward:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.__name__}>"
+
+
+class CombinedReward:
+    """Several reward functions as one: their weighted sum, or None when any of them left the completion unscored.
+
+    TRL's GRPOTrainer (>= 1.6) leaves a completion out of its group only when *every* reward function returns None
+    for it; next to other reward functions a None is summed as 0 ("not applicable"). So with
+    ``reward_funcs=[green, er2]`` a completion GREEN could not score gets GREEN 0, the worst GREEN (for a negated
+    lower-is-better metric, the best). ``reward_funcs=[combined_reward(green, er2)]`` leaves it out instead. Each
+    part still logs its own unscored counts and TRL metrics."""
+
+    def __init__(self, functions: Sequence[Any], weights: Sequence[float] | None = None, name: str | None = None):
+        if len(functions) < 2 or not all(callable(f) for f in functions):
+            raise RadmetricsError("combined_reward takes two or more reward functions")
+        weights = [1.0] * len(functions) if weights is None else list(weights)
+        if len(weights) != len(functions) or any(isinstance(w, bool) or not isinstance(w, int | float)
+                                                 or not math.isfinite(w) for w in weights):
+            raise RadmetricsError(f"combined_reward needs one finite weight per function ({len(functions)}), "
+                                  f"not {weights!r}")
+        self.functions, self.weights = list(functions), [float(w) for w in weights]
+        self.__name__ = name or "+".join(getattr(f, "__name__", "reward") for f in functions)
+
+    def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
+                 **columns: Any) -> list[float | None]:
+        parts = [list(f(prompts=prompts, completions=completions, **columns)) for f in self.functions]
+        return [None if any(part[i] is None or math.isnan(part[i]) for part in parts)
+                else sum(w * part[i] for w, part in zip(self.weights, parts))
+                for i in range(len(completions or []))]
+
+
+def combined_reward(*functions: Any, weights: Sequence[float] | None = None, name: str | None = None) -> CombinedReward:
+    """One TRL reward function from several (see `CombinedReward`): ``reward_funcs=[combined_reward(green, er2)]``."""
+    return CombinedReward(functions, weights, name)
