@@ -195,6 +195,21 @@ def test_a_missing_task_data_folder_is_named_not_taken_for_a_hub_id(monkeypatch,
         with pytest.raises(radmetrics.errors.InputError, match=rf"rexval_path '{re.escape(given)}': no such folder "
                            rf"in {re.escape(str(tmp_path))}"):
             utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path=given)
+    # Review 14 (F6): a path whose first folder exists here, or that no Hub id could be, never asks the Hub
+    import datasets
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError(f"the Hub was asked for {args}")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_hub)
+    (tmp_path / "data").mkdir()
+    for given in ("data/rexval", "my data/rexval", "rexval?v=2"):
+        with pytest.raises(radmetrics.errors.InputError, match=rf"'{re.escape(given)}': no such folder in "
+                           rf"{re.escape(str(tmp_path))}$"):  # the whole message: no Hub was asked
+            utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path=given)
+    with pytest.raises(radmetrics.errors.InputError, match="no Hub dataset 'my-lab/rexval' could be loaded "
+                       r"\(AssertionError"):  # owner/name with no such owner folder: a Hub id, asked
+        utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path="my-lab/rexval")
 
 
 def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):

@@ -1,6 +1,7 @@
 """Expert datasets in one schema (radmetrics/data/schema.py): converters, loading, pushing."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from radmetrics.errors import InputError
@@ -50,6 +51,10 @@ def load_expert_dataset(name: str, path: str | Path):
     return build(path)  # the converter names what is wrong with files it cannot read
 
 
+#: what a Hub dataset id looks like ("name" or "owner/name")
+HUB_DATASET_ID = re.compile(r"(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*")
+
+
 def open_expert_dataset(name: str, source: str, given_as: str):
     """The expert dataset `source` names: a folder here (converted or original files) or a Hub dataset id, its
     test split. A string that is neither says so in one line (given_as: how the user gave it, e.g. "--dataset X"),
@@ -60,7 +65,10 @@ def open_expert_dataset(name: str, source: str, given_as: str):
     if path.exists():
         return load_expert_dataset(name, path)
     here = f"no such folder in {os.getcwd()}"
-    if source.startswith((".", "/", "~")) or source.count("/") > 1:
+    # Only what can be nothing but a Hub id goes to the Hub: "owner/name" whose owner is no folder here. "data/rexval"
+    # with a data/ folder here but no rexval in it is a mistyped path, not a request to download (review 14).
+    first = Path(source).parts[0] if Path(source).parts else ""
+    if source.startswith((".", "/", "~")) or not HUB_DATASET_ID.fullmatch(source) or Path(first).is_dir():
         raise InputError(f"{given_as}: {here}")
     import datasets
 
