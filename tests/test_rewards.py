@@ -384,6 +384,9 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
              for c in ["Small left effusion.", "Small effusion. Nodule.", "Large right effusion."]]
     rows += [{"prompt": "C", "reference": "Cardiomegaly.", "completion": c}
              for c in ["Cardiomegaly.", "GARBLED", "GARBLED again"]]
+    # review 14: one text prompt for two studies (the image differs): each study is its own group, judged against
+    # its own reference (grouped by the prompt alone, study 2's completions were judged against study 1's)
+    rows += [{"prompt": "D", "reference": ref, "completion": ref} for ref in ["Normal chest."] * 2 + ["Cardiomegaly."] * 2]
     src = tmp_path / "completions.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows))
     out = tmp_path / "new" / "folder" / "check.json"  # review finding: a missing folder was a traceback at the end
@@ -391,12 +394,14 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
                                       "--backend", "fake", "--no-cache", "-o", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
+    studies = [g for g in report["per_group"] if g["prompt"] == "D"]
+    assert len(studies) == 2 and all(g["scored"] == 2 and g["min"] == g["max"] == 1.0 for g in studies)  # own reference
     groups = {g["prompt"]: g for g in report["per_group"]}
     assert groups["A"]["flat"] and groups["A"]["std"] == 0 and groups["A"]["scored"] == 3
     assert not groups["B"]["flat"] and groups["B"]["max"] > groups["B"]["min"]
     assert groups["C"]["flat"] and groups["C"]["scored"] == 1 and groups["C"]["unscored"] == 2  # one left: flat
-    assert report["flat_groups"] == 2 and report["completions"] == 9
-    assert report["unscored_share"] == pytest.approx(2 / 9)
+    assert report["flat_groups"] == 4 and report["completions"] == 13
+    assert report["unscored_share"] == pytest.approx(2 / 13)
     assert sum(report["unscored_reasons"].values()) == 2 and report["reward_samples_per_s"] > 0
     assert "teach GRPO nothing" in result.output
 

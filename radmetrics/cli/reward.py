@@ -76,8 +76,11 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
     if given:
         _column(rows, completion_column, input_path, "--completion-column")
         grouped: dict[str, dict[str, Any]] = {}
-        for row in rows:  # one group per distinct prompt, in first-seen order
-            key = json.dumps(row.get(prompt_column), sort_keys=True)
+        # one group per distinct (prompt, reference), in first-seen order: a report generator's text prompt is often
+        # the same for every study (the image differs), and each study's completions are judged against its own
+        # reference (grouping by the prompt alone judged them all against the first study's; review 14)
+        for row in rows:
+            key = json.dumps([row.get(prompt_column), row.get(reference_column)], sort_keys=True)
             group = grouped.setdefault(key, {"prompt": row.get(prompt_column), "reference": row.get(reference_column),
                                              "completions": []})
             group["completions"].append(row.get(completion_column))

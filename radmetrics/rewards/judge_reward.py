@@ -94,9 +94,10 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
     gives the reward -3.0. `scale`: a positive factor applied after that, or a (low, high) range in the metric's
     units mapped onto [0, 1] with 1 at the best end, clipped (FineRadScore with (0, 20): 0 errors -> 1.0).
 
-    on_unscored: "none" (default) returns None for a completion the judge's answer gave no score for (an empty
-    completion, an unreadable judge output, a failed request): TRL leaves it out of the group baseline and gives
-    it no advantage. A number returns that reward instead. Either way the reasons are logged once per call with
+    on_unscored: "none" (default) returns None for a completion the judge's answer gave no score for (an unreadable
+    judge output, a failed request, an empty reference; an empty completion is judged as written): TRL (>= 1.6)
+    leaves it out of the group baseline and gives it no advantage when it is the only reward function (several:
+    `combined_reward`). A number returns that reward instead. Either way the reasons are logged once per call with
     their counts (logger "radmetrics.rewards"), and `<name>/unscored_frac` goes to TRL's metrics — never a
     silent 0.
 
