@@ -393,3 +393,38 @@ def test_a_system_file_whose_path_holds_an_equals_sign_is_a_file_not_a_name(tmp_
     assert run.returncode == 0, run.stderr[-2000:]
     names = {r["system"] for r in _per_row(tmp_path / "o")}
     assert names == {"lr=0.1", "best"}
+
+
+def test_rows_without_a_judge_answer_are_named_and_fail_the_run(tmp_path):
+    """Review 14 (F3): rows whose judge call failed (no answer: a server error, a dropped connection) left their
+    pairs without a word; compare printed "done", exit 0, and named a winner on the rows left. Now the progress
+    line and an error name them, the exit is non-zero, and a rerun asks only them (the other answers are cached)."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    refs = [f"Small left effusion {i}." for i in range(6)]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": r, "candidate": r} for i, r in enumerate(refs)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "reference": r, "candidate": ("FAIL " if i < 2 else "") + r}
+                                      for i, r in enumerate(refs)])
+    failing = {"on": True}
+
+    def answer(prompt):
+        if failing["on"] and "FAIL" in prompt:
+            raise ConnectionError("dropped")  # the server closes the connection without an answer
+        return analysis_for(prompt)
+
+    cache = tmp_path / "cache.sqlite"
+    with FakeOpenAIServer(answer) as server:
+        args = ["-s", f"A={a}", "-s", f"B={b}", "-m", "green", "--backend", "openai", "--base-url", server.base_url,
+                "-j", "judge-model", "--judge-option", "max_retries=0", "--cache", cache, "-o", tmp_path / "out"]
+        run = _compare_cli(tmp_path, *args)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        assert "no judge answer (judge call failed) for 2 of B's rows" in run.stderr
+        assert "the judge gave no answer for some rows (judge call failed: green: B 2)" in run.stderr
+        pairs = json.loads((tmp_path / "out" / "results.json").read_text())["metrics"]["green"]["pairs"]
+        assert pairs[0]["n_paired"] == 4 and re.search(r"A − B\s*│\s*4\s*│", run.stdout)  # the table's n column
+        failing["on"] = False
+        asked = len(server.requests)
+        again = _compare_cli(tmp_path, *args)
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) - asked == 2  # only the two rows without an answer were asked again

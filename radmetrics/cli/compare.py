@@ -49,13 +49,14 @@ def compare_command(system_files, references, metrics, output, id_column, refere
     references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT.
 
     A metric that gives a system no result (it failed, or scored none of its rows) is reported with its reason and
-    the other results are kept; the command then exits with code 2, as meta-eval does."""
+    the other results are kept; the command then exits with code 2, as meta-eval does. So it does when the judge
+    gave no answer for some rows (a failed call, not an unreadable answer): a rerun asks only those."""
     note_replaced_report(output)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it
         optional_import(module, "meta", "by compare")
-    from radmetrics.meta.compare import compare, load_systems, missing_results, write_outputs
+    from radmetrics.meta.compare import compare, failed_calls, load_systems, missing_results, write_outputs
     from radmetrics.meta.html_report import shorten
 
     aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
@@ -78,6 +79,10 @@ def compare_command(system_files, references, metrics, output, id_column, refere
             state = "done; no result for " + "; ".join(f"{s}: {shorten(why, 200)}" for s, why in missing.items())
         else:
             state = "done"
+        failed = failed_calls(partial).get(metric, {})
+        if failed:
+            state += "; no judge answer (judge call failed) for " + ", ".join(
+                f"{n} of {s}'s rows" for s, n in failed.items())
         click.echo(f"  {metric}: {state}", err=True)
 
     result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
@@ -92,6 +97,13 @@ def compare_command(system_files, references, metrics, output, id_column, refere
         named = "; ".join(f"{metric}: {', '.join(systems)}" for metric, systems in missing.items())
         raise RadmetricsError(f"{len(missing)} of {len(result.metrics)} metrics gave no result for some system "
                               f"({named}); {output} has the others and per_row.csv says why.")
+    failed = failed_calls(result)
+    if failed:  # rows without an answer left their pairs: the comparison is not over the same rows as asked
+        named = "; ".join(f"{metric}: " + ", ".join(f"{s} {n}" for s, n in systems.items())
+                          for metric, systems in failed.items())
+        raise RadmetricsError(f"the judge gave no answer for some rows (judge call failed: {named}); their pairs "
+                              f"left them out. Rerun the same command to ask them again (answers already given are "
+                              f"cached); per_row.csv names the rows.")
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -121,7 +133,7 @@ def print_tables(result) -> None:
     console.print(systems)
     pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, "
                         f"Holm across pairs, α = {result.settings['alpha']})")
-    for col in ("metric", "A − B", "difference", f"{conf}% CI", "p", "p (Holm)", "win/tie/loss", "better"):
+    for col in ("metric", "A − B", "n", "difference", f"{conf}% CI", "p", "p (Holm)", "win/tie/loss", "better"):
         pairs.add_column(col)
     for metric, entry in result.to_dict()["metrics"].items():
         for p in entry["pairs"]:
@@ -132,6 +144,7 @@ def print_tables(result) -> None:
                 better = "not significant" + (f" ({p['reason']})" if p["reason"] else "")
             else:
                 better = f"n/a: {p['reason']}"
-            pairs.add_row(metric, f"{p['a']} − {p['b']}", _fmt(p["difference"]), ci, _fmt(p["p_value"], 3),
+            pairs.add_row(metric, f"{p['a']} − {p['b']}", str(p["n_paired"]), _fmt(p["difference"]), ci,
+                          _fmt(p["p_value"], 3),
                           _fmt(p["p_holm"], 3), f"{p['win']}/{p['tie']}/{p['loss']}", better)
     console.print(pairs)
