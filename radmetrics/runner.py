@@ -255,6 +255,10 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     the_judge = judge if isinstance(judge, Judge) else build_judge(backend, judge, judge_options, cache, system)
     config = config or GenerationConfig()
     judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids)
+    failed = [j.reason for j in judgments if j.reason and j.reason.startswith(JUDGE_CALL_FAILED)]
+    if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
+        log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
+                    "a cache asks only them", system.name, len(failed), len(judgments), failed[0])
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -428,3 +428,21 @@ def test_rows_without_a_judge_answer_are_named_and_fail_the_run(tmp_path):
         again = _compare_cli(tmp_path, *args)
         assert again.returncode == 0, again.stderr
         assert len(server.requests) - asked == 2  # only the two rows without an answer were asked again
+
+
+def test_python_score_says_when_the_judge_gave_no_answer(caplog):
+    """Review 14 (F4): radmetrics.score and evaluate's compute returned None scores without a word when every judge
+    call failed (HTTP 404 from a wrong path); the CLI exits 1 on it. Now one warning names the count and the first
+    reason."""
+    import logging
+
+    from openai_server import FakeOpenAIServer
+
+    import radmetrics
+
+    with FakeOpenAIServer("x", script=["404"] * 4) as server, caplog.at_level(logging.WARNING, logger="radmetrics"):
+        result = radmetrics.score("green", ["b", "c"], ["a", "b"], backend="openai", judge="m", cache=False,
+                                  progress=False, judge_options={"base_url": server.base_url, "max_retries": 0})
+    assert result.scores == [None, None]
+    warned = [r.getMessage() for r in caplog.records if "gave no answer" in r.getMessage()]
+    assert len(warned) == 1 and "for 2 of 2 rows (first: judge call failed: HTTP 404" in warned[0]
