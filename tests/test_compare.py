@@ -255,13 +255,6 @@ def test_compare_cli_bad_input_is_one_line(tmp_path):
                           "-m", "bleu-4", "-o", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "B lacks 1 id(s) of A: 2" in run.stderr and len(run.stderr.strip().splitlines()) == 1
-    # review 14: an unknown metric stops the command before any metric runs (it used to run after the others)
-    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": "c"} for i in range(3)])
-    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={a}", "-s", f"B={b}",
-                          "-m", "bleu-4", "-m", "grene", "-o", str(tmp_path / "o2")], capture_output=True, text=True,
-                         cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert run.returncode == 2 and "Traceback" not in run.stderr and "green" in run.stderr, run.stderr
-    assert "Comparing" not in run.stderr and not (tmp_path / "o2").exists()
 
 
 def _compare_cli(tmp_path, *args):
