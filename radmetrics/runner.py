@@ -142,6 +142,11 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
 JUDGE_CALL_FAILED = "judge call failed: "
 
 
+def judge_call_failed(reason: object) -> bool:
+    """Whether an unscored row's reason says its judge call failed (no answer), not that the answer was unreadable."""
+    return isinstance(reason, str) and reason.startswith(JUDGE_CALL_FAILED)
+
+
 def _parse(system, text: str) -> Judgment:
     if isinstance(text, GenerationFailure):
         return Judgment.unscored(f"{JUDGE_CALL_FAILED}{text.reason}")
@@ -255,7 +260,7 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     the_judge = judge if isinstance(judge, Judge) else build_judge(backend, judge, judge_options, cache, system)
     config = config or GenerationConfig()
     judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids)
-    failed = [j.reason for j in judgments if j.reason and j.reason.startswith(JUDGE_CALL_FAILED)]
+    failed = [j.reason for j in judgments if judge_call_failed(j.reason)]
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0])

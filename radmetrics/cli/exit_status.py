@@ -106,9 +106,9 @@ class FailureTally:
     def advice(self) -> str:
         """What a rerun does for the failed rows: asks again those whose judge call failed (nothing is cached for
         them); an unreadable answer is cached, so a plain rerun gives it back (only --retry-unscored asks again)."""
-        from radmetrics.runner import JUDGE_CALL_FAILED
+        from radmetrics.runner import judge_call_failed
 
-        calls = sum(n for reason, n in self.reasons.items() if reason.startswith(JUDGE_CALL_FAILED))
+        calls = sum(n for reason, n in self.reasons.items() if judge_call_failed(reason))
         unreadable = sum(self.reasons.values()) - calls
         parts = []
         if calls and self.replay:

@@ -264,7 +264,7 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
     unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
 
     from radmetrics.io import strict_json_ready
-    from radmetrics.runner import JUDGE_CALL_FAILED
+    from radmetrics.runner import judge_call_failed
 
     # every key of a result row that the row does not set itself is its input row's, copied as read
     taken = result_keys(system.score_key)
@@ -276,7 +276,7 @@ def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, R
         if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(strict_json_ready(v), sort_keys=True)
                for k, v in input_columns(record.row, taken).items()):  # as written: NaN as null (`result_line`)
             return f"Input line {record.line} differs from the row an interrupted run wrote for it", []
-        if not done.get("judge_output") and str(done.get("reason") or "").startswith(JUDGE_CALL_FAILED):
+        if not done.get("judge_output") and judge_call_failed(done.get("reason")):
             failed.append((matched, record))
         matched += 1
     if matched < writer.done_rows:
@@ -307,12 +307,12 @@ def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Re
 def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
     """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
     forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
-    from radmetrics.runner import JUDGE_CALL_FAILED, judge_pairs
+    from radmetrics.runner import judge_call_failed, judge_pairs
     from radmetrics.scoring import is_input_problem
 
     redo = [k for k, j in enumerate(judged)
             if not j.parsed and j.raw and not is_input_problem(j.reason)
-            and not (j.reason or "").startswith(JUDGE_CALL_FAILED)]
+            and not judge_call_failed(j.reason)]
     if not redo or not hasattr(judge, "forget"):
         return judged
     judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)

@@ -257,12 +257,12 @@ def failed_calls(result: CompareResult) -> dict[str, dict[str, int]]:
     """metric -> {system: rows whose judge call failed} (no answer at all: a server error, a timeout; not an answer
     that could not be read). Such rows leave their pairs, and failures that follow a system (longer outputs time
     out) bias the comparison: the CLI names them and exits non-zero, as `score` does."""
-    from radmetrics.runner import JUDGE_CALL_FAILED
+    from radmetrics.runner import judge_call_failed
 
     failed: dict[str, dict[str, int]] = {}
     for metric, per_system in result.runs.items():
         for system, run in per_system.items():
-            count = sum(bool(r) and r.startswith(JUDGE_CALL_FAILED) for r in run.reasons)
+            count = sum(map(judge_call_failed, run.reasons))
             if count and not run.error:
                 failed.setdefault(metric, {})[system] = count
     return failed
