@@ -14,6 +14,8 @@ from radmetrics.errors import InputError, JudgeError
 from radmetrics.types import GenerationConfig, GenerationFailure, Judgment
 
 log = logging.getLogger(__name__)
+#: marks `score`'s "the judge gave no answer" warning: a caller that says it per system (compare) filters it out
+FAILED_CALLS_RECORD = "radmetrics_failed_calls"
 
 
 #: cell texts that spreadsheets, R (`write.csv`), pandas (`astype(str)`) and SQL exports write for a missing value;
@@ -263,7 +265,8 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     failed = [j.reason for j in judgments if judge_call_failed(j.reason)]
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
-                    "a cache asks only them", system.name, len(failed), len(judgments), failed[0])
+                    "a cache asks only them", system.name, len(failed), len(judgments), failed[0],
+                    extra={FAILED_CALLS_RECORD: True})
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -121,6 +121,33 @@ def test_eight_systems_can_differ_significantly_at_the_default_resamples():
     assert cs.randomization_trials(0, 28, 0.05) == 0 and cs.randomization_trials(50000, 3, 0.05) == 50000
 
 
+def test_an_interval_that_excludes_zero_beside_a_test_that_is_not_significant_has_a_note():
+    """Review 14 (F7): with few rows the percentile bootstrap runs narrow, and the interval is not corrected across
+    pairs: "[+0.015, +0.260]" beside "not significant" read as a contradiction. The pair now says the test decides;
+    where they agree there is no note. The interval's level follows --confidence."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    d = [0.4, 0.3, 0.25, 0.2, 0.2, 0.1, 0.05, 0.3, -0.35, 0.05]
+    runs = {"A": MetricRun("A", [0.5] * 10, True), "B": MetricRun("B", [round(0.5 - x, 4) for x in d], True)}
+    pair = analyse_metric(runs, resamples=1000)["pairs"][0]
+    assert pair["ci_low"] > 0 and pair["p_holm"] > 0.05 and pair["significant"] is False
+    assert pair["note"] == ("the 95% interval excludes 0 but the test is not significant: a percentile bootstrap "
+                            "over 10 rows runs narrow; the test decides")
+    # three systems: the correction across pairs is named too
+    runs["C"] = MetricRun("C", [0.5] * 10, True)
+    pair = analyse_metric(runs, resamples=1000)["pairs"][0]
+    assert pair["ci_low"] > 0 and not pair["significant"]
+    assert "the test is corrected for 3 pairs (Holm), the interval is not" in pair["note"]
+    # a wider interval (99%) includes 0: interval and test agree, no note
+    wide = analyse_metric(runs, resamples=1000, confidence=0.99)["pairs"][0]
+    assert wide["ci_low"] < 0 < wide["ci_high"] and wide["note"] is None
+    # a clear difference: both agree, no note
+    clear = {"A": MetricRun("A", [1.0] * 12, True), "B": MetricRun("B", [0.0] * 12, True)}
+    pair = analyse_metric(clear, resamples=1000)["pairs"][0]
+    assert pair["significant"] and pair["note"] is None and pair["better"] == "A"
+
+
 def test_win_tie_loss_follows_the_direction():
     a, b = [0.9, 0.5, 0.2, None], [0.1, 0.5, 0.3, 0.4]
     assert cs.win_tie_loss(a, b) == {"win": 1, "tie": 1, "loss": 1}
@@ -321,6 +348,25 @@ def test_compare_on_the_bundled_data_scores_empty_candidates_and_exits_2_when_a_
     assert "Error" not in ok.stderr
 
 
+def test_confidence_sets_every_interval_and_its_labels(tmp_path):
+    """Review 14 (F7): the intervals were 95% whatever was asked; --confidence sets them, and every label says
+    which (terminal tables, results.json, report.html)."""
+    args = ["-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "rouge-l",
+            "--resamples", "500"]
+    runs = {level: _compare_cli(tmp_path, *args, "--confidence", level, "-o", tmp_path / level)
+            for level in ("0.8", "0.95")}
+    assert all(r.returncode == 0 for r in runs.values()), runs["0.8"].stderr[-2000:]
+    results = {level: _strict_json((tmp_path / level / "results.json").read_text()) for level in runs}
+    assert results["0.8"]["settings"]["confidence"] == 0.8
+    narrow, wide = (results[level]["metrics"]["rouge-l"]["pairs"][0] for level in ("0.8", "0.95"))
+    assert wide["ci_low"] < narrow["ci_low"] <= narrow["difference"] <= narrow["ci_high"] < wide["ci_high"]
+    assert "80% CI" in runs["0.8"].stdout and "95%" not in runs["0.8"].stdout
+    html = (tmp_path / "0.8" / "report.html").read_text()
+    assert "bootstrap 80% CIs" in html and "95%" not in html
+    bad = _compare_cli(tmp_path, *args, "--confidence", "95", "-o", tmp_path / "bad")
+    assert bad.returncode == 2 and "95 looks like a percentage: give the level as a fraction (0.95)" in bad.stderr
+
+
 @pytest.mark.parametrize(("text", "limit", "expected"), [
     pytest.param("abc def ghi", 20, "abc def ghi", id="fits"),
     pytest.param("abc def ghi", 8, "abc def…", id="cut-at-a-space"),
@@ -419,10 +465,16 @@ def test_rows_without_a_judge_answer_are_named_and_fail_the_run(tmp_path):
                 "-j", "judge-model", "--judge-option", "max_retries=0", "--cache", cache, "-o", tmp_path / "out"]
         run = _compare_cli(tmp_path, *args)
         assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
-        assert "no judge answer (judge call failed) for 2 of B's rows" in run.stderr
+        # said once, per system (score's own warning counts every system's rows together: left out here)
+        assert run.stderr.count("no judge answer (judge call failed) for 2 of B's rows") == 1
+        assert "the judge gave no answer for 2 of 12 rows" not in run.stderr
         assert "the judge gave no answer for some rows (judge call failed: green: B 2)" in run.stderr
+        assert "answers already given are cached" in run.stderr
         pairs = json.loads((tmp_path / "out" / "results.json").read_text())["metrics"]["green"]["pairs"]
         assert pairs[0]["n_paired"] == 4 and re.search(r"A − B\s*│\s*4\s*│", run.stdout)  # the table's n column
+        uncached = _compare_cli(tmp_path, *args[:-4], "--no-cache", "-o", tmp_path / "uncached")
+        assert uncached.returncode == 2 and "answers already given are cached" not in uncached.stderr
+        assert "--no-cache keeps no answer" in uncached.stderr
         failing["on"] = False
         asked = len(server.requests)
         again = _compare_cli(tmp_path, *args)

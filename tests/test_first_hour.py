@@ -117,7 +117,7 @@ _STAT_COMMANDS = {
 @pytest.mark.parametrize("command,option,value,needle", [
     ("compare", "--resamples", "0", None), ("compare", "--resamples", "1", "0 for none, or at least 10"),
     ("compare", "--resamples", "-1", "0 for none, or at least 10"), ("compare", "--alpha", "2", "0<x<1"),
-    ("compare", "--alpha", "0", "0<x<1"), ("compare", "--seed", "-1", "x>=0"),
+    ("compare", "--alpha", "0", "0<x<1"), ("compare", "--seed", "-1", "x>=0"), ("compare", "--confidence", "1", "0<x<1"),
     ("meta-eval", "--seed", "-1", "x>=0"), ("meta-eval", "--split-seed", "-1", "x>=0"),
     ("meta-eval", "--resamples", "3", "at least 10"), ("preference-eval", "--seed", "-1", "x>=0"),
     ("rexamine", "--seed", "-1", "x>=0"), ("rexamine", "--alpha", "1.5", "0<x<1"),

@@ -7,7 +7,7 @@ import click
 
 from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
-from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
+from radmetrics.cli.stat_options import ALPHA, CONFIDENCE, RESAMPLES, SEED
 from radmetrics.errors import InputError
 
 
@@ -42,9 +42,13 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES,
               help="Bootstrap resamples and randomization trials.")
 @click.option("--seed", default=0, show_default=True, type=SEED)
-@click.option("--alpha", default=0.05, show_default=True, type=ALPHA, help="Significance level after Holm.")
+@click.option("--alpha", default=0.05, show_default=True, type=ALPHA,
+              help="Significance level of the randomization test, after Holm's correction across the pairs.")
+@click.option("--confidence", default=0.95, show_default=True, type=CONFIDENCE,
+              help="Level of the bootstrap intervals. Each interval stands alone (not corrected across pairs): "
+                   "whether a pair differs is the test's call at --alpha.")
 def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
-                    on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha) -> None:
+                    on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha, confidence) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
     references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT.
 
@@ -79,15 +83,11 @@ def compare_command(system_files, references, metrics, output, id_column, refere
             state = "done; no result for " + "; ".join(f"{s}: {shorten(why, 200)}" for s, why in missing.items())
         else:
             state = "done"
-        failed = failed_calls(partial).get(metric, {})
-        if failed:
-            state += "; no judge answer (judge call failed) for " + ", ".join(
-                f"{n} of {s}'s rows" for s, n in failed.items())
         click.echo(f"  {metric}: {state}", err=True)
 
     result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
                      **judge_flags.score_kwargs(), system_options=judge_flags.system_options,
-                     resamples=resamples, seed=seed,
+                     resamples=resamples, seed=seed, confidence=confidence,
                      alpha=alpha, notes=aligned.notes, on_metric=progress)
     paths = write_outputs(result, output)
     print_tables(result)
@@ -101,9 +101,10 @@ def compare_command(system_files, references, metrics, output, id_column, refere
     if failed:  # rows without an answer left their pairs: the comparison is not over the same rows as asked
         named = "; ".join(f"{metric}: " + ", ".join(f"{s} {n}" for s, n in systems.items())
                           for metric, systems in failed.items())
+        rerun = ("Rerun the same command to ask them again (answers already given are cached)" if judge_flags.cache
+                 is not False else "Rerun to ask every row again (--no-cache keeps no answer; with a cache a rerun asks only these)")
         raise RadmetricsError(f"the judge gave no answer for some rows (judge call failed: {named}); their pairs "
-                              f"left them out. Rerun the same command to ask them again (answers already given are "
-                              f"cached); per_row.csv names the rows.")
+                              f"left them out. {rerun}; per_row.csv names the rows.")
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -114,14 +115,14 @@ def print_tables(result) -> None:
     from radmetrics.cli.tables import table_console
     from rich.table import Table
 
-    from radmetrics.meta.compare import missing_results
+    from radmetrics.meta.compare import level_text, missing_results
     from radmetrics.meta.html_report import shorten
 
     missing = missing_results(result)
     console = table_console()
-    conf = int(result.settings["confidence"] * 100)
-    systems = Table(title=f"Systems ({len(result.ids)} reports; mean [{conf}% bootstrap CI])")
-    for col in ("metric", "system", "mean", f"{conf}% CI", "scored", "unscored", "note"):
+    conf = level_text(result.settings["confidence"])
+    systems = Table(title=f"Systems ({len(result.ids)} reports; mean [{conf} bootstrap CI])")
+    for col in ("metric", "system", "mean", f"{conf} CI", "scored", "unscored", "note"):
         systems.add_column(col, justify="right" if col in {"mean", "scored", "unscored"} else "left")
     for metric, entry in result.to_dict()["metrics"].items():
         arrow = "↑" if entry["higher_is_better"] else "↓"
@@ -133,15 +134,16 @@ def print_tables(result) -> None:
     console.print(systems)
     pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, "
                         f"Holm across pairs, α = {result.settings['alpha']})")
-    for col in ("metric", "A − B", "n", "difference", f"{conf}% CI", "p", "p (Holm)", "win/tie/loss", "better"):
+    for col in ("metric", "A − B", "n", "difference", f"{conf} CI", "p", "p (Holm)", "win/tie/loss", "better"):
         pairs.add_column(col)
     for metric, entry in result.to_dict()["metrics"].items():
         for p in entry["pairs"]:
             ci = "n/a" if p["ci_low"] is None else f"[{p['ci_low']:+.4f}, {p['ci_high']:+.4f}]"
             if p["better"]:
-                better = p["better"]
+                better = p["better"] + (f" ({p['note']})" if p["note"] else "")
             elif p["p_holm"] is not None:  # a reason here: too few rows for any difference to be significant
-                better = "not significant" + (f" ({p['reason']})" if p["reason"] else "")
+                why = p["reason"] or p["note"]
+                better = "not significant" + (f" ({why})" if why else "")
             else:
                 better = f"n/a: {p['reason']}"
             pairs.add_row(metric, f"{p['a']} − {p['b']}", str(p["n_paired"]), _fmt(p["difference"]), ci,

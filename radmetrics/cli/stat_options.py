@@ -10,6 +10,22 @@ SEED = click.IntRange(min=0)
 ALPHA = click.FloatRange(0, 1, min_open=True, max_open=True)
 
 
+class Confidence(click.FloatRange):
+    """An interval's level, strictly between 0 and 1; a percentage (95) is named as one."""
+
+    def __init__(self) -> None:
+        super().__init__(0, 1, min_open=True, max_open=True)
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if 1 < number < 100:
+            self.fail(f"{value} looks like a percentage: give the level as a fraction ({number / 100:g})", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+CONFIDENCE = Confidence()
+
+
 class Resamples(click.ParamType):
     """0 (no intervals, no randomization tests: "n/a"), or at least 10: a percentile interval of fewer resamples
     is a point or two that need not contain the estimate (1 resample printed "95% CI [0.7505, 0.7505]" for a

@@ -9,8 +9,10 @@ pairs of each metric, win/tie/loss. `load_systems` reads candidate files and mat
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -21,6 +23,8 @@ from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html
 from radmetrics.meta.runs import MetricRun, run_metric
+
+log = logging.getLogger(__name__)
 
 
 # -- reading and matching the systems' files ------------------------------------------------------------------
@@ -231,12 +235,37 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
             pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
                               f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
                               f"across {tested} pairs at α = {alpha}")
+        pair["note"] = _interval_and_test_disagree(pair, tested, confidence)
         if pair["significant"] and pair["difference"]:
             pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
         else:
             pair["better"] = None
     return {"higher_is_better": higher, "error": error, "fingerprint": runs[0].fingerprint,
             "randomization_trials": trials, "systems": systems, "pairs": pairs}
+
+
+def level_text(confidence: float) -> str:
+    """0.95 -> "95%", 0.975 -> "97.5%"."""
+    return f"{confidence * 100:.10g}%"
+
+
+def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: float) -> str | None:
+    """A note when the pair's bootstrap interval and its test point different ways (the interval excludes 0 and
+    the test is not significant, or the reverse). They answer different questions: the interval is per pair and
+    uncorrected, the test is corrected across the pairs, and a percentile bootstrap over few rows runs narrow.
+    The test makes the call; the note keeps a reader from taking the interval for it."""
+    if pair["significant"] is None or pair["ci_low"] is None or pair["reason"]:
+        return None
+    excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
+    if excludes_zero == pair["significant"]:
+        return None
+    level = level_text(confidence)
+    if excludes_zero:
+        why = [f"the test is corrected for {tested} pairs (Holm), the interval is not"] if tested > 1 else []
+        why.append(f"a percentile bootstrap over {pair['n_paired']} rows runs narrow")
+        return (f"the {level} interval excludes 0 but the test is not significant: {'; '.join(why)}; "
+                "the test decides")
+    return f"significant, though the {level} interval includes 0: a difference near the threshold; the test decides"
 
 
 def missing_results(result: CompareResult) -> dict[str, dict[str, str]]:
@@ -266,6 +295,23 @@ def failed_calls(result: CompareResult) -> dict[str, dict[str, int]]:
             if count and not run.error:
                 failed.setdefault(metric, {})[system] = count
     return failed
+
+
+@contextlib.contextmanager
+def _per_system_failed_calls():
+    """`score` warns of judge calls that failed counted over the rows it was given, here every system's together;
+    compare says it per system instead (one line, not two)."""
+    from radmetrics.runner import FAILED_CALLS_RECORD
+    from radmetrics.runner import log as runner_log
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not getattr(record, FAILED_CALLS_RECORD, False)
+
+    runner_log.addFilter(keep)
+    try:
+        yield
+    finally:
+        runner_log.removeFilter(keep)
 
 
 def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], metrics: Sequence[str],
@@ -301,7 +347,9 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     result = CompareResult(ids, names, {}, {}, settings, list(notes))
     for metric in metrics:
         # all systems in one call: the judge batches and de-duplicates across them
-        run = run_metric(metric, list(references) * len(names), [c for s in names for c in systems[s]], judge_kwargs)
+        with _per_system_failed_calls():
+            run = run_metric(metric, list(references) * len(names), [c for s in names for c in systems[s]],
+                             judge_kwargs)
         per_system = {}
         for k, name in enumerate(names):
             rows = slice(k * n, (k + 1) * n)
@@ -310,6 +358,11 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
                                          run.reasons[rows] if run.reasons else [None] * n, run.error)
         result.runs[metric] = per_system
         result.metrics[metric] = analyse_metric(per_system, resamples, seed, confidence, alpha)
+        failed = failed_calls(result).get(metric)
+        if failed:
+            log.warning("%s: no judge answer (judge call failed) for %s; those rows leave their pairs, and a rerun "
+                        "with a cache asks only them", metric,
+                        ", ".join(f"{count} of {system}'s rows" for system, count in failed.items()))
         if on_metric:
             on_metric(metric, result)
     return result
@@ -341,13 +394,14 @@ def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
 def compare_report(result: CompareResult) -> Report:
     """The comparison as one self-contained page (report.html): the same numbers as results.json."""
     data = result.to_dict()
+    level = level_text(result.settings["confidence"])
     report = Report(title=f"Comparison of {', '.join(result.systems)} on {len(result.ids)} reports",
-                    intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap 95% CIs; pairs: mean "
+                    intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap {level} CIs; pairs: mean "
                            "difference (A − B) with a paired-bootstrap CI, paired approximate-randomization p (at least "
                            "20 × pairs / α trials, so that Holm's correction can reach α) and "
                            "Holm-adjusted p across the pairs of a metric. Each number uses only the rows its "
                            "metric scored (n)."] + list(data.get("notes") or []),
-                    plots=[("forest.png", "difference between systems per metric, with 95% CIs")])
+                    plots=[("forest.png", f"difference between systems per metric, with {level} CIs")])
     for metric, entry in data["metrics"].items():
         label = short_label(metric)
         if entry.get("error"):
@@ -355,14 +409,15 @@ def compare_report(result: CompareResult) -> Report:
             continue
         direction = "higher" if entry["higher_is_better"] else "lower"
         report.tables.append(Table(
-            f"{label}: systems ({direction} is better)", ["system", "mean [95% CI]", "scored", "unscored"],
+            f"{label}: systems ({direction} is better)", ["system", f"mean [{level} CI]", "scored", "unscored"],
             [[name, interval_text(s), s.get("num_scored"), s.get("num_unscored")]
              for name, s in entry["systems"].items()], numeric={2, 3}))
         report.tables.append(Table(
-            f"{label}: pairs", ["A", "B", "n", "A − B [95% CI]", "p", "p (Holm)", "win / tie / loss", "better"],
+            f"{label}: pairs", ["A", "B", "n", f"A − B [{level} CI]", "p", "p (Holm)", "win / tie / loss", "better"],
             [[pr["a"], pr["b"], pr.get("n_paired"), interval_text({**pr, "value": pr.get("difference")}),
               pr.get("p_value"), pr.get("p_holm"), f"{pr.get('win')} / {pr.get('tie')} / {pr.get('loss')}",
-              pr.get("better") or pr.get("reason") or "no significant difference"] for pr in entry["pairs"]],
+              "; ".join(filter(None, [pr.get("better") or pr.get("reason") or "no significant difference",
+                                      pr.get("note")]))] for pr in entry["pairs"]],
             note="win/tie/loss counts the rows both systems scored, from A's side.", numeric={2, 4, 5}))
     return report
 
@@ -409,7 +464,7 @@ def forest_plot(result: CompareResult, path: str | Path) -> Path:
         ax.invert_yaxis()
         direction = "higher" if entry["higher_is_better"] else "lower"
         ax.set_xlabel(f"mean difference in {metric} ({direction} is better); "
-                      f"{int(result.settings['confidence'] * 100)}% paired bootstrap CI")
+                      f"{level_text(result.settings['confidence'])} paired bootstrap CI")
         ax.set_title(metric, fontsize=10)
     fig.suptitle(f"{len(result.systems)} systems on {len(result.ids)} reports: pairwise differences "
                  "(filled = significant after Holm)" + (f"\nn/a (failed): {', '.join(failed)}" if failed else ""),
