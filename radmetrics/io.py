@@ -49,9 +49,13 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
     for alias in aliases:
         if alias in lowered:
             return lowered[alias]
-    other = next((sep for sep in (";", "|") if len(columns) == 1 and sep in columns[0]), None)
-    hint = (f"; the header holds '{other}' between names: the file looks '{other}'-delimited (a spreadsheet export "
-            "in a locale that writes decimal commas): save it comma-separated, or as TSV" if other else "")
+    other = next((sep for sep in (";", "|", "\t") if len(columns) == 1 and sep in columns[0]), None)
+    if other == "\t":
+        hint = ("; the header holds tabs between names: the file looks tab-separated: name it .tsv (radmetrics "
+                "reads a file by its suffix)")
+    else:
+        hint = (f"; the header holds '{other}' between names: the file looks '{other}'-delimited (a spreadsheet "
+                "export in a locale that writes decimal commas): save it comma-separated, or as TSV" if other else "")
     raise InputError(
         f"{path}: no {kind} column. Expected one of: {', '.join(aliases)} (or pass --{kind}-column); "
         f"columns are: {', '.join(columns) or '(none)'}{hint}"
@@ -206,6 +210,9 @@ def _stand_in(line: int, text: str) -> dict[str, Any]:
     return {"_line": line, "_raw": text if len(text) <= RAW_KEPT else text[:RAW_KEPT] + "…"}
 
 
+#: suffixes that say a file is JSON Lines (any other suffix but .csv/.tsv is read as JSON Lines too)
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
 #: the longest CSV field read (characters): 16 Mi, far past any report; a quote left open stops there, not at EOF
 CSV_FIELD_LIMIT = 16 * 2**20
 
@@ -257,11 +264,17 @@ class Records:
                     problem = f"a JSON {type(row).__name__}, not an object" + (
                         " (a file holding one JSON array? radmetrics reads JSON Lines, one object per line: "
                         "jq -c '.[]' IN > OUT.jsonl)" if isinstance(row, list) else "")
+                elif problem := keys_given_twice(row):
+                    row = None
             except json.JSONDecodeError as e:
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
                 row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"
                 if not line.endswith("\n"):  # the file's last line, cut: a file read while it was written?
                     problem += "; the last line has no newline: was the file still being written?"
+                elif self.path.suffix.lower() not in JSON_SUFFIXES and not line.lstrip().startswith(("{", "[")) \
+                        and ("," in line or "\t" in line):
+                    problem += ("; a CSV or TSV file? radmetrics reads a file by its suffix: .csv, .tsv, else "
+                                "JSON Lines")
             except (ValueError, RecursionError) as e:  # a number too long to read, nesting too deep, ...
                 row, problem = None, f"not JSON ({type(e).__name__}: {str(e)[:80]})"
             if bad:
@@ -388,12 +401,41 @@ def read_rows_strict(path: str | os.PathLike, why: str = "") -> list[dict[str, A
     return rows
 
 
+class _KeysTwice(dict):
+    """A JSON object that named some key more than once with different values: json keeps the last silently."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    row = dict(pairs)
+    if len(row) == len(pairs):
+        return row
+    first: dict[str, Any] = {}
+    differ = [k for k, v in pairs if first.setdefault(k, v) != v]
+    if not differ:  # the same value again: nothing to choose between
+        return row
+    marked = _KeysTwice(row)
+    marked.twice = tuple(dict.fromkeys(differ))
+    return marked
+
+
 #: strict=False: a raw tab or control character inside a string is kept as written, not a reason to drop it
-_JSON_LINE = json.JSONDecoder(strict=False)
+_JSON_LINE = json.JSONDecoder(strict=False, object_pairs_hook=_object)
 
 
 def _parse_json_line(line: str) -> Any:
     return _JSON_LINE.decode(line)
+
+
+def keys_given_twice(row: Any) -> str | None:
+    """The problem of a JSON object that gives a key twice with different values (which one is meant is unknown;
+    json would keep the last without a word), or None."""
+    if not isinstance(row, _KeysTwice):
+        return None
+    names = ", ".join(map(repr, row.twice))
+    return (f"key{'s' if len(row.twice) > 1 else ''} {names} given twice with different values: which is meant is "
+            "unknown; keep one")
 
 
 def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
@@ -411,6 +453,8 @@ def read_pairs(path: str | os.PathLike, reference_column: str | None = None,
             bad[len(rows)] = f"line {record.line}: {record.problem}"
         rows.append(record.row)
         lines.append(record.line)
+    if bad and not records.columns:  # not one row read: say why the first one was not, not "no columns"
+        raise InputError(f"{path}: no row could be read; the first, {next(iter(bad.values()))}")
     ref, cand, unused = pick_pair_columns(records.columns, reference_column, candidate_column, path)
     return PairFile(rows, ref, cand, bad, lines, unused)
 

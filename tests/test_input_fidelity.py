@@ -355,6 +355,10 @@ def test_rows_that_are_not_utf8_are_unscored_never_judged_altered(tmp_path):
     ("random.jsonl", bytes((i * 97 + 13) % 256 for i in range(4000)), "is not a text file (451 control bytes in 4000)"),
     ("cyrillic.csv", "id,reference,candidate\nr1,Норма.,Норма.\n".encode("cp1251"), "re-encode the file, e.g. iconv"),
     ("semicolons.csv", b"id;reference;candidate\nr1;a;b\n", "the file looks ';'-delimited"),
+    # review 14 (F9): a TSV named .csv, a CSV named .txt (read as JSON Lines) said only "no reference column"
+    ("tabs.csv", b"id\treference\tcandidate\nr1\ta\tb\n", "the file looks tab-separated: name it .tsv"),
+    ("pairs.txt", b"id,reference,candidate\nr1,a,b\n", "pairs.txt line 1: not JSON (Expecting value at position "
+     "1); a CSV or TSV file? radmetrics reads a file by its suffix"),
     ("array.jsonl", b'[{"reference": "a", "candidate": "b"}]\n', "radmetrics reads JSON Lines, one object per line"),
     ("latin.csv", "référence,candidat\n".encode("utf-16"), "is UTF-16 text; save it as UTF-8"),
     ("header.csv", "id,référence,candidat\nr1,Heart normal.,Heart normal.\n".encode("latin-1"),
@@ -531,3 +535,33 @@ def test_a_json_escape_of_half_a_surrogate_pair_is_an_unscored_row_not_a_crash(t
     assert "escape without its pair" in rows[0]["reason"] and rows[0]["reason"].startswith("input line 1")
     assert rows[1]["candidate"] == "Fine \U0001F600." and rows[1]["green"] is not None
     assert rows[2]["reference"] == "Ok \\udc00." and "input line 3" in rows[2]["reason"]
+
+
+def test_a_key_given_twice_with_different_values_is_an_unscored_row_not_the_last_value(tmp_path):
+    """Review 14 (F9): json keeps the last of two values for one key without a word, so a line naming "candidate"
+    twice was judged on whichever came last. Now the row is unscored with why, and never judged; a key repeated with
+    the same value is not ambiguous and is read."""
+    src = tmp_path / "twice.jsonl"
+    src.write_text('{"id": 1, "reference": "Left effusion.", "candidate": "No effusion.", "candidate": "Left '
+                   'effusion."}\n'
+                   '{"id": 2, "reference": "Heart normal.", "reference": "Heart normal.", "candidate": "Heart ok."}\n')
+    with FakeOpenAIServer(analysis_for) as server:
+        out = score(server, src, tmp_path / "o.jsonl", tmp_path)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert [r.get("id") for r in rows] == [None, 2]
+    assert rows[0]["green"] is None and rows[0]["reason"] == (
+        "input line 1: key 'candidate' given twice with different values: which is meant is unknown; keep one")
+    assert rows[1]["green"] is not None
+    assert judged_pairs(server) == [("Heart normal.", "Heart ok.")]
+
+
+def test_a_file_whose_rows_are_all_unreadable_says_why_the_first_is_not_no_columns(tmp_path):
+    """A CSV named .txt (read as JSON Lines) said "no reference column ... columns are: (none)"."""
+    from radmetrics.io import read_pairs
+
+    src = tmp_path / "pairs.txt"
+    src.write_text("id,reference,candidate\nr1,a,b\n")
+    with pytest.raises(InputError, match=r"pairs.txt: no row could be read; the first, line 1: not JSON .*a CSV or "
+                                         r"TSV file\? radmetrics reads a file by its suffix"):
+        read_pairs(src)
