@@ -8,6 +8,7 @@ that the task guesses. Prompts, parsing and statistics are radmetrics' own (the 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 
@@ -120,8 +121,14 @@ def kendall_tau(items):
     """Kendall τ-b between judge and expert, both oriented so that positive τ means agreement."""
     from radmetrics.meta.stats import kendall_tau as tau
 
+    from radmetrics.meta.stats import why_no_correlation
+
     judge, expert = zip(*items) if items else ((), ())
-    return tau(list(judge), list(expert), resamples=0).value
+    value = tau(list(judge), list(expert), resamples=0).value
+    why = why_no_correlation(list(judge), list(expert))
+    if why:  # lm-eval's table shows only "nan": say why once, where the run's log is read
+        logging.getLogger("radmetrics.lm_eval").warning("kendall_tau is NaN: %s", why)
+    return value
 
 
 def mae(items):

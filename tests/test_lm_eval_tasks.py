@@ -119,6 +119,23 @@ def test_task_system_options_are_used_to_read_the_answers_too(monkeypatch):
     assert scored["kendall_tau"][0] == -3  # the max severity (3), oriented (lower is better); the sum would be 4
 
 
+def test_a_nan_kendall_tau_says_why(caplog):
+    """Review 14 (F10): lm-eval's table showed "nan" with no reason when the judge gave every row the same score."""
+    import logging
+
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    with caplog.at_level(logging.WARNING, logger="radmetrics.lm_eval"):
+        assert math.isnan(utils.kendall_tau([(0.5, 1.0), (0.5, 2.0), (0.5, 3.0), (0.5, 1.0)]))
+        assert math.isnan(utils.kendall_tau([(0.5, 1.0), (None, 2.0), (None, 3.0)]))
+        assert utils.kendall_tau([(0.1, 1.0), (0.5, 2.0), (0.9, 3.0)]) == pytest.approx(1.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "kendall_tau is NaN: the judge gave all 4 rows the same value (0.5): a constant ranks nothing",
+        "kendall_tau is NaN: 1 of 3 rows have both a score from the judge and a value from the experts; a "
+        "correlation needs 3"]
+
+
 def test_every_builtin_metric_is_an_lm_eval_task():
     import yaml
 

@@ -90,6 +90,20 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: st
     return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples)
 
 
+def why_no_correlation(x: Sequence[float | None], y: Sequence[float | None], scores: str = "the judge",
+                       values: str = "the experts") -> str | None:
+    """Why a correlation of ``x`` with ``y`` is undefined (NaN), or None when it is defined: fewer than 3 rows with
+    both values, or one side the same on every such row (a constant ranks nothing)."""
+    a, b = _pairs(x, y)
+    if len(a) < 3:
+        return (f"{len(a)} of {len(x)} rows have both a score from {scores} and a value from {values}; a correlation "
+                "needs 3")
+    for side, name in ((a, scores), (b, values)):
+        if np.all(side == side[0]):
+            return f"{name} gave all {len(a)} rows the same value ({side[0]:g}): a constant ranks nothing"
+    return None
+
+
 def kendall_tau(x, y, **kwargs) -> Correlation:
     return correlation(x, y, "kendall", **kwargs)
 
