@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import InputError, JudgeError
-from radmetrics.types import GenerationConfig, GenerationFailure, Judgment
+from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, Judgment
 
 log = logging.getLogger(__name__)
 #: marks `score`'s "the judge gave no answer" warning: a caller that says it per system (compare) filters it out
@@ -152,6 +152,8 @@ def judge_call_failed(reason: object) -> bool:
 def _parse(system, text: str) -> Judgment:
     if isinstance(text, GenerationFailure):
         return Judgment.unscored(f"{JUDGE_CALL_FAILED}{text.reason}")
+    if isinstance(text, CutAnswer):  # never read as if complete (review 15 T1)
+        return Judgment.unscored(text.reason, raw=str(text))
     try:
         return system.parse(text)
     except Exception as e:  # a parser bug must not lose the other rows

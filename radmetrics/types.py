@@ -87,6 +87,33 @@ class GenerationConfig:
         return d
 
 
+class CutAnswer(str):
+    """A judge answer that ran into the token limit (``max_new_tokens``) instead of ending by itself: the text as
+    far as it got. What it says last may be cut mid-list or mid-number (a GREEN matched-findings list cut after 3
+    of 5 items reads as 3), so the runner leaves its row unscored with `reason` (the text kept to read) and the
+    response cache does not keep it. Backends return it where they know why generation stopped: the OpenAI
+    backend from ``finish_reason == "length"``, vLLM likewise, the transformers backend when a row reached
+    ``max_new_tokens`` without its end token."""
+
+    limit: int | None
+
+    def __new__(cls, text: str, limit: int | None) -> CutAnswer:
+        obj = super().__new__(cls, text)
+        obj.limit = limit
+        return obj
+
+    @property
+    def reason(self) -> str:
+        at = f" (max_new_tokens={self.limit})" if self.limit else ""
+        return (f"the judge's answer reached the token limit{at} before it ended: what it says last may be cut "
+                "(a list, a number); raise --max-new-tokens")
+
+
+def cut_at_limit(text: str, limit: int | None, cut: bool) -> str:
+    """``text`` as a `CutAnswer` when ``cut`` (generation stopped at the limit, not by itself), else as is."""
+    return CutAnswer(text, limit) if cut else text
+
+
 class GenerationFailure(str):
     """A judge answer that failed for good (after retries): behaves as an empty string, carries why.
 
@@ -100,3 +127,13 @@ class GenerationFailure(str):
         obj = super().__new__(cls, "")
         obj.reason = reason
         return obj
+
+
+def answer_problem(answer: str) -> str | None:
+    """Why a judge answer cannot be used as written: no answer (`GenerationFailure`), or one cut at the token limit
+    (`CutAnswer`: a rewritten report cut mid-sentence is not a report); None when it can."""
+    if isinstance(answer, GenerationFailure):
+        return f"judge call failed: {answer.reason}"
+    if isinstance(answer, CutAnswer):
+        return answer.reason
+    return None

@@ -10,7 +10,7 @@ request's Authorization value is echoed in a response header, in every error bod
 field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
 the n-th error reply (default: a short JSON error, with the key when `echo_key`,).
 
-More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
+"length": the answer with `finish_reason: "length"` (the server stopped it at max_tokens). More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
 answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
 before each answer. "stall" accepts the request and sends nothing until the server is shut down (a stuck
 server). Each request also records `t_start` (wall clock) and `t_done` (when its response was fully written,
@@ -109,10 +109,11 @@ class FakeOpenAIServer:
                     text = 5
                 elif action == "huge":
                     text = "junk " * 1_000_000
+                finish = "length" if action == "length" else "stop"
                 if chat:
-                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
                 else:
-                    choice = {"index": 0, "text": text, "finish_reason": "stop"}
+                    choice = {"index": 0, "text": text, "finish_reason": finish}
                 reply = {"id": "x", "object": "chat.completion", "model": body.get("model"),
                          "choices": [] if action == "empty" else [choice]}
                 if server.echo_key:

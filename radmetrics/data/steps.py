@@ -18,7 +18,7 @@ from typing import Any
 
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import CATEGORIES
-from radmetrics.types import GenerationConfig, GenerationFailure
+from radmetrics.types import GenerationConfig, answer_problem
 
 STEPS_VERSION = "1"
 
@@ -143,19 +143,20 @@ def _ask(judge, prompts: list[str], config: GenerationConfig) -> list[str]:
     return judge.generate(prompts, config, progress=False)
 
 
+def _report_results(answers: list[str]) -> list[StepResult]:
+    return [StepResult(None, 1, why) if (why := answer_problem(a))
+            else StepResult(a.strip() or None, 1, None if a.strip() else "empty answer") for a in answers]
+
+
 def standardize(judge, reports: Sequence[str], config: GenerationConfig | None = None) -> list[StepResult]:
     config = config or GenerationConfig()
-    answers = _ask(judge, [STANDARDIZE_PROMPT.format(report=r) for r in reports], config)
-    return [StepResult(None, 1, f"judge call failed: {a.reason}") if isinstance(a, GenerationFailure)
-            else StepResult(a.strip() or None, 1, None if a.strip() else "empty answer") for a in answers]
+    return _report_results(_ask(judge, [STANDARDIZE_PROMPT.format(report=r) for r in reports], config))
 
 
 def perturb(judge, reports: Sequence[str], config: GenerationConfig | None = None) -> list[StepResult]:
     """ReXamine-Global App. A step 2: an error-containing candidate written from each (standardized) report."""
     config = config or GenerationConfig()
-    answers = _ask(judge, [PERTURB_PROMPT.format(report=r) for r in reports], config)
-    return [StepResult(None, 1, f"judge call failed: {a.reason}") if isinstance(a, GenerationFailure)
-            else StepResult(a.strip() or None, 1, None if a.strip() else "empty answer") for a in answers]
+    return _report_results(_ask(judge, [PERTURB_PROMPT.format(report=r) for r in reports], config))
 
 
 def _check_injection(text: str, k: int) -> tuple[dict[str, Any] | None, str | None]:
@@ -196,8 +197,8 @@ def inject_errors(judge, reports: Sequence[str], error_type: str, k: int, modali
         answers = _ask(judge, prompts, config)
         checked = {}
         for i, answer in zip(pending, answers):
-            if isinstance(answer, GenerationFailure):
-                last_reason[i] = f"judge call failed: {answer.reason}"
+            if answer_problem(answer):
+                last_reason[i] = answer_problem(answer)
                 continue
             data, reason = _check_injection(answer, k)
             if data is None:
@@ -237,8 +238,8 @@ def green_modify(judge, reports: Sequence[str], seed: int = 0, config: Generatio
     for (errors, subtle), answer in zip(plans, answers):
         match = re.search(r"\[Candidate\]:\s*(.+)", answer or "", re.S)
         details = {"error_types": errors, "subtle": subtle}
-        if isinstance(answer, GenerationFailure):
-            out.append(StepResult(None, 1, f"judge call failed: {answer.reason}", details))
+        if answer_problem(answer):
+            out.append(StepResult(None, 1, answer_problem(answer), details))
         elif not match or not match.group(1).strip():
             out.append(StepResult(None, 1, "no [Candidate]: in the answer", details))
         else:

@@ -9,7 +9,7 @@ from typing import Any
 from radmetrics.er2score.pairs import ScoredReport, build_pairs, radcliq_sub_scores
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import radcliq_error_list, read_radcliq_errors
-from radmetrics.types import GenerationConfig, GenerationFailure
+from radmetrics.types import GenerationConfig, answer_problem
 
 # ER²Score App. A.2 "Prompt for RadCliQ Scoring System" (its error list restored to all six categories
 # that its JSON format names).
@@ -66,8 +66,8 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
                              config or GenerationConfig(), progress=False)
     pairs, problems = [], []
     for i, (reference, answer) in enumerate(zip(references, answers)):
-        if isinstance(answer, GenerationFailure):
-            problems.append(f"row {i}: judge call failed: {answer.reason}")
+        if answer_problem(answer):
+            problems.append(f"row {i}: {answer_problem(answer)}")
             continue
         try:
             pairs.extend(build_pairs(reference, parse_generation(answer, convention)))

@@ -41,8 +41,12 @@ class CacheError(RadmetricsError):
 
 
 def usable_answer(text: Any) -> bool:
-    """Only real answers are cached: text, not blank, not absurdly long (failures and junk are asked again)."""
-    return isinstance(text, str) and bool(text.strip()) and len(text) <= MAX_CACHED_CHARS
+    """Only real answers are cached: text, not blank, not absurdly long, not cut at the token limit (failures, junk
+    and cut answers are asked again; a cut answer is unscored, and a rerun with more tokens asks anew anyway)."""
+    from radmetrics.types import CutAnswer
+
+    return (isinstance(text, str) and not isinstance(text, CutAnswer) and bool(text.strip())
+            and len(text) <= MAX_CACHED_CHARS)
 
 
 def _guarded(method):

@@ -29,7 +29,7 @@ from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
 from radmetrics.judge.silence import SilenceWatch, span
-from radmetrics.types import GenerationConfig, GenerationFailure
+from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, cut_at_limit
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 #: an answer to one report is a few KB; a body far beyond that is junk (a 5 MB body was once cached for ever)
@@ -273,7 +273,8 @@ class OpenAIJudge(JudgeBackend):
             raise _Unusable(f"choices[0].{where} is {'missing' if text is None else type(text).__name__}, not text")
         if not text.strip():
             raise _Unusable("the answer is empty")
-        return text
+        # "length": the server stopped it at max_tokens (OpenAI, vLLM, TGI, llama.cpp and Ollama all say so)
+        return cut_at_limit(text, None, choice.get("finish_reason") == "length")
 
     def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, bytes]:
         """(status, headers, body) within the total deadline; a body over max_response_bytes is _Unusable."""
@@ -306,7 +307,8 @@ class OpenAIJudge(JudgeBackend):
                 status, headers, data = self._post(path, body)
                 self._heard()
                 if status == 200:
-                    return self._safe(self._extract(data))
+                    answer = self._extract(data)
+                    return cut_at_limit(self._safe(answer), config.max_new_tokens, isinstance(answer, CutAnswer))
                 if status in RETRY_STATUS:
                     last_error = f"HTTP {status}"
                     retry_after = headers.get("retry-after")

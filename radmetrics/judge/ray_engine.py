@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from radmetrics.types import GenerationConfig, GenerationFailure
+from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, cut_at_limit
 
 
 class _JudgeActor:
@@ -30,7 +30,8 @@ class _JudgeActor:
         config = dict(config)
         config["stop"] = tuple(config.get("stop") or ())
         texts = self.judge.generate(prompts, GenerationConfig(**config), progress=False)
-        return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts]
+        return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
+            [isinstance(t, CutAnswer) for t in texts]
 
 
 class RayShardedJudge:
@@ -80,10 +81,10 @@ class RayShardedJudge:
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
         # answers come back batch by batch as actors finish (no gathering of the whole run)
-        for indices, answers, failures in pool.map_unordered(
+        for indices, answers, failures, cuts in pool.map_unordered(
                 lambda actor, batch: actor.judge_batch.remote(batch[0], batch[1], config_dict), batches):
-            for i, text, failure in zip(indices, answers, failures):
-                texts[i] = GenerationFailure(failure) if failure else text
+            for i, text, failure, cut in zip(indices, answers, failures, cuts):
+                texts[i] = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens, cut)
                 if on_result:
                     on_result(i, texts[i])
         return texts

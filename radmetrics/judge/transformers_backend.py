@@ -24,7 +24,7 @@ from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.judge.greedy_engine import cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
-from radmetrics.types import GenerationConfig
+from radmetrics.types import GenerationConfig, cut_at_limit
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,8 @@ class TransformersJudge(JudgeBackend):
             def done(k: int, ids: list[int]) -> None:
                 i = todo[k]
                 self._answer_lengths = (self._answer_lengths + [len(ids)])[-1000:]
-                out[i] = _apply_stop(tok.decode(ids, skip_special_tokens=True), config.stop)
+                out[i] = _answer(tok.decode(ids, skip_special_tokens=True), config,
+                                 cut=len(ids) >= config.max_new_tokens)  # no end token within the limit
                 if on_result:
                     on_result(i, out[i])
                 bar.update(1)
@@ -397,7 +398,12 @@ class TransformersJudge(JudgeBackend):
             generated = self._model.generate(**padded, **kwargs)
         new_tokens = generated[:, padded["input_ids"].shape[1] :]
         texts = tok.batch_decode(new_tokens, skip_special_tokens=True)
-        return [_apply_stop(t, config.stop) for t in texts]
+        # a row with no end token among max_new_tokens new ones stopped at the limit (finished rows are padded)
+        at_limit = new_tokens.shape[1] >= config.max_new_tokens
+        no_end = (new_tokens != tok.eos_token_id).all(dim=1).tolist() if tok.eos_token_id is not None else \
+            [True] * len(texts)
+        cut = [at_limit and n for n in no_end]
+        return [_answer(t, config, c) for t, c in zip(texts, cut)]
 
     def _free_memory(self) -> None:
         import gc
@@ -407,6 +413,13 @@ class TransformersJudge(JudgeBackend):
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def _answer(text: str, config: GenerationConfig, cut: bool) -> str:
+    """The answer as handed on: cut at the first stop string (an answer that has one ended there, whatever its
+    length), else a `CutAnswer` when generation stopped at max_new_tokens."""
+    stopped = _apply_stop(text, config.stop)
+    return cut_at_limit(stopped, config.max_new_tokens, cut and stopped == text)
 
 
 def _apply_stop(text: str, stop: tuple[str, ...]) -> str:

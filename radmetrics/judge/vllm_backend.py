@@ -14,7 +14,7 @@ from typing import Any
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
-from radmetrics.types import GenerationConfig
+from radmetrics.types import GenerationConfig, cut_at_limit
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,8 @@ class VLLMJudge(JudgeBackend):
         llm = self.load()
         requests = [{"prompt_token_ids": ids} for ids in self.encode_many(prompts)]
         outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
-        texts = [o.outputs[0].text for o in outputs]
+        texts = [cut_at_limit(o.outputs[0].text, config.max_new_tokens, o.outputs[0].finish_reason == "length")
+                 for o in outputs]
         if on_result:
             for i, text in enumerate(texts):
                 on_result(i, text)

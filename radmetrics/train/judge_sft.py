@@ -70,6 +70,7 @@ def green_examples(references: Sequence[str], candidates: Sequence[str], teacher
     from radmetrics.judge.chat_formats import render_text
 
     from radmetrics.runner import row_problem
+    from radmetrics.types import answer_problem
 
     system = GreenSystem()
     rows, dropped, keep = [], [], []
@@ -82,6 +83,10 @@ def green_examples(references: Sequence[str], candidates: Sequence[str], teacher
     prompts = [system.build_prompt(references[i], candidates[i]) for i in keep]
     answers = teacher.generate(prompts, config, progress=False)
     for i, prompt, answer in zip(keep, prompts, answers):
+        why = answer_problem(answer)  # a cut answer would teach the judge to stop mid-way
+        if why:
+            dropped.append(f"row {i}: {why}")
+            continue
         judgment = system.parse(answer)
         if not judgment.parsed:
             dropped.append(f"row {i}: {judgment.reason}")
