@@ -307,3 +307,42 @@ def test_session_11_drift_audit_reads_as_meant_or_unscored():
     before = Counter(case["before"] for case in cases.values())
     assert before["A-unscored"] >= 50 and before["D"] >= 15 and all(
         cases[t]["expected"] == cases[t]["truth"] for t in ("t2", "t7", "t30", "t32", "t77", "t61"))
+
+
+_TWO_ERRORS = ("[Explanation]:\nx\n\n[Clinically Significant Errors]:\n"
+               "(a) False report of a finding in the candidate: 1. e0\n"
+               "(b) Missing a finding present in the reference: 0.\n"
+               "(c) Misidentification of a finding's anatomic location/position: 0.\n"
+               "(d) Misassessment of the severity of a finding: 1. s0\n"
+               "(e) Mentioning a comparison that isn't in the reference: 0.\n"
+               "(f) Omitting a comparison detailing a change from a prior study: 0.\n\n"
+               "[Clinically Insignificant Errors]:\nNo clinically insignificant errors.\n\n"
+               "[Matched Findings]:\n2. f0; f1")
+
+
+@pytest.mark.parametrize(("item_a", "expected"), [
+    pytest.param("[a] False report of a finding in the candidate: 1. e0", 0.5, id="square-brackets"),
+    pytest.param("( a ) False report of a finding in the candidate: 1. e0", 0.5, id="spaced-parentheses"),
+    pytest.param("\ufeff(a) False report of a finding in the candidate: 1. e0", 0.5, id="bom"),
+    pytest.param("(a)\u200b False report of a finding in the candidate: 1. e0", 0.5, id="zero-width-space"),
+    pytest.param("\uff08a\uff09 False report of a finding in the candidate\uff1a1. e0", 0.5, id="full-width"),
+    pytest.param("(\u0430) False report of a finding in the candidate: 1. e0", None, id="cyrillic-a"),
+    pytest.param("False finding reported: 1. e0", None, id="reworded-no-marker"),
+    pytest.param("1. False report of a finding in the candidate: 1. e0", None, id="numbered-1-dot"),
+    pytest.param("<a> False report of a finding in the candidate: 0.", 2 / 3, id="unread-but-zero"),
+])
+def test_an_item_whose_marker_drifts_is_read_as_meant_or_unscored_never_counted_zero(item_a, expected):
+    """Review 15 (G1): a line in an error section whose marker was none of (a)-(f) was skipped, and its category
+    counted 0: "[a] ...: 1." scored 0.667 for the 0.5 the judge meant (the official code reads the BOM and
+    zero-width cases right). Now plain drifts of the marker are read, invisible characters and full-width forms
+    read as what they show, and a line that still reads like a counted item makes the row unscored. A line that
+    counts 0 loses nothing and is passed over."""
+    text = _TWO_ERRORS.replace("(a) False report of a finding in the candidate: 1. e0", item_a)
+    assert item_a in text
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None
+        assert judgment.reason.startswith("[Clinically Significant Errors]: line ") and \
+            "reads like an item with a count, but not as one of (a)-(f)" in judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected) and judgment.reason is None

@@ -419,6 +419,15 @@ _BY_WORDING = re.compile(r"^[ \t>*\-•]*\**\s*(?:" + "|".join(f"(?P<{k}>{v})" f
 # "(a) " as upstream; tolerant: "a)", "a.", "(A)", "**(a)**" at the start of a line
 _OFFICIAL_MARK = re.compile(r"\(([a-f])\) ")
 _LOOSE_MARK = re.compile(r"^[ \t>*\-•]*\**\s*\(?([a-fA-F])[.)]\**\s*\**(?=\s*\S)")
+#: "[a] ..." and "( a ) ...": the letter is plain, only the brackets drift
+_BRACKETED_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:\[\s*([a-fA-F])\s*\]|\(\s+([a-fA-F])\s*\)|\(\s*([a-fA-F])\s+\))\**:?\s*\**"
+                             r"(?=\s*\S)")
+#: a line that reads like an item ("label: count") with a marker that is no (a)-(f): "(а)" in Cyrillic, "1. False
+#: report of ...: 1.", "<a> ..."; its count belongs to no category, and dropping it would count that category 0
+_OTHER_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:[\[(<{]\s*\S{1,2}\s*[\])>}]|\d\s*[.)]|\S[.)])\**\s*[^:\n]{3,120}:\s*\**\s*"
+                         r"(?:\d|none\b|zero\b)", re.I)
+#: "label: count." on a line of its own at the margin, e.g. a reworded category ("False finding reported: 1.")
+_BARE_COUNT_LINE = re.compile(r"^[A-Za-z*][^:\n]{3,120}:\s*\**\s*\d+\**(?:\.(?:\s|$)|\s*$)")
 _NUMBER_MARK = re.compile(r"\(([1-6])\) ")
 _LATER_LOOSE_MARK = re.compile(r"(?<=\s)[-•*]*\s*\**\(?([a-fA-F])[.)]\**[ \t]*\**")
 #: a "(1)-(6)" item that gives a count ("(3) Misidentification ...: 1."), not an error's own number "(1) x"
@@ -448,8 +457,10 @@ def _loose_items(line: str, first: re.Match[str]) -> list[_Item]:
 
 
 def _items(section: str) -> list[_Item]:
-    """The (a)-(f) items of a section; several on one line are split at their markers."""
+    """The (a)-(f) items of a section; several on one line are split at their markers. A line that reads like an
+    item but whose marker or wording is none of them is no single reading (its count would be lost)."""
     items: list[_Item] = []
+    others: list[str] = []  # lines that gave no item
     for line in section.splitlines():
         marks = [m for m in _OFFICIAL_MARK.finditer(line)
                  if m.start() == 0 or line[m.start() - 1] in " \t*->•"]
@@ -469,9 +480,17 @@ def _items(section: str) -> list[_Item]:
         if loose:
             items += _loose_items(line, loose)
             continue
+        bracketed = _BRACKETED_MARK.match(line)
+        if bracketed:
+            letter = next(g for g in bracketed.groups() if g).lower()
+            items.append(_Item(letter, line[bracketed.end():], "item-marker-form"))
+            continue
         worded = _BY_WORDING.match(line)
         if worded:
             items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
+            continue
+        others.append(line)
+    _check_unread_items(others, items)
     if any(i.leniency in (None, "items-on-one-line") for i in items):
         # beside the template's "(a) " items, a loose "c) ..." / "A. ..." line is one item's detail ("c) Effusion:
         # 2 (moderate) vs 1 (small)"), not another category, unless it names its category's wording or gives its
@@ -492,6 +511,24 @@ def _items(section: str) -> list[_Item]:
         if numbered:
             return numbered
     return [i for i in items if i.key in LETTERS]
+
+
+def _check_unread_items(lines: list[str], items: list[_Item]) -> None:
+    """Raise for a line that gave no item but reads like one, with a count above 0: a marker that is no (a)-(f) or (1)-(6) in front of
+    "label: count", a category's wording with a count after it, or (when a category is missing from the items)
+    "label: count." alone at the margin. Review 15: "[a] False report ...: 1." was dropped and (a) counted 0."""
+    letters = {i.key for i in items}
+    for line in lines:
+        count = re.search(r":\s*\**\s*(\d+)", line)
+        if not count or not int(count.group(1)):
+            continue  # a line that counts nothing loses nothing: "All categories: 0."
+        wording = next((k for k, w in _WORDING.items() if re.search(w + r"[^:\n]*:\s*\**\s*\d", line, re.I)), None)
+        if _COUNTED_NUMBER_ITEM.match(line):
+            continue  # "(3) Misidentification ...: 1.": the (1)-(6) form, read by the caller
+        if _OTHER_MARK.match(line) or wording or (_BARE_COUNT_LINE.match(line) and not _TOTAL.match(line)
+                                                   and not set(LETTERS) <= letters):
+            raise GreenParseError(f"line {line.strip()[:80]!r} reads like an item with a count, but not as one of "
+                                  "(a)-(f): which category it counts is unknown")
 
 
 def _error_sentences(line: str) -> list[str]:
@@ -527,7 +564,10 @@ def read_error_section(section: str, name: str, at_end: bool = False,
     if re.match(r"[\W_]*\(?[a-f]\)?\s*(?:-|–|to|through)\s*\(?[a-f]\)?", text, re.I):
         # "(a)-(e): 0. (f): 1.", "(a) to (f): 0, but 1 missed effusion": a range of categories, then others
         raise GreenParseError(f"[{name}] gives a range of categories and other counts: {text[:80]!r}")
-    items = _items(text)
+    try:
+        items = _items(text)
+    except GreenParseError as e:
+        raise GreenParseError(f"[{name}]: {e}") from None
     if not items:
         if _EXCEPT.search(text) or re.search(r"[1-9]", text):
             # "None, except that the candidate misses the effusion", "0 false findings; 2 missing findings":
@@ -737,6 +777,10 @@ def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[st
     return readings[0][1]
 
 
+_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
+
 def parse_green(text: str) -> GreenAnalysis:
     """Parse one GREEN analysis; raises GreenParseError with the reason when it cannot be scored."""
     if not isinstance(text, str):
@@ -744,6 +788,9 @@ def parse_green(text: str) -> GreenAnalysis:
     # CR LF / CR line ends read as LF: blank lines and header lines are found by "\n" (a CRLF answer once had
     # its insignificant items counted as significant)
     cleaned = _strip_chat(text).replace("\r\n", "\n").replace("\r", "\n")
+    # characters that show as nothing (a BOM, zero-width spaces) and full-width ASCII ("（a）") mean what they look
+    # like: read as such (a BOM before "(a)" hid the item, and its category counted 0)
+    cleaned = _INVISIBLE.sub("", cleaned).translate(_FULL_WIDTH)
     if not cleaned.strip():
         raise GreenParseError("empty judge output")
     leniency: list[str] = []
