@@ -672,9 +672,15 @@ def test_vert_bare_score_reads_the_first_line_only():
         read_bare_score("1.2")
     with pytest.raises(VertParseError, match=r"\(in-sentence\)$"):
         read_bare_score("I give it 1.2")
-    # the score line is the first: a number further down (a count of findings) is not read as the score
-    with pytest.raises(VertParseError, match="has no readable number"):
+    # the score is the first number: a count of findings before it is no score, and one after it no other score
+    with pytest.raises(VertParseError, match="gives a count, not a score"):
         read_bare_score("Score:\n2 findings missed\n0.7")
+    assert read_bare_score("Score:\n0.7") == (0.7, "plain")
+    # review 15 (V1): a second score after the first has no single reading (the first was read)
+    for text in ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7\n0.9", "Answer: 0.3\nAnswer: 0.5"):
+        with pytest.raises(VertParseError, match=r"gives more than one score \(0\.\d, then '0\.\d'\): no single"):
+            read_bare_score(text)
+    assert read_bare_score("0.80 (0.8 rounded)") == (0.8, "plain")  # the same score again
 
 
 def test_vert_reads_green_counts_when_the_judge_wrote_them():

@@ -82,6 +82,12 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "N/A (1 finding only)", None, "gives no score"),
     # two answers that disagree
     (HEAD + "0.4\n\n" + HEAD + "0.6", None, "given 2 times with different scores (0.4, 0.6)"),
+    # review 15 (V1): a second score after the first was the first
+    (HEAD + "0.8, revised to 0.6", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.9 initially; after review 0.5", None, "gives more than one score (0.9, then '0.5')"),
+    (HEAD + "0.7 (maybe 0.8)", None, "gives more than one score (0.7, then '0.8')"),
+    (HEAD + "0.7\n0.9", None, "gives more than one score (0.7, then '0.9')"),
+    (HEAD + "0.70\n\nThat is, 0.7: one significant error in 1.5 findings' worth", 0.7, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "5"
+PARSER_VERSION = "6"  # 6: drifted item markers read or refused, never dropped (review 15 G1)
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"

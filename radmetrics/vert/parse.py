@@ -9,15 +9,16 @@ not clamped: the row is unscored with the reason.
 Only what the judge gave as its score is read (parser version 3, after a fidelity audit): a header is the
 "[Overall Accuracy Score]" line, not a sentence that mentions the phrase ("The overall accuracy score reflects 1
 error."); an empty score section is not read from the next section; a range or hedge ("0.75–0.89", "0.6 or 0.7"),
-a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), and two headers
-that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67.
+a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), a second score
+after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
+headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"  # 4: a second score after the first has no single reading (review 15)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -83,6 +84,7 @@ def read_score_text(answer: str) -> tuple[float, str]:
     if _COUNT_WORD.match(after):
         raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
     token = first.group(1)
+    _check_no_other_score(_to_float(token), "\n".join([after, *lines[1:]]))
     if form == "worked":
         pass
     elif "," in token:
@@ -90,6 +92,26 @@ def read_score_text(answer: str) -> tuple[float, str]:
     elif re.match(r"[-−]?[.]", token):
         form = "leading-point"
     return _to_float(token), form
+
+
+# a number written with decimals ("0.6", ".6", "0,6", "1.0"): a score, where a whole number counts something
+_DECIMAL = re.compile(r"(?<![\w.,])([-−]?(?:\d+[.,]\d+|[.,]\d+))(?![\d.,]*\d)")
+
+
+def _check_no_other_score(value: float, rest: str) -> None:
+    """Raise when the rest of the score's text gives another score: "0.8, revised to 0.6", "0.7 (or 0.8)", "0.6,
+    0.7", a second line "0.9" (review 15: the first was read). The same value again ("0.80 (0.8)") and counts
+    ("1 significant error") are no other score."""
+    for m in _DECIMAL.finditer(rest):
+        if _COUNT_WORD.match(rest[m.end():]):
+            continue
+        try:
+            other = _to_float(m.group(1))
+        except (VertParseError, ValueError):
+            other = None
+        if other != value:
+            raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
+                                 f"{m.group(1)!r}): no single reading")
 
 
 def read_overall_score(text: str) -> float:
@@ -134,7 +156,7 @@ def read_bare_score(text: str) -> tuple[float, str]:
     head = text.strip().split("\n", 1)[0]
     if _HEADER.match(head):
         return read_overall_score_with_form(text)
-    value, form = read_score_text(head)
+    value, form = read_score_text(text.strip())  # the first line with a number; a later score is refused
     check_range(value, form)
     return value, form
 
