@@ -498,3 +498,23 @@ def test_python_score_says_when_the_judge_gave_no_answer(caplog):
     assert result.scores == [None, None]
     warned = [r.getMessage() for r in caplog.records if "gave no answer" in r.getMessage()]
     assert len(warned) == 1 and "for 2 of 2 rows (first: judge call failed: HTTP 404" in warned[0]
+
+
+def test_system_options_reach_compares_metrics(tmp_path):
+    """Review 15 (C2): compare had no --system-option, so systems could not be compared with e.g. FineRadScore's
+    layout=claude3 from the CLI, though radmetrics.compare takes system_options. Now it applies to every radmetrics
+    metric of the run, as in meta-eval: a metric that lacks the option says so."""
+    common = ["-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "green",
+              "-m", "rouge-l", "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl", "--resamples", "100"]
+    same = _compare_cli(tmp_path, *common, "--system-option", "max_words=300", "-o", tmp_path / "same")
+    assert same.returncode == 2 and "Traceback" not in same.stderr  # B has no recorded GREEN answers (exit 2)
+    green = _strict_json((tmp_path / "same" / "results.json").read_text())["metrics"]["green"]
+    assert green["error"] is None and green["systems"]["A"]["num_scored"] == 7
+    # GREEN cuts each report to max_words words: 3 changes A's prompts, which the recording then lacks
+    short = _compare_cli(tmp_path, *common, "--system-option", "max_words=3", "-o", tmp_path / "short")
+    green = _strict_json((tmp_path / "short" / "results.json").read_text())["metrics"]["green"]
+    assert green["systems"]["A"]["num_scored"] == 0
+    unknown = _compare_cli(tmp_path, *common, "--system-option", "foo=1", "-o", tmp_path / "unknown")
+    assert unknown.returncode == 2 and "Scoring system 'green' has no option 'foo'" in unknown.stderr
+    rouge = _strict_json((tmp_path / "unknown" / "results.json").read_text())["metrics"]["rouge-l"]
+    assert rouge["error"] is None and rouge["systems"]["B"]["num_scored"] == 8
