@@ -189,6 +189,21 @@ def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
     dup = _write(tmp_path / "dup.jsonl", [{"id": 0, "candidate": "x"}, {"id": 0, "candidate": "y"}])
     with pytest.raises(InputError, match="duplicate ids 0"):
         load_systems({"A": a, "E": dup})
+    # review 15 (C1): ids that print alike but differ (NFC vs NFD, a trailing space) are named for what they are,
+    # and intersect is not offered when it would compare nothing
+    import unicodedata
+
+    names = ["café-1", "naïve-2"]
+    nfc = _write(tmp_path / "nfc.jsonl", [{"id": i, "reference": "r", "candidate": "x"} for i in names])
+    nfd = _write(tmp_path / "nfd.jsonl", [{"id": unicodedata.normalize("NFD", i), "candidate": "y"} for i in names])
+    with pytest.raises(InputError) as error:
+        load_systems({"A": nfc, "B": nfd})
+    assert "ids that differ only in Unicode normalization" in str(error.value) and "NFC vs NFD" in str(error.value)
+    assert str(error.value).endswith("Fix the files, or no id is shared by every file, so --on-mismatch intersect "
+                                     "would compare nothing")
+    spaced = _write(tmp_path / "sp.jsonl", [{"id": "café-1 ", "candidate": "y"}, {"id": "naïve-2", "candidate": "y"}])
+    with pytest.raises(InputError, match=r"ids that differ only in surrounding spaces, e.g. 'café-1 '.*the 1 shared"):
+        load_systems({"A": nfc, "S": spaced})
     p1 = _write(tmp_path / "p1.jsonl", [{"reference": "r", "candidate": "x"}] * 3)
     p2 = _write(tmp_path / "p2.jsonl", [{"candidate": "y"}] * 2)
     with pytest.raises(InputError, match="matched by position, but the row counts differ: P 3, Q 2"):
@@ -512,6 +527,7 @@ def test_system_options_reach_compares_metrics(tmp_path):
     assert green["error"] is None and green["systems"]["A"]["num_scored"] == 7
     # GREEN cuts each report to max_words words: 3 changes A's prompts, which the recording then lacks
     short = _compare_cli(tmp_path, *common, "--system-option", "max_words=3", "-o", tmp_path / "short")
+    assert short.returncode == 2 and "Traceback" not in short.stderr
     green = _strict_json((tmp_path / "short" / "results.json").read_text())["metrics"]["green"]
     assert green["systems"]["A"]["num_scored"] == 0
     unknown = _compare_cli(tmp_path, *common, "--system-option", "foo=1", "-o", tmp_path / "unknown")

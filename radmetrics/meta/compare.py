@@ -82,6 +82,23 @@ def _short(ids: Sequence[str]) -> str:
     return ", ".join(list(ids)[:5]) + (f" (and {len(ids) - 5} more)" if len(ids) > 5 else "")
 
 
+def _ids_that_only_look_alike(order: list[str], others: list[list[str]]) -> str | None:
+    """How unmatched ids that print the same differ ("Unicode normalization (NFC vs NFD), e.g. 'café-1'", or
+    surrounding spaces), or None: two lists of ids that look identical need saying why they do not match."""
+    import unicodedata
+
+    wanted = set(order)
+    forms = [("Unicode normalization (one file writes accents as one character, another as a letter and a combining "
+              "mark: NFC vs NFD)", lambda x: unicodedata.normalize("NFC", x)), ("surrounding spaces", str.strip)]
+    for form, same in forms:
+        seen = {same(w) for w in wanted}
+        unmatched = (i for ids in others for i in ids if i not in wanted)
+        example = next((i for i in unmatched if same(i) in seen), None)
+        if example is not None:
+            return f"{form}, e.g. {example!r}; make the ids alike in every file"
+    return None
+
+
 def load_systems(systems: Mapping[str, str | Path], references: str | Path | None = None, id_column: str = "id",
                  reference_column: str | None = None, candidate_column: str | None = None,
                  on_mismatch: str = "error") -> Alignment:
@@ -146,9 +163,13 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
             problems.append(f"{name} has {len(extra)} id(s) not in {ref_source}: {_short(extra)}")
         common &= set(ids)
     if problems:
+        look_alike = _ids_that_only_look_alike(order, [ids for ids, _, _ in tables.values()])
+        if look_alike:
+            problems.append(f"ids that differ only in {look_alike}")
         if on_mismatch == "error":
-            raise InputError("the systems do not cover the same rows: " + "; ".join(problems)
-                             + f". Fix the files, or compare on the {len(common)} shared ids with --on-mismatch intersect")
+            fix = (f"compare on the {len(common)} shared ids with --on-mismatch intersect" if common
+                   else "no id is shared by every file, so --on-mismatch intersect would compare nothing")
+            raise InputError("the systems do not cover the same rows: " + "; ".join(problems) + f". Fix the files, or {fix}")
         notes += problems + [f"compared on the {len(common)} ids every file has"]
     ids = [i for i in order if i in common]
     if not ids:
