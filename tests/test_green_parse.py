@@ -346,3 +346,31 @@ def test_an_item_whose_marker_drifts_is_read_as_meant_or_unscored_never_counted_
             "reads like an item with a count, but not as one of (a)-(f)" in judgment.reason
     else:
         assert judgment.score == pytest.approx(expected) and judgment.reason is None
+
+
+@pytest.mark.parametrize(("old", "new", "expected", "reason"), [
+    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n- f1", 0.5, None, id="bullets-agree"),
+    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n- f1\n- f2", None,
+                 "[Matched Findings] says 2 but lists 3", id="bullets-disagree"),
+    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n  - left side\n- f1", 0.5, None,
+                 id="nested-bullets-are-details"),
+    pytest.param("(a) False report of a finding in the candidate: 1. e0",
+                 "(a) False report of a finding in the candidate: 1.\n   1. effusion", 0.5, None, id="sub-list-agrees"),
+    pytest.param("(a) False report of a finding in the candidate: 1. e0",
+                 "(a) False report of a finding in the candidate: 1.\n   1. effusion\n   2. nodule", None,
+                 "[Clinically Significant Errors] item (a) says 1 but lists 2 under it", id="sub-list-disagrees"),
+    pytest.param("(a) False report of a finding in the candidate: 1. e0",
+                 "(a) False report of a finding in the candidate: 1.\n   - reports an effusion\n   - the reference has "
+                 "none", 0.5, None, id="bullets-under-an-item-are-details"),
+])
+def test_a_stated_count_that_disagrees_with_the_list_under_it_is_unscored(old, new, expected, reason):
+    """Review 15 (G2): a stated count over a numbered list that disagreed was unscored, but over a bulleted matched
+    list, or over a numbered list under an error item, it was taken silently. Bullets under an error item are often
+    details of one error (not counted); nested bullets are details too."""
+    text = _TWO_ERRORS.replace(old, new)
+    assert new in text
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None and judgment.reason.startswith(reason)
+    else:
+        assert judgment.score == pytest.approx(expected) and judgment.reason is None

@@ -617,7 +617,27 @@ def read_error_section(section: str, name: str, at_end: bool = False,
             raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
     if stated and int(stated.group(1)) != sum(counts.values()):
         raise GreenParseError(f"[{name}] says {stated.group(1)} but its items count {sum(counts.values())}")
+    _check_lists_under_items(text, counts, name)
     return SectionCounts(counts, sentences)
+
+
+def _check_lists_under_items(text: str, counts: dict[str, int], name: str) -> None:
+    """An item "(a) ...: 2." with a numbered list 1..n right under it that lists another number of errors has no
+    single count (review 15 G2: "2." over "1. effusion / 2. nodule / 3. mass" was read as 2, with no word)."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        item = re.match(r"[ \t>*\-•]*\**\s*\(([a-f])\) ", line)
+        if not item or not counts[item.group(1)]:
+            continue
+        numbers = []
+        for below in lines[k + 1:]:
+            listed = re.match(r"\s*(\d+)[.)]\s+\S", below)
+            if not listed:
+                break
+            numbers.append(int(listed.group(1)))
+        if len(numbers) >= 2 and numbers == list(range(1, len(numbers) + 1)) and len(numbers) != counts[item.group(1)]:
+            raise GreenParseError(f"[{name}] item ({item.group(1)}) says {counts[item.group(1)]} but lists "
+                                  f"{len(numbers)} under it")
 
 
 # -- matched findings ----------------------------------------------------------------------------------------
@@ -709,6 +729,9 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
             raise GreenParseError(f"{where}: the count {value} ends the output (cut off?)")
         if not re.match(r"^\d+\.", line):
             leniency.append("count-form")
+        bullets = _top_level_bullets(text.splitlines()[index + 1:]) if not rest.strip(" .*") else 0
+        if bullets and bullets != count:  # "2." over "- a / - b / - c" (review 15 G2)
+            raise GreenParseError(f"{where} says {value} but lists {bullets}: {line[:40]!r}")
     if stated and _word_or_digits(stated.group(1)) != count:
         raise GreenParseError(f"{where} says {stated.group(0).strip()!r} but lists {count}")
     for later in lines[index + 1:]:  # "Total matched findings: 3" under a list of 2
@@ -716,6 +739,18 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         if total and int(total.group(1)) != count:
             raise GreenParseError(f"{where} lists {count} but says {later[:40]!r}")
     return count
+
+
+def _top_level_bullets(lines: list[str]) -> int:
+    """How many bullets ("- x", "* x", "• x") the block right below a count lists, at its outermost indentation."""
+    block = []
+    for line in lines:
+        if not line.strip():
+            continue
+        if not re.match(r"\s*[-*•]\s+\S", line):
+            break
+        block.append(len(line) - len(line.lstrip()))
+    return sum(indent == min(block) for indent in block) if block else 0
 
 
 # -- the analysis --------------------------------------------------------------------------------------------
