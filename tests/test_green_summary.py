@@ -23,7 +23,12 @@ def test_representative_is_most_central_member_of_largest_cluster():
 @pytest.fixture(scope="module")
 def tiny_embedder(tmp_path_factory):
     """A tiny random BERT + mean pooling saved as a sentence-transformers model folder (offline)."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers >= 6 moved the modules (the old path warns)
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:
+        from sentence_transformers import models
     from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
     from tokenizers.models import WordPiece
     from transformers import BertConfig, BertModel, BertTokenizerFast
