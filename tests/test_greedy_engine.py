@@ -565,3 +565,30 @@ def test_failed_graph_capture_leaves_the_rows_as_they_were(monkeypatch, caplog):
             out = model.generate(torch.tensor([row]), max_new_tokens=9, min_new_tokens=9, do_sample=False,
                                  eos_token_id=2, pad_token_id=2)
         assert new == out[0, len(row):].tolist()
+
+
+def test_every_end_token_of_the_generation_config_ends_an_answer(tiny_judge):
+    """A chat model may end its turn with a token other than the tokenizer's end token (Gemma's <end_of_turn>,
+    listed in its generation config beside <eos>). The engine and generate stopped only at the tokenizer's, ran on
+    to max_new_tokens and the answer was marked cut. Now every listed end token ends an answer, in both paths."""
+    from radmetrics.types import CutAnswer
+
+    prompts = _green_prompts(1)[:4]
+    config = radmetrics.GenerationConfig(max_new_tokens=400)
+    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32")
+    generate = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False)
+    whole = engine.generate(prompts, config, progress=False)
+    tok = engine.backend.tokenizer
+    ids = tok(whole[0], add_special_tokens=False)["input_ids"]
+    turn_end = ids[len(ids) // 2]  # a token the first answer reaches half-way: stands in for <end_of_turn>
+    for judge in (engine, generate):
+        judge.backend.load()
+        judge.backend._model.generation_config.eos_token_id = [tok.eos_token_id, turn_end]
+    got = engine.generate(prompts, config, progress=False)
+    assert got == generate.generate(prompts, config, progress=False)
+    assert len(got[0]) < len(whole[0]) and whole[0].startswith(got[0])
+    assert not any(isinstance(a, CutAnswer) for a in got)
+    # min_new_tokens holds back every end token, the turn's too
+    held = engine.generate(prompts[:1], radmetrics.GenerationConfig(max_new_tokens=400, min_new_tokens=len(ids) - 2),
+                           progress=False)
+    assert len(held[0]) > len(got[0])

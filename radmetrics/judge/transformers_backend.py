@@ -330,7 +330,7 @@ class TransformersJudge(JudgeBackend):
                 rows = min(caps) if caps else None  # None: sized from memory
                 try:
                     greedy_generate(self._model, [encoded[i] for i in todo], max_new_tokens=config.max_new_tokens,
-                                    min_new_tokens=config.min_new_tokens or 0, eos_token_id=tok.eos_token_id,
+                                    min_new_tokens=config.min_new_tokens or 0, eos_token_id=self._end_ids(),
                                     pad_token_id=tok.pad_token_id,
                                     prefix=SharedPrefix(*prefix) if prefix else None,
                                     prefill_chunk_tokens=self.prefill_chunk_tokens, max_rows=rows, reserve=reserve,
@@ -364,8 +364,9 @@ class TransformersJudge(JudgeBackend):
         import torch
 
         tok = self._tokenizer
+        ends = self._end_ids()
         kwargs: dict[str, Any] = {"max_new_tokens": config.max_new_tokens, "pad_token_id": tok.pad_token_id,
-                                  "eos_token_id": tok.eos_token_id}
+                                  "eos_token_id": ends}
         if prefix is None:
             padded = tok.pad({"input_ids": batch_ids}, padding=True, return_tensors="pt").to(self.device)
         else:
@@ -397,13 +398,26 @@ class TransformersJudge(JudgeBackend):
         with torch.inference_mode():
             generated = self._model.generate(**padded, **kwargs)
         new_tokens = generated[:, padded["input_ids"].shape[1] :]
-        texts = tok.batch_decode(new_tokens, skip_special_tokens=True)
-        # a row with no end token among max_new_tokens new ones stopped at the limit (finished rows are padded)
-        at_limit = new_tokens.shape[1] >= config.max_new_tokens
-        no_end = (new_tokens != tok.eos_token_id).all(dim=1).tolist() if tok.eos_token_id is not None else \
-            [True] * len(texts)
-        cut = [at_limit and n for n in no_end]
-        return [_answer(t, config, c) for t, c in zip(texts, cut)]
+        # each answer up to its first end token (as the engine's; an end token that is no special token would
+        # otherwise be decoded into the text); a row with none among max_new_tokens stopped at the limit
+        is_end = torch.isin(new_tokens, torch.tensor(ends, device=new_tokens.device))
+        lengths = torch.where(is_end.any(dim=1), is_end.int().argmax(dim=1), new_tokens.shape[1]).tolist()
+        texts = [tok.decode(row[:n], skip_special_tokens=True) for row, n in zip(new_tokens.tolist(), lengths)]
+        limit = config.max_new_tokens
+        return [_answer(t, config, cut=n >= limit) for t, n in zip(texts, lengths)]
+
+    def _end_ids(self) -> list[int]:
+        """The tokens that end an answer: the tokenizer's end token, and those the model's generation config lists
+        (a chat model may end its turn with another, e.g. Gemma's <end_of_turn>; `generate` with no eos argument,
+        as the official GREEN loop calls it, stops at the config's)."""
+        ends = [self._tokenizer.eos_token_id]
+        configured = getattr(getattr(self._model, "generation_config", None), "eos_token_id", None)
+        ends += configured if isinstance(configured, (list, tuple)) else [configured]
+        ends = [int(e) for e in dict.fromkeys(ends) if e is not None]
+        if not ends:
+            raise JudgeError(f"{self.model}: neither its tokenizer nor its generation config names an end token, so "
+                             "no answer could end before max_new_tokens")
+        return ends
 
     def _free_memory(self) -> None:
         import gc
