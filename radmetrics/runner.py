@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import InputError, JudgeError
-from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, Judgment
+from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, Judgment, answer_was_cut
 
 log = logging.getLogger(__name__)
 #: marks `score`'s "the judge gave no answer" warning: a caller that says it per system (compare) filters it out
@@ -269,6 +269,11 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0],
                     extra={FAILED_CALLS_RECORD: True})
+    cut = sum(answer_was_cut(j.reason) for j in judgments)
+    if cut:  # the mean covers fewer rows: say why, and what helps (review 16)
+        log.warning("%s: the judge's answer reached the token limit (max_new_tokens=%d) for %d of %d rows; they are "
+                    "unscored: pass a GenerationConfig with a higher max_new_tokens", system.name,
+                    config.max_new_tokens, cut, len(judgments))
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -97,16 +97,28 @@ class CutAnswer(str):
 
     limit: int | None
 
-    def __new__(cls, text: str, limit: int | None) -> CutAnswer:
+    def __new__(cls, text: str, limit: int | None = None) -> CutAnswer:
         obj = super().__new__(cls, text)
         obj.limit = limit
         return obj
 
+    def __reduce__(self):  # pickle, copy (a plugin backend's answers may cross processes)
+        return (CutAnswer, (str(self), self.limit))
+
     @property
     def reason(self) -> str:
         at = f" (max_new_tokens={self.limit})" if self.limit else ""
-        return (f"the judge's answer reached the token limit{at} before it ended: what it says last may be cut "
-                "(a list, a number); raise --max-new-tokens")
+        return (f"{CUT_REASON}{at} before it ended: what it says last may be cut (a list, a number); raise "
+                "--max-new-tokens")
+
+
+#: how the reason of a row whose answer ran into the token limit starts (`CutAnswer.reason`)
+CUT_REASON = "the judge's answer reached the token limit"
+
+
+def answer_was_cut(reason: object) -> bool:
+    """Whether an unscored row's reason says its answer ran into the token limit (a written row read back)."""
+    return isinstance(reason, str) and reason.startswith(CUT_REASON)
 
 
 def cut_at_limit(text: str, limit: int | None, cut: bool) -> str:

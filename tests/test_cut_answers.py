@@ -90,3 +90,73 @@ def test_data_steps_and_judge_training_refuse_a_cut_answer():
     answer = type(green).sample_answer(green, REFS[0], CANDS[0])
     rows, dropped = green_examples(REFS, CANDS, Judge([CutAnswer(answer, 300), answer]))
     assert len(rows) == 1 and dropped == [f"row 0: {CUT.format(300)}"]
+
+
+def _score_cli(server, src, out, *extra):
+    return [sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i", str(src), "-o", str(out),
+            "--backend", "openai", "--base-url", server.base_url, "--judge", "m", "--no-progress", *map(str, extra)]
+
+
+def test_cut_rows_get_their_own_advice_and_retry_unscored_does_not_ask_them_twice(tmp_path):
+    """Review 16 (T2): the closing advice said the cut answers "could not be read and are cached"; they are not
+    cached and their format is fine. --retry-unscored asked each one twice per run, at the same limit."""
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in zip(REFS, CANDS)))
+    with FakeOpenAIServer(analysis_for, script=["length"] * 20) as server:
+        run = subprocess.run(_score_cli(server, src, tmp_path / "o.jsonl", "--cache", tmp_path / "c.sqlite",
+                                        "--retry-unscored"), capture_output=True, text=True, cwd=tmp_path)
+        assert len(server.requests) == 2  # each cut row asked once
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert ("2 answers reached the token limit before they ended (not cached): rerun with a higher --max-new-tokens"
+            in run.stderr)
+    assert "could not be read" not in run.stderr
+
+
+def test_python_score_warns_of_cut_rows(caplog):
+    """Review 16 (T3): radmetrics.score and evaluate's compute left cut rows out of the mean without a word."""
+    import logging
+
+    with FakeOpenAIServer(analysis_for, script=["length"]) as server, \
+            caplog.at_level(logging.WARNING, logger="radmetrics"):
+        result = radmetrics.score("green", REFS, CANDS, backend="openai", judge="m", cache=False, progress=False,
+                                  judge_options={"base_url": server.base_url, "concurrency": 1})
+    assert result.scores[0] is None and result.scores[1] is not None
+    assert [r.getMessage() for r in caplog.records if "token limit" in r.getMessage()] == [
+        "green: the judge's answer reached the token limit (max_new_tokens=1024) for 1 of 2 rows; they are unscored: "
+        "pass a GenerationConfig with a higher max_new_tokens"]
+
+
+def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_path):
+    """Review 16 (R1, R2): a continued run read the written rows' judge text back as if complete: the cut rows it had
+    left unscored were scored in summary.json, the table and the exit code (an uninterrupted run exits 1: no row
+    scored). And the rows read back lost their empty-candidate mark, so the summary counted fewer."""
+    import signal
+    import time
+
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
+    rows = [{"id": i, "reference": f"Finding {i}: small left effusion.", "candidate": "" if i == 0 else f"Finding {i}."}
+            for i in range(10)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def slow(prompt):
+        time.sleep(0.15)
+        return analysis_for(prompt)
+
+    part = tmp_path / "o.jsonl.part"
+    with FakeOpenAIServer(slow, script=["length"] * 40) as server:
+        args = _score_cli(server, src, out, "--no-cache", "--chunk-rows", "2", "--judge-option", "concurrency=1")
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        deadline = time.time() + 60
+        while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 4):
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        written = len(part.read_text().splitlines())
+        assert 4 <= written < 10
+        again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    assert "Continued an interrupted run" in again.stderr, again.stderr[-2000:]
+    assert again.returncode == 1 and "no row was scored: 10 of 10" in again.stderr
+    summary = json.loads((tmp_path / "o.jsonl.summary.json").read_text())["summary"]
+    assert summary["num_scored"] == 0 and summary["num_empty_candidates"] == 1
+    assert all(json.loads(x)["reason"].startswith("the judge's answer reached the token limit")
+               for x in out.read_text().splitlines())

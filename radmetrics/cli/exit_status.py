@@ -108,14 +108,20 @@ class FailureTally:
         them); an unreadable answer is cached, so a plain rerun gives it back (only --retry-unscored asks again)."""
         from radmetrics.runner import judge_call_failed
 
+        from radmetrics.types import answer_was_cut
+
         calls = sum(n for reason, n in self.reasons.items() if judge_call_failed(reason))
-        unreadable = sum(self.reasons.values()) - calls
+        cut = sum(n for reason, n in self.reasons.items() if answer_was_cut(reason))
+        unreadable = sum(self.reasons.values()) - calls - cut
         parts = []
         if calls and self.replay:
             parts.append(f"the replay file has no answer for {calls} row{'s' if calls != 1 else ''} (a rerun gives "
                          "the same): record their answers with a live judge, or check that the prompts match")
         elif calls:
             parts.append(f"rerun to ask again the {calls} row{'s' if calls != 1 else ''} whose judge call failed")
+        if cut:
+            parts.append(f"{cut} answer{'s' if cut != 1 else ''} reached the token limit before {'they' if cut != 1 else 'it'} "
+                         "ended (not cached): rerun with a higher --max-new-tokens")
         if unreadable:
             parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read and "
                          f"{'are' if unreadable != 1 else 'is'} cached (a plain rerun gives the same): check the "

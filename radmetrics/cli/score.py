@@ -192,7 +192,7 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     already wrote (same input and settings) are read back into the summary, not judged again. Returns the
     number of rows."""
     from radmetrics.runner import judge_pairs, read_answer
-    from radmetrics.types import Judgment
+    from radmetrics.types import Judgment, answer_was_cut
 
     chunk: list[Record] = []
     renamed: set[str] = set()
@@ -240,7 +240,12 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
             ref, cand = record.row.get(pairs.reference_column), record.row.get(pairs.candidate_column)
-            judgment = read_answer(system, raw, ref, cand) if raw else Judgment.unscored(done.get("reason") or "")
+            if raw and not answer_was_cut(done.get("reason")):
+                judgment = read_answer(system, raw, ref, cand)
+            else:  # no answer, or one cut at the token limit: unscored as written, never read as complete
+                judgment = Judgment.unscored(done.get("reason") or "", raw=raw)
+            if (done.get("details") or {}).get("empty_candidate"):  # set by judge_pairs, counted in the summary
+                judgment.details["empty_candidate"] = True
             running.add(judgment)
             if tally is not None:  # the warning and --max-failures count the whole input, not only this run's part
                 tally.add(judgment)
@@ -309,10 +314,12 @@ def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_la
     forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
     from radmetrics.runner import judge_call_failed, judge_pairs
     from radmetrics.scoring import is_input_problem
+    from radmetrics.types import answer_was_cut
 
+    # not a cut answer: it was just asked, and at the same max_new_tokens it is cut again (it is not cached)
     redo = [k for k, j in enumerate(judged)
             if not j.parsed and j.raw and not is_input_problem(j.reason)
-            and not judge_call_failed(j.reason)]
+            and not judge_call_failed(j.reason) and not answer_was_cut(j.reason)]
     if not redo or not hasattr(judge, "forget"):
         return judged
     judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
