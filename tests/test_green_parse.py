@@ -326,6 +326,9 @@ _TWO_ERRORS = ("[Explanation]:\nx\n\n[Clinically Significant Errors]:\n"
     pytest.param("\ufeff(a) False report of a finding in the candidate: 1. e0", 0.5, id="bom"),
     pytest.param("(a)\u200b False report of a finding in the candidate: 1. e0", 0.5, id="zero-width-space"),
     pytest.param("\uff08a\uff09 False report of a finding in the candidate\uff1a1. e0", 0.5, id="full-width"),
+    pytest.param("\u00ad(a) False report of a finding in the candidate: 1. e0", 0.5, id="soft-hyphen"),
+    pytest.param("\u200e(a) False report of a finding in the candidate: 1. e0", 0.5, id="direction-mark"),
+    pytest.param("(a) False report of a finding in the candidate:\u00a01. e0", 0.5, id="no-break-space"),
     pytest.param("(\u0430) False report of a finding in the candidate: 1. e0", None, id="cyrillic-a"),
     pytest.param("False finding reported: 1. e0", None, id="reworded-no-marker"),
     pytest.param("1. False report of a finding in the candidate: 1. e0", None, id="numbered-1-dot"),
@@ -349,28 +352,30 @@ def test_an_item_whose_marker_drifts_is_read_as_meant_or_unscored_never_counted_
 
 
 @pytest.mark.parametrize(("old", "new", "expected", "reason"), [
-    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n- f1", 0.5, None, id="bullets-agree"),
-    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n- f1\n- f2", None,
-                 "[Matched Findings] says 2 but lists 3", id="bullets-disagree"),
-    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n  - left side\n- f1", 0.5, None,
-                 id="nested-bullets-are-details"),
+    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n3.\n1. f0\n2. f1", None,
+                 "[Matched Findings] says 3 but lists 2", id="numbered-list-disagrees"),
+    pytest.param("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n2.\n- f0\n- f1\n- Note: f2 is not matched",
+                 0.5, None, id="bullets-with-a-note"),
     pytest.param("(a) False report of a finding in the candidate: 1. e0",
-                 "(a) False report of a finding in the candidate: 1.\n   1. effusion", 0.5, None, id="sub-list-agrees"),
+                 "(a) False report of a finding in the candidate: 1.\n   1. Reference: no effusion.\n   2. Candidate: "
+                 "small effusion.", 0.5, None, id="two-lines-describing-one-error"),
     pytest.param("(a) False report of a finding in the candidate: 1. e0",
-                 "(a) False report of a finding in the candidate: 1.\n   1. effusion\n   2. nodule", None,
-                 "[Clinically Significant Errors] item (a) says 1 but lists 2 under it", id="sub-list-disagrees"),
+                 "(a) False report of a finding in the candidate: 1. e0\n   1. Nodule size: 8 mm vs 5 mm", 0.5, None,
+                 id="numbered-detail-with-a-measurement"),
     pytest.param("(a) False report of a finding in the candidate: 1. e0",
-                 "(a) False report of a finding in the candidate: 1.\n   - reports an effusion\n   - the reference has "
-                 "none", 0.5, None, id="bullets-under-an-item-are-details"),
+                 "(a) False report of a finding in the candidate: 1. e0\n   **1. Effusion size:** 2.", 0.5, None,
+                 id="bold-numbered-detail-with-a-count"),
 ])
-def test_a_stated_count_that_disagrees_with_the_list_under_it_is_unscored(old, new, expected, reason):
-    """Review 15 (G2): a stated count over a numbered list that disagreed was unscored, but over a bulleted matched
-    list, or over a numbered list under an error item, it was taken silently. Bullets under an error item are often
-    details of one error (not counted); nested bullets are details too."""
+def test_lists_and_detail_lines_under_counted_items_are_read_as_upstream_reads_them(old, new, expected, reason):
+    """A stated matched count over a numbered list that lists another number has no single reading (unscored).
+    Bullets under a count, and numbered or labelled lines under an error item, are details: a judge describes one
+    error in two lines, notes what is not matched, gives sizes ("8 mm"). Review 15 (G2) asked to check them too;
+    review 16 found that doing so unscored answers the official code reads right, so the stated count is read,
+    as upstream reads it. With every category's item present, a "label: number" line is no lost item."""
     text = _TWO_ERRORS.replace(old, new)
     assert new in text
     judgment = radmetrics.get_scoring_system("green").parse(text)
     if expected is None:
         assert judgment.score is None and judgment.reason.startswith(reason)
     else:
-        assert judgment.score == pytest.approx(expected) and judgment.reason is None
+        assert judgment.score == pytest.approx(expected) and judgment.reason is None, judgment.reason

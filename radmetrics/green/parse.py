@@ -426,8 +426,11 @@ _BRACKETED_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:\[\s*([a-fA-F])\s*\]|\(\s+
 #: report of ...: 1.", "<a> ..."; its count belongs to no category, and dropping it would count that category 0
 _OTHER_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:[\[(<{]\s*\S{1,2}\s*[\])>}]|\d\s*[.)]|\S[.)])\**\s*[^:\n]{3,120}:\s*\**\s*"
                          r"(?:\d|none\b|zero\b)", re.I)
-#: "label: count." on a line of its own at the margin, e.g. a reworded category ("False finding reported: 1.")
-_BARE_COUNT_LINE = re.compile(r"^[A-Za-z*][^:\n]{3,120}:\s*\**\s*\d+\**(?:\.(?:\s|$)|\s*$)")
+#: "label: count." on a line of its own at the margin whose label reads like a category's, reworded ("False finding
+#: reported: 1."); "Size of effusion: 2." is a detail
+_BARE_COUNT_LINE = re.compile(r"^(?=[^:\n]*\b(?:false|miss\w*|omit\w*|omission|comparison|locat\w*|position|severity|"
+                              r"misidentif\w*|misassess\w*|report\w*)\b)[A-Za-z*][^:\n]{3,120}:\s*\**\s*\d+\**"
+                              r"(?:\.(?:\s|$)|\s*$)", re.I)
 _NUMBER_MARK = re.compile(r"\(([1-6])\) ")
 _LATER_LOOSE_MARK = re.compile(r"(?<=\s)[-•*]*\s*\**\(?([a-fA-F])[.)]\**[ \t]*\**")
 #: a "(1)-(6)" item that gives a count ("(3) Misidentification ...: 1."), not an error's own number "(1) x"
@@ -514,19 +517,21 @@ def _items(section: str) -> list[_Item]:
 
 
 def _check_unread_items(lines: list[str], items: list[_Item]) -> None:
-    """Raise for a line that gave no item but reads like one, with a count above 0: a marker that is no (a)-(f) or (1)-(6) in front of
-    "label: count", a category's wording with a count after it, or (when a category is missing from the items)
-    "label: count." alone at the margin. Review 15: "[a] False report ...: 1." was dropped and (a) counted 0."""
+    """When a category has no item: raise for a line that gave none but reads like one, with a count above 0 in
+    GREEN's form: a marker that is no (a)-(f) or (1)-(6) in front of "label: count", a category's wording with a
+    count after it, or "label: count." alone at the margin. Review 15: "[a] False report ...: 1." was dropped and
+    (a) counted 0. With every category read, such a line is a detail (review 16), as the official code reads it."""
     letters = {i.key for i in items}
+    if set(LETTERS) <= letters:
+        return  # every category has its item: another "label: number" line is a detail ("1. Nodule size: 8 mm")
     for line in lines:
-        count = re.search(r":\s*\**\s*(\d+)", line)
+        count = re.search(r":\s*\**\s*(\d+)\**\s*(?:\.(?!\d)|$)", line)  # GREEN's count, not "8 mm" or "10:30"
         if not count or not int(count.group(1)):
             continue  # a line that counts nothing loses nothing: "All categories: 0."
         wording = next((k for k, w in _WORDING.items() if re.search(w + r"[^:\n]*:\s*\**\s*\d", line, re.I)), None)
         if _COUNTED_NUMBER_ITEM.match(line):
             continue  # "(3) Misidentification ...: 1.": the (1)-(6) form, read by the caller
-        if _OTHER_MARK.match(line) or wording or (_BARE_COUNT_LINE.match(line) and not _TOTAL.match(line)
-                                                   and not set(LETTERS) <= letters):
+        if _OTHER_MARK.match(line) or wording or (_BARE_COUNT_LINE.match(line) and not _TOTAL.match(line)):
             raise GreenParseError(f"line {line.strip()[:80]!r} reads like an item with a count, but not as one of "
                                   "(a)-(f): which category it counts is unknown")
 
@@ -617,27 +622,8 @@ def read_error_section(section: str, name: str, at_end: bool = False,
             raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
     if stated and int(stated.group(1)) != sum(counts.values()):
         raise GreenParseError(f"[{name}] says {stated.group(1)} but its items count {sum(counts.values())}")
-    _check_lists_under_items(text, counts, name)
     return SectionCounts(counts, sentences)
 
-
-def _check_lists_under_items(text: str, counts: dict[str, int], name: str) -> None:
-    """An item "(a) ...: 2." with a numbered list 1..n right under it that lists another number of errors has no
-    single count (review 15 G2: "2." over "1. effusion / 2. nodule / 3. mass" was read as 2, with no word)."""
-    lines = text.splitlines()
-    for k, line in enumerate(lines):
-        item = re.match(r"[ \t>*\-•]*\**\s*\(([a-f])\) ", line)
-        if not item or not counts[item.group(1)]:
-            continue
-        numbers = []
-        for below in lines[k + 1:]:
-            listed = re.match(r"\s*(\d+)[.)]\s+\S", below)
-            if not listed:
-                break
-            numbers.append(int(listed.group(1)))
-        if len(numbers) >= 2 and numbers == list(range(1, len(numbers) + 1)) and len(numbers) != counts[item.group(1)]:
-            raise GreenParseError(f"[{name}] item ({item.group(1)}) says {counts[item.group(1)]} but lists "
-                                  f"{len(numbers)} under it")
 
 
 # -- matched findings ----------------------------------------------------------------------------------------
@@ -729,9 +715,6 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
             raise GreenParseError(f"{where}: the count {value} ends the output (cut off?)")
         if not re.match(r"^\d+\.", line):
             leniency.append("count-form")
-        bullets = _top_level_bullets(text.splitlines()[index + 1:]) if not rest.strip(" .*") else 0
-        if bullets and bullets != count:  # "2." over "- a / - b / - c" (review 15 G2)
-            raise GreenParseError(f"{where} says {value} but lists {bullets}: {line[:40]!r}")
     if stated and _word_or_digits(stated.group(1)) != count:
         raise GreenParseError(f"{where} says {stated.group(0).strip()!r} but lists {count}")
     for later in lines[index + 1:]:  # "Total matched findings: 3" under a list of 2
@@ -739,18 +722,6 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         if total and int(total.group(1)) != count:
             raise GreenParseError(f"{where} lists {count} but says {later[:40]!r}")
     return count
-
-
-def _top_level_bullets(lines: list[str]) -> int:
-    """How many bullets ("- x", "* x", "• x") the block right below a count lists, at its outermost indentation."""
-    block = []
-    for line in lines:
-        if not line.strip():
-            continue
-        if not re.match(r"\s*[-*•]\s+\S", line):
-            break
-        block.append(len(line) - len(line.lstrip()))
-    return sum(indent == min(block) for indent in block) if block else 0
 
 
 # -- the analysis --------------------------------------------------------------------------------------------
@@ -812,8 +783,12 @@ def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[st
     return readings[0][1]
 
 
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
-_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+#: format characters that show as nothing: soft hyphen, zero-width and joiner characters, direction marks and
+#: embeddings, word joiner and invisible operators, BOM
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+#: full-width ASCII as ASCII; no-break and other fixed spaces as the space they show as
+_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20,
+               0x2007: 0x20}
 
 
 def parse_green(text: str) -> GreenAnalysis:
