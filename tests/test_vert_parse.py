@@ -88,6 +88,14 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.7 (maybe 0.8)", None, "gives more than one score (0.7, then '0.8')"),
     (HEAD + "0.7\n0.9", None, "gives more than one score (0.7, then '0.9')"),
     (HEAD + "0.70\n\nThat is, 0.7: one significant error in 1.5 findings' worth", 0.7, None),
+    # review 16: explanation after the score is no second score
+    (HEAD + "0.85 (one minor error; 0.9 would need no errors)", 0.85, None),
+    (HEAD + "0.60 (Moderate accuracy: 0.50-0.74)", 0.6, None),
+    (HEAD + "0.85\n\nOne minor discrepancy; a perfect report would score 1.0.", 0.85, None),
+    (HEAD + "0.85\nThe 0.5 cm difference in nodule size is minor.", 0.85, None),
+    (HEAD + "0.85\nConfidence: 0.9", 0.85, None),
+    (HEAD + "Score = 2/(2+1) = 0.666\nRounded: 0.67", 0.666, None),
+    (HEAD + "0.8\n**Final score: 0.6**", None, "gives more than one score (0.8, then '0.6')"),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -84,7 +84,7 @@ def read_score_text(answer: str) -> tuple[float, str]:
     if _COUNT_WORD.match(after):
         raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
     token = first.group(1)
-    _check_no_other_score(_to_float(token), "\n".join([after, *lines[1:]]))
+    _check_no_other_score(_to_float(token), after, lines[1:])
     if form == "worked":
         pass
     elif "," in token:
@@ -94,24 +94,34 @@ def read_score_text(answer: str) -> tuple[float, str]:
     return _to_float(token), form
 
 
-# a number written with decimals ("0.6", ".6", "0,6", "1.0"): a score, where a whole number counts something
-_DECIMAL = re.compile(r"(?<![\w.,])([-−]?(?:\d+[.,]\d+|[.,]\d+))(?![\d.,]*\d)")
+# a score-like number: written with decimals ("0.6", ".6", "0,6", "1.0"), or 0 / 1
+_SCORE_LIKE = r"[-−]?(?:\d+[.,]\d+|[.,]\d+|[01])(?![\d.,]*\d)"
+# another score right after the first ("0.6, 0.7", "0.6; 0.7", "0.7 0.8")
+_NEXT_TO = re.compile(rf"^\s*[,;]?\s*\**({_SCORE_LIKE})\**\s*(?:$|[,;.)])")
+# a hedge or a revision before another number on the score's line ("0.7 (or 0.8)", "0.8, revised to 0.6")
+_HEDGED = re.compile(rf"\b(?:or|maybe|possibly|perhaps|could\s+be|might\s+be|revised|revise|corrected|changed|after\s+"
+                     rf"review|actually|rather|instead|updated?|finally|alternatively)\b[^\d\n]{{0,25}}\b({_SCORE_LIKE})",
+                     re.I)
+# a later line that gives a score alone ("0.9", "**0.9**", "Score: 0.9", "Answer: 0.5"); not "Rounded: 0.67"
+_SCORE_LINE = re.compile(rf"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|my)\s+)*(?:score|answer|"
+                         rf"rating|grade|result)\s*[:=]\s*)?\**\s*({_SCORE_LIKE})\s*\**\.?\s*$", re.I)
 
 
-def _check_no_other_score(value: float, rest: str) -> None:
-    """Raise when the rest of the score's text gives another score: "0.8, revised to 0.6", "0.7 (or 0.8)", "0.6,
-    0.7", a second line "0.9" (review 15: the first was read). The same value again ("0.80 (0.8)") and counts
-    ("1 significant error") are no other score."""
-    for m in _DECIMAL.finditer(rest):
-        if _COUNT_WORD.match(rest[m.end():]):
-            continue
+def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
+    """Raise when the judge offers another score beside the first: next to it ("0.6, 0.7"), after a hedge or a
+    revision on its line ("0.7 (or 0.8)", "0.8, revised to 0.6"), or alone on a later line ("0.9", "Answer: 0.5")
+    (review 15: the first was read). Explanation is no other score (review 16): the rubric band it falls in
+    ("0.50-0.74"), a size ("0.5 cm"), "a perfect report would score 1.0", a rounding ("Rounded: 0.67")."""
+    found = [m.group(1) for m in (_NEXT_TO.match(after), _HEDGED.search(after)) if m]
+    found += [m.group(1) for line in later if (m := _SCORE_LINE.match(line))]
+    for token in found:
         try:
-            other = _to_float(m.group(1))
+            other = _to_float(token)
         except (VertParseError, ValueError):
             other = None
         if other != value:
             raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
-                                 f"{m.group(1)!r}): no single reading")
+                                 f"{token!r}): no single reading")
 
 
 def read_overall_score(text: str) -> float:
