@@ -230,11 +230,13 @@ class Records:
     quote that swallowed the lines after it). `columns`: the CSV header, or the keys of the readable JSONL rows
     read so far."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, columns_read: Iterable[str] | None = None):
         self.path = Path(path)
         suffix = self.path.suffix.lower()
         self.delimiter = {".csv": ",", ".tsv": "\t"}.get(suffix)
         self.columns: dict[str, None] = {}
+        #: the columns a run reads (a JSONL key given twice matters only there); None: any report or id alias
+        self.columns_read = set(columns_read) if columns_read is not None else None
 
     def __iter__(self) -> Iterator[Record]:
         return self._jsonl() if self.delimiter is None else self._csv()
@@ -264,8 +266,8 @@ class Records:
                     problem = f"a JSON {type(row).__name__}, not an object" + (
                         " (a file holding one JSON array? radmetrics reads JSON Lines, one object per line: "
                         "jq -c '.[]' IN > OUT.jsonl)" if isinstance(row, list) else "")
-                elif problem := keys_given_twice(row):
-                    row = None
+                elif problem := keys_given_twice(row, self.columns_read):
+                    row = {**row, **_stand_in(lineno, line)}  # its other columns (the id) kept beside the reason
             except json.JSONDecodeError as e:
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
                 row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"
@@ -412,7 +414,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(row) == len(pairs):
         return row
     first: dict[str, Any] = {}
-    differ = [k for k, v in pairs if first.setdefault(k, v) != v]
+    differ = [k for k, v in pairs if not _same(first.setdefault(k, v), v)]
     if not differ:  # the same value again: nothing to choose between
         return row
     marked = _KeysTwice(row)
@@ -428,13 +430,26 @@ def _parse_json_line(line: str) -> Any:
     return _JSON_LINE.decode(line)
 
 
-def keys_given_twice(row: Any) -> str | None:
-    """The problem of a JSON object that gives a key twice with different values (which one is meant is unknown;
-    json would keep the last without a word), or None."""
+def _same(a: Any, b: Any) -> bool:
+    return a == b or repr(a) == repr(b)  # NaN given twice is the same NaN
+
+
+#: a row's id and report columns, by any of their names: a key given twice matters there
+_READ_ALIASES = frozenset(REFERENCE_ALIASES + CANDIDATE_ALIASES + ("id",))
+
+
+def keys_given_twice(row: Any, columns_read: set[str] | None = None) -> str | None:
+    """The problem of a JSON object that gives a key the run reads twice with different values (which one is meant
+    is unknown; json would keep the last without a word), or None. ``columns_read``: the columns the run reads
+    (None: any report or id alias); a key it does not read cannot change a score (review 16)."""
     if not isinstance(row, _KeysTwice):
         return None
-    names = ", ".join(map(repr, row.twice))
-    return (f"key{'s' if len(row.twice) > 1 else ''} {names} given twice with different values: which is meant is "
+    twice = [k for k in row.twice
+             if (k in columns_read if columns_read is not None else k.lower().strip() in _READ_ALIASES)]
+    if not twice:
+        return None
+    names = ", ".join(map(repr, twice))
+    return (f"key{'s' if len(twice) > 1 else ''} {names} given twice with different values: which is meant is "
             "unknown; keep one")
 
 

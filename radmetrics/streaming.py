@@ -48,7 +48,7 @@ class PairStream:
         from radmetrics.io import NOT_UTF8, Records
 
         self.not_utf8_rows, self.first_not_utf8_line = 0, None
-        for record in Records(self.path):
+        for record in Records(self.path, columns_read={self.reference_column, self.candidate_column, "id"}):
             if record.problem and record.problem.startswith(NOT_UTF8):
                 self.not_utf8_rows += 1
                 self.first_not_utf8_line = self.first_not_utf8_line or record.line

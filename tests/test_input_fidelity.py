@@ -544,16 +544,19 @@ def test_a_key_given_twice_with_different_values_is_an_unscored_row_not_the_last
     src = tmp_path / "twice.jsonl"
     src.write_text('{"id": 1, "reference": "Left effusion.", "candidate": "No effusion.", "candidate": "Left '
                    'effusion."}\n'
-                   '{"id": 2, "reference": "Heart normal.", "reference": "Heart normal.", "candidate": "Heart ok."}\n')
+                   '{"id": 2, "reference": "Heart normal.", "reference": "Heart normal.", "candidate": "Heart ok."}\n'
+                   # review 16: a key the run does not read cannot change a score; NaN twice is the same NaN
+                   '{"id": 3, "reference": "Lungs clear.", "candidate": "Lungs ok.", "note": "x", "note": "y", '
+                   '"w": NaN, "w": NaN}\n')
     with FakeOpenAIServer(analysis_for) as server:
         out = score(server, src, tmp_path / "o.jsonl", tmp_path)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
     rows = read_jsonl(tmp_path / "o.jsonl")
-    assert [r.get("id") for r in rows] == [None, 2]
+    assert [r.get("id") for r in rows] == [1, 2, 3]  # the unscored row keeps its columns
     assert rows[0]["green"] is None and rows[0]["reason"] == (
         "input line 1: key 'candidate' given twice with different values: which is meant is unknown; keep one")
-    assert rows[1]["green"] is not None
-    assert judged_pairs(server) == [("Heart normal.", "Heart ok.")]
+    assert rows[1]["green"] is not None and rows[2]["green"] is not None and rows[2]["note"] == "y"
+    assert sorted(judged_pairs(server)) == [("Heart normal.", "Heart ok."), ("Lungs clear.", "Lungs ok.")]
 
 
 def test_a_file_whose_rows_are_all_unreadable_says_why_the_first_is_not_no_columns(tmp_path):

@@ -256,7 +256,7 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
             pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
                               f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
                               f"across {tested} pairs at α = {alpha}")
-        pair["note"] = _interval_and_test_disagree(pair, tested, confidence)
+        pair["note"] = _interval_and_test_disagree(pair, tested, confidence, alpha)
         if pair["significant"] and pair["difference"]:
             pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
         else:
@@ -270,7 +270,7 @@ def level_text(confidence: float) -> str:
     return f"{confidence * 100:.10g}%"
 
 
-def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: float) -> str | None:
+def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: float, alpha: float = 0.05) -> str | None:
     """A note when the pair's bootstrap interval and its test point different ways (the interval excludes 0 and
     the test is not significant, or the reverse). They answer different questions: the interval is per pair and
     uncorrected, the test is corrected across the pairs, and a percentile bootstrap over few rows runs narrow.
@@ -281,12 +281,16 @@ def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: f
     if excludes_zero == pair["significant"]:
         return None
     level = level_text(confidence)
+    other_level = abs((1 - confidence) - alpha) > 1e-9  # e.g. a 90% interval beside a test at α = 0.05
+    why = [f"the interval is {level}, the test's level is α = {alpha:g}"] if other_level else []
     if excludes_zero:
-        why = [f"the test is corrected for {tested} pairs (Holm), the interval is not"] if tested > 1 else []
+        why += [f"the test is corrected for {tested} pairs (Holm), the interval is not"] if tested > 1 else []
         why.append(f"a percentile bootstrap over {pair['n_paired']} rows runs narrow")
         return (f"the {level} interval excludes 0 but the test is not significant: {'; '.join(why)}; "
                 "the test decides")
-    return f"significant, though the {level} interval includes 0: a difference near the threshold; the test decides"
+    return (f"significant, though the {level} interval includes 0: " + "; ".join(why or ["a difference near the "
+                                                                                          "threshold"])
+            + "; the test decides")
 
 
 def missing_results(result: CompareResult) -> dict[str, dict[str, str]]:
