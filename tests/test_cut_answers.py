@@ -160,3 +160,41 @@ def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_
     assert summary["num_scored"] == 0 and summary["num_empty_candidates"] == 1
     assert all(json.loads(x)["reason"].startswith("the judge's answer reached the token limit")
                for x in out.read_text().splitlines())
+
+
+def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
+    """Review 16 (R3): a continued run with --retry-unscored asked again only the rows it judged itself; the
+    unreadable rows the interrupted run had written stayed as written."""
+    import signal
+    import time
+    from collections import Counter
+
+    from fake_judge import UNREADABLE
+
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    asked: Counter = Counter()
+
+    def first_unreadable(prompt):  # the first answer to each prompt cannot be read, a second one can
+        time.sleep(0.15)
+        asked[prompt] += 1
+        return UNREADABLE if asked[prompt] == 1 else analysis_for(prompt)
+
+    part = tmp_path / "o.jsonl.part"
+    with FakeOpenAIServer(first_unreadable) as server:
+        args = _score_cli(server, src, out, "--cache", tmp_path / "c.sqlite", "--chunk-rows", "2",
+                          "--judge-option", "concurrency=1")
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        deadline = time.time() + 60
+        while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 4):
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        written = len(part.read_text().splitlines())
+        assert 4 <= written < 8 and all(not json.loads(x)["parsed"] for x in part.read_text().splitlines())
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{written} of them had unreadable answers and were asked again (--retry-unscored)" in again.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(8)) and all(r["parsed"] for r in rows)

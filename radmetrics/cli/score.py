@@ -228,14 +228,19 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     if writer.discarded:
         click.echo(f"{writer.part.name} was left by an interrupted run with another input or settings: starting "
                    "over.", err=True)
-    changed, failed = _check_resumed(system, pairs, writer) if writer.done_rows else (None, [])
+    changed, failed, unreadable = (_check_resumed(system, pairs, writer, retry_unscored) if writer.done_rows
+                                   else (None, [], []))
     if changed is not None:  # same size and time stamp, other rows (an edit with its time kept): not resumable
         click.echo(f"{changed}: starting over.", err=True)
         writer.restart()
-        failed = []
+        failed, unreadable = [], []
     resumed = writer.done_rows
-    if failed:
-        _reask_failed_calls(system, judge, pairs, writer, failed, config, fp, chunk_rows, progress, run_id)
+    if unreadable and hasattr(judge, "forget"):  # --retry-unscored: the written rows too, not only this run's
+        judge.forget([system.build_prompt(r.row.get(pairs.reference_column), r.row.get(pairs.candidate_column))
+                      for _, r in unreadable], config)
+    if failed or unreadable:
+        _reask_failed_calls(system, judge, pairs, writer, sorted(failed + unreadable, key=lambda kr: kr[0]), config,
+                            fp, chunk_rows, progress, run_id)
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
@@ -257,36 +262,47 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         flush()
     if resumed:
         again = f"; the judge calls of {len(failed)} of them had failed and were made again" if failed else ""
+        again += (f"; {len(unreadable)} of them had unreadable answers and were asked again (--retry-unscored)"
+                  if unreadable else "")
         click.echo(f"Continued an interrupted run: {resumed} rows were already written{again}.", err=True)
     return writer.done_rows
 
 
-def _check_resumed(system, pairs, writer) -> tuple[str | None, list[tuple[int, Record]]]:
+def _check_resumed(system, pairs, writer, retry_unscored: bool = False
+                   ) -> tuple[str | None, list[tuple[int, Record]], list[tuple[int, Record]]]:
     """One pass over the input and the part file a continued run found: why the part file is not this input's
     (a written row whose input columns differ from its input line's, or an input with fewer rows than were
     written; None when it is), and the rows whose judge call failed (no answer at all: the server was down, a
-    timeout), by their position in the part file. A run resumes when the input's size and time stamp are
-    unchanged; an edit that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
+    timeout), by their position in the part file, and with ``retry_unscored`` those whose answer could not be read
+    (as `_retry_unscored` picks them). A run resumes when the input's size and time stamp are unchanged; an edit
+    that kept both (`cp -p`, `touch -r`) would otherwise pair old results with new text."""
 
     from radmetrics.io import strict_json_ready
     from radmetrics.runner import judge_call_failed
+    from radmetrics.scoring import is_input_problem
+    from radmetrics.types import answer_was_cut
 
     # every key of a result row that the row does not set itself is its input row's, copied as read
     taken = result_keys(system.score_key)
     failed: list[tuple[int, Record]] = []
+    unreadable: list[tuple[int, Record]] = []
     matched = 0
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is None:
             break
         if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(strict_json_ready(v), sort_keys=True)
                for k, v in input_columns(record.row, taken).items()):  # as written: NaN as null (`result_line`)
-            return f"Input line {record.line} differs from the row an interrupted run wrote for it", []
-        if not done.get("judge_output") and judge_call_failed(done.get("reason")):
+            return f"Input line {record.line} differs from the row an interrupted run wrote for it", [], []
+        reason = done.get("reason")
+        if not done.get("judge_output") and judge_call_failed(reason):
             failed.append((matched, record))
+        elif (retry_unscored and done.get("judge_output") and not done.get("parsed") and not is_input_problem(reason)
+              and not judge_call_failed(reason) and not answer_was_cut(reason)):
+            unreadable.append((matched, record))
         matched += 1
     if matched < writer.done_rows:
-        return f"The input has {matched} rows, fewer than the {writer.done_rows} an interrupted run wrote", []
-    return None, failed
+        return f"The input has {matched} rows, fewer than the {writer.done_rows} an interrupted run wrote", [], []
+    return None, failed, unreadable
 
 
 def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Record]], config, fp: dict[str, Any],
