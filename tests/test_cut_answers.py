@@ -97,6 +97,20 @@ def _score_cli(server, src, out, *extra):
             "--backend", "openai", "--base-url", server.base_url, "--judge", "m", "--no-progress", *map(str, extra)]
 
 
+def _kill_once_written(args, part, cwd, rows: int = 4) -> int:
+    """Run ``args``, SIGKILL it once its part file holds ``rows`` rows; the rows written."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < rows):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return len(part.read_text().splitlines())
+
+
 def test_cut_rows_get_their_own_advice_and_retry_unscored_does_not_ask_them_twice(tmp_path):
     """Review 16 (T2): the closing advice said the cut answers "could not be read and are cached"; they are not
     cached and their format is fine. --retry-unscored asked each one twice per run, at the same limit."""
@@ -130,7 +144,6 @@ def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_
     """Review 16 (R1, R2): a continued run read the written rows' judge text back as if complete: the cut rows it had
     left unscored were scored in summary.json, the table and the exit code (an uninterrupted run exits 1: no row
     scored). And the rows read back lost their empty-candidate mark, so the summary counted fewer."""
-    import signal
     import time
 
     src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
@@ -145,13 +158,7 @@ def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_
     part = tmp_path / "o.jsonl.part"
     with FakeOpenAIServer(slow, script=["length"] * 40) as server:
         args = _score_cli(server, src, out, "--no-cache", "--chunk-rows", "2", "--judge-option", "concurrency=1")
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
-        deadline = time.time() + 60
-        while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 4):
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        written = len(part.read_text().splitlines())
+        written = _kill_once_written(args, part, tmp_path)
         assert 4 <= written < 10
         again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
     assert "Continued an interrupted run" in again.stderr, again.stderr[-2000:]
@@ -165,7 +172,6 @@ def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_
 def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
     """Review 16 (R3): a continued run with --retry-unscored asked again only the rows it judged itself; the
     unreadable rows the interrupted run had written stayed as written."""
-    import signal
     import time
     from collections import Counter
 
@@ -185,13 +191,7 @@ def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
     with FakeOpenAIServer(first_unreadable) as server:
         args = _score_cli(server, src, out, "--cache", tmp_path / "c.sqlite", "--chunk-rows", "2",
                           "--judge-option", "concurrency=1")
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
-        deadline = time.time() + 60
-        while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 4):
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        written = len(part.read_text().splitlines())
+        written = _kill_once_written(args, part, tmp_path)
         assert 4 <= written < 8 and all(not json.loads(x)["parsed"] for x in part.read_text().splitlines())
         again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
