@@ -96,6 +96,19 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.85\nConfidence: 0.9", 0.85, None),
     (HEAD + "Score = 2/(2+1) = 0.666\nRounded: 0.67", 0.666, None),
     (HEAD + "0.8\n**Final score: 0.6**", None, "gives more than one score (0.8, then '0.6')"),
+    # review 17: a revision in other words, or under another header form, was read as the first (or the last) score
+    (HEAD + "0.8\n\nUpon review, I revise the score to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8 (more accurately 0.6)", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\n- 0.6", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\n\nAfter reviewing again:\n**Overall Accuracy Score:** 0.6", None, "given 2 times with different"),
+    (HEAD + "0.8, revised to 0.6\n\nOverall Accuracy Score = 0.6", None, "gives more than one score (0.8, then"),
+    # ... while counts, fractions, rejected alternatives, hypotheticals and roundings are explanation
+    (HEAD + "1.0 (no false findings or omissions; 0 clinically significant errors)", 1.0, None),
+    (HEAD + "0.5 (or 1/2)", 0.5, None),
+    (HEAD + "0.7 instead of 1.0 because of one missed finding", 0.7, None),
+    (HEAD + "0.85; it could be 1.0 if the nodule were reported", 0.85, None),
+    (HEAD + "0.75\n\nBreakdown:\nMatched: 3\nErrors: 1\nResult: 0.75", 0.75, None),
+    (HEAD + "0.75\nScore = 3/4 = 0.75\nRounded: 0.8", 0.75, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -94,34 +94,52 @@ def read_score_text(answer: str) -> tuple[float, str]:
     return _to_float(token), form
 
 
-# a score-like number: written with decimals ("0.6", ".6", "0,6", "1.0"), or 0 / 1
-_SCORE_LIKE = r"[-−]?(?:\d+[.,]\d+|[.,]\d+|[01])(?![\d.,]*\d)"
-# another score right after the first ("0.6, 0.7", "0.6; 0.7", "0.7 0.8")
-_NEXT_TO = re.compile(rf"^\s*[,;]?\s*\**({_SCORE_LIKE})\**\s*(?:$|[,;.)])")
-# a hedge or a revision before another number on the score's line ("0.7 (or 0.8)", "0.8, revised to 0.6")
-_HEDGED = re.compile(rf"\b(?:or|maybe|possibly|perhaps|could\s+be|might\s+be|revised|revise|corrected|changed|after\s+"
-                     rf"review|actually|rather|instead|updated?|finally|alternatively)\b[^\d\n]{{0,25}}\b({_SCORE_LIKE})",
-                     re.I)
-# a later line that gives a score alone ("0.9", "**0.9**", "Score: 0.9", "Answer: 0.5"); not "Rounded: 0.67"
-_SCORE_LINE = re.compile(rf"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|my)\s+)*(?:score|answer|"
-                         rf"rating|grade|result)\s*[:=]\s*)?\**\s*({_SCORE_LIKE})\s*\**\.?\s*$", re.I)
+# a number that could be a score: written with decimals ("0.6", ".6", "0,6", "1.0"); 0 / 1 alone on a line
+_DECIMAL = re.compile(r"(?<![\w.,/])[-−]?(?:\d+[.,]\d+|[.,]\d+)(?![\d.,]*\d)")
+_ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|adjusted|my)\s+)*"
+                            r"(?:score|answer|rating|grade|result)\s*[:=]\s*)?\**\s*([01])\s*\**\.?\s*$", re.I)
+# what a number in the score's explanation can be that is no other score (review 16, 17):
+_UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|times\b)", re.I)  # a size, a share
+_HYPOTHETICAL_AFTER = re.compile(r"\s*\)?\s*(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect|"
+                                 r"rounded|approx)",
+                                 re.I)  # "0.9 would need no errors"
+_BESIDE_BEFORE = re.compile(r"(?:(?:perfect|ideal|maximum|highest|full\s+marks|confidence|certainty|probability)"
+                            r"[^\d\n]{0,30}|(?:max|instead\s+of|rather\s+than|not|than|from|between|above|below|over|"
+                            r"under|round\w*|approx\w*|about|~|≈)[^\d\n]{0,12})$",
+                            re.I)  # "a perfect report would score 1.0", "Rounded: 0.8", "Confidence: 0.9"
+_RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\d+|\d+)(?![\d.,]*\d)")
 
 
 def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
-    """Raise when the judge offers another score beside the first: next to it ("0.6, 0.7"), after a hedge or a
-    revision on its line ("0.7 (or 0.8)", "0.8, revised to 0.6"), or alone on a later line ("0.9", "Answer: 0.5")
-    (review 15: the first was read). Explanation is no other score (review 16): the rubric band it falls in
-    ("0.50-0.74"), a size ("0.5 cm"), "a perfect report would score 1.0", a rounding ("Rounded: 0.67")."""
-    found = [m.group(1) for m in (_NEXT_TO.match(after), _HEDGED.search(after)) if m]
-    found += [m.group(1) for line in later if (m := _SCORE_LINE.match(line))]
-    for token in found:
+    """Raise when the rest of the score's text gives another score (review 15: the first was read): "0.8, revised
+    to 0.6", "0.7 (or 0.8)", "0.6, 0.7", a later line "Upon review, I revise the score to 0.6." or "1". A number
+    there is no other score when it restates the score (to rounding), sits in a range that holds the score (the
+    rubric band it falls in), has a unit or a count after it, is hypothetical ("0.9 would need no errors"), or is
+    named beside the score ("a perfect report would score 1.0", "instead of 1.0") (review 16)."""
+    text = "\n".join([after, *later])
+    bands = [m for m in _RANGE.finditer(text) if _in_range(value, m)]
+    candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
+    candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
+    for token, start, end in candidates:
+        if end and (any(b.start() <= start and end <= b.end() for b in bands) or _UNIT_AFTER.match(text, end)
+                    or _COUNT_WORD.match(text, end) or _HYPOTHETICAL_AFTER.match(text, end)
+                    or _BESIDE_BEFORE.search(text[max(0, start - 40):start])):
+            continue
         try:
             other = _to_float(token)
         except (VertParseError, ValueError):
-            other = None
-        if other != value:
+            continue
+        if abs(other - value) > 0.005:  # "0.666 ... Rounded: 0.67" is the same score
             raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
                                  f"{token!r}): no single reading")
+
+
+def _in_range(value: float, match: re.Match[str]) -> bool:
+    try:
+        low, high = sorted((_to_float(match.group(1)), _to_float(match.group(2))))
+    except (VertParseError, ValueError):
+        return False
+    return low <= value <= high
 
 
 def read_overall_score(text: str) -> float:
@@ -137,13 +155,18 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
     # every header's section up to the next "[Section]" line; a judge may restate the template (no number)
     # before answering, but two sections that give different scores have no single reading
     readings, errors = [], []
-    for header in headers:
-        answer = re.split(r"\n\s*\[[A-Za-z][^\]\n]*\]", text[header.end():])[0]
+    for k, header in enumerate(headers):
+        # up to the next header of any form, or the next "[Section]" line (review 17: a later "**Overall Accuracy
+        # Score:** 0.6" was read inside the first section, which then failed and was dropped)
+        end = headers[k + 1].start() if k + 1 < len(headers) else len(text)
+        answer = re.split(r"\n\s*\[[A-Za-z][^\]\n]*\]", text[header.end():end])[0]
         try:
             value, form = read_score_text(answer)
             check_range(value, form)
             readings.append((value, form))
         except VertParseError as error:
+            if "more than one score" in str(error):  # a section that gives two scores: no single reading
+                raise
             errors.append(error)
     if not readings:
         raise errors[-1]
