@@ -333,6 +333,11 @@ _TWO_ERRORS = ("[Explanation]:\nx\n\n[Clinically Significant Errors]:\n"
     pytest.param("False finding reported: 1. e0", None, id="reworded-no-marker"),
     pytest.param("1. False report of a finding in the candidate: 1. e0", None, id="numbered-1-dot"),
     pytest.param("<a> False report of a finding in the candidate: 0.", 2 / 3, id="unread-but-zero"),
+    # review 17: counts written "1 (...)" or "2 errors" after an unread marker or a reworded label were dropped
+    pytest.param("(\u0430) False report of a finding in the candidate: 1 (right pleural effusion)", None,
+                 id="cyrillic-a-count-in-parentheses"),
+    pytest.param("(\u0430) False report of a finding in the candidate: 2 errors.", None, id="cyrillic-a-count-errors"),
+    pytest.param("Hallucinated finding: 1.", None, id="reworded-hallucinated"),
 ])
 def test_an_item_whose_marker_drifts_is_read_as_meant_or_unscored_never_counted_zero(item_a, expected):
     """Review 15 (G1): a line in an error section whose marker was none of (a)-(f) was skipped, and its category
@@ -365,6 +370,10 @@ def test_an_item_whose_marker_drifts_is_read_as_meant_or_unscored_never_counted_
     pytest.param("(a) False report of a finding in the candidate: 1. e0",
                  "(a) False report of a finding in the candidate: 1. e0\n   **1. Effusion size:** 2.", 0.5, None,
                  id="bold-numbered-detail-with-a-count"),
+    # review 17: only the non-zero items, with numbered details that count: details, not lost items
+    pytest.param("(b) Missing a finding present in the reference: 0.\n",
+                 "(b) Missing a finding present in the reference: 0.\n   1. Pulmonary nodules: 3.\n", 0.5, None,
+                 id="numbered-detail-that-counts"),
 ])
 def test_lists_and_detail_lines_under_counted_items_are_read_as_upstream_reads_them(old, new, expected, reason):
     """A stated matched count over a numbered list that lists another number has no single reading (unscored).

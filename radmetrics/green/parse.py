@@ -424,13 +424,14 @@ _BRACKETED_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:\[\s*([a-fA-F])\s*\]|\(\s+
                              r"(?=\s*\S)")
 #: a line that reads like an item ("label: count") with a marker that is no (a)-(f): "(а)" in Cyrillic, "1. False
 #: report of ...: 1.", "<a> ..."; its count belongs to no category, and dropping it would count that category 0
-_OTHER_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:[\[(<{]\s*\S{1,2}\s*[\])>}]|\d\s*[.)]|\S[.)])\**\s*[^:\n]{3,120}:\s*\**\s*"
-                         r"(?:\d|none\b|zero\b)", re.I)
+_CATEGORY_WORD = (r"(?=[^:\n]*\b(?:false|miss\w*|omit\w*|omission|comparison|locat\w*|position|severity|misidentif\w*|"
+                  r"misassess\w*|report\w*|hallucinat\w*|fabricat\w*|incorrect\w*|wrong\w*|errors?|mistakes?)\b)")
+_OTHER_MARK = re.compile(r"^[ \t>*\-•]*\**\s*(?:[\[(<{]\s*\S{1,2}\s*[\])>}]|\d\s*[.)]|\S[.)])\**\s*" + _CATEGORY_WORD
+                         + r"[^:\n]{3,120}:\s*\**\s*(?:\d|none\b|zero\b)", re.I)
 #: "label: count." on a line of its own at the margin whose label reads like a category's, reworded ("False finding
 #: reported: 1."); "Size of effusion: 2." is a detail
-_BARE_COUNT_LINE = re.compile(r"^(?=[^:\n]*\b(?:false|miss\w*|omit\w*|omission|comparison|locat\w*|position|severity|"
-                              r"misidentif\w*|misassess\w*|report\w*)\b)[A-Za-z*][^:\n]{3,120}:\s*\**\s*\d+\**"
-                              r"(?:\.(?:\s|$)|\s*$)", re.I)
+_BARE_COUNT_LINE = re.compile(r"^" + _CATEGORY_WORD + r"[A-Za-z*][^:\n]{3,120}:\s*\**\s*\d+\**"
+                              r"(?:\.(?:\s|$)|\s*$|\s*\(|\s+(?:errors?|findings?|mistakes?)\b)", re.I)
 _NUMBER_MARK = re.compile(r"\(([1-6])\) ")
 _LATER_LOOSE_MARK = re.compile(r"(?<=\s)[-•*]*\s*\**\(?([a-fA-F])[.)]\**[ \t]*\**")
 #: a "(1)-(6)" item that gives a count ("(3) Misidentification ...: 1."), not an error's own number "(1) x"
@@ -525,7 +526,9 @@ def _check_unread_items(lines: list[str], items: list[_Item]) -> None:
     if set(LETTERS) <= letters:
         return  # every category has its item: another "label: number" line is a detail ("1. Nodule size: 8 mm")
     for line in lines:
-        count = re.search(r":\s*\**\s*(\d+)\**\s*(?:\.(?!\d)|$)", line)  # GREEN's count, not "8 mm" or "10:30"
+        # a count as GREEN's items give it (": 1.", ": 1", ": 1 (effusion)", ": 2 errors"), not "8 mm" or "10:30"
+        count = re.search(r":\s*\**\s*(\d+)\**\s*(?:\.(?!\d)|$|\(|[-–;,]|(?:errors?|findings?|mistakes?)\b)", line,
+                          re.I)
         if not count or not int(count.group(1)):
             continue  # a line that counts nothing loses nothing: "All categories: 0."
         wording = next((k for k, w in _WORDING.items() if re.search(w + r"[^:\n]*:\s*\**\s*\d", line, re.I)), None)
@@ -787,8 +790,8 @@ def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[st
 #: embeddings, word joiner and invisible operators, BOM
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 #: full-width ASCII as ASCII; no-break and other fixed spaces as the space they show as
-_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20,
-               0x2007: 0x20}
+_FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for c in range(0x2000, 0x200B)},
+               0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20}
 
 
 def parse_green(text: str) -> GreenAnalysis:
@@ -800,10 +803,11 @@ def parse_green(text: str) -> GreenAnalysis:
     cleaned = _strip_chat(text).replace("\r\n", "\n").replace("\r", "\n")
     # characters that show as nothing (a BOM, zero-width spaces) and full-width ASCII ("（a）") mean what they look
     # like: read as such (a BOM before "(a)" hid the item, and its category counted 0)
-    cleaned = _INVISIBLE.sub("", cleaned).translate(_FULL_WIDTH)
-    if not cleaned.strip():
+    shown = _INVISIBLE.sub("", cleaned).translate(_FULL_WIDTH)
+    if not shown.strip():
         raise GreenParseError("empty judge output")
-    leniency: list[str] = []
+    leniency: list[str] = ["invisible-or-full-width"] if shown != cleaned else []  # where the official may differ
+    cleaned = shown
     analysis, headers = _choose_analysis(cleaned, leniency)
     kinds = {h.kind for h in headers}
     missing = [f"[{_KIND_NAME[k]}] section" for k in ("significant", "matched") if k not in kinds]
