@@ -235,7 +235,7 @@ class Records:
         suffix = self.path.suffix.lower()
         self.delimiter = {".csv": ",", ".tsv": "\t"}.get(suffix)
         self.columns: dict[str, None] = {}
-        #: the columns a run reads (a JSONL key given twice matters only there); None: any report or id alias
+        #: the columns a run reads (a JSONL key given twice matters only there); None: unknown, every key matters
         self.columns_read = set(columns_read) if columns_read is not None else None
 
     def __iter__(self) -> Iterator[Record]:
@@ -434,18 +434,14 @@ def _same(a: Any, b: Any) -> bool:
     return a == b or repr(a) == repr(b)  # NaN given twice is the same NaN
 
 
-#: a row's id and report columns, by any of their names: a key given twice matters there
-_READ_ALIASES = frozenset(REFERENCE_ALIASES + CANDIDATE_ALIASES + ("id",))
-
-
 def keys_given_twice(row: Any, columns_read: set[str] | None = None) -> str | None:
     """The problem of a JSON object that gives a key the run reads twice with different values (which one is meant
-    is unknown; json would keep the last without a word), or None. ``columns_read``: the columns the run reads
-    (None: any report or id alias); a key it does not read cannot change a score (review 16)."""
+    is unknown; json would keep the last without a word), or None. ``columns_read``: the columns the run reads, where
+    a reader knows them (a key it does not read cannot change a score, review 16); None: any key (review 17: a
+    reader that picks its columns later, e.g. compare's --candidate-column, must not take the last value)."""
     if not isinstance(row, _KeysTwice):
         return None
-    twice = [k for k in row.twice
-             if (k in columns_read if columns_read is not None else k.lower().strip() in _READ_ALIASES)]
+    twice = [k for k in row.twice if columns_read is None or k in columns_read]
     if not twice:
         return None
     names = ", ".join(map(repr, twice))

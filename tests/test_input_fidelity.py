@@ -568,3 +568,16 @@ def test_a_file_whose_rows_are_all_unreadable_says_why_the_first_is_not_no_colum
     with pytest.raises(InputError, match=r"pairs.txt: no row could be read; the first, line 1: not JSON .*a CSV or "
                                          r"TSV file\? radmetrics reads a file by its suffix"):
         read_pairs(src)
+
+
+def test_a_key_given_twice_in_a_column_chosen_later_is_refused(tmp_path):
+    """Review 17 (I1): where the reader does not know the columns yet (compare picks them after reading), a key given
+    twice with different values is refused whatever its name: compare --candidate-column cand_text took the last."""
+    from radmetrics.meta.compare import load_systems
+
+    a = tmp_path / "a.jsonl"
+    a.write_text('{"id": "1", "reference": "Heart normal.", "cand_text": "Heart ok."}\n')
+    b = tmp_path / "b.jsonl"
+    b.write_text('{"id": "1", "cand_text": "Heart ok.", "cand_text": "Effusion."}\n')
+    with pytest.raises(InputError, match=r"b.jsonl line 1: key 'cand_text' given twice with different values"):
+        load_systems({"A": a, "B": b}, candidate_column="cand_text")
