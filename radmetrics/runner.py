@@ -14,7 +14,8 @@ from radmetrics.errors import InputError, JudgeError
 from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, Judgment, answer_was_cut
 
 log = logging.getLogger(__name__)
-#: marks `score`'s "the judge gave no answer" warning: a caller that says it per system (compare) filters it out
+#: marks `score`'s "the judge gave no answer" and "answers cut" warnings: a caller that says them per system
+#: (compare) filters them out
 FAILED_CALLS_RECORD = "radmetrics_failed_calls"
 
 
@@ -273,7 +274,7 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     if cut:  # the mean covers fewer rows: say why, and what helps (review 16)
         log.warning("%s: the judge's answer reached the token limit (max_new_tokens=%d) for %d of %d rows; they are "
                     "unscored: pass a GenerationConfig with a higher max_new_tokens", system.name,
-                    config.max_new_tokens, cut, len(judgments))
+                    config.max_new_tokens, cut, len(judgments), extra={FAILED_CALLS_RECORD: True})
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

@@ -10,7 +10,8 @@ request's Authorization value is echoed in a response header, in every error bod
 field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
 the n-th error reply (default: a short JSON error, with the key when `echo_key`,).
 
-"length": the answer with `finish_reason: "length"` (the server stopped it at max_tokens). More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
+"length": the answer with `finish_reason: "length"` (the server stopped it at max_tokens); "length-empty": no
+text and `finish_reason: "length"`. More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
 answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
 before each answer. "stall" accepts the request and sends nothing until the server is shut down (a stuck
 server). Each request also records `t_start` (wall clock) and `t_done` (when its response was fully written,
@@ -103,13 +104,13 @@ class FakeOpenAIServer:
                     return
                 chat = self.path.endswith("/chat/completions")
                 text = server.answer(_prompt_of(body["messages"]) if chat else body["prompt"])
-                if action == "blank":
+                if action in ("blank", "length-empty"):
                     text = ""
                 elif action == "nontext":
                     text = 5
                 elif action == "huge":
                     text = "junk " * 1_000_000
-                finish = "length" if action == "length" else "stop"
+                finish = "length" if action in ("length", "length-empty") else "stop"
                 if chat:
                     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
                 else:

@@ -538,3 +538,26 @@ def test_system_options_reach_compares_metrics(tmp_path):
     assert unknown.returncode == 2 and "Scoring system 'green' has no option 'foo'" in unknown.stderr
     rouge = _strict_json((tmp_path / "unknown" / "results.json").read_text())["metrics"]["rouge-l"]
     assert rouge["error"] is None and rouge["systems"]["B"]["num_scored"] == 8
+
+
+def test_rows_whose_answer_was_cut_are_named_per_system_and_fail_the_run(tmp_path):
+    """Review 17 (C1): answers cut at the token limit left their pairs; compare exited 0 with one warning pooling
+    both systems' rows and advice for the Python API. Now one warning per metric names each system's count, and the
+    run exits 2 with what helps (--max-new-tokens), as for failed calls."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    refs = [f"Small left effusion {i}." for i in range(4)]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": r, "candidate": r} for i, r in enumerate(refs)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "reference": r, "candidate": "Heart normal."}
+                                      for i, r in enumerate(refs)])
+    with FakeOpenAIServer(analysis_for, script=["length"] + ["ok"] * 7) as server:
+        run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", "green", "--backend", "openai",
+                           "--base-url", server.base_url, "-j", "m", "--judge-option", "concurrency=1", "--no-cache",
+                           "-o", tmp_path / "out")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.count("reached the token limit for 1 of A's rows") == 1
+    assert "pass a GenerationConfig" not in run.stderr  # the Python API's advice, pooled over both systems
+    assert run.stderr.strip().splitlines()[-1] == (
+        "Error: the judge's answer reached the token limit for some rows (green: A 1); their pairs left them out. "
+        "Rerun with a higher --max-new-tokens; per_row.csv names the rows.")

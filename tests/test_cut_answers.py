@@ -126,6 +126,16 @@ def test_cut_rows_get_their_own_advice_and_retry_unscored_does_not_ask_them_twic
     assert "could not be read" not in run.stderr
 
 
+def test_an_empty_answer_stopped_at_the_limit_is_a_cut_answer_not_a_failed_call():
+    """Review 17 (T1): a reasoning model that spent every token thinking answers nothing with finish_reason "length":
+    that was "the answer is empty", retried at full cost, then a failed call. It is a cut answer, asked once."""
+    with FakeOpenAIServer(analysis_for, script=["length-empty"] * 5) as server:
+        result = radmetrics.score("green", REFS[:1], CANDS[:1], backend="openai", judge="m", cache=False,
+                                  progress=False, judge_options={"base_url": server.base_url})
+        assert len(server.requests) == 1
+    assert result.scores == [None] and result.judgments[0].reason == CUT.format(1024)
+
+
 def test_python_score_warns_of_cut_rows(caplog):
     """Review 16 (T3): radmetrics.score and evaluate's compute left cut rows out of the mean without a word."""
     import logging

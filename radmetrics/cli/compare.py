@@ -54,13 +54,14 @@ def compare_command(system_files, references, metrics, output, id_column, refere
 
     A metric that gives a system no result (it failed, or scored none of its rows) is reported with its reason and
     the other results are kept; the command then exits with code 2, as meta-eval does. So it does when the judge
-    gave no answer for some rows (a failed call, not an unreadable answer): a rerun asks only those."""
+    gave no answer for some rows (a failed call, not an unreadable answer): a rerun asks only those; and when answers
+    ran into the token limit (raise --max-new-tokens)."""
     note_replaced_report(output)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it
         optional_import(module, "meta", "by compare")
-    from radmetrics.meta.compare import compare, failed_calls, load_systems, missing_results, write_outputs
+    from radmetrics.meta.compare import compare, cut_answers, failed_calls, load_systems, missing_results, write_outputs
     from radmetrics.meta.html_report import shorten
 
     aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
@@ -97,14 +98,26 @@ def compare_command(system_files, references, metrics, output, id_column, refere
         named = "; ".join(f"{metric}: {', '.join(systems)}" for metric, systems in missing.items())
         raise RadmetricsError(f"{len(missing)} of {len(result.metrics)} metrics gave no result for some system "
                               f"({named}); {output} has the others and per_row.csv says why.")
+    problems = []
     failed = failed_calls(result)
     if failed:  # rows without an answer left their pairs: the comparison is not over the same rows as asked
-        named = "; ".join(f"{metric}: " + ", ".join(f"{s} {n}" for s, n in systems.items())
-                          for metric, systems in failed.items())
         rerun = ("Rerun the same command to ask them again (answers already given are cached)" if judge_flags.cache
-                 is not False else "Rerun to ask every row again (--no-cache keeps no answer; with a cache a rerun asks only these)")
-        raise RadmetricsError(f"the judge gave no answer for some rows (judge call failed: {named}); their pairs "
-                              f"left them out. {rerun}; per_row.csv names the rows.")
+                 is not False else "Rerun to ask every row again (--no-cache keeps no answer; with a cache a rerun "
+                                   "asks only these)")
+        problems.append(f"the judge gave no answer for some rows (judge call failed: {_named(failed)}); their pairs "
+                        f"left them out. {rerun}")
+    cut = cut_answers(result)
+    if cut:  # as failed calls: their pairs left them out, and they follow the system with the longer reports
+        problems.append(f"the judge's answer reached the token limit for some rows ({_named(cut)}); their pairs left "
+                        "them out. Rerun with a higher --max-new-tokens")
+    if problems:
+        raise RadmetricsError("; ".join(problems) + "; per_row.csv names the rows.")
+
+
+def _named(counts: dict[str, dict[str, int]]) -> str:
+    """"green: A 2, B 1; vert: B 3"."""
+    return "; ".join(f"{metric}: " + ", ".join(f"{s} {n}" for s, n in systems.items())
+                     for metric, systems in counts.items())
 
 
 def _fmt(value, digits: int = 4) -> str:

@@ -269,12 +269,16 @@ class OpenAIJudge(JudgeBackend):
             text, where = message.get("content"), "message.content"
         else:
             text, where = choice.get("text"), "text"
+        # "length": the server stopped it at max_tokens (OpenAI, vLLM, TGI, llama.cpp and Ollama all say so); with no
+        # text at all (a reasoning model that spent every token thinking) it is still a cut answer, not a failed call
+        cut = choice.get("finish_reason") == "length"
+        if cut and (text is None or (isinstance(text, str) and not text.strip())):
+            return CutAnswer(text or "", None)
         if not isinstance(text, str):
             raise _Unusable(f"choices[0].{where} is {'missing' if text is None else type(text).__name__}, not text")
         if not text.strip():
             raise _Unusable("the answer is empty")
-        # "length": the server stopped it at max_tokens (OpenAI, vLLM, TGI, llama.cpp and Ollama all say so)
-        return cut_at_limit(text, None, choice.get("finish_reason") == "length")
+        return cut_at_limit(text, None, cut)
 
     def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, bytes]:
         """(status, headers, body) within the total deadline; a body over max_response_bytes is _Unusable."""

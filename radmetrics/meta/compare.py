@@ -313,19 +313,32 @@ def failed_calls(result: CompareResult) -> dict[str, dict[str, int]]:
     out) bias the comparison: the CLI names them and exits non-zero, as `score` does."""
     from radmetrics.runner import judge_call_failed
 
-    failed: dict[str, dict[str, int]] = {}
+    return _rows_where(result, judge_call_failed)
+
+
+def cut_answers(result: CompareResult) -> dict[str, dict[str, int]]:
+    """metric -> {system: rows whose answer ran into the token limit} (unscored, never read as complete). They leave
+    their pairs as failed calls do, and follow a system as surely (longer reports, longer analyses): named, and the
+    CLI exits non-zero (review 17)."""
+    from radmetrics.types import answer_was_cut
+
+    return _rows_where(result, answer_was_cut)
+
+
+def _rows_where(result: CompareResult, unscored_because) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
     for metric, per_system in result.runs.items():
         for system, run in per_system.items():
-            count = sum(map(judge_call_failed, run.reasons))
+            count = sum(map(unscored_because, run.reasons))
             if count and not run.error:
-                failed.setdefault(metric, {})[system] = count
-    return failed
+                found.setdefault(metric, {})[system] = count
+    return found
 
 
 @contextlib.contextmanager
 def _per_system_failed_calls():
-    """`score` warns of judge calls that failed counted over the rows it was given, here every system's together;
-    compare says it per system instead (one line, not two)."""
+    """`score` warns of judge calls that failed (and of answers cut at the token limit) counted over the rows it was
+    given, here every system's together; compare says it per system instead (one line, not two)."""
     from radmetrics.runner import FAILED_CALLS_RECORD
     from radmetrics.runner import log as runner_log
 
@@ -388,6 +401,11 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
             log.warning("%s: no judge answer (judge call failed) for %s; those rows leave their pairs, and a rerun "
                         "with a cache asks only them", metric,
                         ", ".join(f"{count} of {system}'s rows" for system, count in failed.items()))
+        cut = cut_answers(result).get(metric)
+        if cut:
+            log.warning("%s: the judge's answer reached the token limit for %s; those rows leave their pairs: raise "
+                        "the judge's max_new_tokens (--max-new-tokens)", metric,
+                        ", ".join(f"{count} of {system}'s rows" for system, count in cut.items()))
         if on_metric:
             on_metric(metric, result)
     return result
