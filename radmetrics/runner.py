@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import InputError, JudgeError
-from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, Judgment, answer_was_cut
+from radmetrics.types import (
+    CutAnswer,
+    GenerationConfig,
+    Judgment,
+    answer_problem,
+    answer_was_cut,
+    judge_call_failed,
+)
 
 log = logging.getLogger(__name__)
 #: marks `score`'s "the judge gave no answer" and "answers cut" warnings: a caller that says them per system
@@ -141,20 +148,10 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     return judgments  # type: ignore[return-value]
 
 
-#: how the reason of a row whose judge call failed (no answer: a server down, a timeout) starts
-JUDGE_CALL_FAILED = "judge call failed: "
-
-
-def judge_call_failed(reason: object) -> bool:
-    """Whether an unscored row's reason says its judge call failed (no answer), not that the answer was unreadable."""
-    return isinstance(reason, str) and reason.startswith(JUDGE_CALL_FAILED)
-
-
 def _parse(system, text: str) -> Judgment:
-    if isinstance(text, GenerationFailure):
-        return Judgment.unscored(f"{JUDGE_CALL_FAILED}{text.reason}")
-    if isinstance(text, CutAnswer):  # never read as if complete (review 15 T1)
-        return Judgment.unscored(text.reason, raw=str(text))
+    why = answer_problem(text)  # no answer, or one cut at the token limit: never read as if complete (review 15)
+    if why:
+        return Judgment.unscored(why, raw=str(text) if isinstance(text, CutAnswer) else "")
     try:
         return system.parse(text)
     except Exception as e:  # a parser bug must not lose the other rows

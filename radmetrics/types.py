@@ -114,11 +114,18 @@ class CutAnswer(str):
 
 #: how the reason of a row whose answer ran into the token limit starts (`CutAnswer.reason`)
 CUT_REASON = "the judge's answer reached the token limit"
+#: how the reason of a row whose judge call failed (no answer: a server down, a timeout) starts
+JUDGE_CALL_FAILED = "judge call failed: "
 
 
 def answer_was_cut(reason: object) -> bool:
     """Whether an unscored row's reason says its answer ran into the token limit (a written row read back)."""
     return isinstance(reason, str) and reason.startswith(CUT_REASON)
+
+
+def judge_call_failed(reason: object) -> bool:
+    """Whether an unscored row's reason says its judge call failed (no answer), not that the answer was unreadable."""
+    return isinstance(reason, str) and reason.startswith(JUDGE_CALL_FAILED)
 
 
 def cut_at_limit(text: str, limit: int | None, cut: bool) -> str:
@@ -145,7 +152,7 @@ def answer_problem(answer: str) -> str | None:
     """Why a judge answer cannot be used as written: no answer (`GenerationFailure`), or one cut at the token limit
     (`CutAnswer`: a rewritten report cut mid-sentence is not a report); None when it can."""
     if isinstance(answer, GenerationFailure):
-        return f"judge call failed: {answer.reason}"
+        return f"{JUDGE_CALL_FAILED}{answer.reason}"
     if isinstance(answer, CutAnswer):
         return answer.reason
     return None

@@ -279,8 +279,6 @@ def _check_resumed(system, pairs, writer, retry_unscored: bool = False
 
     from radmetrics.io import strict_json_ready
     from radmetrics.runner import judge_call_failed
-    from radmetrics.scoring import is_input_problem
-    from radmetrics.types import answer_was_cut
 
     # every key of a result row that the row does not set itself is its input row's, copied as read
     taken = result_keys(system.score_key)
@@ -293,11 +291,9 @@ def _check_resumed(system, pairs, writer, retry_unscored: bool = False
         if any(json.dumps(done.get(k), sort_keys=True) != json.dumps(strict_json_ready(v), sort_keys=True)
                for k, v in input_columns(record.row, taken).items()):  # as written: NaN as null (`result_line`)
             return f"Input line {record.line} differs from the row an interrupted run wrote for it", [], []
-        reason = done.get("reason")
-        if not done.get("judge_output") and judge_call_failed(reason):
+        if not done.get("judge_output") and judge_call_failed(done.get("reason")):
             failed.append((matched, record))
-        elif (retry_unscored and done.get("judge_output") and not done.get("parsed") and not is_input_problem(reason)
-              and not judge_call_failed(reason) and not answer_was_cut(reason)):
+        elif retry_unscored and _worth_asking_again(done.get("parsed"), done.get("judge_output"), done.get("reason")):
             unreadable.append((matched, record))
         matched += 1
     if matched < writer.done_rows:
@@ -325,17 +321,24 @@ def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Re
     writer.replace_rows(replaced)
 
 
-def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
-    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
-    forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
-    from radmetrics.runner import judge_call_failed, judge_pairs
+def _worth_asking_again(parsed: bool, raw: str | None, reason: str | None) -> bool:
+    """What --retry-unscored asks again (a row of this run, or one a continued run finds written): the judge answered
+    and the answer could not be read. Not a bad input row, not a failed call (asked again anyway), not an answer cut
+    at the token limit (not cached, and at the same max_new_tokens cut again)."""
+    from radmetrics.runner import judge_call_failed
     from radmetrics.scoring import is_input_problem
     from radmetrics.types import answer_was_cut
 
-    # not a cut answer: it was just asked, and at the same max_new_tokens it is cut again (it is not cached)
-    redo = [k for k, j in enumerate(judged)
-            if not j.parsed and j.raw and not is_input_problem(j.reason)
-            and not judge_call_failed(j.reason) and not answer_was_cut(j.reason)]
+    return (not parsed and bool(raw) and not is_input_problem(reason) and not judge_call_failed(reason)
+            and not answer_was_cut(reason))
+
+
+def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
+    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
+    forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
+    from radmetrics.runner import judge_pairs
+
+    redo = [k for k, j in enumerate(judged) if _worth_asking_again(j.parsed, j.raw, j.reason)]
     if not redo or not hasattr(judge, "forget"):
         return judged
     judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)

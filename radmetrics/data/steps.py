@@ -197,8 +197,8 @@ def inject_errors(judge, reports: Sequence[str], error_type: str, k: int, modali
         answers = _ask(judge, prompts, config)
         checked = {}
         for i, answer in zip(pending, answers):
-            if answer_problem(answer):
-                last_reason[i] = answer_problem(answer)
+            if why := answer_problem(answer):
+                last_reason[i] = why
                 continue
             data, reason = _check_injection(answer, k)
             if data is None:
@@ -238,8 +238,8 @@ def green_modify(judge, reports: Sequence[str], seed: int = 0, config: Generatio
     for (errors, subtle), answer in zip(plans, answers):
         match = re.search(r"\[Candidate\]:\s*(.+)", answer or "", re.S)
         details = {"error_types": errors, "subtle": subtle}
-        if answer_problem(answer):
-            out.append(StepResult(None, 1, answer_problem(answer), details))
+        if why := answer_problem(answer):
+            out.append(StepResult(None, 1, why, details))
         elif not match or not match.group(1).strip():
             out.append(StepResult(None, 1, "no [Candidate]: in the answer", details))
         else:

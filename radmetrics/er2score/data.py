@@ -66,8 +66,8 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
                              config or GenerationConfig(), progress=False)
     pairs, problems = [], []
     for i, (reference, answer) in enumerate(zip(references, answers)):
-        if answer_problem(answer):
-            problems.append(f"row {i}: {answer_problem(answer)}")
+        if why := answer_problem(answer):
+            problems.append(f"row {i}: {why}")
             continue
         try:
             pairs.extend(build_pairs(reference, parse_generation(answer, convention)))

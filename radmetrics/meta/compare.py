@@ -23,6 +23,7 @@ from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html
 from radmetrics.meta.runs import MetricRun, run_metric
+from radmetrics.types import answer_was_cut, judge_call_failed
 
 log = logging.getLogger(__name__)
 
@@ -311,8 +312,6 @@ def failed_calls(result: CompareResult) -> dict[str, dict[str, int]]:
     """metric -> {system: rows whose judge call failed} (no answer at all: a server error, a timeout; not an answer
     that could not be read). Such rows leave their pairs, and failures that follow a system (longer outputs time
     out) bias the comparison: the CLI names them and exits non-zero, as `score` does."""
-    from radmetrics.runner import judge_call_failed
-
     return _rows_where(result, judge_call_failed)
 
 
@@ -320,19 +319,26 @@ def cut_answers(result: CompareResult) -> dict[str, dict[str, int]]:
     """metric -> {system: rows whose answer ran into the token limit} (unscored, never read as complete). They leave
     their pairs as failed calls do, and follow a system as surely (longer reports, longer analyses): named, and the
     CLI exits non-zero (review 17)."""
-    from radmetrics.types import answer_was_cut
-
     return _rows_where(result, answer_was_cut)
 
 
 def _rows_where(result: CompareResult, unscored_because) -> dict[str, dict[str, int]]:
-    found: dict[str, dict[str, int]] = {}
-    for metric, per_system in result.runs.items():
-        for system, run in per_system.items():
-            count = sum(map(unscored_because, run.reasons))
-            if count and not run.error:
-                found.setdefault(metric, {})[system] = count
-    return found
+    found = {metric: _count_per_system(per_system, unscored_because) for metric, per_system in result.runs.items()}
+    return {metric: counts for metric, counts in found.items() if counts}
+
+
+def _count_per_system(per_system: dict[str, MetricRun], unscored_because) -> dict[str, int]:
+    """system -> rows of one metric unscored for that reason (a metric that failed as a whole is reported as such)."""
+    counts = {system: sum(map(unscored_because, run.reasons)) for system, run in per_system.items() if not run.error}
+    return {system: n for system, n in counts.items() if n}
+
+
+#: rows a metric left unscored because of the judge, said per system after each metric: (which, what, what helps)
+_LEFT_OUT = [
+    (judge_call_failed, "no judge answer (judge call failed)", ", and a rerun with a cache asks only them"),
+    (answer_was_cut, "the judge's answer reached the token limit",
+     ": raise the judge's max_new_tokens (--max-new-tokens)"),
+]
 
 
 @contextlib.contextmanager
@@ -396,16 +402,11 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
                                          run.reasons[rows] if run.reasons else [None] * n, run.error)
         result.runs[metric] = per_system
         result.metrics[metric] = analyse_metric(per_system, resamples, seed, confidence, alpha)
-        failed = failed_calls(result).get(metric)
-        if failed:
-            log.warning("%s: no judge answer (judge call failed) for %s; those rows leave their pairs, and a rerun "
-                        "with a cache asks only them", metric,
-                        ", ".join(f"{count} of {system}'s rows" for system, count in failed.items()))
-        cut = cut_answers(result).get(metric)
-        if cut:
-            log.warning("%s: the judge's answer reached the token limit for %s; those rows leave their pairs: raise "
-                        "the judge's max_new_tokens (--max-new-tokens)", metric,
-                        ", ".join(f"{count} of {system}'s rows" for system, count in cut.items()))
+        for unscored_because, what, remedy in _LEFT_OUT:
+            counts = _count_per_system(per_system, unscored_because)
+            if counts:
+                log.warning("%s: %s for %s; those rows leave their pairs%s", metric, what,
+                            ", ".join(f"{count} of {system}'s rows" for system, count in counts.items()), remedy)
         if on_metric:
             on_metric(metric, result)
     return result
