@@ -1,0 +1,102 @@
+"""The engine's decode-step forward without transformers' model-level wrappers, for Llama-shaped decoders.
+
+Why: a small judge's decode step on a CPU is mostly per-call overhead, not arithmetic (BENCHMARKS.md, sessions 9
+and 13). ``model(...)`` adds, every step, the output-capturing and kwargs-checking decorators, the mask
+interface, config attribute lookups and two output dataclasses. Calling the model's own modules in the order
+its ``forward`` does skips those: the natural benchmark's default run took 1.29 s against 1.40 s (best of 5,
+interleaved, answers identical; session 15).
+
+What it runs is what ``LlamaForCausalLM.forward`` -> ``LlamaModel.forward`` -> ``LlamaDecoderLayer.forward`` ->
+``LlamaAttention.forward`` run (transformers ``models/llama/modeling_llama.py``), with the engine's attention
+(`greedy_engine.shared_prefix_attention`, what the model's attention interface is switched to for decode
+steps) called directly. The modules themselves are called (embedding, norms, projections, MLP, rotary
+embedding), so adapters or quantised linear layers inside them still apply.
+
+It is an optimisation, never a second model: only for model types whose layers are Llama's (`LEAN_MODEL_TYPES`),
+and the engine compares its logits with the model's own forward bit for bit on the first decode step it serves
+for a model (`LeanCheck`); any difference or error and that model's steps go through ``model(...)`` from then on.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import weakref
+from types import SimpleNamespace
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: ``config.model_type`` of the decoders whose layer is Llama's: pre-norm, q/k/v projections, rotary embedding,
+#: attention, o projection, residual, post-attention norm, MLP, residual (Mistral's modeling file is Llama's)
+LEAN_MODEL_TYPES = ("llama", "mistral")
+
+
+class LeanDecoder:
+    """``__call__`` takes the keyword arguments the engine gives ``model(...)`` for a decode step and returns an
+    object with ``.logits``, as ``model(...)`` does."""
+
+    def __init__(self, model: Any, attention: Any):
+        self.model = model
+        self.body = model.model
+        self.attention = attention
+        # the rotary function the attention module's own forward calls (a module global)
+        self.rotate = sys.modules[type(self.body.layers[0].self_attn).__module__].apply_rotary_pos_emb
+
+    def __call__(self, *, input_ids, attention_mask, position_ids, shared_prefix_kv=None, **kwargs: Any):
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))
+        body = self.body
+        hidden = body.embed_tokens(input_ids)
+        cos, sin = body.rotary_emb(hidden, position_ids)
+        for layer in body.layers:
+            attn = layer.self_attn
+            residual = hidden
+            x = layer.input_layernorm(hidden)
+            shape = (*x.shape[:-1], -1, attn.head_dim)
+            query = attn.q_proj(x).view(shape).transpose(1, 2)
+            key = attn.k_proj(x).view(shape).transpose(1, 2)
+            value = attn.v_proj(x).view(shape).transpose(1, 2)
+            query, key = self.rotate(query, key, cos, sin)
+            key, value = cache.update(key, value, attn.layer_idx)
+            out, _ = self.attention(attn, query, key, value, attention_mask, scaling=attn.scaling,
+                                    shared_prefix_kv=shared_prefix_kv)
+            hidden = residual + attn.o_proj(out.reshape(*x.shape[:-1], -1).contiguous())
+            residual = hidden
+            hidden = residual + layer.mlp(layer.post_attention_layernorm(hidden))
+        return SimpleNamespace(logits=self.model.lm_head(body.norm(hidden)))
+
+
+def lean_decoder(model: Any, attention: Any) -> LeanDecoder | None:
+    """A `LeanDecoder` for ``model`` when its type is one whose layers are Llama's and it has the parts the lean
+    forward calls; None otherwise (the model's own forward is used)."""
+    config = getattr(model, "config", None)
+    if getattr(config, "model_type", None) not in LEAN_MODEL_TYPES or not hasattr(model, "lm_head"):
+        return None
+    body = getattr(model, "model", None)
+    parts = ("embed_tokens", "rotary_emb", "layers", "norm")
+    if body is None or not all(hasattr(body, p) for p in parts) or not len(body.layers):
+        return None
+    attn = body.layers[0].self_attn
+    module = sys.modules.get(type(attn).__module__)
+    if not all(hasattr(attn, a) for a in ("head_dim", "scaling", "layer_idx", "q_proj", "o_proj")) or not hasattr(
+            module, "apply_rotary_pos_emb"):
+        return None
+    return LeanDecoder(model, attention)
+
+
+class LeanCheck:
+    """Per model (weakly held): None until its lean forward was compared with its own, then whether they agreed."""
+
+    def __init__(self):
+        self._verdicts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def verdict(self, model: Any) -> bool | None:
+        return self._verdicts.get(model)
+
+    def record(self, model: Any, agreed: bool, why: str = "") -> None:
+        self._verdicts[model] = agreed
+        if not agreed:
+            log.info("decode steps go through the model's own forward (%s)", why)
+
+
+#: one verdict per model object for the process: the check costs one extra forward, once
+LEAN_CHECKS = LeanCheck()

@@ -1,0 +1,127 @@
+"""The engine's lean decode forward (`radmetrics.judge.lean_decode`): serves Llama-shaped models once its logits
+matched the model's own forward bit for bit; any model it does not match, or fails on, is decoded by its own."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from radmetrics.judge import greedy_engine, lean_decode
+
+
+def _tiny(kind: str, seed: int = 0):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(seed)
+    config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM),
+                                 "mistral": (MistralConfig, MistralForCausalLM)}[kind]
+    config = config_class(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, eos_token_id=2, pad_token_id=2,
+                          bos_token_id=1)
+    return model_class(config).eval()
+
+
+def _rows(n: int = 5, shared: int = 20):
+    import torch
+
+    g = torch.Generator().manual_seed(7)
+    stem = torch.randint(3, 300, (shared,), generator=g).tolist()
+    return [stem + torch.randint(3, 300, (int(k),), generator=g).tolist() for k in (4, 17, 9, 30, 1)[:n]]
+
+
+def _assert_as_generate(model, rows, got, new_tokens: int) -> None:
+    import torch
+
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row]), max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                 do_sample=False, eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
+def _count_calls(monkeypatch, owner, name: str) -> list:
+    calls = []
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["llama", "mistral"])
+def test_llama_shaped_models_are_decoded_by_the_lean_forward_after_one_check(kind, monkeypatch):
+    """The first decode step compares the two forwards; from then on (this call and the next) every step is
+    lean, and the answers are generate's, drafted steps included (q > 1 inputs per row)."""
+    model = _tiny(kind)
+    rows = _rows()
+    lean_calls = _count_calls(monkeypatch, lean_decode.LeanDecoder, "__call__")
+    checks = _count_calls(monkeypatch, greedy_engine._SlotEngine, "_check_lean")
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=12, min_new_tokens=12, eos_token_id=2,
+                                        pad_token_id=2)
+    assert lean_decode.LEAN_CHECKS.verdict(model) is True
+    assert len(checks) == 1 and len(lean_calls) >= 11  # 11 decode steps at least (fewer with drafts kept)
+    _assert_as_generate(model, rows, got, 12)
+    again = greedy_engine.greedy_generate(model, rows, max_new_tokens=12, min_new_tokens=12, eos_token_id=2,
+                                          pad_token_id=2, draft_tokens=0)
+    assert again == got and len(checks) == 1  # the verdict holds for the model: no second check
+
+
+def test_a_model_whose_own_forward_differs_is_decoded_by_its_own(monkeypatch, caplog):
+    """A Llama subclass whose forward changes the logits (what the lean forward does not know): the check sees
+    the difference, and every step goes through the model's forward; the answers are its generate's."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    class Biased(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits.clone()
+            out.logits[..., 7] += 3.0  # token 7 favoured: the answers change
+            return out
+
+    plain = _tiny("llama", seed=3)
+    model = Biased(plain.config).eval()
+    model.load_state_dict(plain.state_dict())
+    lean_calls = _count_calls(monkeypatch, lean_decode.LeanDecoder, "__call__")
+    rows = _rows()
+    with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
+        got = greedy_engine.greedy_generate(model, rows, max_new_tokens=10, min_new_tokens=10, eos_token_id=2,
+                                            pad_token_id=2)
+    assert lean_decode.LEAN_CHECKS.verdict(model) is False
+    assert "its logits differ from the model's own forward" in caplog.text
+    assert len(lean_calls) == 1  # the check only
+    _assert_as_generate(model, rows, got, 10)
+    assert any(7 in new for new in got)  # the model's own bias is in the answers
+    with torch.inference_mode():
+        greedy_engine.greedy_generate(model, rows[:2], max_new_tokens=3, eos_token_id=2, pad_token_id=2)
+    assert len(lean_calls) == 1  # not offered again to this model
+
+
+def test_a_lean_forward_that_fails_leaves_the_steps_to_the_model(monkeypatch, caplog):
+    def broken(self, **kwargs):
+        raise RuntimeError("a module it cannot drive")
+
+    monkeypatch.setattr(lean_decode.LeanDecoder, "__call__", broken)
+    model = _tiny("llama", seed=5)
+    rows = _rows(3)
+    with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
+        got = greedy_engine.greedy_generate(model, rows, max_new_tokens=8, min_new_tokens=8, eos_token_id=2,
+                                            pad_token_id=2)
+    assert lean_decode.LEAN_CHECKS.verdict(model) is False
+    assert "the lean forward failed: a module it cannot drive" in caplog.text
+    _assert_as_generate(model, rows, got, 8)
+
+
+def test_the_lean_forward_is_offered_only_to_llama_shaped_models():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    assert isinstance(lean_decode.lean_decoder(_tiny("llama"), greedy_engine.shared_prefix_attention),
+                      lean_decode.LeanDecoder)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2, n_positions=64)).eval()
+    assert lean_decode.lean_decoder(gpt2, greedy_engine.shared_prefix_attention) is None
+    body_only = _tiny("llama").model  # a LlamaModel: no lm_head
+    assert lean_decode.lean_decoder(body_only, greedy_engine.shared_prefix_attention) is None
