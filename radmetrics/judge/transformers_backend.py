@@ -371,22 +371,24 @@ class TransformersJudge(JudgeBackend):
             padded = tok.pad({"input_ids": batch_ids}, padding=True, return_tensors="pt").to(self.device)
         else:
             # [shared prefix][padding][own tokens]: the prefix KV is computed once; padding sits between
-            # prefix and suffix, masked out, with explicit positions so that every row's real tokens have
-            # the positions (hence RoPE angles) they would have unpadded. Equal to left padding.
+            # prefix and suffix, masked out. Every row's real tokens get the positions (hence RoPE angles) they
+            # would have unpadded from the mask: generate numbers them by its running sum (prefix 0..P-1, own
+            # tokens from P on), prompt and answer alike. Equal to left padding. Positions are not passed: before
+            # transformers 5 (PR #43734) generate does not advance explicit ones, and every answer token got the
+            # last prompt token's position (wrong answers; review of session 15 on 4.56 and 4.57).
             cache, length = prefix
             own = [ids[length:] for ids in batch_ids]
             width = max(len(o) for o in own)
-            rows, mask, positions = [], [], []
+            rows, mask = [], []
             for o in own:
                 pad = width - len(o)
                 rows.append(batch_ids[0][:length] + [tok.pad_token_id] * pad + o)
                 mask.append([1] * length + [0] * pad + [1] * len(o))
-                positions.append(list(range(length)) + [1] * pad + list(range(length, length + len(o))))
             batch_cache = copy.deepcopy(cache)
             batch_cache.batch_repeat_interleave(len(rows))
             padded = {"input_ids": torch.tensor(rows, device=self.device),
                       "attention_mask": torch.tensor(mask, device=self.device)}
-            kwargs.update(position_ids=torch.tensor(positions, device=self.device), **{cache_argument(self._model): batch_cache})
+            kwargs[cache_argument(self._model)] = batch_cache
         if config.min_new_tokens:
             kwargs["min_new_tokens"] = config.min_new_tokens
         if config.temperature and config.temperature > 0:
