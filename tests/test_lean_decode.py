@@ -62,12 +62,14 @@ def test_llama_shaped_models_are_decoded_by_the_lean_forward_after_one_check(kin
     checks = _count_calls(monkeypatch, greedy_engine._SlotEngine, "_check_lean")
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=12, min_new_tokens=12, eos_token_id=2,
                                         pad_token_id=2)
-    assert lean_decode.LEAN_CHECKS.verdict(model) is True
-    assert len(checks) == 1 and len(lean_calls) >= 11  # 11 decode steps at least (fewer with drafts kept)
+    # both kinds of step ran (drafts are tried first, then plain steps): each was checked once
+    assert lean_decode.LEAN_CHECKS.verdict(model, True) is True
+    assert lean_decode.LEAN_CHECKS.verdict(model, False) is True
+    assert len(checks) == 2 and len(lean_calls) >= 10  # 11 decode steps at least, fewer with drafts kept
     _assert_as_generate(model, rows, got, 12)
     again = greedy_engine.greedy_generate(model, rows, max_new_tokens=12, min_new_tokens=12, eos_token_id=2,
                                           pad_token_id=2, draft_tokens=0)
-    assert again == got and len(checks) == 1  # the verdict holds for the model: no second check
+    assert again == got and len(checks) == 2  # the verdicts hold for the model: no further check
 
 
 def test_a_model_whose_own_forward_differs_is_decoded_by_its_own(monkeypatch, caplog):
@@ -91,7 +93,7 @@ def test_a_model_whose_own_forward_differs_is_decoded_by_its_own(monkeypatch, ca
     with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
         got = greedy_engine.greedy_generate(model, rows, max_new_tokens=10, min_new_tokens=10, eos_token_id=2,
                                             pad_token_id=2)
-    assert lean_decode.LEAN_CHECKS.verdict(model) is False
+    assert lean_decode.LEAN_CHECKS.refused(model)
     assert "its logits differ from the model's own forward" in caplog.text
     assert len(lean_calls) == 1  # the check only
     _assert_as_generate(model, rows, got, 10)
@@ -111,9 +113,44 @@ def test_a_lean_forward_that_fails_leaves_the_steps_to_the_model(monkeypatch, ca
     with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
         got = greedy_engine.greedy_generate(model, rows, max_new_tokens=8, min_new_tokens=8, eos_token_id=2,
                                             pad_token_id=2)
-    assert lean_decode.LEAN_CHECKS.verdict(model) is False
+    assert lean_decode.LEAN_CHECKS.refused(model)
     assert "the lean forward failed: a module it cannot drive" in caplog.text
     _assert_as_generate(model, rows, got, 8)
+
+
+def test_a_model_that_differs_only_in_drafted_steps_is_caught_at_its_first_drafted_step(monkeypatch):
+    """The check runs for each kind of step: plain steps agreeing says nothing of steps with drafts (several
+    inputs per row). A model whose forward changes only those, with plain steps first: the first drafted step is
+    compared too, and from then on every step is the model's own: the answers are the engine's without the lean
+    forward."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from radmetrics.judge import prompt_lookup
+
+    class DraftBiased(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            if 1 < kwargs["input_ids"].shape[1] <= 5:  # a drafted decode step (prefill passes here are longer)
+                out.logits = out.logits.clone()
+                out.logits[..., 9] += 3.0
+            return out
+
+    plain = _tiny("llama", seed=4)
+    model = DraftBiased(plain.config).eval()
+    model.load_state_dict(plain.state_dict())
+    g = torch.Generator().manual_seed(2)
+    # each row its tokens twice: its last token occurred before, so prompt lookup has guesses from the start
+    rows = [2 * torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (6, 11, 8)]
+    steps = []
+    monkeypatch.setattr(prompt_lookup.DraftPolicy, "use_drafts", lambda self, b: steps.append(b) or len(steps) > 2)
+    options = dict(max_new_tokens=12, min_new_tokens=12, eos_token_id=2, pad_token_id=2, share_stems=False)
+    got = greedy_engine.greedy_generate(model, rows, **options)
+    assert lean_decode.LEAN_CHECKS.verdict(model, False) is True  # the first steps: plain, agreed
+    assert lean_decode.LEAN_CHECKS.verdict(model, True) is False  # then the first drafted step: caught
+    monkeypatch.setattr(greedy_engine, "lean_decoder", lambda *a: None)
+    steps.clear()
+    assert got == greedy_engine.greedy_generate(model, rows, **options)
 
 
 def test_the_lean_forward_is_offered_only_to_llama_shaped_models():

@@ -344,7 +344,7 @@ class _SlotEngine:
         self.eos = ends[0] if len(ends) == 1 else torch.tensor(ends, device=self.device)
         self.cache_name = cache_argument(model)
         # decode steps without transformers' model wrappers, for Llama-shaped models (checked on first use)
-        self.lean = None if LEAN_CHECKS.verdict(model) is False else lean_decoder(model, shared_prefix_attention)
+        self.lean = None if LEAN_CHECKS.refused(model) else lean_decoder(model, shared_prefix_attention)
         config = model.config.get_text_config(decoder=True)
         self.config = config
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
@@ -665,7 +665,7 @@ class _SlotEngine:
         """One decode step for the current bucket, no host sync (graph-capturable on CUDA)."""
         b = self.bucket
         if self.plan.cuda_graphs:
-            if self.lean is not None and LEAN_CHECKS.verdict(self.model) is None:
+            if self.lean is not None and LEAN_CHECKS.verdict(self.model, False) is None:
                 self._step_eager(b, k)  # the lean forward's check reads the logits on the host: before any capture
                 return
             graph = self.graphs.get(b)
@@ -726,21 +726,23 @@ class _SlotEngine:
         """A decode step's logits: through the lean forward (`lean_decode`) once it has matched the model's own
         forward for this model, else through ``model(...)``."""
         if self.lean is not None:
-            if LEAN_CHECKS.verdict(self.model):
+            drafted = inputs["input_ids"].shape[1] > 1
+            if LEAN_CHECKS.verdict(self.model, drafted):
                 return self.lean(**inputs).logits
-            return self._check_lean(inputs)
+            return self._check_lean(inputs, drafted)
         return self.model(use_cache=True, **inputs).logits
 
-    def _check_lean(self, inputs: dict):
-        """The first decode step served for a model: its lean forward and its own, compared bit for bit. The
-        model's own runs second, so the cache holds its keys/values and this step its logits whatever the verdict."""
+    def _check_lean(self, inputs: dict, drafted: bool):
+        """The first decode step of its kind (``drafted`` or not) served for a model: its lean forward and its own,
+        compared bit for bit. The model's own runs second, so the cache holds its keys/values and this step its
+        logits whatever the verdict."""
         try:
             lean, why = self.lean(**inputs).logits, "its logits differ from the model's own forward"
         except Exception as e:  # noqa: BLE001 - a module the lean forward cannot drive: the model's forward
             lean, why = None, f"the lean forward failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
         logits = self.model(use_cache=True, **inputs).logits
         agreed = lean is not None and lean.shape == logits.shape and bool(self.torch.equal(lean, logits))
-        LEAN_CHECKS.record(self.model, agreed, why)
+        LEAN_CHECKS.record(self.model, drafted, agreed, why)
         if not agreed:
             self.lean = None
         return logits

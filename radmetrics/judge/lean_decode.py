@@ -13,8 +13,9 @@ steps) called directly. The modules themselves are called (embedding, norms, pro
 embedding), so adapters or quantised linear layers inside them still apply.
 
 It is an optimisation, never a second model: only for model types whose layers are Llama's (`LEAN_MODEL_TYPES`),
-and the engine compares its logits with the model's own forward bit for bit on the first decode step it serves
-for a model (`LeanCheck`); any difference or error and that model's steps go through ``model(...)`` from then on.
+and the engine compares its logits with the model's own forward bit for bit on the first decode step of each kind
+(one input per row; drafts after it) it serves for a model (`LeanCheck`); any difference or error and that
+model's steps go through ``model(...)`` from then on.
 """
 from __future__ import annotations
 
@@ -84,19 +85,24 @@ def lean_decoder(model: Any, attention: Any) -> LeanDecoder | None:
 
 
 class LeanCheck:
-    """Per model (weakly held): None until its lean forward was compared with its own, then whether they agreed."""
+    """Per model (weakly held) and kind of step (one input per row, or drafts after it): None until its lean
+    forward was compared with its own, then whether they agreed. One disagreement and the model is not offered
+    the lean forward again."""
 
     def __init__(self):
         self._verdicts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def verdict(self, model: Any) -> bool | None:
-        return self._verdicts.get(model)
+    def verdict(self, model: Any, drafted: bool) -> bool | None:
+        return self._verdicts.get(model, {}).get(drafted)
 
-    def record(self, model: Any, agreed: bool, why: str = "") -> None:
-        self._verdicts[model] = agreed
+    def refused(self, model: Any) -> bool:
+        return False in self._verdicts.get(model, {}).values()
+
+    def record(self, model: Any, drafted: bool, agreed: bool, why: str = "") -> None:
+        self._verdicts.setdefault(model, {})[drafted] = agreed
         if not agreed:
             log.info("decode steps go through the model's own forward (%s)", why)
 
 
-#: one verdict per model object for the process: the check costs one extra forward, once
+#: the verdicts for the process: a check costs one extra forward, once per model and kind of step
 LEAN_CHECKS = LeanCheck()
