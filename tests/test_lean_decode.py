@@ -72,23 +72,26 @@ def test_llama_shaped_models_are_decoded_by_the_lean_forward_after_one_check(kin
     assert again == got and len(checks) == 2  # the verdicts hold for the model: no further check
 
 
-def test_a_model_whose_own_forward_differs_is_decoded_by_its_own(monkeypatch, caplog):
-    """A Llama subclass whose forward changes the logits (what the lean forward does not know): the check sees
-    the difference, and every step goes through the model's forward; the answers are its generate's."""
-    import torch
-    from transformers import LlamaForCausalLM
+def _biased(token: int, drafted_only: bool = False):
+    """A lean forward that differs from the model's: ``token`` favoured (in drafted steps only, if asked)."""
+    real = lean_decode.LeanDecoder.__call__
 
-    class Biased(LlamaForCausalLM):
-        def forward(self, *args, **kwargs):
-            out = super().forward(*args, **kwargs)
+    def call(self, **inputs):
+        out = real(self, **inputs)
+        if not drafted_only or inputs["input_ids"].shape[1] > 1:
             out.logits = out.logits.clone()
-            out.logits[..., 7] += 3.0  # token 7 favoured: the answers change
-            return out
+            out.logits[..., token] += 3.0
+        return out
 
-    plain = _tiny("llama", seed=3)
-    model = Biased(plain.config).eval()
-    model.load_state_dict(plain.state_dict())
+    return call
+
+
+def test_a_lean_forward_that_differs_from_the_models_is_caught_by_the_check(monkeypatch, caplog):
+    """The check compares the first step's logits bit for bit: a lean forward that computed anything else is
+    refused for the model, and every step goes through the model's forward; the answers are its generate's."""
+    monkeypatch.setattr(lean_decode.LeanDecoder, "__call__", _biased(7))
     lean_calls = _count_calls(monkeypatch, lean_decode.LeanDecoder, "__call__")
+    model = _tiny("llama", seed=3)
     rows = _rows()
     with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
         got = greedy_engine.greedy_generate(model, rows, max_new_tokens=10, min_new_tokens=10, eos_token_id=2,
@@ -97,10 +100,80 @@ def test_a_model_whose_own_forward_differs_is_decoded_by_its_own(monkeypatch, ca
     assert "its logits differ from the model's own forward" in caplog.text
     assert len(lean_calls) == 1  # the check only
     _assert_as_generate(model, rows, got, 10)
-    assert any(7 in new for new in got)  # the model's own bias is in the answers
-    with torch.inference_mode():
-        greedy_engine.greedy_generate(model, rows[:2], max_new_tokens=3, eos_token_id=2, pad_token_id=2)
+    greedy_engine.greedy_generate(model, rows[:2], max_new_tokens=3, eos_token_id=2, pad_token_id=2)
     assert len(lean_calls) == 1  # not offered again to this model
+
+
+def test_subclasses_hooks_and_replaced_forwards_get_the_models_own_forward():
+    """What the lean forward would skip (a subclass's forward, a hook or a replaced forward on the model, its
+    body, a layer or an attention module, a global hook, a layer removed) keeps it from the model, so a step
+    can never pass over it; hooks on the modules it does call (projections, norms, MLP) are kept."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    attention = greedy_engine.shared_prefix_attention
+
+    class Sub(LlamaForCausalLM):
+        pass
+
+    assert lean_decode.lean_decoder(Sub(_tiny("llama").config), attention) is None
+    add_hook = {
+        "model": lambda m: m.register_forward_hook(lambda *a: None),
+        "body pre-hook": lambda m: m.model.register_forward_pre_hook(lambda *a: None),
+        "layer": lambda m: m.model.layers[1].register_forward_hook(lambda *a: None),
+        "attention": lambda m: m.model.layers[0].self_attn.register_forward_hook(lambda *a: None),
+        "replaced forward": lambda m: setattr(m.model.layers[1], "forward", m.model.layers[1].forward),
+        "layer removed": lambda m: m.model.layers.__delitem__(1),
+    }
+    for name, add in add_hook.items():
+        model = _tiny("llama")
+        assert lean_decode.lean_decoder(model, attention) is not None, name
+        add(model)
+        assert lean_decode.lean_decoder(model, attention) is None, name
+    model = _tiny("llama")
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda *a: None)
+    try:
+        assert lean_decode.lean_decoder(model, attention) is None
+    finally:
+        handle.remove()
+    model.model.layers[0].mlp.register_forward_hook(lambda *a: None)  # called by the lean forward: kept
+    assert lean_decode.lean_decoder(model, attention) is not None
+
+
+def test_a_hook_added_after_the_models_first_run_is_honoured(monkeypatch):
+    """The verdict of a first run does not outlive a change: a hook added to a layer afterwards (which the lean
+    forward would pass over) sends the next run's steps through the model's forward: generate's answers."""
+    model = _tiny("llama", seed=6)
+    rows = _rows(3)
+    greedy_engine.greedy_generate(model, rows, max_new_tokens=8, min_new_tokens=8, eos_token_id=2, pad_token_id=2)
+    assert lean_decode.LEAN_CHECKS.verdict(model, False) is True
+    model.model.layers[0].register_forward_hook(lambda module, args, out: out + 0.5)
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=8, min_new_tokens=8, eos_token_id=2,
+                                        pad_token_id=2)
+    _assert_as_generate(model, rows, got, 8)
+
+
+def test_a_lean_forward_that_fails_after_its_check_hands_the_step_to_the_model(monkeypatch, caplog):
+    """A lean forward that passed its check and then fails (the model changed in a way the start could not see):
+    that step and the rest through the model's forward, never a crash; the answers are generate's."""
+    real = lean_decode.LeanDecoder.__call__
+    calls = []
+
+    def fails_later(self, **inputs):
+        calls.append(1)
+        if len(calls) > 3:
+            raise RuntimeError("an adapter it cannot drive")
+        return real(self, **inputs)
+
+    monkeypatch.setattr(lean_decode.LeanDecoder, "__call__", fails_later)
+    model = _tiny("llama", seed=8)
+    rows = _rows(3)
+    with caplog.at_level(logging.INFO, logger="radmetrics.judge.lean_decode"):
+        got = greedy_engine.greedy_generate(model, rows, max_new_tokens=10, min_new_tokens=10, eos_token_id=2,
+                                            pad_token_id=2, draft_tokens=0)
+    assert "the lean forward failed: an adapter it cannot drive" in caplog.text
+    assert lean_decode.LEAN_CHECKS.refused(model) and len(calls) == 4
+    _assert_as_generate(model, rows, got, 10)
 
 
 def test_a_lean_forward_that_fails_leaves_the_steps_to_the_model(monkeypatch, caplog):
@@ -118,27 +191,17 @@ def test_a_lean_forward_that_fails_leaves_the_steps_to_the_model(monkeypatch, ca
     _assert_as_generate(model, rows, got, 8)
 
 
-def test_a_model_that_differs_only_in_drafted_steps_is_caught_at_its_first_drafted_step(monkeypatch):
+def test_a_lean_forward_that_differs_only_in_drafted_steps_is_caught_at_its_first_drafted_step(monkeypatch):
     """The check runs for each kind of step: plain steps agreeing says nothing of steps with drafts (several
-    inputs per row). A model whose forward changes only those, with plain steps first: the first drafted step is
+    inputs per row). A lean forward that differs only in those, with plain steps first: the first drafted step is
     compared too, and from then on every step is the model's own: the answers are the engine's without the lean
     forward."""
     import torch
-    from transformers import LlamaForCausalLM
 
     from radmetrics.judge import prompt_lookup
 
-    class DraftBiased(LlamaForCausalLM):
-        def forward(self, *args, **kwargs):
-            out = super().forward(*args, **kwargs)
-            if 1 < kwargs["input_ids"].shape[1] <= 5:  # a drafted decode step (prefill passes here are longer)
-                out.logits = out.logits.clone()
-                out.logits[..., 9] += 3.0
-            return out
-
-    plain = _tiny("llama", seed=4)
-    model = DraftBiased(plain.config).eval()
-    model.load_state_dict(plain.state_dict())
+    monkeypatch.setattr(lean_decode.LeanDecoder, "__call__", _biased(9, drafted_only=True))
+    model = _tiny("llama", seed=4)
     g = torch.Generator().manual_seed(2)
     # each row its tokens twice: its last token occurred before, so prompt lookup has guesses from the start
     rows = [2 * torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (6, 11, 8)]

@@ -727,9 +727,16 @@ class _SlotEngine:
         forward for this model, else through ``model(...)``."""
         if self.lean is not None:
             drafted = inputs["input_ids"].shape[1] > 1
-            if LEAN_CHECKS.verdict(self.model, drafted):
+            if not LEAN_CHECKS.verdict(self.model, drafted):
+                return self._check_lean(inputs, drafted)
+            try:
                 return self.lean(**inputs).logits
-            return self._check_lean(inputs, drafted)
+            except Exception as e:  # noqa: BLE001 - the model changed under it since its check
+                if is_out_of_memory(e):
+                    raise
+                # this step again (its cache columns rewritten) and the rest through the model's own forward
+                LEAN_CHECKS.record(self.model, drafted, False, f"the lean forward failed: {_first_line(e)}")
+                self.lean = None
         return self.model(use_cache=True, **inputs).logits
 
     def _check_lean(self, inputs: dict, drafted: bool):
@@ -739,7 +746,9 @@ class _SlotEngine:
         try:
             lean, why = self.lean(**inputs).logits, "its logits differ from the model's own forward"
         except Exception as e:  # noqa: BLE001 - a module the lean forward cannot drive: the model's forward
-            lean, why = None, f"the lean forward failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            if is_out_of_memory(e):
+                raise
+            lean, why = None, f"the lean forward failed: {_first_line(e)}"
         logits = self.model(use_cache=True, **inputs).logits
         agreed = lean is not None and lean.shape == logits.shape and bool(self.torch.equal(lean, logits))
         LEAN_CHECKS.record(self.model, drafted, agreed, why)
@@ -1042,6 +1051,10 @@ class _slot_attention:
 def _prefill_chunks(lengths: list[int], budget: int, pass_cost: int = CPU_PASS_COST_TOKENS) -> list[list[int]]:
     """Row indices, longest first, in passes of at most ``budget`` tokens (rows x longest row): `_least_padding`."""
     return _least_padding(lengths, [0] * len(lengths), budget, sys.maxsize, pass_cost=pass_cost)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def is_out_of_memory(error: BaseException) -> bool:

@@ -12,8 +12,8 @@ What it runs is what ``LlamaForCausalLM.forward`` -> ``LlamaModel.forward`` -> `
 steps) called directly. The modules themselves are called (embedding, norms, projections, MLP, rotary
 embedding), so adapters or quantised linear layers inside them still apply.
 
-It is an optimisation, never a second model: only for model types whose layers are Llama's (`LEAN_MODEL_TYPES`),
-and the engine compares its logits with the model's own forward bit for bit on the first decode step of each kind
+It is an optimisation, never a second model: only for transformers' own Llama and Mistral classes with nothing
+added around the modules it skips (`lean_decoder`, asked at every engine start), and the engine compares its logits with the model's own forward bit for bit on the first decode step of each kind
 (one input per row; drafts after it) it serves for a model (`LeanCheck`); any difference or error and that
 model's steps go through ``model(...)`` from then on.
 """
@@ -67,21 +67,45 @@ class LeanDecoder:
 
 
 def lean_decoder(model: Any, attention: Any) -> LeanDecoder | None:
-    """A `LeanDecoder` for ``model`` when its type is one whose layers are Llama's and it has the parts the lean
-    forward calls; None otherwise (the model's own forward is used)."""
+    """A `LeanDecoder` for ``model`` when it is, as it stands now, transformers' own Llama or Mistral: the stock
+    classes for the model, its body, every layer and attention (not a subclass, not remote code), with nothing
+    the lean forward would skip: no forward replaced on those modules (accelerate's hooks replace it), no hooks on
+    them or global ones, every configured layer present. Asked at every engine start, so a hook added after a
+    first run is seen. None otherwise: the model's own forward is used."""
+    import torch
+
     config = getattr(model, "config", None)
-    if getattr(config, "model_type", None) not in LEAN_MODEL_TYPES or not hasattr(model, "lm_head"):
+    model_type = getattr(config, "model_type", None)
+    if model_type not in LEAN_MODEL_TYPES:
         return None
+    classes = _stock_classes(model_type)
     body = getattr(model, "model", None)
-    parts = ("embed_tokens", "rotary_emb", "layers", "norm")
-    if body is None or not all(hasattr(body, p) for p in parts) or not len(body.layers):
+    if classes is None or type(model) is not classes[0] or type(body) is not classes[1]:
         return None
-    attn = body.layers[0].self_attn
-    module = sys.modules.get(type(attn).__module__)
-    if not all(hasattr(attn, a) for a in ("head_dim", "scaling", "layer_idx", "q_proj", "o_proj")) or not hasattr(
-            module, "apply_rotary_pos_emb"):
+    layers = list(body.layers)
+    if not layers or len(layers) != config.num_hidden_layers:
+        return None
+    skipped = [model, body, *layers, *(layer.self_attn for layer in layers)]
+    if any(type(layer) is not classes[2] or type(layer.self_attn) is not classes[3] for layer in layers):
+        return None
+    if any("forward" in vars(m) or m._forward_hooks or m._forward_pre_hooks for m in skipped):
+        return None
+    hooks = torch.nn.modules.module
+    if hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
         return None
     return LeanDecoder(model, attention)
+
+
+def _stock_classes(model_type: str) -> tuple | None:
+    """transformers' (ForCausalLM, Model, DecoderLayer, Attention) classes for ``model_type``."""
+    import importlib
+
+    prefix = {"llama": "Llama", "mistral": "Mistral"}[model_type]
+    try:
+        module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+        return tuple(getattr(module, prefix + name) for name in ("ForCausalLM", "Model", "DecoderLayer", "Attention"))
+    except (ImportError, AttributeError):
+        return None
 
 
 class LeanCheck:
