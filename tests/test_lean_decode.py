@@ -153,6 +153,22 @@ def test_a_hook_added_after_the_models_first_run_is_honoured(monkeypatch):
     _assert_as_generate(model, rows, got, 8)
 
 
+def test_hooks_on_the_modules_the_lean_forward_calls_are_honoured():
+    """A hook on a module the lean forward calls (an MLP, a projection, the final norm) keeps it, and the hook
+    runs on every step: the answers are generate's with the hooks, and differ from the model's without them."""
+    model = _tiny("llama", seed=9)
+    rows = _rows(3)
+    options = dict(max_new_tokens=8, min_new_tokens=8, eos_token_id=2, pad_token_id=2)
+    plain = greedy_engine.greedy_generate(model, rows, **options)
+    model.model.layers[1].mlp.register_forward_hook(lambda module, args, out: out * 1.5)
+    model.model.layers[0].self_attn.v_proj.register_forward_hook(lambda module, args, out: out + 0.25)
+    model.model.norm.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+    got = greedy_engine.greedy_generate(model, rows, **options)
+    assert lean_decode.LEAN_CHECKS.verdict(model, False) is True  # still lean
+    assert got != plain
+    _assert_as_generate(model, rows, got, 8)
+
+
 def test_a_lean_forward_that_fails_after_its_check_hands_the_step_to_the_model(monkeypatch, caplog):
     """A lean forward that passed its check and then fails (the model changed in a way the start could not see):
     that step and the rest through the model's forward, never a crash; the answers are generate's."""
