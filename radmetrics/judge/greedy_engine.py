@@ -27,8 +27,9 @@ batch's short answers waiting for its longest one. Here:
   device; the host reads them every ``check_every`` steps (one transfer; 1 on CPU where syncs are free). Rows
   that finished between checks are frozen on the device (their tokens are not counted).
 
-* for Llama-shaped models a decode step calls the model's modules directly (`lean_decode`), skipping
-  transformers' model-level wrappers, once the first step's logits matched the model's own forward bit for bit.
+* for transformers' own Llama and Mistral models a decode step calls the model's modules directly
+  (`lean_decode`), skipping transformers' model-level wrappers, once the first step of its kind gave the model's
+  own forward's logits bit for bit.
 
 * on the host-synced path (CPU), a step may also check **prompt-lookup drafts** (`prompt_lookup`): each row's
   next input is followed by up to 4 tokens guessed from its own earlier tokens, and the row keeps the guesses the
@@ -343,7 +344,7 @@ class _SlotEngine:
         ends = [eos] if isinstance(eos, int) else list(dict.fromkeys(eos))
         self.eos = ends[0] if len(ends) == 1 else torch.tensor(ends, device=self.device)
         self.cache_name = cache_argument(model)
-        # decode steps without transformers' model wrappers, for Llama-shaped models (checked on first use)
+        # decode steps without transformers' model wrappers (stock Llama/Mistral, no hooks; checked on first use)
         self.lean = None if LEAN_CHECKS.refused(model) else lean_decoder(model, shared_prefix_attention)
         config = model.config.get_text_config(decoder=True)
         self.config = config
@@ -423,7 +424,7 @@ class _SlotEngine:
                 if is_out_of_memory(e):
                     raise  # the backend halves the table
                 log.warning("prefix sharing between rows failed for this model (%s); prefilling each row whole",
-                            str(e).splitlines()[0] if str(e) else type(e).__name__)
+                            _first_line(e))
                 self.share_stems = False
                 for r, _ in fresh:
                     r.produced.clear()  # a leaf done before the failure picked its first token: picked again
@@ -829,7 +830,7 @@ class _SlotEngine:
             where = "; ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}"
                               for f in traceback.extract_tb(e.__traceback__)[-4:])
             log.warning("CUDA graph capture failed at batch %d (%s; at %s); decoding eagerly", b,
-                        str(e).splitlines()[0] if str(e) else type(e).__name__, where)
+                        _first_line(e), where)
             self.plan.cuda_graphs = False
             return False
 
@@ -943,7 +944,7 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
         except RuntimeError as e:  # a cuDNN build or shape it does not take: the matmul path below, from now on
             _CUDNN_CASCADE = False
             log.info("cuDNN attention unavailable for decode steps (%s); using matmul attention",
-                     str(e).splitlines()[0] if str(e) else type(e).__name__)
+                     _first_line(e))
     # Products run in the model's dtype (on a GPU they accumulate in float32 inside the matmul; upcasting the
     # KV cache each step would triple its memory traffic); the query is scaled first so fp16 scores cannot
     # overflow; the softmax and the sum of the two value products run in float32.

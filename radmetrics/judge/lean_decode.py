@@ -13,9 +13,10 @@ steps) called directly. The modules themselves are called (embedding, norms, pro
 embedding), so adapters or quantised linear layers inside them still apply.
 
 It is an optimisation, never a second model: only for transformers' own Llama and Mistral classes with nothing
-added around the modules it skips (`lean_decoder`, asked at every engine start), and the engine compares its logits with the model's own forward bit for bit on the first decode step of each kind
-(one input per row; drafts after it) it serves for a model (`LeanCheck`); any difference or error and that
-model's steps go through ``model(...)`` from then on.
+added around the modules it skips (`lean_decoder`, asked at every engine start), and the engine compares its
+logits with the model's own forward bit for bit on the first decode step of each kind (one input per row; drafts
+after it) it serves for a model (`LeanCheck`); any difference or error and that model's steps go through
+``model(...)`` from then on.
 """
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-#: ``config.model_type`` of the decoders whose layer is Llama's: pre-norm, q/k/v projections, rotary embedding,
-#: attention, o projection, residual, post-attention norm, MLP, residual (Mistral's modeling file is Llama's)
-LEAN_MODEL_TYPES = ("llama", "mistral")
+#: ``config.model_type`` of the decoders whose layer is Llama's (pre-norm, q/k/v projections, rotary embedding,
+#: attention, o projection, residual, post-attention norm, MLP, residual; Mistral's modeling file is Llama's) ->
+#: the prefix of their classes' names in transformers
+LEAN_MODEL_TYPES = {"llama": "Llama", "mistral": "Mistral"}
 
 
 class LeanDecoder:
@@ -100,7 +102,7 @@ def _stock_classes(model_type: str) -> tuple | None:
     """transformers' (ForCausalLM, Model, DecoderLayer, Attention) classes for ``model_type``."""
     import importlib
 
-    prefix = {"llama": "Llama", "mistral": "Mistral"}[model_type]
+    prefix = LEAN_MODEL_TYPES[model_type]
     try:
         module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
         return tuple(getattr(module, prefix + name) for name in ("ForCausalLM", "Model", "DecoderLayer", "Attention"))
