@@ -18,6 +18,8 @@ from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.compare import load_systems
 
+BROKEN_METRIC = REPO / "tests" / "fixtures" / "broken_metric"
+
 
 # -- statistics --------------------------------------------------------------------------------------------------
 def _numpy_bootstrap(values, resamples, seed):
@@ -225,19 +227,19 @@ def _strict_json(text):
 def test_compare_cli_on_the_bundled_sample(tiny_judge, tmp_path):
     out = tmp_path / "cmp"
     cmd = [sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}",
-           "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "green", "-m", "bleu-4", "-m", "no-such-evaluate-module",
+           "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "green", "-m", "bleu-4", "-m", BROKEN_METRIC,
            "--judge", str(tiny_judge), "--max-new-tokens", "200", "--cache", str(tmp_path / "c.sqlite"),
            "--resamples", "2000", "-o", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
     # a requested metric failed: everything is written, then exit 2 naming it (as meta-eval does)
     assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "Pairs" in run.stdout and "green" in run.stdout
-    assert "no-such-evaluate-module: A, B" in run.stderr.strip().splitlines()[-1]
+    assert f"{BROKEN_METRIC}: A, B" in run.stderr.strip().splitlines()[-1]
     results = _strict_json((out / "results.json").read_text())
     assert results["n_rows"] == 8 and results["systems"] == ["A", "B"]
-    # the failing metric is an n/a with its reason; the finished ones are kept
-    failed = results["metrics"]["no-such-evaluate-module"]
-    assert failed["error"] and failed["systems"]["A"]["value"] is None
+    # the metric that loaded and then failed on the rows is an n/a with its reason; the finished ones are kept
+    failed = results["metrics"][str(BROKEN_METRIC)]
+    assert "scorer weights not found" in failed["error"] and failed["systems"]["A"]["value"] is None
     assert failed["pairs"][0]["reason"].startswith("metric failed:")
     with (out / "per_row.csv").open() as fh:
         rows = list(csv.DictReader(fh))
@@ -301,6 +303,20 @@ def test_compare_cli_bad_input_is_one_line(tmp_path):
                           "-m", "bleu-4", "-o", str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "B lacks 1 id(s) of A: 2" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_compare_stops_on_an_unloadable_metric_name_before_any_judging(tmp_path):
+    """A typo in a metric name (no evaluate module answers to it) stops compare in seconds with a hint, as in
+    meta-eval, before the judge metrics run (it had judged every system, then reported the typo as an n/a)."""
+    cache = tmp_path / "c.sqlite"
+    run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                       "-m", "green", "-m", "gren", "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl",
+                       "--cache", cache, "-o", tmp_path / "cmp")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert "'gren' could not be loaded" in error and "Did you mean radmetrics' 'green'?" in error
+    assert "Comparing" not in run.stderr  # nothing judged, nothing written
+    assert not (tmp_path / "cmp").exists() and not cache.exists()
 
 
 def _compare_cli(tmp_path, *args):
