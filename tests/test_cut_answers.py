@@ -5,6 +5,7 @@ cache does not keep it, and data steps and judge training refuse it."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -208,3 +209,43 @@ def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
     assert f"{written} of them had unreadable answers and were asked again (--retry-unscored)" in again.stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == list(range(8)) and all(r["parsed"] for r in rows)
+
+
+def test_a_continued_retry_unscored_run_does_not_ask_a_third_time(tmp_path):
+    """Review 17 (R1): a --retry-unscored run killed and continued with --retry-unscored asked the rows the first run
+    had already asked twice a third time (every further interruption one more). The second answer is written with
+    details.asked_again; a continued run keeps it. An uninterrupted run asks each prompt twice; so does this one."""
+    import time
+    from collections import Counter
+
+    from fake_judge import UNREADABLE
+
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    asked: Counter = Counter()
+
+    def never_readable(prompt):
+        time.sleep(0.1)
+        asked[prompt] += 1
+        return UNREADABLE
+
+    part = tmp_path / "o.jsonl.part"
+    with FakeOpenAIServer(never_readable) as server:
+        args = _score_cli(server, src, out, "--cache", tmp_path / "c.sqlite", "--chunk-rows", "2",
+                          "--judge-option", "concurrency=1", "--retry-unscored")
+        written = _kill_once_written(args, part, tmp_path)
+        assert 4 <= written < 8
+        first = [json.loads(x) for x in part.read_text().splitlines()]
+        assert all(r["details"]["asked_again"] and not r["parsed"] for r in first)
+        again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+    assert "Continued an interrupted run" in again.stderr and "asked again" not in again.stderr, again.stderr[-2000:]
+    per_row = {int(re.search(r"Finding (\d+): small", prompt).group(1)): n for prompt, n in asked.items()}
+    assert sorted(per_row) == list(range(8))
+    # the written rows: asked twice in all (a third time before the fix); the rows the kill caught between the
+    # forgetting of a first answer and the arrival of the second (at most one chunk) may be asked once more
+    assert all(per_row[i] == 2 for i in range(written)), per_row
+    assert all(2 <= per_row[i] <= 3 for i in range(written, 8)) and sum(per_row.values()) <= 16 + 2, per_row
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(8))
+    assert all(r["details"]["asked_again"] and not r["parsed"] for r in rows)

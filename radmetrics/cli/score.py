@@ -240,7 +240,7 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
                       for _, r in unreadable], config)
     if failed or unreadable:
         _reask_failed_calls(system, judge, pairs, writer, sorted(failed + unreadable, key=lambda kr: kr[0]), config,
-                            fp, chunk_rows, progress, run_id)
+                            fp, chunk_rows, progress, run_id, retried={k for k, _ in unreadable})
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
@@ -293,7 +293,9 @@ def _check_resumed(system, pairs, writer, retry_unscored: bool = False
             return f"Input line {record.line} differs from the row an interrupted run wrote for it", [], []
         if not done.get("judge_output") and judge_call_failed(done.get("reason")):
             failed.append((matched, record))
-        elif retry_unscored and _worth_asking_again(done.get("parsed"), done.get("judge_output"), done.get("reason")):
+        elif (retry_unscored and not (done.get("details") or {}).get(ASKED_AGAIN)
+              and _worth_asking_again(done.get("parsed"), done.get("judge_output"), done.get("reason"))):
+            # (a row the interrupted run already asked again, marked so, is not asked a third time)
             unreadable.append((matched, record))
         matched += 1
     if matched < writer.done_rows:
@@ -302,11 +304,11 @@ def _check_resumed(system, pairs, writer, retry_unscored: bool = False
 
 
 def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Record]], config, fp: dict[str, Any],
-                        chunk_rows: int, progress: bool, run_id: str | None) -> None:
+                        chunk_rows: int, progress: bool, run_id: str | None, retried: set[int] = frozenset()) -> None:
     """Before a run continues, the part file's rows whose judge call failed (`_check_resumed`) are asked again
     and their rows replaced: nothing is cached for them, so this is what an uninterrupted run against a working
     judge would have scored. Answered rows stay as written. The new rows are held until the part file is
-    rewritten once."""
+    rewritten once. ``retried``: the positions of rows asked again for --retry-unscored (marked as such)."""
     from radmetrics.runner import judge_pairs
 
     replaced: dict[int, dict[str, Any]] = {}
@@ -316,9 +318,15 @@ def _reask_failed_calls(system, judge, pairs, writer, failed: list[tuple[int, Re
                              [r.row.get(pairs.candidate_column) for _, r in part], config, progress=progress,
                              row_labels=[f"input line {r.line}" for _, r in part])
         for (k, record), judgment in zip(part, judged):
+            if k in retried:
+                judgment.details[ASKED_AGAIN] = True
             replaced[k] = {**result_row(record.row, judgment, system.score_key, fp),
                            **({"run_id": run_id} if run_id else {})}
     writer.replace_rows(replaced)
+
+
+#: ``details`` key of a row --retry-unscored asked again (its answer is the second one, readable or not)
+ASKED_AGAIN = "asked_again"
 
 
 def _worth_asking_again(parsed: bool, raw: str | None, reason: str | None) -> bool:
@@ -346,6 +354,7 @@ def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_la
                         progress=progress, row_labels=[row_labels[k] for k in redo])
     judged = list(judged)
     for k, judgment in zip(redo, again):
+        judgment.details[ASKED_AGAIN] = True  # written with the row: a continued run does not ask it a third time
         judged[k] = judgment
     return judged
 
