@@ -61,6 +61,28 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
+def url_secrets(url: str) -> list[str]:
+    """What a server URL carries that must never be shown: the password of ``user:password@`` (also as
+    ``user:password`` and in the base64 form of the Basic ``Authorization`` header it becomes) and every value of
+    its ``?query`` (``?api_key=...``), each as written and percent-decoded."""
+    import base64
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    found: list[str] = []
+    userinfo = parts.netloc.rpartition("@")[0]
+    if userinfo:
+        for text in {userinfo, unquote(userinfo)}:
+            user, _, password = text.partition(":")
+            if password:
+                found += [password, text, base64.b64encode(text.encode()).decode()]
+    for raw in parts.query.split("&"):
+        value = raw.partition("=")[2]
+        found += [value, unquote(value)]
+    found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return sorted({v for v in found if v}, key=len, reverse=True)
+
+
 def redact(text: str, secrets: Iterable[object]) -> str:
     """Replace every secret (API keys, of any type: a numeric key is a key too) and every fragment of one of
     SECRET_FRAGMENT or more characters in text. Used on every message that may reach a log, a file or the

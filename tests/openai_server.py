@@ -8,7 +8,7 @@ out every request is "ok". Answers come from `answer(prompt)`. Each request's he
 `echo_key=True` makes the server misbehave the way a careless proxy or API does with credentials: the
 request's Authorization value is echoed in a response header, in every error body, in garbage pages and in a
 field of every successful body (never in the answer text itself). `error_body(auth, n)` writes the body of
-the n-th error reply (default: a short JSON error, with the key when `echo_key`,).
+the n-th error reply (default: a short JSON error, with the key and the request's path and query when `echo_key`).
 
 "length": the answer with `finish_reason: "length"` (the server stopped it at max_tokens); "length-empty": no
 text and `finish_reason: "length"`. More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
@@ -74,7 +74,7 @@ class FakeOpenAIServer:
                     if server.error_body is not None:
                         payload = server.error_body(auth, n)
                     elif server.echo_key:
-                        payload = json.dumps({"error": {"message": f"scripted failure for {auth}",
+                        payload = json.dumps({"error": {"message": f"scripted failure for {auth} at {self.path}",
                                                         "key": auth}}).encode()
                     else:
                         payload = b'{"error": {"message": "scripted failure"}}'
@@ -102,7 +102,7 @@ class FakeOpenAIServer:
                     except (BrokenPipeError, ConnectionResetError):
                         record["t_done"] = time.time()  # when the server noticed the client had left
                     return
-                chat = self.path.endswith("/chat/completions")
+                chat = self.path.partition("?")[0].endswith("/chat/completions")
                 text = server.answer(_prompt_of(body["messages"]) if chat else body["prompt"])
                 if action in ("blank", "length-empty"):
                     text = ""

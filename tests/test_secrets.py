@@ -144,3 +144,40 @@ def test_python_api_with_a_key_echoing_server_leaks_nothing(tmp_path, caplog, ke
         assert isinstance(key, int) and not server.requests
     leaks = [leaked_runs(text, str(key)) for text in texts]
     assert all(v == [] for v in leaks), leaks
+
+
+def test_credentials_in_the_server_address_leak_nothing_and_the_query_goes_with_every_request(tmp_path):
+    """Review 18 (1): a password in `user:password@` (sent as a Basic Authorization header) and a key in the
+    address's query (`?api_key=...`) were shown only without them in radmetrics' own messages, but a server's
+    error text that echoes the request (its path, its Authorization header) reached the rows' reasons, the summary
+    and the terminal. And the query was glued in front of the path (`/v1?api_key=K/chat/completions`), so the
+    server was never reached right. Now both are redacted like an API key, and the query goes with every
+    request."""
+    import base64
+
+    password, query_key = "pw-" + KEY[3:23], "qk-" + KEY[23:]
+    basic = base64.b64encode(f"user:{password}".encode()).decode()
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs()))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=["401", "404", "garbage", "400"], echo_key=True) as server:
+        address = server.base_url.replace("http://", f"http://user:{password}@") + f"?api_key={query_key}"
+        code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
+                "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+        run = subprocess.run([sys.executable, "-c", code, "score", "-m", "green", "-i", src, "-o", out,
+                              "--backend", "openai", "--base-url", address, "--judge", "judge-model",
+                              "--cache", cache, "--no-progress", "--judge-option", "concurrency=1",
+                              "--judge-option", "backoff=0.001"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    # the query went with every request, after the path; the password as the Basic header httpx makes of it
+    assert {r["path"] for r in server.requests} == {f"/v1/chat/completions?api_key={query_key}"}
+    assert all(r["headers"]["Authorization"] == f"Basic {basic}" for r in server.requests)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["reason"].split(": ")[1] for r in rows[:2]] == ["HTTP 401", "HTTP 404"]  # the echoing error bodies
+    assert "***" in rows[0]["reason"] and all(r["parsed"] for r in rows[3:])
+    texts = {"stdout": run.stdout, "stderr": run.stderr}
+    texts.update({f.name: f.read_bytes().decode("utf-8", "replace")
+                  for f in [out, tmp_path / "out.jsonl.summary.json", *tmp_path.glob("cache.sqlite*")]})
+    for secret in (password, query_key, basic):
+        leaks = {name: leaked_runs(text, secret, run=8) for name, text in texts.items()}
+        assert all(v == [] for v in leaks.values()), (secret, {k: v for k, v in leaks.items() if v})

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from radmetrics.errors import JudgeError, redact, shown_url
+from radmetrics.errors import JudgeError, redact, shown_url, url_secrets
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
@@ -158,10 +158,15 @@ class OpenAIJudge(JudgeBackend):
         if settings.mode == "completions" and settings.system_prompt:  # it was dropped without a word
             raise JudgeError("system_prompt applies to mode=chat: a completions request has no system message")
         self.chat_format, self.eos_text = settings.chat_format, settings.eos_text
-        self.base_url = base_url.rstrip("/")
+        # a ?query of the address goes with every request (Azure's ?api-version=...), not glued before the path
+        address, _, query = base_url.partition("?")
+        self.base_url = address.rstrip("/")
+        self._query = query
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
-        if self._api_key is not None:
-            _LOG_REDACTOR.add(self._api_key)
+        # besides the key: the address's password (sent as Basic auth) and its query values (?api_key=...)
+        self._secrets = [s for s in (self._api_key, *url_secrets(base_url)) if s is not None]
+        for secret in self._secrets:
+            _LOG_REDACTOR.add(secret)
         self.mode = settings.mode
         self.concurrency = max(1, int(settings.concurrency))
         self.timeout = settings.timeout
@@ -208,7 +213,7 @@ class OpenAIJudge(JudgeBackend):
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key is not None else {}
                 transport = deadline_transport(self._budget, limits=httpx.Limits(max_connections=self.concurrency))
                 self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
-                                            transport=transport)
+                                            transport=transport, params=httpx.QueryParams(self._query))
             return self._client
 
     def _payload(self, prompt: str, config: GenerationConfig) -> tuple[str, dict[str, Any]]:
@@ -366,7 +371,7 @@ class OpenAIJudge(JudgeBackend):
         return time.monotonic() - since if since is not None else 0.0
 
     def _safe(self, message: str) -> str:
-        return redact(message, [self._api_key])
+        return redact(message, self._secrets)
 
     def _worst_case_s(self) -> float:
         """How long one row may take against a server that never answers: every attempt's deadline plus the

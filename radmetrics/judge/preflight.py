@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from radmetrics.errors import JudgeError, redact, shown_url
+from radmetrics.errors import JudgeError, redact, shown_url, url_secrets
 
 #: how long a reachability probe may take
 PROBE_SECONDS = 3.0
@@ -117,7 +117,8 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
         OpenAIOptions.from_dict(options, "openai")  # a bad option is named before the server is probed
         if not can_connect(base_url):
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
-            keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY")]
+            keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY"),
+                    *url_secrets(base_url)]
             raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
                                     f"server, fix the address ({url_flag}; judge_options={{'base_url': URL}} in "
                                     f"Python), or use a local judge ({_LOCAL_HOW}).", keys))
