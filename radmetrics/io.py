@@ -690,32 +690,57 @@ def write_parquet_batches(fh, batches) -> None:
     """Parquet through pyarrow, one record batch at a time (memory does not grow with the rows); nested fields
     (details, fingerprint, counts) as JSON text, so that rows whose details differ in shape share one schema.
 
-    ``batches()`` returns a fresh iterator of row lists each call: pass 1 finds every column and the type that
-    holds all of its values (pyarrow's permissive promotion: int + float -> double, null + x -> x); pass 2
-    writes each batch cast to that schema."""
+    ``batches()`` returns a fresh iterator of row lists each call: pass 1 finds every column and the kinds of value
+    it holds, pass 2 writes each batch with one type per column: int and float -> double; a column whose values
+    mix kinds no Parquet type holds together (ids ``1`` and ``"b"``, a ``true`` among texts, an int past 64 bits)
+    -> text, each non-text value as its JSON (``1`` -> ``"1"``); only nulls -> null. Input columns come as the
+    user wrote them: such a mix crashed the writer after every row was judged (review 18)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    def tables(fields: list[str] | None):
-        for rows in batches():
-            flat = [{k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (dict, list)) else v
-                     for k, v in r.items()} for r in rows]
-            names = fields if fields is not None else list(dict.fromkeys(k for r in flat for k in r))
-            yield pa.Table.from_pylist([{k: r.get(k) for k in names} for r in flat]), names
-
-    fields: dict[str, None] = {}
-    schemas = []
-    for table, names in tables(None):
-        fields.update(dict.fromkeys(names))
-        schemas.append(table.schema)
-    if not schemas:
+    kinds: dict[str, set[str]] = {}
+    for rows in batches():
+        for row in rows:
+            for key, value in row.items():
+                seen = kinds.setdefault(key, set())
+                if value is not None:
+                    seen.add(_parquet_kind(value))
+    if not kinds:
         pq.write_table(pa.table({}), fh)
         return
-    types = pa.unify_schemas(schemas, promote_options="permissive")
-    schema = pa.schema([types.field(name) for name in fields])
+    schema = pa.schema([(key, _parquet_type(pa, seen)) for key, seen in kinds.items()])
+    as_text = {field.name for field in schema if field.type == pa.string()}
+
+    def cell(key: str, value: Any) -> Any:
+        if key in as_text and value is not None and not isinstance(value, str):
+            return json.dumps(value, ensure_ascii=False, default=str)
+        return value
+
     with pq.ParquetWriter(fh, schema) as writer:
-        for table, _ in tables(list(fields)):
-            writer.write_table(table.cast(schema))
+        for rows in batches():
+            writer.write_table(pa.Table.from_pylist(
+                [{key: cell(key, row.get(key)) for key in kinds} for row in rows], schema=schema))
+
+
+def _parquet_type(pa, kinds: set[str]):
+    """One column's type from the kinds of its non-null values (`_parquet_kind`)."""
+    if not kinds:
+        return pa.null()
+    if kinds == {"int", "float"}:
+        return pa.float64()
+    single = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    return single[next(iter(kinds))] if len(kinds) == 1 and next(iter(kinds)) in single else pa.string()
+
+
+def _parquet_kind(value: Any) -> str:
+    """The Parquet type family a value belongs to (bool before int: True is an int to Python)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if -(2**63) <= value < 2**63 else "big"
+    if isinstance(value, float):
+        return "float"
+    return "str"  # text, and nested values (written as their JSON text)
 
 
 def check_new_folder(output: str | os.PathLike, overwrite: bool, holds: str) -> None:

@@ -141,6 +141,38 @@ def test_parquet_is_written_a_batch_at_a_time_with_the_same_rows(many_pairs, mon
     assert not (tmp_path / "r.parquet.part").exists()
 
 
+def test_parquet_holds_input_columns_whose_values_mix_types(tmp_path, monkeypatch):
+    """Review 18 (2): ids 1 and "b", a number or true where text was (input columns come as the user wrote them)
+    crashed the Parquet writer with a traceback after every row was judged, exit 1, and every rerun crashed the
+    same way. Such a column is text (each other value as its JSON); int with float is double; text stays text."""
+    import pyarrow.parquet as pq
+
+    import radmetrics.io
+
+    monkeypatch.setattr(radmetrics.io, "PARQUET_BATCH_ROWS", 2)  # the kinds differ within and across batches
+    pairs = [json.loads(x) for x in (SAMPLE / "pairs.jsonl").read_text().splitlines()][:5]
+    odd = [1, "b", True, 2**70, None]  # int, text, bool, an int past 64 bits, null
+    weight = [1, 0.5, 2, None, 3]  # int and float
+    rows = [{**p, "id": i, "weight": w, "site": {"name": "A"} if k == 0 else "B"}
+            for k, (p, i, w) in enumerate(zip(pairs, odd, weight))]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = _score(tmp_path, tmp_path / "r.parquet")
+    assert done.exit_code == 0 and done.exception is None, done.output
+    table = pq.read_table(tmp_path / "r.parquet")
+    assert [str(table.schema.field(c).type) for c in ("id", "weight", "site")] == ["string", "double", "string"]
+    got = table.to_pylist()
+    assert [r["id"] for r in got] == ["1", "b", "true", str(2**70), None]
+    assert [r["weight"] for r in got] == [1.0, 0.5, 2.0, None, 3.0]
+    assert [r["site"] for r in got] == ['{"name": "A"}', "B", "B", "B", "B"]
+    assert [r["green"] for r in got] == [json.loads(x)["green"] for x in _jsonl_of(tmp_path)]
+    assert not (tmp_path / "r.parquet.part").exists()
+
+
+def _jsonl_of(tmp_path):
+    assert _score(tmp_path, tmp_path / "r.jsonl").exit_code == 0
+    return (tmp_path / "r.jsonl").read_text().splitlines()
+
+
 def test_row_means_by_hand():
     """FineRadScore's and RadCliQ's extra means, streamed or held, over scored rows only (hand-computed)."""
     from radmetrics.finerad_score.system import FineRadJudgment
