@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -503,25 +503,25 @@ def check_output_path(path: str | os.PathLike) -> str:
     return suffix
 
 
-def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | None) -> None:
+def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | None,
+                      cache: Sequence[str | os.PathLike] = ()) -> None:
     """Refuse outputs that would destroy something: the input itself (as OUTPUT or any file a run writes or
-    removes beside it: an interrupted run's OUTPUT.part fed back in was emptied and deleted), or a symlink
+    removes beside it: an interrupted run's OUTPUT.part fed back in was emptied and deleted), the response cache's
+    files (``cache``: every judgment of every earlier run was replaced by the results, review 18), or a symlink
     (written through, a planted link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
     output = Path(output)
+    kept = [(Path(p), "the input") for p in inputs if p is not None] + [(Path(p), "the response cache") for p in cache]
     for candidate in run_files(output):
         if candidate.is_symlink():
             raise InputError(f"{candidate} is a symbolic link; radmetrics does not write through links "
                              "(remove it or give another --output)")
         if candidate.is_dir():
             raise InputError(f"{candidate} is a folder; --output must be a file path")
-        for source in inputs:
-            if source is None:
-                continue
-            source = Path(source)
+        for source, what in kept:
             same = (candidate.exists() and source.exists() and os.path.samefile(candidate, source)) or \
                 candidate.resolve() == source.resolve()
             if same:
-                raise InputError(f"--output {output} would overwrite the input {source}; give another --output")
+                raise InputError(f"--output {output} would overwrite {what} {source}; give another --output")
 
 
 def strict_json_ready(value: Any) -> Any:

@@ -381,6 +381,35 @@ def test_outputs_are_atomic_paired_by_run_id_and_never_written_through_links(tmp
     assert asked == 3  # the refused runs asked nothing
 
 
+def test_an_output_over_the_response_cache_or_the_input_is_refused_before_any_work(tmp_path):
+    """Review 18 (3): `-o X --cache X` (or $RADMETRICS_CACHE=X) judged every row, then renamed the results over the
+    cache: every judgment of every earlier run gone, "an earlier run's results" said of it. And reward-check wrote
+    its report over its input. Both stop now, in seconds, with one line naming what would be lost."""
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 3)
+    cache = tmp_path / "cache.jsonl"  # a cache whose name looks like an output
+    with FakeOpenAIServer(analysis_for) as server:
+        assert run(cli_args(src, tmp_path / "first.jsonl", server.base_url, cache)).returncode == 0
+        held = cache.read_bytes()
+        asked = len(server.requests)
+        refused = [run(cli_args(src, cache, server.base_url, cache)),
+                   run(cli_args(src, tmp_path / "cache.jsonl-wal", server.base_url, cache)),
+                   run([arg for arg in cli_args(src, cache, server.base_url, None) if arg != "--no-cache"],
+                       env={**os.environ, "RADMETRICS_CACHE": str(cache)})]  # no cache flag: the default cache
+        for r in refused:
+            assert r.returncode == 2 and "would overwrite the response cache" in r.stderr, r.stderr[-2000:]
+            assert "Traceback" not in r.stderr
+        assert len(server.requests) == asked and cache.read_bytes() == held
+        rows = [json.dumps({"prompt": "A", "reference": "Normal chest.", "completion": "Normal chest."})] * 2
+        completions = tmp_path / "completions.jsonl"
+        completions.write_text("\n".join(rows) + "\n")
+        over_input = run([sys.executable, "-m", "radmetrics.cli", "reward-check", "-m", "green", "-i", completions,
+                          "--completions", "--backend", "openai", "--base-url", server.base_url, "--judge", "m",
+                          "--no-cache", "-o", completions])
+        assert over_input.returncode == 2 and f"would overwrite the input {completions}" in over_input.stderr
+        assert completions.read_text() == "\n".join(rows) + "\n" and len(server.requests) == asked
+
+
 # -- requests ------------------------------------------------------------------------------------------------------
 def test_total_deadline_bounds_a_trickling_server(tmp_path):
     src = tmp_path / "pairs.jsonl"

@@ -12,6 +12,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import click
@@ -62,6 +63,17 @@ class JudgeFlags:
             options["base_url"] = base_url
         return cls(backend, judge, options, max_new_tokens, False if no_cache else cache_path,
                    parse_key_values(system_option, "--system-option"), judges)
+
+    def cache_files(self) -> tuple[Path, ...]:
+        """The response cache's files this run may open (the database and SQLite's files beside it): an output
+        must never be one of them."""
+        from radmetrics.judge.cache import default_cache_path
+
+        path = None if self.cache is False else default_cache_path() if self.cache is None else Path(self.cache)
+        if path is None:
+            return ()
+        path = path.expanduser()
+        return (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")))
 
     def config(self):
         from radmetrics.types import GenerationConfig

@@ -71,6 +71,10 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         _column(rows, name, input_path, flag)
     if output_path and Path(output_path).is_dir():
         raise InputError(f"--output {output_path} is a folder; give the JSON file to write")
+    if output_path:  # the report is written at the end: never over the input, the policy's file or the cache
+        from radmetrics.io import check_output_safe
+
+        check_output_safe(output_path, input_path, judge_flags.options.get("path"), cache=judge_flags.cache_files())
     check_reward_judge(metric, judge_flags)  # seconds now, not after sampling completions and a silent server
     generation_seconds = None
     if given:

@@ -114,7 +114,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
     # before anything is loaded or asked: never overwrite the input, never write through a link
-    check_output_safe(output_path, input_path, judge_flags.options.get("path"))
+    check_output_safe(output_path, input_path, judge_flags.options.get("path"), cache=judge_flags.cache_files())
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
     check_text_file(input_path)
     clean_stale_tmp(output_path)
