@@ -170,9 +170,18 @@ class ScoringSystem:
                     names.add(key)
         return sorted(names)
 
-    def fingerprint(self) -> dict[str, str]:
-        return {"scoring_system": self.name, "prompt_version": self.prompt_version,
-                "parser_version": self.parser_version}
+    def fingerprint(self) -> dict[str, Any]:
+        """What names this system's scoring: its name, prompt and parser versions, and the options set away from
+        their defaults (`configure`: FineRadScore's report_score, VERT's variant and k...). Results say which
+        options made them, and a run continued with other options starts over (review 18: the rows of two
+        settings were mixed in one file)."""
+        found = {"scoring_system": self.name, "prompt_version": self.prompt_version,
+                 "parser_version": self.parser_version}
+        options = {key: _plain(getattr(self, key)) for key in self.option_names()
+                   if getattr(self, key) != getattr(type(self), key, None)}
+        if options:  # unconfigured systems keep the fingerprint they always had
+            found["options"] = options
+        return found
 
     def row_means(self, judgment: Judgment) -> dict[str, Any] | None:
         """This row's values for `row_mean_names` (each a number, or a dict of numbers by key); None when the
@@ -186,6 +195,11 @@ class ScoringSystem:
 
 
 _REF_MARK, _CAND_MARK = "\x00reference\x00", "\x00candidate\x00"
+
+
+def _plain(value: Any) -> Any:
+    """An option's value as JSON can hold it (a path as its text)."""
+    return value if value is None or isinstance(value, (bool, int, float, str, list, dict)) else str(value)
 
 
 def _pair_by_template(system: ScoringSystem, prompt: str) -> tuple[str, str] | None:

@@ -249,3 +249,39 @@ def test_a_continued_retry_unscored_run_does_not_ask_a_third_time(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == list(range(8))
     assert all(r["details"]["asked_again"] and not r["parsed"] for r in rows)
+
+
+def test_a_run_continued_with_other_system_options_starts_over(tmp_path):
+    """Review 18 (4): system options (FineRadScore's report_score, VERT's variant...) were in neither the results'
+    fingerprint nor the identity a continued run is matched on: a run killed with report_score=sum and rerun with
+    report_score=max kept the first rows' sums beside the later maxima, and the summary described neither. The
+    options set are now in the fingerprint: the rerun starts over, and every row says which options made it."""
+    import time
+
+    answer = json.dumps({"0": {"corrections": "[delete]", "clinical severity": "Urgent error", "comments": "extra",
+                               "error category": ["False prediction of finding"]},
+                         "1": {"corrections": "small", "clinical severity": "Not actionable", "comments": "size",
+                               "error category": ["Incorrect severity of finding"]}})
+
+    def slow(prompt):
+        time.sleep(0.1)
+        return answer
+
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Heart normal in case {i} today. Large right effusion."}) + "\n" for i in range(8)))
+    with FakeOpenAIServer(slow) as server:
+        args = [a if a != "green" else "finerad_score" for a in _score_cli(server, src, out, "--no-cache",
+                "--chunk-rows", "2", "--judge-option", "concurrency=1")]
+        written = _kill_once_written(args + ["--system-option", "report_score=sum"], out.with_name("o.jsonl.part"),
+                                     tmp_path)
+        assert 4 <= written < 8
+        again = subprocess.run(args + ["--system-option", "report_score=max"], capture_output=True, text=True,
+                               cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "another input or settings: starting over" in again.stderr and "Continued" not in again.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["finerad_score"] for r in rows] == [3.0] * 8  # the max of 3 and 1, every row (the sum was 4)
+    assert all(r["fingerprint"]["options"] == {"report_score": "max"} for r in rows)
+    summary = json.loads((tmp_path / "o.jsonl.summary.json").read_text())
+    assert summary["summary"]["finerad_score"] == 3.0 and summary["fingerprint"]["options"] == {"report_score": "max"}
