@@ -11,7 +11,8 @@ field of every successful body (never in the answer text itself). `error_body(au
 the n-th error reply (default: a short JSON error, with the key and the request's path and query when `echo_key`).
 
 "length": the answer with `finish_reason: "length"` (the server stopped it at max_tokens); "length-empty": no
-text and `finish_reason: "length"`. More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
+text and `finish_reason: "length"`; "max_tokens": the answer with that finish reason (what some gateways pass on);
+"content_filter": the first half of the answer with `finish_reason: "content_filter"` (OpenAI's and Azure's filter). More scripted faults: "schema" ({"choices": "abc"}), "blank" (empty answer text), "nontext" (a number as the
 answer), "huge" (a 5 MB body), "trickle" (headers, then the body one byte every 0.2 s). `delay` seconds pass
 before each answer. "stall" accepts the request and sends nothing until the server is shut down (a stuck
 server). Each request also records `t_start` (wall clock) and `t_done` (when its response was fully written,
@@ -110,7 +111,10 @@ class FakeOpenAIServer:
                     text = 5
                 elif action == "huge":
                     text = "junk " * 1_000_000
-                finish = "length" if action in ("length", "length-empty") else "stop"
+                finish = {"length": "length", "length-empty": "length", "content_filter": "content_filter",
+                          "max_tokens": "max_tokens"}.get(action, "stop")
+                if action == "content_filter":
+                    text = text[: len(text) // 2]  # the text up to the filter's cut comes with it
                 if chat:
                     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
                 else:

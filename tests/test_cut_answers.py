@@ -285,3 +285,26 @@ def test_a_run_continued_with_other_system_options_starts_over(tmp_path):
     assert all(r["fingerprint"]["options"] == {"report_score": "max"} for r in rows)
     summary = json.loads((tmp_path / "o.jsonl.summary.json").read_text())
     assert summary["summary"]["finerad_score"] == 3.0 and summary["fingerprint"]["options"] == {"report_score": "max"}
+
+
+def test_an_answer_the_server_stopped_early_is_not_scored_and_is_asked_again(tmp_path):
+    """Review 18 (8): an answer ended by the server's content filter (`finish_reason: "content_filter"`, with the
+    text up to the cut, as OpenAI and Azure send it) was read as complete, scored and cached: a GREEN analysis cut
+    in its matched-findings list scored lower, and no rerun asked again. It is now a failed call (unscored, not
+    cached, asked again on a rerun, no retries against the same filter); "max_tokens" is a cut answer as "length"."""
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    pairs = [*zip(REFS, CANDS), ("Cardiomegaly. Small right effusion.", "Cardiomegaly.")]
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs))
+    with FakeOpenAIServer(analysis_for, script=["content_filter", "max_tokens"]) as server:
+        args = _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1")
+        first = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+        assert len(server.requests) == 3  # the filtered answer was not retried
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert rows[0]["reason"] == ("judge call failed: the server stopped the answer before it ended (finish_reason "
+                                     "'content_filter'); the text so far is not scored")
+        assert rows[0]["green"] is None and rows[0]["judge_output"] in ("", None)
+        assert rows[1]["reason"].startswith("the judge's answer reached the token limit") and rows[1]["green"] is None
+        assert rows[2]["parsed"] and first.returncode == 0, first.stderr[-2000:]
+        again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+        assert len(server.requests) == 5  # rows 0 and 1 asked again; row 2 from the cache
+    assert again.returncode == 0 and all(json.loads(x)["parsed"] for x in out.read_text().splitlines())

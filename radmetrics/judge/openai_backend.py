@@ -76,6 +76,18 @@ class _KeyRedactingFilter(logging.Filter):
 _LOG_REDACTOR = _KeyRedactingFilter()
 
 
+#: finish reasons of an answer cut at the token limit (a `CutAnswer`: unscored, not cached, "raise --max-new-tokens")
+CUT_FINISH_REASONS = frozenset({"length", "max_tokens"})
+#: finish reasons of an answer the server stopped for another reason than its end: OpenAI's and Azure's content
+#: filter (the text up to the cut comes with it: a GREEN list cut after 3 of 5 findings reads as 3), an aborted or
+#: failed request (vLLM "abort")
+STOPPED_FINISH_REASONS = frozenset({"content_filter", "abort", "error", "cancelled", "canceled"})
+
+
+class _StoppedEarly(Exception):
+    """A 200 answer that the server ended early, not at its end (`STOPPED_FINISH_REASONS`)."""
+
+
 class _Unusable(ValueError):
     """A 200 response whose body is no answer (read as a retryable failure)."""
 
@@ -274,9 +286,14 @@ class OpenAIJudge(JudgeBackend):
             text, where = message.get("content"), "message.content"
         else:
             text, where = choice.get("text"), "text"
-        # "length": the server stopped it at max_tokens (OpenAI, vLLM, TGI, llama.cpp and Ollama all say so); with no
-        # text at all (a reasoning model that spent every token thinking) it is still a cut answer, not a failed call
-        cut = choice.get("finish_reason") == "length"
+        # "length": the server stopped it at max_tokens (OpenAI, vLLM, TGI, llama.cpp and Ollama all say so; some
+        # gateways pass Anthropic's "max_tokens" on); with no text at all (a reasoning model that spent every token
+        # thinking) it is still a cut answer, not a failed call
+        finish = choice.get("finish_reason")
+        cut = finish in CUT_FINISH_REASONS
+        if finish in STOPPED_FINISH_REASONS:  # the text so far is no whole answer (review 18: it was scored)
+            raise _StoppedEarly(f"the server stopped the answer before it ended (finish_reason {finish!r}); the "
+                                "text so far is not scored")
         if cut and (text is None or (isinstance(text, str) and not text.strip())):
             return CutAnswer(text or "", None)
         if not isinstance(text, str):
@@ -329,6 +346,9 @@ class OpenAIJudge(JudgeBackend):
                 else:  # 400/401/404...: asking again will not help. Redact first, then cut.
                     detail = self._safe(data.decode("utf-8", errors="replace"))[:200]
                     return GenerationFailure(f"HTTP {status}{_system_role_hint(body, detail)}: {detail}")
+            except _StoppedEarly as e:  # asking again gets the same filter: no retry, no cache, the row unscored
+                self._heard()
+                return GenerationFailure(self._safe(str(e)))
             except _Unusable as e:  # non-JSON, truncated, wrong schema, empty / non-text answer, oversized
                 self._heard()
                 last_error = self._safe(f"unusable response body ({e})")
