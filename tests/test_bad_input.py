@@ -49,6 +49,25 @@ def test_replay_missing_prompt_fails_only_that_row(tmp_path):
                                           "prompt; prompts must match exactly, including whitespace")
 
 
+def test_replay_file_with_two_different_responses_to_a_prompt_leaves_that_row_unscored(tmp_path):
+    """Review 18 (5): a replay file made of two recordings (another judge, a rerun) answered a prompt with whichever
+    response came last, without a word (GREEN 0.0 became 0.5). A prompt with two different responses is unscored,
+    naming both lines; an identical repeat is fine. A byte-order mark at the start was refused; it is skipped."""
+    replay = tmp_path / "r.jsonl"
+    system = radmetrics.get_scoring_system("green")
+    one = "[Clinically Significant Errors]:\n(a) x: 1. y\n\n[Matched Findings]:\n1. z"
+    two = "[Clinically Significant Errors]:\n(a) x: 0.\n\n[Matched Findings]:\n1. z"
+    lines = [(system.build_prompt("a b", "a"), one), (system.build_prompt("c d", "c"), one),
+             (system.build_prompt("a b", "a"), two), (system.build_prompt("c d", "c"), one)]
+    replay.write_text("\ufeff" + "".join(json.dumps({"prompt": p, "response": r}) + "\n" for p, r in lines),
+                      encoding="utf-8")
+    result = radmetrics.score("green", ["a b", "c d"], ["a", "c"], backend="replay", judge_options={"path": str(replay)},
+                              progress=False, cache=False)
+    assert result.scores == [None, 0.5]
+    assert result.judgments[0].reason == (f"judge call failed: replay file {replay} has different responses for this "
+                                          "row's prompt (lines 1 and 3); keep one")
+
+
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "radmetrics.cli", *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, env=os.environ.copy())

@@ -40,6 +40,9 @@ class ReplayJudge(JudgeBackend):
             raise JudgeError(f"Replay file not found: {self.path}")
         super().__init__(model=str(self.path), **options)
         self.responses: dict[str, str] = {}
+        #: prompt -> the lines of two different responses to it (a file made of two recordings): such rows are
+        #: unscored, never answered with whichever came last
+        self.conflicts: dict[str, tuple[int, int]] = {}
         try:
             self._read_answers()
         except UnicodeDecodeError as e:
@@ -49,7 +52,8 @@ class ReplayJudge(JudgeBackend):
         self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     def _read_answers(self) -> None:
-        with self.path.open(encoding="utf-8") as fh:
+        first_line: dict[str, int] = {}
+        with self.path.open(encoding="utf-8-sig") as fh:  # a byte-order mark, as input files may have one
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
@@ -60,6 +64,10 @@ class ReplayJudge(JudgeBackend):
                     raise JudgeError(f"{self.path}:{lineno}: not a {{'prompt', 'response'}} JSON line ({e})") from e
                 if not isinstance(prompt, str) or not isinstance(response, str):
                     raise JudgeError(f"{self.path}:{lineno}: 'prompt' and 'response' must be strings")
+                if prompt in self.responses and self.responses[prompt] != response:
+                    self.conflicts.setdefault(prompt, (first_line[prompt], lineno))
+                    continue
+                first_line.setdefault(prompt, lineno)
                 self.responses[prompt] = response
 
     def identity(self) -> dict[str, Any]:
@@ -71,9 +79,14 @@ class ReplayJudge(JudgeBackend):
         for i, prompt in enumerate(prompts):
             # a prompt the file does not hold fails that row only (unscored with this reason), as a failed call of
             # any backend does: the rows it does hold are still scored, e.g. one system's of several in compare
-            out.append(self.responses[prompt] if prompt in self.responses else GenerationFailure(
-                f"replay file {self.path} has no response for this row's prompt; prompts must match exactly, "
-                "including whitespace"))
+            if prompt in self.conflicts:
+                first, other = self.conflicts[prompt]
+                out.append(GenerationFailure(f"replay file {self.path} has different responses for this row's "
+                                             f"prompt (lines {first} and {other}); keep one"))
+            else:
+                out.append(self.responses[prompt] if prompt in self.responses else GenerationFailure(
+                    f"replay file {self.path} has no response for this row's prompt; prompts must match exactly, "
+                    "including whitespace"))
             if on_result:
                 on_result(i, out[-1])
         return out
