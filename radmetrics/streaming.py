@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radmetrics.errors import InputError
+from radmetrics.errors import InputError, RadmetricsError
 from radmetrics.io import check_regular_file, part_paths, strict_json_ready
 from radmetrics.types import Judgment
 
@@ -213,6 +213,10 @@ def result_line(row: dict[str, Any]) -> str:
         return json.dumps(strict_json_ready(row), ensure_ascii=False, default=str, allow_nan=False) + "\n"
 
 
+class OutputWriteError(RadmetricsError):
+    """The results could not be written (no space left, a file-size limit): said in one line, rows kept."""
+
+
 class OrderedPartWriter:
     """Result rows appended in input order to ``OUTPUT.part``; `finish` renames it over OUTPUT (JSONL) or
     writes OUTPUT from it (CSV), atomically. ``OUTPUT.part.json`` records the run's identity (input, metric,
@@ -256,9 +260,13 @@ class OrderedPartWriter:
                 yield json.loads(line)
 
     def write(self, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            self.fh.write(result_line(row))
-        self.fh.flush()
+        try:
+            for row in rows:
+                self.fh.write(result_line(row))
+            self.fh.flush()
+        except OSError as e:  # a full disk, a file-size limit: one line, and the whole rows written are kept
+            raise OutputWriteError(f"cannot write {self.part} ({e.strerror or e}); the {self.done_rows} rows written "
+                                   "before are kept: free space and rerun the same command to continue") from None
         self.done_rows += len(rows)
 
     def restart(self) -> None:
@@ -280,10 +288,21 @@ class OrderedPartWriter:
         self.fh = _private_append(self.part)
 
     def close(self) -> None:
-        self.fh.close()
-        os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file
+        try:
+            self.fh.close()
+        except OSError:  # flushing a chunk onto the full disk again: its cut line is dropped when a run continues
+            pass
+        finally:
+            os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file
 
     def finish(self) -> None:
+        try:
+            self._finish()
+        except OSError as e:  # the part file holds every row: a rerun continues after all of them and writes again
+            raise OutputWriteError(f"cannot write {self.output} ({e.strerror or e}); every row is kept in "
+                                   f"{self.part}: free space and rerun the same command to write it") from None
+
+    def _finish(self) -> None:
         from radmetrics.io import AtomicFile
 
         self.fh.close()

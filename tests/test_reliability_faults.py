@@ -644,3 +644,37 @@ def test_an_interrupted_run_without_a_cache_says_its_answers_will_be_asked_again
                      r"cache only the rows already written to the output's part file are kept; the others are asked "
                      r"again\)", line)
     assert m and m.group(1) == m.group(2) and int(m.group(1)) >= 6, line
+
+
+def test_a_full_disk_while_writing_results_is_one_line_and_the_rerun_continues(tmp_path):
+    """Review 18 (9): no space left while writing the part file gave three chained tracebacks (closing the file
+    flushed onto the full disk again) and exit 1, the code for a failed judge. Now: one line naming the file and
+    the rows kept, exit 2; the same command with room continues after them and writes what an uninterrupted run
+    writes. The disk fills here through a real file-size limit (RLIMIT_FSIZE: writes past it fail, EFBIG)."""
+    import resource
+
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 12)
+    out, whole = tmp_path / "o.jsonl", tmp_path / "whole.jsonl"
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+
+    with FakeOpenAIServer(analysis_for) as server:
+        args = cli_args(src, out, server.base_url, None, "--chunk-rows", "2")
+        full = subprocess.run(args, capture_output=True, text=True, cwd=REPO, preexec_fn=small_disk)
+        assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr[-3000:]
+        (error,) = [line for line in full.stderr.splitlines() if line.startswith("Error:")]
+        kept = out.with_name("o.jsonl.part").read_bytes().count(b"\n")  # whole rows (a cut last line is dropped)
+        assert 2 <= kept < 12 and f"cannot write {out}.part (File too large)" in error
+        assert "rerun the same command to continue" in error
+        asked = len(server.requests)
+        again = run(args)
+        assert again.returncode == 0 and f"{kept} rows were already written" in again.stderr, again.stderr[-3000:]
+        assert len(server.requests) - asked <= 12 - kept + 2  # the rows not written (and the chunk that failed)
+        assert run(cli_args(src, whole, server.base_url, None)).returncode == 0
+
+    def scored(path):
+        return [(r["id"], r["green"], r["judge_output"]) for r in map(json.loads, path.read_text().splitlines())]
+
+    assert scored(out) == scored(whole) and len(scored(out)) == 12

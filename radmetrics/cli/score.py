@@ -172,9 +172,15 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     scored = corpus.get("num_scored", total)
     click.echo(f"Wrote {total} row{'s' if total != 1 else ''} from {input_path}: {scored} scored, "
                f"{total - scored} unscored", err=True)
-    with AtomicFile(summary_path(output_path)) as fh:
-        json.dump({"run_id": run_id, "summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh, indent=2,
-                  default=str)
+    try:
+        with AtomicFile(summary_path(output_path)) as fh:
+            json.dump({"run_id": run_id, "summary": corpus, "fingerprint": fp, "input": str(input_path)}, fh,
+                      indent=2, default=str)
+    except OSError as e:  # the results are written; a rerun answers every row from the cache and writes both
+        from radmetrics.errors import RadmetricsError
+
+        raise RadmetricsError(f"cannot write {summary_path(output_path)} ({e.strerror or e}); the results are in "
+                              f"{output_path}: free space and rerun the same command for the summary") from None
     print_summary(system, corpus, output_path, str(summary_path(output_path)), fp.get("judge"))
     failed = tally.message(max_failures)
     if tally.input_warning():
