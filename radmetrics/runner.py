@@ -242,12 +242,13 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
           judge: Any = None, judge_options: dict[str, Any] | None = None, cache: Any = None,
           config: GenerationConfig | None = None, progress: bool = True, summary: bool = False,
           summary_model: str | None = None, system_options: dict[str, Any] | None = None,
-          row_ids: Sequence[int] | None = None) -> ScoreResult:
+          row_ids: Sequence[int] | None = None, row_labels: Sequence[str] | None = None) -> ScoreResult:
     """Score candidates against references with a scoring system on the shared judge.
 
     metric: a registered name or a ScoringSystem; judge: a model id (the judge is built from backend,
     judge_options and cache) or a ready Judge (radmetrics.judge.base.Judge; then those three are not used);
-    row_ids: the row numbers reasons name (default 0..n-1).
+    row_ids: the row numbers reasons name (default 0..n-1); row_labels: what reasons call each row instead (e.g.
+    "id study-17").
 
     >>> # result = radmetrics.score("green", refs, cands, judge="StanfordAIMI/GREEN-RadLlama2-7b")
     """
@@ -261,7 +262,8 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     check_lengths(references, candidates)
     the_judge = judge if isinstance(judge, Judge) else build_judge(backend, judge, judge_options, cache, system)
     config = config or GenerationConfig()
-    judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids)
+    judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids,
+                            row_labels=row_labels)
     failed = [j.reason for j in judgments if judge_call_failed(j.reason)]
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "

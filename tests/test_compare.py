@@ -176,6 +176,12 @@ def test_a_system_whose_outputs_read_like_missing_values_is_named(tmp_path):
     assert notes == ["B: 2 candidate(s) are missing-value markers ('NA'), unscored: the paired tests leave those ids "
                      "out; if they are B's real outputs, this favours B"]
     assert load_systems({"A": a, "A2": a}).notes == []
+    # review 18 (7): null, or no candidate field at all, said the same way
+    c = _write(tmp_path / "c.jsonl", [{"id": 0, "candidate": None}, {"id": 1}, {"id": 2, "candidate": "NA"},
+                                      {"id": 3, "candidate": "c 3"}])
+    assert load_systems({"A": a, "C": c}).notes == [
+        "C: 3 candidate(s) are missing-value markers ('NA', null), unscored: the paired tests leave those ids out; if "
+        "they are C's real outputs, this favours C"]
 
 
 def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
@@ -294,6 +300,20 @@ def test_compare_python_api_with_the_fake_judge_and_three_systems(fake_judge):
     assert a_vs_c["win"] == 6 and a_vs_c["difference"] == pytest.approx(1.0)
     # six rows all won: exact randomization gives 2 / 2^6
     assert a_vs_c["p_value"] == pytest.approx(2 / 64)
+
+
+def test_compare_reasons_name_rows_by_their_id(fake_judge):
+    """Review 18 (6): compare judges all systems in one call over the stacked rows, and judge metrics' reasons
+    named a row by its index there: system B's first row was "row 8" (B had 8 rows). They name the row's id."""
+    import radmetrics
+
+    refs = ["left effusion small noted", "left effusion large noted", "cardiomegaly"]
+    systems = {"A": list(refs), "B": [refs[0], None, "GARBLED report"]}
+    result = radmetrics.compare(systems, refs, ["green"], ids=["s1", "s2", "s3"], backend="fake", cache=False,
+                                resamples=100)
+    reasons = result.runs["green"]["B"].reasons
+    assert reasons[0] is None and reasons[1].startswith("id s2: ") and "candidate" in reasons[1]
+    assert result.runs["green"]["B"].scores[2] is None and "row 4" not in str(reasons) and "row 5" not in str(reasons)
 
 
 def test_compare_cli_bad_input_is_one_line(tmp_path):

@@ -187,9 +187,11 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
     from radmetrics.runner import MISSING_MARKERS
 
     for name, texts in candidates.items():  # review 12: "NA" outputs left a system's mean, quietly
-        markers = [str(t).strip() for t in texts if isinstance(t, str) and t.strip() in MISSING_MARKERS]
+        markers = [repr(t.strip()) for t in texts if isinstance(t, str) and t.strip() in MISSING_MARKERS]
+        # review 18: null, a missing candidate field or an empty CSV cell (NaN) favour a system the same way
+        markers += ["null" for t in texts if t is None or (isinstance(t, float) and t != t)]
         if markers:
-            shown = ", ".join(f"{m!r}" for m in sorted(set(markers)))
+            shown = ", ".join(sorted(set(markers)))
             notes.append(f"{name}: {len(markers)} candidate(s) are missing-value markers ({shown}), unscored: the "
                          f"paired tests leave those ids out; if they are {name}'s real outputs, this favours {name}")
     return Alignment(ids, [ref_by_id[i] for i in ids], candidates, notes)
@@ -391,9 +393,9 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     result = CompareResult(ids, names, {}, {}, settings, list(notes))
     for metric in metrics:
         # all systems in one call: the judge batches and de-duplicates across them
-        with _per_system_failed_calls():
+        with _per_system_failed_calls():  # reasons name a row by its id (the stacked list's index is no row's)
             run = run_metric(metric, list(references) * len(names), [c for s in names for c in systems[s]],
-                             judge_kwargs)
+                             {**judge_kwargs, "row_labels": [f"id {i}" for _ in names for i in ids]})
         per_system = {}
         for k, name in enumerate(names):
             rows = slice(k * n, (k + 1) * n)
