@@ -112,7 +112,8 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         if not cand.strip():  # judged as written (pair_problem)
             empty_candidates.append(i)
     if warnings:
-        log.warning("%d rows were cut to the prompt's length limit (see details.warnings)", len(warnings))
+        log.warning("%s cut to the prompt's length limit (see details.warnings)",
+                    "1 row was" if len(warnings) == 1 else f"{len(warnings)} rows were")
     texts = _generate(judge, prompts, config, progress, rows, row_labels)
     for i, text in zip(rows, texts):
         judgments[i] = _parse(system, text)
