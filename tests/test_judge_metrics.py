@@ -120,6 +120,21 @@ def test_vert_prompt_is_green_plus_score_block():
     assert "Step 4: Determine Clinical Significance" in rubric and "Step 4: Determine Clinical Significance" in formula
 
 
+def test_vert_few_shot_fingerprint_follows_the_shots_file_content(tmp_path):
+    """Review 18 (suspected): the few-shot file's path was all the fingerprint had of the shots, so a run continued
+    after the file was edited kept the rows judged with the old shots. The content's digest is in the prompt
+    version (hence in the fingerprint and the run's identity)."""
+    shots = tmp_path / "shots.jsonl"
+    rows = [{"reference": f"ref {i}", "candidate": f"cand {i}", "score": i % 6} for i in range(6)]
+    shots.write_text("\n".join(json.dumps(r) for r in rows))
+    before = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=2, score_scale=5).fingerprint()
+    shots.write_text("\n".join(json.dumps({**r, "score": 5 - r["score"]}) for r in rows))
+    after = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=2, score_scale=5).fingerprint()
+    assert before["prompt_version"] != after["prompt_version"] and before["options"] == after["options"]
+    zero_shot = radmetrics.get_scoring_system("vert", shots_path=str(shots)).fingerprint()["prompt_version"]
+    assert "shots" not in zero_shot  # k = 0: the file is not read, not part of the prompt
+
+
 def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):
     shots = tmp_path / "shots.jsonl"
     rows = [{"reference": f"ref {i}", "candidate": f"cand {i}", "score": i % 6,
@@ -137,7 +152,7 @@ def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):
     for i in range(12):  # the pair being judged is never its own example
         prompt = system.build_prompt(f"ref {i}", f"cand {i}")
         assert f"Reference Report:\nref {i}\n" not in prompt
-    assert system.prompt_version.endswith("-vert-k3-seed7-illus")
+    assert re.search(r"-vert-k3-seed7-shots[0-9a-f]{12}-illus$", system.prompt_version)
 
 
 def test_vert_shots_as_the_papers_variants_write_them(tmp_path):
@@ -163,7 +178,7 @@ def test_vert_shots_as_the_papers_variants_write_them(tmp_path):
     order = [effusion.index(h) for h in ("[Explanation]:\nThe candidate adds an effusion.", "[Clinically Significant",
                                          "[Clinically Insignificant", "[Matched Findings]:\n0.", "[Overall Accuracy")]
     assert order == sorted(order)
-    assert system.prompt_version.endswith("-k2-seed42-sigscore")
+    assert re.search(r"-k2-seed42-sigscore-shots[0-9a-f]{12}$", system.prompt_version)
     for row, expected in [({"score": 4}, "outside 0-1 (set score_scale"),
                           ({"score": 0.5, "significant": {"a": -1}}, "counts are whole numbers >= 0"),
                           ({"score": 0.5, "significant": {"g": 1}}, "per letter a-f"),

@@ -37,6 +37,15 @@ from radmetrics.vert.prompt import (
 SHOT_SCORES = ("score", "significant-errors")
 
 
+def _file_digest(path: str | os.PathLike) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except OSError:
+        return "unreadable"  # said when the shots are read (`load_shots`)
+
+
 def load_shots(path: str | Path, score_scale: float = 1.0, shot_score: str = "score") -> list[Shot]:
     """Annotated pairs (JSONL or CSV via radmetrics.io aliases): a `score` column divided by `score_scale`
     (e.g. 5 for RaTE-Eval's 0-5), or with ``shot_score="significant-errors"`` the score
@@ -156,6 +165,8 @@ class VertSystem(ScoringSystem):
     def prompt_version(self) -> str:  # type: ignore[override]
         shots = f"-k{self.k}-seed{self.seed}" if self.k else ""
         shots += "-sigscore" if self.k and self.shot_score == "significant-errors" else ""
+        if self.k and self.shots_path:  # the shots' content, not only their path: an edited file is another prompt
+            shots += f"-shots{_file_digest(self.shots_path)}"
         return f"{PROMPT_VERSION}-{self.variant}{shots}{'-illus' if self.illustrations else ''}"
 
     @cached_property
