@@ -73,7 +73,7 @@ def url_secrets(url: str) -> list[str]:
     userinfo = parts.netloc.rpartition("@")[0]
     if userinfo:
         for text in {userinfo, unquote(userinfo)}:
-            user, _, password = text.partition(":")
+            password = text.partition(":")[2]
             if password:
                 found += [password, text, base64.b64encode(text.encode()).decode()]
     for raw in parts.query.split("&"):

@@ -290,6 +290,7 @@ class OpenAIJudge(JudgeBackend):
         # gateways pass Anthropic's "max_tokens" on); with no text at all (a reasoning model that spent every token
         # thinking) it is still a cut answer, not a failed call
         finish = choice.get("finish_reason")
+        finish = finish if isinstance(finish, str) else None  # a server's odd value (a list, an object) says nothing
         cut = finish in CUT_FINISH_REASONS
         if finish in STOPPED_FINISH_REASONS:  # the text so far is no whole answer (review 18: it was scored)
             raise _StoppedEarly(f"the server stopped the answer before it ended (finish_reason {finish!r}); the "
