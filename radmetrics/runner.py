@@ -36,6 +36,8 @@ def row_problem(value: Any, label: str) -> str | None:
     """Why a report cannot be judged, or None."""
     if value is None:
         return f"{label} is missing (None)"
+    if isinstance(value, float) and value != value:  # NaN: pandas' missing value, JSON's non-standard NaN
+        return f"{label} is missing (NaN)"
     if not isinstance(value, str):
         return f"{label} is {type(value).__name__}, not text"
     if not value.strip():

@@ -14,19 +14,20 @@ import radmetrics
 
 
 def test_none_empty_and_non_string_rows_are_unscored_but_an_empty_candidate_is_judged(fake_judge):
-    refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly"]
-    cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild"]
+    refs = ["left effusion", None, "  ", "ok", 42, "cardiomegaly", float("nan")]
+    cands = ["left effusion", "x", "y", "", "z", "cardiomegaly mild", "w"]
     result = radmetrics.score("green", refs, cands, backend="fake", cache=False, progress=False)
     reasons = [j.reason for j in result.judgments]
+    # NaN (pandas' missing value, JSON's non-standard NaN) is a missing report (review 18: "float, not text")
     assert reasons == [None, "row 1: reference is missing (None)", "row 2: reference is empty",
-                       None, "row 4: reference is int, not text", None]
+                       None, "row 4: reference is int, not text", None, "row 6: reference is missing (NaN)"]
     # the empty generated report is judged as the official GREEN code judges it: nothing matches, GREEN 0,
     # and it counts in the mean against its generator
     assert result.scores[3] == 0.0 and result.judgments[3].details["empty_candidate"] is True
     # identical reports: no error, GREEN 1; "cardiomegaly mild": 1 matched, seeded errors in every category
     expected_5 = expected_score(refs[5], cands[5])
     assert result.scores[0] == 1.0 and result.scores[5] == pytest.approx(expected_5) and 0 < expected_5 < 1
-    assert result.summary["num_unscored"] == 3 and fake_judge.calls == 3
+    assert result.summary["num_unscored"] == 4 and fake_judge.calls == 3
     assert result.summary["num_empty_candidates"] == 1
     assert result.summary["green"] == pytest.approx((1.0 + 0.0 + expected_5) / 3)
 
