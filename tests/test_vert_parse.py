@@ -50,6 +50,14 @@ def test_score_as_written(system, text, score, written):
     pytest.param("vert_ft", "Score: 7", "outside [0, 1]", id="ft-out-of-range"),
     pytest.param("vert_ft", "The report is good.", "no", id="ft-words"),
     pytest.param("vert_ft", "", "empty judge output", id="ft-empty"),
+    # review 19: a GREEN analysis answering the vert_ft prompt: its first item count was read as the score (0 or 1)
+    pytest.param("vert_ft", "\n(e) Mentioning a finding's anatomic location of a finding: 0.\n(c) Mentioning a "
+                 "comparison: 1.\n[Clinically Insignificant Errors]:\n(c) False report of the location: 0.",
+                 "GREEN's error items", id="ft-green-items"),
+    pytest.param("vert_ft", "(a) 1.\n(b) 0.", "GREEN's error items", id="ft-green-bare-items"),
+    pytest.param("vert_ft", "(c) Mentioning a finding: 1.", "GREEN's error items", id="ft-one-green-item"),
+    pytest.param("vert", HEAD + "about 0.7\n(a) False report of a finding: 1.", "GREEN's error items",
+                 id="in-sentence-then-green-items"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)
