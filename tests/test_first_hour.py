@@ -291,6 +291,9 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
     --base folder that does not exist was a traceback about Hub ids."""
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    counts = tmp_path / "counts.jsonl"  # error counts (RadEval, ReXVal): lower is better
+    counts.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion.", "expert_score": 0.0,
+                                  "expert_higher_is_better": False}) + "\n")
     (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     base = ["train", "judge", "--base", tmp_path, "--data", pairs, "-o", tmp_path / "out"]
     cases = [(["--recipe", "green", "--teacher", "t", "--teacher-base-url", "http://127.0.0.1:9/v1"],
@@ -300,6 +303,7 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
               "needs a server address: --teacher-base-url URL on the command line"),
              (["--teacher-replay", pairs], "are for --recipe green; the recipe is vert (the default)"),
              ([], "has no expert_score column: the vert recipe learns expert scores"),
+             (["--data", counts], "this data's expert_score is lower-is-better"),  # review 19: taught inverted
              (["--base", tmp_path / "nope", "--recipe", "green", "--teacher-replay", pairs],
               f"The base model '{tmp_path / 'nope'}' is not a folder here")]
     for extra, expected in cases:
@@ -314,6 +318,9 @@ def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
     pairs"); no --teacher said "The openai backend needs model=", a Python argument."""
     refs = tmp_path / "refs.jsonl"
     refs.write_text(json.dumps({"reference": "No effusion."}) + "\n")
+    counts = tmp_path / "counts.jsonl"  # error counts (RadEval, ReXVal): lower is better
+    counts.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion.", "expert_score": 0.0,
+                                  "expert_higher_is_better": False}) + "\n")
     (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     base = ["train", "er2score", "--base", tmp_path, "--references", refs, "--teacher-backend", "openai",
             "-o", tmp_path / "er2"]
@@ -379,6 +386,9 @@ def test_train_er2score_input_files_with_bad_lines_are_one_line_errors(tmp_path)
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"reference": "a", "accepted": "b", "rejected": "c", "accepted_scores": [0, 0, 0, 0, 0, 0]}\n'
                      '["not", "an", "object"]\n')
+    counts = tmp_path / "counts.jsonl"  # error counts (RadEval, ReXVal): lower is better
+    counts.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion.", "expert_score": 0.0,
+                                  "expert_higher_is_better": False}) + "\n")
     (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
     run = cli("train", "er2score", "--base", tmp_path, "--pairs", pairs, "-o", tmp_path / "out")
     assert_one_line_error(run, "line 2: a JSON list, not an object", "pairs file")

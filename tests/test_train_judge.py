@@ -20,9 +20,9 @@ def test_vert_recipe_trains_and_serves(base, tmp_path):
     from radmetrics.data.rate_eval import read_rate_eval
 
     rows = read_rate_eval(FIXTURES / "rate_eval")
-    examples = vert_examples([r["reference"] for r in rows], [r["candidate"] for r in rows],
-                             [r["expert_score"] for r in rows])
-    assert examples[0]["completion"][0]["content"] == "0.4"  # Score 2 of 5, one decimal
+    examples, dropped = vert_examples([r["reference"] for r in rows], [r["candidate"] for r in rows],
+                                      [r["expert_score"] for r in rows], [r["expert_higher_is_better"] for r in rows])
+    assert examples[0]["completion"][0]["content"] == "0.4" and dropped == []  # Score 2 of 5, one decimal
     out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "vert-judge"), recipe="vert", max_steps=4,
                                      batch_size=2, lora_r=4, lora_alpha=8, learning_rate=1e-3), examples)
     assert out["train_examples"] == 5 and out["validation_examples"] == 1 and len(out["losses"]) == 4
@@ -35,6 +35,19 @@ def test_vert_recipe_trains_and_serves(base, tmp_path):
     judge = radmetrics.get_judge("transformers", model=str(merged), cache=False)
     judge.backend.load()
     assert judge.backend.chat_format == "tokenizer"  # the saved template, not GREEN's (not a GREEN model)
+
+
+def test_vert_recipe_refuses_error_counts_and_leaves_out_rows_without_a_score():
+    """Review 19 (2): RadEval's and ReXVal's expert_score counts errors (lower is better); counts that happened to lie
+    in [0, 1] were taught as VERT scores, a judge trained on the inverted scale without a word. And one row without
+    an expert score stopped the whole run."""
+    from radmetrics.errors import InputError
+
+    refs, cands = ["Small effusion.", "Cardiomegaly.", "No acute process."], ["Small effusion.", "Normal.", "Normal."]
+    with pytest.raises(InputError, match="lower-is-better"):
+        vert_examples(refs, cands, [0.0, 1.0, 0.0], [False, False, False])
+    examples, dropped = vert_examples(refs, cands, [1.0, None, 0.4], [True, True, True])
+    assert [e["completion"][0]["content"] for e in examples] == ["1.0", "0.4"] and dropped == ["row 1: no expert score"]
 
 
 def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):

@@ -100,7 +100,12 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
             raise InputError(f"--data {data_path} has no expert_score column: the vert recipe learns expert scores "
                              "(a converted dataset such as rate_eval); for GREEN analyses by a teacher pass "
                              "--recipe green")
-        rows = vert_examples(data["reference"], data["candidate"], data["expert_score"])
+        directions = data["expert_higher_is_better"] if "expert_higher_is_better" in data.column_names else None
+        rows, dropped = vert_examples(data["reference"], data["candidate"], data["expert_score"], directions)
+        for problem in dropped:
+            click.echo(f"pair left out: {problem}", err=True)
+        if not rows:
+            raise InputError(f"--data {data_path}: no pair has an expert score to learn")
         description = f"{len(rows)} expert-scored pairs from `{Path(data_path).name}`"
     else:
         options = {"path": teacher_replay} if teacher_replay else {}

@@ -52,15 +52,27 @@ class JudgeSFTConfig:
         return cls(**values)
 
 
-def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[float]) -> list[dict]:
-    """Conversational prompt/completion rows; scores must already be in [0, 1]."""
-    rows = []
-    for r, c, s in zip(references, candidates, scores):
-        if s is None or not 0 <= s <= 1:
+def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[float | None],
+                  higher_is_better: Sequence[bool | None] | None = None) -> tuple[list[dict], list[str]]:
+    """Conversational prompt/completion rows and the rows left out (no expert score), each with why. Scores must
+    be accuracy scores already in [0, 1], higher is better: VERT's answer. Error counts (a dataset's
+    ``expert_higher_is_better`` False: RadEval, ReXVal, ReFiSco) would teach the judge the inverted scale, so they
+    are refused, not trained on (review 19)."""
+    if higher_is_better is not None and any(h is False for h in higher_is_better):
+        raise InputError("the vert recipe learns VERT's accuracy score (higher is better, in [0, 1]); this data's "
+                         "expert_score is lower-is-better (expert_higher_is_better false: error counts, as in "
+                         "RadEval, ReXVal, ReFiSco): a judge trained on it would answer the inverted scale. Use "
+                         "accuracy scores (e.g. rate_eval), or --recipe green with a teacher")
+    rows, dropped = [], []
+    for i, (r, c, s) in enumerate(zip(references, candidates, scores)):
+        if s is None or (isinstance(s, float) and s != s):  # an unreadable annotation: left out, said
+            dropped.append(f"row {i}: no expert score")
+            continue
+        if not 0 <= s <= 1:
             raise InputError(f"VERT recipe needs scores in [0, 1]; got {s!r} (normalize, e.g. RaTE-Eval /5)")
         rows.append({"prompt": [{"role": "user", "content": vert_user_turn(r, c)}],
                      "completion": [{"role": "assistant", "content": f"{s:.1f}"}]})
-    return rows
+    return rows, dropped
 
 
 def green_examples(references: Sequence[str], candidates: Sequence[str], teacher, eos_token: str = "</s>",
