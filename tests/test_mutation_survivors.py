@@ -817,6 +817,38 @@ def test_saved_datasets_from_physionet_keep_the_folder_private(tmp_path, as_dict
     assert restricted_reasons(tmp_path / "plain") == []
 
 
+def test_every_data_file_a_push_uploads_is_read_for_its_provenance(tmp_path):
+    """Review 19 (5): ReXVal rows pushed public when stored as Parquet or CSV (the Hub's own layouts; only
+    save_to_disk folders and JSONL were read), or when their dataset column said "MIMIC-CXR" (only the four
+    converter names matched, case-sensitively). A data file the gate cannot read keeps the push private."""
+    import datasets
+
+    rows = datasets.Dataset.from_dict({"dataset": ["ReXVal", "mine"], "text": ["a", "b"]})
+    for name, write in (("parquet", lambda d, f: d.to_parquet(str(f / "data" / "test-00000-of-00001.parquet"))),
+                        ("csv", lambda d, f: d.to_csv(str(f / "rexval.csv"), index=False)),
+                        ("json", lambda d, f: d.to_json(str(f / "rows.json"))),
+                        ("arrow", lambda d, f: d.save_to_disk(str(f / "nested" / "saved")))):
+        folder = tmp_path / name
+        (folder / "data").mkdir(parents=True)
+        write(rows, folder)
+        assert restricted_reasons(folder) == ["its rows come from ReXVal (PhysioNet credentialed data)"], name
+        with pytest.raises(PushRefused):
+            check_public_allowed(folder, "x")
+    mimic = tmp_path / "mimic"
+    mimic.mkdir()
+    datasets.Dataset.from_dict({"dataset": ["MIMIC-CXR"], "text": ["a"]}).to_parquet(str(mimic / "t.parquet"))
+    assert restricted_reasons(mimic) == ["its rows come from MIMIC-CXR (PhysioNet credentialed data)"]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "t.parquet").write_bytes(b"PAR1 not really")
+    assert restricted_reasons(broken) == ["t.parquet could not be read to check where its rows come from"]
+    own = tmp_path / "own"
+    own.mkdir()
+    datasets.Dataset.from_dict({"dataset": ["mine"], "text": ["a"]}).to_parquet(str(own / "t.parquet"))
+    (own / "notes.csv").write_text("id,text\n1,a\n")
+    assert restricted_reasons(own) == []  # open data, and files with no dataset column: allowed
+
+
 def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
     rendered = card_with_marker("# Judge\n\nScores reports.\n")
     assert not written_by_user(rendered)

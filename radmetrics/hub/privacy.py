@@ -32,7 +32,8 @@ _AUTO_CARD_HINTS = ("[More Information Needed]",)
 
 
 def restricted_reasons(folder: str | Path) -> list[str]:
-    """Why FOLDER holds data that must stay private (empty list: nothing found)."""
+    """Why FOLDER holds data that must stay private (empty list: nothing found). Fails closed: a data file whose
+    provenance cannot be read is a reason too."""
     from radmetrics.data import PHYSIONET_DERIVED
 
     folder = Path(folder)
@@ -42,17 +43,27 @@ def restricted_reasons(folder: str | Path) -> list[str]:
         hit = _RESTRICTED_CARD.search(card.read_text(encoding="utf-8", errors="replace"))
         if hit:
             reasons.append(f"its card (README.md) says '{hit.group(0)}'")
-    names = _dataset_names(folder)
-    restricted = sorted(names & PHYSIONET_DERIVED)
+    names, unreadable = _dataset_names(folder)
+    # "rexval", "ReXVal", "MIMIC-CXR", "physionet/mimic-cxr": any spelling (review 19: "MIMIC-CXR" went public)
+    restricted = sorted({n for n in names if n.strip().lower() in PHYSIONET_DERIVED or _RESTRICTED_CARD.search(n)})
     if restricted:
         reasons.append(f"its rows come from {', '.join(restricted)} (PhysioNet credentialed data)")
+    if unreadable:
+        reasons.append(f"{unreadable[0]} could not be read to check where its rows come from")
     return reasons
 
 
-def _dataset_names(folder: Path) -> set[str]:
+#: data files a push uploads whose `dataset` column the gate reads (review 19: Parquet and CSV, the Hub's own
+#: layouts, went public unread)
+_TABLE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".arrow")
+
+
+def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
     """Values of the `dataset` column (our schema's provenance) in a save_to_disk folder (Dataset or
-    DatasetDict) and in JSONL files beside it."""
+    DatasetDict) and in every JSON Lines, JSON, Parquet, CSV and Arrow file under it; and the files that could not
+    be read."""
     names: set[str] = set()
+    unreadable: list[str] = []
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
         import datasets
 
@@ -61,16 +72,51 @@ def _dataset_names(folder: Path) -> set[str]:
         for split in splits:
             if "dataset" in split.column_names:
                 names.update(str(v) for v in split.unique("dataset"))
-    for path in folder.rglob("*.jsonl"):
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict) and isinstance(row.get("dataset"), str):
-                    names.add(row["dataset"])
-    return names
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TABLE_SUFFIXES):
+        try:
+            names.update(_column_values(path))
+        except Exception:  # noqa: BLE001 - any file the gate cannot read keeps the push private
+            unreadable.append(str(path.relative_to(folder)))
+    return names, unreadable
+
+
+def _column_values(path: Path) -> set[str]:
+    """The `dataset` values of one data file (none when it has no such column)."""
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".arrow"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if suffix == ".parquet":
+            schema = pq.read_schema(path)
+            table = pq.read_table(path, columns=["dataset"]) if "dataset" in schema.names else None
+        else:  # datasets' cache files are Arrow streams; a plain Arrow file is read as one too
+            try:
+                table = pa.ipc.open_stream(str(path)).read_all()
+            except pa.ArrowInvalid:
+                table = pa.ipc.open_file(str(path)).read_all()
+            table = table.select(["dataset"]) if "dataset" in table.column_names else None
+        return set() if table is None else {str(v) for v in table.column("dataset").to_pylist() if v is not None}
+    if suffix == ".csv":
+        import csv
+
+        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+            return {row["dataset"] for row in csv.DictReader(fh) if row.get("dataset")}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    rows: list = []
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+            rows = data if isinstance(data, list) else [data]
+        except ValueError:
+            pass  # JSON Lines written as .json (datasets' to_json): read line by line below
+    if not rows:
+        for line in text.splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    return {row["dataset"] for row in rows if isinstance(row, dict) and isinstance(row.get("dataset"), str)}
 
 
 def check_public_allowed(folder: str | Path, what: str) -> None:
