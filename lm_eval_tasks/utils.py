@@ -50,7 +50,15 @@ def load_judge_dataset(**metadata):
         return {"judge_prompt": render_text(prompt, chat_format, eos), "scoring_system": system.name,
                 "system_options": options_text}
 
-    return datasets.DatasetDict({"test": data.map(add_prompt)})
+    data = data.map(add_prompt)
+    target = metadata.get("expert_target")
+    if target:  # what kendall_tau grades against, when not the dataset's expert_score (meta-eval's --target)
+        from radmetrics.meta.targets import expert_target
+
+        values, higher_is_better, _ = expert_target(data, target)
+        data = data.add_column("target_value", values).add_column("target_higher_is_better",
+                                                                  [higher_is_better] * len(data))
+    return datasets.DatasetDict({"test": data})
 
 
 #: the example turns every `_chat` task's prompt carries (the YAML's num_fewshot; FineRadScore's five, both layouts)
@@ -105,8 +113,13 @@ def process_results(doc, results):
     judgment = read_answer(system, results[0], doc["reference"], doc["candidate"])
     score = judgment.score
     oriented = None if score is None else (score if system.higher_is_better else -score)
-    raw_expert = doc["expert_score"]  # None where the expert annotation could not be read
-    expert = None if raw_expert is None else (raw_expert if doc["expert_higher_is_better"] else -raw_expert)
+    # the task's target (GREEN's total errors: the experts' total, GREEN Sec. 4.3.1), else the dataset's headline
+    # expert_score; None where the expert annotation could not be read
+    if "target_value" in doc:
+        raw_expert, expert_higher = doc["target_value"], doc["target_higher_is_better"]
+    else:
+        raw_expert, expert_higher = doc["expert_score"], doc["expert_higher_is_better"]
+    expert = None if raw_expert is None else (raw_expert if expert_higher else -raw_expert)
     significant = judgment.significant_errors()
     predicted_errors = float(sum(significant)) if significant is not None else None
     expert_errors = float(sum(doc["expert_significant"])) if doc.get("expert_significant") else None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, LM_EVAL_TASKS
 
-from green_answers import green_score, read_official_answer
+from green_answers import green_answer, green_score, read_official_answer
 from scipy import stats as sp
 
 import radmetrics
@@ -117,6 +117,30 @@ def test_task_system_options_are_used_to_read_the_answers_too(monkeypatch):
                          for i, severity in enumerate(["Urgent error", "Not actionable"])})
     scored = utils.process_results(doc, [answer])
     assert scored["kendall_tau"][0] == -3  # the max severity (3), oriented (lower is better); the sum would be 4
+
+
+def test_the_total_errors_task_grades_against_the_experts_total(monkeypatch):
+    """Review 19 (3): rexval_judge_green_total_errors correlated GREEN's S + I with the experts' significant errors
+    only (every task used expert_score); GREEN Sec. 4.3.1 compares it with their total (significant +
+    insignificant), as meta-eval --target total does. The task's YAML names that target."""
+    import yaml
+
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    from radmetrics.meta.targets import expert_target
+
+    metadata = yaml.safe_load((LM_EVAL_TASKS / "rexval_judge_green_total_errors.yaml").read_text())["metadata"]
+    assert metadata["expert_target"] == "total"
+    monkeypatch.setenv("RADMETRICS_REXVAL_PATH", str(FIXTURES / "rexval"))
+    data = utils.load_judge_dataset(**metadata)["test"]
+    total = expert_target(data, "total")[0]
+    answer = green_answer({"a": 1}, {"b": 2}, 3)  # S = 1, I = 2: total errors 3
+    scored = [utils.process_results(doc, [answer]) for doc in data]
+    assert [s["kendall_tau"] for s in scored] == [(-3, None if t is None else -t) for t in total]
+    assert any(t is not None and t != doc["expert_score"] for t, doc in zip(total, data))  # not the significant count
+    plain = utils.load_judge_dataset(dataset="rexval", scoring_system="green_ec")["test"][0]  # other tasks: unchanged
+    assert utils.process_results(plain, [answer])["kendall_tau"] == (-1, -plain["expert_score"])
 
 
 def test_a_nan_kendall_tau_says_why(caplog):
