@@ -81,6 +81,32 @@ def test_model_index_is_canonical_and_parsed_by_huggingface_hub(lm_eval_results)
     assert {r.dataset_type for r in card.data.eval_results} == {"lab/rexval"}
 
 
+def test_eval_dataset_ids_name_each_expert_set_and_nan_results_are_not_published(tmp_path):
+    """Review 19 (4): with results of several expert sets, --eval-dataset my-lab/rexval was written as the dataset of
+    every result (RadEval's and RaTE-Eval's numbers published as ReXVal's), and a NaN τ went into model-index as
+    `.nan`. Now each set gets its own id (SET=ID), one bare id is refused for several sets, and a NaN is n/a in the
+    table and no model-index result."""
+    from radmetrics.errors import RadmetricsError
+
+    path = tmp_path / "results_all.json"
+    path.write_text(json.dumps({"results": {
+        "rexval_judge": {"kendall_tau,none": 0.41, "unparsed,none": 0.0},
+        "radeval_judge": {"kendall_tau,none": 0.22, "unparsed,none": 0.1},
+        "rate_eval_judge": {"kendall_tau,none": float("nan"), "unparsed,none": 1.0}},
+        "configs": {"rexval_judge": {}, "radeval_judge": {}, "rate_eval_judge": {}}}))
+    with pytest.raises(RadmetricsError, match="names one dataset, but the results are of radeval, rate_eval, rexval"):
+        evaluations_from_files([path], dataset_id="lab/rexval")
+    with pytest.raises(RadmetricsError, match="the results have no refisco set"):
+        evaluations_from_files([path], dataset_id={"refisco": "lab/refisco"})
+    evaluations = evaluations_from_files([path], dataset_id={"rexval": "lab/rexval", "radeval": "lab/radeval"})
+    card = parsed_model_card(render_model_card("lab/j", TRAINING, evaluations))
+    by_set = {(r.dataset_type, r.metric_type): r.metric_value for r in card.data.eval_results}
+    assert by_set == {("lab/rexval", "kendall_tau"): 0.41, ("lab/rexval", "unparsed"): 0.0,
+                      ("lab/radeval", "kendall_tau"): 0.22, ("lab/radeval", "unparsed"): 0.1,
+                      ("rate_eval", "unparsed"): 1.0}  # RaTE-Eval keeps its short name; its NaN τ is no result
+    assert ".nan" not in card.content and "| RaTE-Eval (lm-eval task rate_eval_judge) | kendall_tau | n/a |" in card.text
+
+
 def test_meta_eval_results_give_metric_ids_without_spaces(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"dataset": "rexval", "metrics": {

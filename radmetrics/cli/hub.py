@@ -25,8 +25,9 @@ def hub_group() -> None:
 @click.option("--eval", "eval_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="lm-eval results_*.json or meta-eval results.json: evaluation table and model-index "
                    "(with or without --training; without it the folder's card is updated).")
-@click.option("--eval-dataset", default=None,
-              help="Hub id of the evaluation dataset for model-index (e.g. my-lab/rexval; default: its short name).")
+@click.option("--eval-dataset", "eval_dataset", multiple=True,
+              help="Hub id of an evaluation dataset for model-index: SET=ID per expert set (rexval=my-lab/rexval), "
+                   "or one ID when the results are of one set (default: the set's short name).")
 @click.option("--base-model", "base_model_id", default=None,
               help="Hub id of the base model when training used a local copy (the card's base_model).")
 def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_card, eval_files, eval_dataset,
@@ -44,7 +45,7 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
 
     card_path = Path(folder) / "README.md"
     # only results this model produced go into its card (not a report's baselines or another judge's metrics)
-    evaluations = evaluations_from_files(list(eval_files), eval_dataset, pushed=(repo_id, folder))
+    evaluations = evaluations_from_files(list(eval_files), _eval_dataset_ids(eval_dataset), pushed=(repo_id, folder))
     if repo_type == "model" and training:
         card = render_model_card(repo_id, _training_summary(training), evaluations,
                                  adapter=is_adapter(folder), base_model_id=base_model_id)
@@ -108,3 +109,18 @@ def publish_metrics_command(namespace: str, public: bool, workdir: str | None, w
                             wheel=Path(wheel) if wheel else None, default_judge=default_judge)
         result = push_folder(space, f"{namespace}/{module.stem}", repo_type="space", public=public)
         click.echo(f"{name}: {result['url']} ({'private' if result['private'] else 'public'})")
+
+
+def _eval_dataset_ids(given: tuple[str, ...]) -> str | dict[str, str] | None:
+    """--eval-dataset values: one bare Hub id, or SET=ID pairs (a Hub id has no "=")."""
+    from radmetrics.errors import InputError
+
+    if not given:
+        return None
+    pairs = [g.partition("=") for g in given]
+    if len(given) == 1 and not pairs[0][1]:
+        return given[0]
+    if any(not sep or not key or not value for key, sep, value in pairs):
+        raise InputError("--eval-dataset: give one Hub id, or SET=ID for each expert set (e.g. rexval=my-lab/rexval "
+                         "radeval=my-lab/radeval)")
+    return {key: value for key, _, value in pairs}

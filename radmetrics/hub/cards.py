@@ -5,6 +5,7 @@ results carry a dataset id in `dataset.type` and metric types without spaces, ad
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -66,11 +67,13 @@ def _lm_eval_model(data: dict[str, Any]) -> str | None:
     return None
 
 
-def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = None,
+def evaluations_from_files(paths: list[str | Path], dataset_id: str | dict[str, str] | None = None,
                            pushed: tuple[str, str | Path] | None = None) -> list[dict[str, Any]]:
     """[{"task", "dataset", "dataset_name", "metric", "value", "source"}] from lm-eval results_*.json or
-    meta-eval results.json. `dataset` is the dataset id for model-index (`dataset_id` when given, e.g. the
-    pushed copy "my-lab/rexval"; else the expert set's short name).
+    meta-eval results.json. `dataset` is the dataset id for model-index: the pushed copy of each expert set
+    (`dataset_id`: {"rexval": "my-lab/rexval", ...}, or one id when the results are of one set only), else the
+    expert set's short name. A NaN (a τ the judge's answers could not give) is kept with value None: shown as
+    n/a in the table, left out of model-index.
 
     pushed: (repo id, folder) of the model whose card these results go into. Then only results judged by that
     model are taken: a meta-eval report's baselines (no judge) and metrics another judge ran are left out, and
@@ -94,9 +97,9 @@ def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = Non
                 for key, value in metrics.items():
                     name = key.split(",")[0]
                     if name in {"kendall_tau", "mae_significant_errors", "unparsed"} and isinstance(value, (int, float)):
-                        found.append({"task": task, "dataset": dataset_id or default_id,
+                        found.append({"task": task, "dataset": default_id,
                                       "dataset_name": f"{readable} (lm-eval task {task})", "metric": name,
-                                      "value": float(value), "source": "lm-eval"})
+                                      "value": _finite(value), "source": "lm-eval"})
         elif isinstance(data, dict) and isinstance(data.get("metrics"), dict):  # meta-eval
             name = data.get("dataset") or "expert set"
             others = set()
@@ -109,16 +112,39 @@ def evaluations_from_files(paths: list[str | Path], dataset_id: str | None = Non
                 for key in ("kendall_tau_b", "spearman"):
                     if not isinstance(stats.get(key), dict) or stats[key].get("value") is None:
                         continue  # a metric that failed (n/a) or a file without correlations (compare)
-                    found.append({"task": "meta-eval", "dataset": dataset_id or _metric_type(name),
+                    found.append({"task": "meta-eval", "dataset": _metric_type(name),
                                   "dataset_name": f"{name} (radmetrics meta-eval)", "metric": _metric_type(f"{metric}_{key}"),
-                                  "value": float(stats[key]["value"]), "source": "radmetrics meta-eval"})
+                                  "value": _finite(stats[key]["value"]), "source": "radmetrics meta-eval"})
             if target is not None and len(found) == before:
                 raise RadmetricsError(f"--eval {path} has no result judged by the model pushed ({target[0]}, "
                                       f"{target[1]}); its metrics were run by: {', '.join(sorted(others)) or 'none'}")
         else:  # a file of neither kind would replace the card's evaluation with nothing
             raise RadmetricsError(f"--eval {path}: not an lm-eval results_*.json nor a meta-eval results.json "
                                   "(no 'results' and 'configs', no 'metrics')")
-    return found
+    return _with_dataset_ids(found, dataset_id)
+
+
+def _with_dataset_ids(found: list[dict[str, Any]], dataset_id: str | dict[str, str] | None) -> list[dict[str, Any]]:
+    """Each result's `dataset` as the Hub id given for its expert set (review 19: one --eval-dataset was written as
+    the dataset of every result, RadEval's and RaTE-Eval's numbers published as ReXVal's)."""
+    if not dataset_id:
+        return found
+    sets = sorted({e["dataset"] for e in found})
+    if isinstance(dataset_id, str):
+        if len(sets) > 1:
+            raise RadmetricsError(f"--eval-dataset {dataset_id} names one dataset, but the results are of "
+                                  f"{', '.join(sets)}: give one per set, e.g. --eval-dataset {sets[0]}={dataset_id}")
+        dataset_id = dict.fromkeys(sets, dataset_id)
+    unknown = sorted(set(dataset_id) - set(sets))
+    if unknown:
+        raise RadmetricsError(f"--eval-dataset {unknown[0]}=...: the results have no {unknown[0]} set (they are of "
+                              f"{', '.join(sets) or 'none'})")
+    return [{**e, "dataset": dataset_id.get(e["dataset"], e["dataset"])} for e in found]
+
+
+def _finite(value: Any) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value
 
 
 def model_index(repo_id: str, evaluations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,9 +156,10 @@ def model_index(repo_id: str, evaluations: list[dict[str, Any]]) -> list[dict[st
             "task": {"type": "text-generation", "name": "Radiology report judging"},
             "dataset": {"type": e["dataset"], "name": e.get("dataset_name", e["dataset"])},
             "metrics": []})
-        result["metrics"].append({"type": e["metric"], "value": round(e["value"], 4),
-                                  "name": f"{e['metric']} ({e['source']})"})
-    return [{"name": repo_id.split("/")[-1], "results": list(grouped.values())}]
+        if e["value"] is not None:  # a NaN is no result (the Hub would publish ".nan")
+            result["metrics"].append({"type": e["metric"], "value": round(e["value"], 4),
+                                      "name": f"{e['metric']} ({e['source']})"})
+    return [{"name": repo_id.split("/")[-1], "results": [r for r in grouped.values() if r["metrics"]]}]
 
 
 def evaluation_table(evaluations: list[dict[str, Any]]) -> str:
@@ -140,7 +167,8 @@ def evaluation_table(evaluations: list[dict[str, Any]]) -> str:
         return ("Not evaluated yet: run `lm_eval ... --tasks rexval_judge` or `radmetrics meta-eval` "
                 "and push again with `--eval`.")
     return ("| dataset | metric | value | source |\n| --- | --- | ---: | --- |\n" + "\n".join(
-        f"| {e.get('dataset_name', e['dataset'])} | {e['metric']} | {e['value']:.4f} | {e['source']} |"
+        f"| {e.get('dataset_name', e['dataset'])} | {e['metric']} | "
+        f"{'n/a' if e['value'] is None else format(e['value'], '.4f')} | {e['source']} |"
         for e in evaluations))
 
 
