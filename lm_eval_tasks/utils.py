@@ -149,4 +149,8 @@ def mae(items):
 
     predicted, expert = zip(*items) if items else ((), ())
     value = mean_absolute_error(list(predicted), list(expert))["mae"]
+    if math.isnan(value):  # as kendall_tau: lm-eval's table shows only "nan", so say why once
+        why = ("the dataset has no expert error counts (expert_significant), e.g. RaTE-Eval's scores"
+               if all(e is None for e in expert) else "no row has both the judge's and the experts' error counts")
+        logging.getLogger("radmetrics.lm_eval").warning("mae_significant_errors is NaN: %s", why)
     return value if not math.isnan(value) else float("nan")

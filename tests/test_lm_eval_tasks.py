@@ -158,6 +158,13 @@ def test_a_nan_kendall_tau_says_why(caplog):
         "kendall_tau is NaN: the judge gave all 4 rows the same value (0.5): a constant ranks nothing",
         "kendall_tau is NaN: 1 of 3 rows have both a score from the judge and a value from the experts; a "
         "correlation needs 3"]
+    caplog.clear()  # review 19: mae_significant_errors' NaN said nothing either (RaTE-Eval has no expert counts)
+    with caplog.at_level(logging.WARNING, logger="radmetrics.lm_eval"):
+        assert math.isnan(utils.mae([(2.0, None), (1.0, None)]))
+        assert utils.mae([(2.0, 1.0), (1.0, 1.0)]) == 0.5
+    assert [r.getMessage() for r in caplog.records] == [
+        "mae_significant_errors is NaN: the dataset has no expert error counts (expert_significant), e.g. "
+        "RaTE-Eval's scores"]
 
 
 def test_every_builtin_metric_is_an_lm_eval_task():
