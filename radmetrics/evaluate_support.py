@@ -24,10 +24,12 @@ Loading options (evaluate.load("radmetrics/<metric>", ...)):
     summary (bool): GREEN's clustered error summary in the output (GREEN only).
     Any other name is an error naming these.
 Args (compute):
-    predictions (list of str): generated (candidate) reports.
-    references (list of str): reference reports, one per prediction.
+    predictions (list of str): generated (candidate) reports; a value that is not text (a number, None) is
+        unscored with the reason, never judged as its text.
+    references (list of str): reference reports, one per prediction (the same rule).
 Returns:
-    <name> (float): corpus mean over scored samples; <name>_std: population std; scores: per sample (None
+    <score key> (float; the metric's name, or e.g. radcliq_rubric_errors for radcliq_rubric, as its card says):
+    corpus mean over scored samples; <score key>_std: population std; scores: per sample (None
     when unscored); details: per sample parsed fields, `parsed`, `reason`, raw judge text;
     num_unscored; fingerprint (judge, revision, prompt version, generation settings).
 """
@@ -64,6 +66,27 @@ class JudgeMetric(evaluate.Metric):
         self.summary_model = summary_model
         self.progress = progress
         self.system_options = system_options
+        # the values as the caller gave them: evaluate's string features turn 123 into "123" before _compute, and
+        # a number is no report (review 19: they were judged; radmetrics.score leaves them unscored, and so do we)
+        self._given: tuple[list[Any], list[Any]] = ([], [])
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of predictions and references (kept as given, too: see `_compute`)."""
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+        self._given[0].extend(predictions if predictions is not None else [])
+        self._given[1].extend(references if references is not None else [])
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one prediction and reference (kept as given, too: see `_compute`)."""
+        super().add(prediction=prediction, reference=reference, **kwargs)
+        self._given[0].append(prediction)
+        self._given[1].append(reference)
+
+    def _as_given(self, encoded: list[Any], given: list[Any]) -> list[Any]:
+        """The values as given when they are this computation's (not, e.g., another process's rows)."""
+        same = len(given) == len(encoded) and all(
+            g is None if e is None else (g == e or str(g) == e) for g, e in zip(given, encoded))
+        return list(given) if same else list(encoded)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
@@ -78,6 +101,8 @@ class JudgeMetric(evaluate.Metric):
     def _compute(self, predictions, references, summary: bool | None = None) -> dict[str, Any]:
         import radmetrics
 
+        given, self._given = self._given, ([], [])
+        predictions, references = self._as_given(predictions, given[0]), self._as_given(references, given[1])
         result = radmetrics.score(
             self.scoring_system_name, references, predictions, backend=self.backend, judge=self.judge,
             judge_options=self.judge_options, cache=self.cache, config=self.generation, progress=self.progress,

@@ -99,3 +99,23 @@ def test_every_module_computes_through_evaluate_with_the_fake_judge(name, fake_j
     expected = expected_scores(name)
     assert out["num_unscored"] == 0 and out["scores"] == pytest.approx(expected)
     assert out[key] == pytest.approx(sum(expected) / len(expected))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_numbers_given_to_a_module_are_unscored_as_radmetrics_score_leaves_them(name, fake_judge, monkeypatch):
+    """Review 19 (7): evaluate's string features turned an int prediction (123) or a float reference (0.5) into
+    text before _compute, and the judge was asked to grade "123". The module leaves them unscored with the reason
+    radmetrics.score gives; text rows are judged as before, also when added with add / add_batch."""
+    import evaluate
+
+    monkeypatch.chdir(PACKAGE.parent)
+    module = evaluate.load(str(MODULES[name].relative_to(PACKAGE.parent)), backend="fake", cache=False, progress=False)
+    out = module.compute(predictions=[CANDS[0], 123, CANDS[2]], references=[REFS[0], REFS[1], 0.5])
+    reasons = [d["reason"] for d in out["details"]]
+    assert reasons[1:] == ["row 1: candidate is int, not text", "row 2: reference is float, not text"]
+    assert out["num_unscored"] == 2 and out["scores"][0] == pytest.approx(expected_scores(name)[0])
+    module.add(prediction=CANDS[0], reference=REFS[0])
+    # (evaluate itself refuses a batch whose first value is no text)
+    module.add_batch(predictions=[CANDS[1], 7], references=[REFS[1], REFS[1]])
+    again = module.compute()
+    assert [d["reason"] for d in again["details"]] == [None, None, "row 2: candidate is int, not text"]
