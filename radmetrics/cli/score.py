@@ -131,6 +131,13 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
             check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag="--summary-model")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
+        from radmetrics.cli.exit_status import note_interrupt
+
+        # the actors answer and cache in their own processes: this one's counts would read "0 answered" (review 19)
+        note_interrupt("interrupted: the Ray actors keep each answer in the response cache as it comes; rerun to "
+                       "resume" if judge_flags.cache is not False else
+                       "interrupted: without a response cache (--no-cache) only the rows already written to the "
+                       "output's part file are kept; rerun to resume")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
                             engine=engine, actors=actors)
     config = judge_flags.config()
