@@ -64,3 +64,42 @@ print(json.dumps({{"ok": first == [r["response"] for r in replay] * 5, "seen": s
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"ok": True, "seen": True, "same_actors": True,
                                                               "second": True}
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
+    """Review 19 (6): Ctrl-C of `score --engine ray` printed "interrupted: 0 answered, 0 cached" (this process's
+    counts; the actors answer and cache in theirs) though the actors had cached their answers: the line now says
+    where the answers are, and the rerun asks only what is not cached."""
+    import signal
+    import time
+
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    src.write_text("".join(json.dumps({"reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(40)))
+    # Ctrl-C as a terminal delivers it: a shell starts background jobs (CI's) with SIGINT ignored and Python then
+    # keeps it ignored, so the run went on to the end there (exit 0) while it stopped in an interactive shell
+    code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "import ray, sys; ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); "
+            "from radmetrics.cli import main; sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    with FakeOpenAIServer(analysis_for, delay=0.2) as server:
+        args = [sys.executable, "-c", code, "score", "-m", "green", "-i", str(src), "-o", str(out), "--backend",
+                "openai", "--base-url", server.base_url, "--judge", "m", "--cache", str(cache), "--engine", "ray",
+                "--actors", "2", "--chunk-rows", "4", "--no-progress"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        part = tmp_path / "o.jsonl.part"
+        deadline = time.time() + 300
+        while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 8):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        asked = len(server.requests)
+        again = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1] == ("interrupted: the Ray actors keep each answer in the response cache "
+                                               "as it comes; rerun to resume")
+    assert again.returncode == 0 and len(server.requests) - asked <= 40 - 8, again.stderr[-3000:]
+    assert len(out.read_text().splitlines()) == 40
