@@ -30,6 +30,14 @@ HEAD = "[Overall Accuracy Score]:\n"
     pytest.param("vert_ft", "score = 0,65\nThe report misses the effusion.", 0.65, "decimal-comma", id="ft-comma"),
     pytest.param("vert_ft", ".9", 0.9, "leading-point", id="ft-leading-point"),
     pytest.param("vert_ft", "[Overall Accuracy Score]: 0.55", 0.55, "plain", id="ft-with-header"),
+    # review 20 (F1): a numbered or lettered reason that mentions a number is no GREEN count line (parser 5 left
+    # these unscored)
+    pytest.param("vert", HEAD + "I would rate this report 0.8.\n1) It omits the 5 mm nodule in the right upper "
+                 "lobe.\n2) Otherwise the findings match.", 0.8, "in-sentence", id="in-sentence-numbered-reasons"),
+    pytest.param("vert_ft", "The candidate deserves 0.6 since\n1) it misses 2 findings", 0.6, "in-sentence",
+                 id="ft-in-sentence-numbered-reason"),
+    pytest.param("vert", "[Overall Accuracy Score]\nScore of 0.7 given.\na) Missed finding: pleural effusion "
+                 "(1 error).", 0.7, "in-sentence", id="in-sentence-lettered-reason"),
 ])
 def test_score_as_written(system, text, score, written):
     judgment = radmetrics.get_scoring_system(system).parse(text)
@@ -58,6 +66,10 @@ def test_score_as_written(system, text, score, written):
     pytest.param("vert_ft", "(c) Mentioning a finding: 1.", "GREEN's error items", id="ft-one-green-item"),
     pytest.param("vert", HEAD + "about 0.7\n(a) False report of a finding: 1.", "GREEN's error items",
                  id="in-sentence-then-green-items"),
+    pytest.param("vert", HEAD + "about 0.7\n**(b)** Missing a finding: **2**", "GREEN's error items",
+                 id="in-sentence-then-bold-green-count"),
+    pytest.param("vert_ft", "(a) False report of a finding: 1 (the effusion).\n(b) 0.", "GREEN's error items",
+                 id="ft-green-item-with-detail-first"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-PARSER_VERSION = "5"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
-# no in-sentence score (review 19)
+PARSER_VERSION = "6"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+# no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -78,9 +78,11 @@ def read_score_text(answer: str) -> tuple[float, str]:
             if len(numbers) != 1:
                 raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
             first, form = numbers[0], "in-sentence"
-            if any(_GREEN_ITEM.match(text) for text in lines):
+            if _GREEN_ITEM.match(lines[0]) or any(_GREEN_COUNT_LINE.match(text) for text in lines[1:]):
                 # "(e) Mentioning ...: 0." then "(c) ...: 1.": GREEN's error counts, whose first was read as the
-                # score (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1)
+                # score (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1). A later line
+                # counts only in GREEN's shape, the count closing the item: a numbered reason that mentions a
+                # number ("1) It omits the 5 mm nodule.") leaves the score as written (review 20, F1)
                 raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {line[:60]!r}")
         after = line[first.end():]
         if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
@@ -99,8 +101,11 @@ def read_score_text(answer: str) -> tuple[float, str]:
     return _to_float(token), form
 
 
-# a GREEN error item with a count: "(e) Mentioning ...: 0.", "(a) 1.", "b) False report ...: 2"
+# a GREEN error item with a number in it: "(e) Mentioning ...: 0.", "(a) 1.", "b) False report ...: 2 (effusion)"
 _GREEN_ITEM = re.compile(r"[\W_]*\(?[a-fA-F1-6]\)[ \t][^\n]*?\d")
+# GREEN's count line (green_score/green.py's format, "(a) False report of a finding in the candidate: 0."): the count
+# closes the item, after its colon, or is all the item says ("(a) 1.")
+_GREEN_COUNT_LINE = re.compile(r"[\W_]*\(?[a-fA-F1-6]\)[*_]*[ \t](?:[^\n]*?:)?[ \t*_]*\d+[ \t*_]*\.?[ \t*_]*$")
 # a number that could be a score: written with decimals ("0.6", ".6", "0,6", "1.0"); 0 / 1 alone on a line
 _DECIMAL = re.compile(r"(?<![\w.,/])[-−]?(?:\d+[.,]\d+|[.,]\d+)(?![\d.,]*\d)")
 _ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|adjusted|my)\s+)*"
