@@ -76,6 +76,22 @@ def test_physionet_dataset_dict_and_card_only_provenance_are_refused(hub, rexval
     assert not hub.requests
 
 
+def test_compressed_physionet_rows_are_never_pushed_publicly(hub, tmp_path):
+    """Review 20 (F4): a train.jsonl.gz of ReXVal rows (the Hub and `datasets` load it as is) was neither read
+    nor counted as unreadable, and went public."""
+    import gzip
+
+    folder = tmp_path / "gz"
+    folder.mkdir()
+    row = {"id": "1", "dataset": "rexval", "reference": "r", "candidate": "c"}
+    (folder / "train.jsonl.gz").write_bytes(gzip.compress((json.dumps(row) + "\n").encode()))
+    out = hub_push(hub, folder, "lab/rexval-gz", "--type", "dataset", "--public")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "its rows come from rexval (PhysioNet credentialed data)" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert ("dataset", "lab/rexval-gz") not in hub.repos and not hub.requests
+
+
 def test_public_repo_is_never_written_without_public(hub, tmp_path):
     import datasets
 

@@ -849,6 +849,84 @@ def test_every_data_file_a_push_uploads_is_read_for_its_provenance(tmp_path):
     assert restricted_reasons(own) == []  # open data, and files with no dataset column: allowed
 
 
+_REXVAL_ROW = {"id": "1", "dataset": "rexval", "reference": "r", "candidate": "c"}
+
+
+def _zipped(name: str, text: str) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(name, text)
+    return buf.getvalue()
+
+
+def _compressed(module: str, text: str) -> bytes:
+    import importlib
+
+    return importlib.import_module(module).compress(text.encode())
+
+
+@pytest.mark.parametrize("name, data", [
+    pytest.param("train.csv", "\ufeffdataset,reference,candidate\nrexval,r,c\n", id="csv-utf8-bom"),
+    pytest.param("train.csv", " Dataset ;reference\nrexval;r\n", id="csv-semicolons-and-spelling"),
+    pytest.param("train.txt", "\ufeffid\tdataset\n1\trexval\n".encode("utf-16"), id="txt-excel-unicode-text"),
+    pytest.param("train.json", json.dumps({"id": ["1", "2"], "dataset": ["rexval", "mine"]}), id="json-columns"),
+    pytest.param("train.json", json.dumps({"version": 1, "data": [_REXVAL_ROW]}), id="json-rows-under-a-field"),
+    pytest.param("train.json", json.dumps({"data": {"Dataset": ["rexval"]}}), id="json-columns-under-a-field"),
+    pytest.param("train.jsonl", "\ufeff" + json.dumps(_REXVAL_ROW) + "\n", id="jsonl-utf8-bom"),
+    pytest.param("train.jsonl.gz", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gz"),
+    pytest.param("train.json.gz", _compressed("gzip", json.dumps([_REXVAL_ROW])), id="json-gz"),
+    pytest.param("train.csv.gz", _compressed("gzip", "dataset,reference\nrexval,r\n"), id="csv-gz"),
+    pytest.param("train.jsonl.bz2", _compressed("bz2", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-bz2"),
+    pytest.param("train.tsv.xz", _compressed("lzma", "dataset\treference\nrexval\tr\n"), id="tsv-xz"),
+    pytest.param("train.tsv", "id\tdataset\treference\n1\trexval\tr\n", id="tsv"),
+    pytest.param("train.ndjson", json.dumps(_REXVAL_ROW) + "\n", id="ndjson"),
+    pytest.param("train.txt", "id\tdataset\n1\trexval\n", id="txt-table"),
+])
+def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
+    """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
+    column-oriented or field-nested JSON, from compressed files (train.jsonl.gz, which the Hub and `datasets` load
+    directly) and from .tsv/.ndjson/.txt tables: none of them was read, nor counted as unreadable."""
+    path = tmp_path / name
+    path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+    with pytest.raises(PushRefused):
+        check_public_allowed(tmp_path, "x")
+
+
+@pytest.mark.parametrize("name, data", [
+    pytest.param("train.jsonl.zst", b"\x28\xb5\x2f\xfd not a real frame", id="zst"),  # zstd: read only with a module
+    pytest.param("train.parquet.gz", _compressed("gzip", "PAR1 not really"), id="broken-inside-gzip"),
+    pytest.param("train.gz", _compressed("gzip", json.dumps(_REXVAL_ROW)), id="gz-of-unknown-kind"),
+    pytest.param("data.tar.gz", _compressed("gzip", "rows"), id="tar-gz"),
+    pytest.param("train.zip", _zipped("train.jsonl", json.dumps(_REXVAL_ROW)), id="zip"),
+    pytest.param("train.xlsx", b"PK\x03\x04 a workbook", id="spreadsheet"),
+    pytest.param("train.json", "{not json at all", id="json-that-is-not-json"),
+])
+def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
+    """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
+    (tmp_path / name).write_bytes(data) if isinstance(data, bytes) else (tmp_path / name).write_text(data)
+    assert restricted_reasons(tmp_path) == [f"{name} could not be read to check where its rows come from"]
+
+
+def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):
+    import gzip
+
+    (tmp_path / "train.jsonl.gz").write_bytes(gzip.compress(b'{"dataset": "mine", "text": "a"}\n'))
+    (tmp_path / "test.tsv").write_text("dataset\ttext\nmine\ta\n")
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\nthe\n")  # a tokenizer's files are not tables
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n" + "x" * 200_000 + "\n")  # a long line is no error
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["X"], "id2label": {"0": "a"}}))
+    (tmp_path / "empty.jsonl").write_text("")
+    assert restricted_reasons(tmp_path) == []
+    (tmp_path / "a.zip").write_bytes(_zipped("a.txt", "x"))
+    (tmp_path / "b.jsonl.zst").write_bytes(b"")
+    assert restricted_reasons(tmp_path) == ["a.zip could not be read to check where its rows come from (and 1 "
+                                            "other data file)"]
+
+
 def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
     rendered = card_with_marker("# Judge\n\nScores reports.\n")
     assert not written_by_user(rendered)

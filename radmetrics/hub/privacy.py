@@ -12,9 +12,12 @@ Three rules, checked before a byte is uploaded:
 from __future__ import annotations
 
 import hashlib
+import importlib
+import io
 import json
 import re
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 from radmetrics.errors import RadmetricsError
 # the card stamp lives with the card templates, so dataset writers (radmetrics.data) need not import hub
@@ -49,19 +52,41 @@ def restricted_reasons(folder: str | Path) -> list[str]:
     if restricted:
         reasons.append(f"its rows come from {', '.join(restricted)} (PhysioNet credentialed data)")
     if unreadable:
-        reasons.append(f"{unreadable[0]} could not be read to check where its rows come from")
+        more = len(unreadable) - 1
+        reasons.append(f"{unreadable[0]} could not be read to check where its rows come from"
+                       + (f" (and {more} other data file{'s' if more > 1 else ''})" if more else ""))
     return reasons
 
 
 #: data files a push uploads whose `dataset` column the gate reads (review 19: Parquet and CSV, the Hub's own
-#: layouts, went public unread)
-_TABLE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".arrow")
+#: layouts, went public unread; review 20, F4: so did TSV, NDJSON and compressed files)
+_JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+_DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt")
+_ARROW_SUFFIXES = (".parquet", ".arrow", ".feather")
+#: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them; each by the first module that
+#: imports (zstd is in the standard library only from Python 3.14)
+_DECOMPRESSORS = {".gz": ("gzip",), ".bz2": ("bz2",), ".xz": ("lzma",), ".zst": ("compression.zstd", "zstandard")}
+#: data the gate cannot look into: an upload of one keeps the push private (fail closed)
+_OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".ods", ".pkl", ".pickle")
+#: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
+_DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|"}
+
+
+def _data_kind(path: Path) -> tuple[str, str | None] | None:
+    """(table suffix, compression suffix) of a file that looks like data, e.g. train.jsonl.gz -> (".jsonl",
+    ".gz"); None for anything else (weights, code, the card)."""
+    suffix = path.suffix.lower()
+    if suffix in _DECOMPRESSORS:
+        return Path(path.stem).suffix.lower(), suffix  # an unknown inner suffix fails in _column_values: unreadable
+    if suffix in _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES + _OPAQUE_SUFFIXES:
+        return suffix, None
+    return None
 
 
 def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
     """Values of the `dataset` column (our schema's provenance) in a save_to_disk folder (Dataset or
-    DatasetDict) and in every JSON Lines, JSON, Parquet, CSV and Arrow file under it; and the files that could not
-    be read."""
+    DatasetDict) and in every data file under it (JSON, JSON Lines, CSV/TSV, Parquet, Arrow; compressed or not);
+    and the data files that could not be read."""
     names: set[str] = set()
     unreadable: list[str] = []
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
@@ -72,51 +97,124 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
         for split in splits:
             if "dataset" in split.column_names:
                 names.update(str(v) for v in split.unique("dataset"))
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TABLE_SUFFIXES):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        kind = _data_kind(path)
+        if kind is None:
+            continue
         try:
-            names.update(_column_values(path))
-        except Exception:  # noqa: BLE001 - any file the gate cannot read keeps the push private
+            names.update(_column_values(path, *kind))
+        except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
             unreadable.append(str(path.relative_to(folder)))
     return names, unreadable
 
 
-def _column_values(path: Path) -> set[str]:
-    """The `dataset` values of one data file (none when it has no such column)."""
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".arrow"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+def _is_dataset_key(key: object) -> bool:
+    # "Dataset", " dataset", and the byte-order mark a utf-8 decode leaves on a first column (review 20, F4)
+    return isinstance(key, str) and key.replace("\ufeff", "").strip().casefold() == "dataset"
 
-        if suffix == ".parquet":
-            schema = pq.read_schema(path)
-            table = pq.read_table(path, columns=["dataset"]) if "dataset" in schema.names else None
-        else:  # datasets' cache files are Arrow streams; a plain Arrow file is read as one too
-            try:
-                table = pa.ipc.open_stream(str(path)).read_all()
-            except pa.ArrowInvalid:
-                table = pa.ipc.open_file(str(path)).read_all()
-            table = table.select(["dataset"]) if "dataset" in table.column_names else None
-        return set() if table is None else {str(v) for v in table.column("dataset").to_pylist() if v is not None}
-    if suffix == ".csv":
-        import csv
 
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
-            return {row["dataset"] for row in csv.DictReader(fh) if row.get("dataset")}
-    text = path.read_text(encoding="utf-8", errors="replace")
-    rows: list = []
+def _open_binary(path: Path, compression: str | None) -> BinaryIO:
+    if compression is None:
+        return path.open("rb")
+    for name in _DECOMPRESSORS[compression]:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return module.open(path, "rb")
+    raise ValueError(f"no module here decompresses {compression} files")
+
+
+def _open_text(path: Path, compression: str | None) -> TextIO:
+    # utf-8-sig drops Excel's "CSV UTF-8" byte-order mark; Excel's "Unicode Text" (.txt) is UTF-16
+    with _open_binary(path, compression) as fh:
+        head = fh.read(2)
+    encoding = "utf-16" if head in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    return io.TextIOWrapper(_open_binary(path, compression), encoding=encoding, errors="replace", newline="")
+
+
+def _column_values(path: Path, suffix: str, compression: str | None) -> set[str]:
+    """The `dataset` values of one data file (none when it has no such column); raises on a file it cannot
+    read."""
+    if suffix in _ARROW_SUFFIXES:
+        return _arrow_values(path, suffix, compression)
+    if suffix in _DELIMITED_SUFFIXES:
+        return _delimited_values(path, suffix, compression)
+    if suffix not in _JSON_SUFFIXES:
+        raise ValueError(f"no reader for {suffix or 'unknown'} data")
+    with _open_text(path, compression) as fh:
+        text = fh.read()
     if suffix == ".json":
         try:
-            data = json.loads(text)
-            rows = data if isinstance(data, list) else [data]
+            return _json_values(json.loads(text))
         except ValueError:
             pass  # JSON Lines written as .json (datasets' to_json): read line by line below
-    if not rows:
-        for line in text.splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
-    return {row["dataset"] for row in rows if isinstance(row, dict) and isinstance(row.get("dataset"), str)}
+    values: set[str] = set()
+    parsed = False
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        parsed = True
+        if isinstance(row, dict):
+            values.update(_json_values(row, nested=False))
+    if text.strip() and not parsed:
+        raise ValueError("not JSON")
+    return values
+
+
+def _json_values(data: object, nested: bool = True) -> set[str]:
+    """`dataset` values in parsed JSON: rows ([{...}] or one {...}), columns ({"dataset": [...]}), or either one
+    field down ({"data": [...]}, datasets' field= layout)."""
+    if isinstance(data, list):
+        return set().union(*(_json_values(row, nested) for row in data if isinstance(row, dict)))
+    if not isinstance(data, dict):
+        return set()
+    values: set[str] = set()
+    for key, value in data.items():
+        if _is_dataset_key(key):
+            values.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str))
+        elif nested and isinstance(value, (list, dict)):
+            values.update(_json_values(value, nested=False))
+    return values
+
+
+def _delimited_values(path: Path, suffix: str, compression: str | None) -> set[str]:
+    import csv
+
+    with _open_text(path, compression) as fh:
+        first = fh.readline()
+        for delimiter in _DELIMITERS[suffix]:
+            header = next(csv.reader([first], delimiter=delimiter), [])
+            column = next((i for i, name in enumerate(header) if _is_dataset_key(name)), None)
+            if column is not None:
+                break
+        else:
+            return set()  # no dataset column: the rest is not read (a tokenizer's .txt files are not tables)
+        return {row[column] for row in csv.reader(fh, delimiter=delimiter) if len(row) > column and row[column]}
+
+
+def _arrow_values(path: Path, suffix: str, compression: str | None) -> set[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if compression is None:
+        source = str(path)
+    else:
+        with _open_binary(path, compression) as fh:
+            source = pa.py_buffer(fh.read())
+    if suffix == ".parquet":
+        parquet = pq.ParquetFile(pa.BufferReader(source) if compression else source)
+        column = next((n for n in parquet.schema_arrow.names if _is_dataset_key(n)), None)
+        table = parquet.read(columns=[column]) if column else None
+    else:  # datasets' cache files are Arrow streams; a plain Arrow (or Feather v2) file is read as one too
+        try:
+            table = pa.ipc.open_stream(source).read_all()
+        except pa.ArrowInvalid:
+            table = pa.ipc.open_file(pa.BufferReader(source) if compression else source).read_all()
+        column = next((n for n in table.column_names if _is_dataset_key(n)), None)
+    return set() if column is None else {str(v) for v in table.column(column).to_pylist() if v is not None}
 
 
 def check_public_allowed(folder: str | Path, what: str) -> None:
