@@ -61,12 +61,29 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
+#: query keys whose values are credentials (``?api_key=``, ``?sig=`` of an Azure SAS, ``?code=`` of an Azure
+#: Function), read lower-case with "-" as "_": a key is secret if it is one of SECRET_QUERY_KEYS or holds one of
+#: SECRET_QUERY_WORDS (``x-api-key``, ``subscription-key``, ``access_token``, ``client_secret``)
+SECRET_QUERY_KEYS = frozenset({"sig", "code", "pwd", "pass", "session"})
+SECRET_QUERY_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "signature")
+
+
+def is_secret_query_key(name: str) -> bool:
+    """Whether a ``?query`` key names a credential (see SECRET_QUERY_KEYS)."""
+    from urllib.parse import unquote_plus
+
+    name = unquote_plus(name).strip().lower().replace("-", "_")
+    return name in SECRET_QUERY_KEYS or any(word in name for word in SECRET_QUERY_WORDS)
+
+
 def url_secrets(url: str) -> list[str]:
     """What a server URL carries that must never be shown: the password of ``user:password@`` (also as
-    ``user:password`` and in the base64 form of the Basic ``Authorization`` header it becomes) and every value of
-    its ``?query`` (``?api_key=...``), each as written and percent-decoded."""
+    ``user:password`` and in the base64 form of the Basic ``Authorization`` header it becomes) and the values
+    of its ``?query`` keys that name a credential (``?api_key=...``; `is_secret_query_key`), each as written and
+    percent-decoded. Other query values (``?api-version=2024-02-15-preview``, ``?stream=false``) are no secret:
+    hiding them would blank those words in the judge's answers and in every log line."""
     import base64
-    from urllib.parse import parse_qsl, unquote, urlsplit
+    from urllib.parse import unquote, unquote_plus, urlsplit
 
     parts = urlsplit(url if "://" in url else f"http://{url}")
     found: list[str] = []
@@ -77,9 +94,9 @@ def url_secrets(url: str) -> list[str]:
             if password:
                 found += [password, text, base64.b64encode(text.encode()).decode()]
     for raw in parts.query.split("&"):
-        value = raw.partition("=")[2]
-        found += [value, unquote(value)]
-    found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+        name, _, value = raw.partition("=")
+        if is_secret_query_key(name):
+            found += [value, unquote(value), unquote_plus(value)]
     return sorted({v for v in found if v}, key=len, reverse=True)
 
 

@@ -181,3 +181,48 @@ def test_credentials_in_the_server_address_leak_nothing_and_the_query_goes_with_
     for secret in (password, query_key, basic):
         leaks = {name: leaked_runs(text, secret, run=8) for name, text in texts.items()}
         assert all(v == [] for v in leaks.values()), (secret, {k: v for k, v in leaks.items() if v})
+
+
+def test_plain_query_values_of_the_address_leave_the_judges_answers_as_sent(tmp_path, caplog):
+    """Review 20, F2: every value of the address's ?query was redacted out of the judge's answers before they were
+    parsed and cached (and out of every log line): with `?stream=false` RadCliQ's `false_prediction` became
+    `***_prediction` and the row unscored, `2024-02-15-preview` in the text became `***`. Now only values whose key
+    names a credential are: the answers are parsed and cached as the server sent them, and `?api_key=` is still
+    hidden when the server echoes it."""
+    import sqlite3
+
+    from radmetrics.plugins import get_scoring_system
+
+    system = get_scoring_system("radcliq_rubric")
+    refs, cands = zip(*pairs()[:3])
+    query_key = "qk-" + KEY[10:30]
+    note = "Compared with the 2024-02-15-preview study, stream=false: "
+
+    def answer(prompt):
+        return note + system.sample_answer(refs[0], cands[0])
+
+    def run(base_url, cache):
+        result = radmetrics.score("radcliq_rubric", refs, cands, backend="openai", judge="judge-model", cache=cache,
+                                  progress=False, judge_options={"base_url": base_url, "max_retries": 0})
+        with sqlite3.connect(cache) as con:
+            return result, sorted(r for (r,) in con.execute("SELECT response FROM responses"))
+
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAIServer(answer) as server:
+        plain, plain_cached = run(server.base_url, tmp_path / "plain.sqlite")
+        query = "?api-version=2024-02-15-preview&stream=false"
+        queried, queried_cached = run(server.base_url + query, tmp_path / "query.sqlite")
+        sent = answer("")
+        assert plain.summary["num_unscored"] == 0 and plain_cached == [sent] * 3
+        assert queried.scores == plain.scores and queried_cached == plain_cached
+        assert [j.raw for j in queried.judgments] == [sent] * 3
+        assert server.requests[-1]["path"] == f"/v1/chat/completions{query}"
+        assert "stream=false" in caplog.text and "2024-02-15-preview" in caplog.text  # the HTTP log lines too
+
+    with FakeOpenAIServer(lambda prompt: answer(prompt) + f" (served for api_key={query_key})") as server:
+        caplog.clear()
+        echoed, echoed_cached = run(f"{server.base_url}?api_key={query_key}&stream=false", tmp_path / "key.sqlite")
+    assert echoed.scores == plain.scores  # the key is hidden, the answer is read as before
+    assert [j.raw for j in echoed.judgments] == [sent + " (served for api_key=***)"] * 3
+    texts = [*echoed_cached, json.dumps([j.to_dict() for j in echoed.judgments]), caplog.text]
+    assert all(leaked_runs(text, query_key, run=8) == [] for text in texts)

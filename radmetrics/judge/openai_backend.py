@@ -175,7 +175,9 @@ class OpenAIJudge(JudgeBackend):
         self.base_url = address.rstrip("/")
         self._query = query
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
-        # besides the key: the address's password (sent as Basic auth) and its query values (?api_key=...)
+        # besides the key: the address's password (sent as Basic auth) and its credential query values
+        # (?api_key=...), not ?api-version= or ?stream=false: these are taken out of the answers too, and out of
+        # every HTTP log line of the process
         self._secrets = [s for s in (self._api_key, *url_secrets(base_url)) if s is not None]
         for secret in self._secrets:
             _LOG_REDACTOR.add(secret)
@@ -335,6 +337,7 @@ class OpenAIJudge(JudgeBackend):
                 self._heard()
                 if status == 200:
                     answer = self._extract(data)
+                    # only credentials are taken out: the answer is parsed and cached otherwise as it came
                     return cut_at_limit(self._safe(answer), config.max_new_tokens, isinstance(answer, CutAnswer))
                 if status in RETRY_STATUS:
                     last_error = f"HTTP {status}"
