@@ -226,3 +226,44 @@ def test_plain_query_values_of_the_address_leave_the_judges_answers_as_sent(tmp_
     assert [j.raw for j in echoed.judgments] == [sent + " (served for api_key=***)"] * 3
     texts = [*echoed_cached, json.dumps([j.to_dict() for j in echoed.judgments]), caplog.text]
     assert all(leaked_runs(text, query_key, run=8) == [] for text in texts)
+
+
+@pytest.mark.parametrize("with_password", [False, True], ids=["token-as-user", "user-and-password"])
+def test_a_user_name_in_the_server_address_leaks_nothing(tmp_path, with_password):
+    """Review 20, F3: a key given as the address's user name (`http://TOKEN@host/v1`, as some gateways take it) is
+    sent by httpx as Basic auth, base64("TOKEN:"), but only a password was redacted: a server echoing the
+    Authorization header or the user put both into the rows, the summary and the logs. Now the whole userinfo is
+    secret, the user name too when a password follows it."""
+    import base64
+
+    # with a password, a user name of 8 characters or more was already hidden as a piece of `user:password`
+    token, password = ("u-" + KEY[5:10] if with_password else "tk-" + KEY[5:30]), "pw-" + KEY[30:]
+    userinfo = f"{token}:{password}" if with_password else token
+    basic = base64.b64encode((userinfo if with_password else f"{token}:").encode()).decode()
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs()))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    def error_body(auth, n):  # the Authorization header and the user it names, as a careless gateway says them
+        user = base64.b64decode(auth.removeprefix("Basic ")).decode().partition(":")[0]
+        return json.dumps({"error": {"message": f"no access for user {user} ({auth})"}}).encode()
+
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=["401", "404", "garbage", "400"], echo_key=True,
+                          error_body=error_body) as server:
+        address = server.base_url.replace("http://", f"http://{userinfo}@")
+        code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
+                "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+        run = subprocess.run([sys.executable, "-c", code, "score", "-m", "green", "-i", src, "-o", out,
+                              "--backend", "openai", "--base-url", address, "--judge", "judge-model",
+                              "--cache", cache, "--no-progress", "--judge-option", "concurrency=1",
+                              "--judge-option", "backoff=0.001"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert all(r["headers"]["Authorization"] == f"Basic {basic}" for r in server.requests)  # what httpx sends
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["reason"].split(": ")[1] for r in rows[:2]] == ["HTTP 401", "HTTP 404"]  # the echoing error bodies
+    assert "***" in rows[0]["reason"] and all(r["parsed"] for r in rows[3:]) and "DEBUG" in run.stderr
+    texts = {"stdout": run.stdout, "stderr": run.stderr}
+    texts.update({f.name: f.read_bytes().decode("utf-8", "replace")
+                  for f in [out, tmp_path / "out.jsonl.summary.json", *tmp_path.glob("cache.sqlite*")]})
+    for secret in (token, basic, *([password] if with_password else [])):
+        leaks = {name: leaked_runs(text, secret, run=min(8, len(secret))) for name, text in texts.items()}
+        assert all(v == [] for v in leaks.values()), (secret, {k: v for k, v in leaks.items() if v})

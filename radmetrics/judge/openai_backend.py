@@ -175,9 +175,9 @@ class OpenAIJudge(JudgeBackend):
         self.base_url = address.rstrip("/")
         self._query = query
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
-        # besides the key: the address's password (sent as Basic auth) and its credential query values
-        # (?api_key=...), not ?api-version= or ?stream=false: these are taken out of the answers too, and out of
-        # every HTTP log line of the process
+        # besides the key: the address's user name and password (sent as Basic auth) and its credential query
+        # values (?api_key=...), not ?api-version= or ?stream=false: these are taken out of the answers too, and
+        # out of every HTTP log line of the process
         self._secrets = [s for s in (self._api_key, *url_secrets(base_url)) if s is not None]
         for secret in self._secrets:
             _LOG_REDACTOR.add(secret)
