@@ -313,6 +313,30 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
         assert time.monotonic() - started < 30 and not (tmp_path / "out" / "training.json").exists()
 
 
+def test_train_judge_vert_reads_a_csv_as_its_jsonl(tmp_path):
+    """Review 20 (F5): a CSV's values are text, so expert_higher_is_better "False" passed the lower-is-better
+    refusal, and an expert_score "1", or an empty cell (meant to be left out with a note), was a TypeError
+    traceback. A JSON 0 passed the refusal too."""
+    (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
+    head = "reference,candidate,expert_score,expert_higher_is_better\n"
+    files = {"counts.csv": head + "No effusion.,Small effusion.,1,False\n",
+             "zero.jsonl": json.dumps({"reference": "No effusion.", "candidate": "Small effusion.", "expert_score": 0,
+                                       "expert_higher_is_better": 0}) + "\n",
+             "empty.csv": head + "No effusion.,Small effusion.,,True\n",
+             "word.csv": head + "No effusion.,Small effusion.,1,True\nNo edema.,No edema.,high,True\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    cases = [("counts.csv", "this data's expert_score is lower-is-better"),
+             ("zero.jsonl", "this data's expert_score is lower-is-better"),
+             ("empty.csv", "no pair has an expert score to learn"),
+             ("word.csv", "row 1: expert_score 'high' is not a number")]
+    for name, expected in cases:
+        run = cli("train", "judge", "--base", tmp_path, "--data", tmp_path / name, "-o", tmp_path / "out",
+                  cwd=tmp_path)
+        assert_one_line_error(run, expected)
+        assert ("pair left out: row 0: no expert score" in run.stderr) == (name == "empty.csv"), run.stderr
+
+
 def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
     """Review finding: a teacher on a closed port was retried 33 s and ended in a traceback ("no training
     pairs"); no --teacher said "The openai backend needs model=", a Python argument."""

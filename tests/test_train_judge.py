@@ -50,6 +50,34 @@ def test_vert_recipe_refuses_error_counts_and_leaves_out_rows_without_a_score():
     assert [e["completion"][0]["content"] for e in examples] == ["1.0", "0.4"] and dropped == ["row 1: no expert score"]
 
 
+def test_vert_recipe_reads_csv_text_as_jsonl_values(tmp_path):
+    """Review 20 (F5): `train judge` reads a CSV's values as text: expert_score "1" was a TypeError, an empty cell
+    one too (instead of left out), and expert_higher_is_better "False" passed the refusal. The same pairs as JSON
+    Lines and as CSV give the same examples."""
+    from radmetrics.cli.train import _load_pairs_source
+    from radmetrics.errors import InputError
+
+    rows = [("Small effusion.", "Small effusion.", 1, True), ("Cardiomegaly.", "Normal.", None, True),
+            ("No acute process.", "Normal.", 0.4, True)]
+    jsonl, csv = tmp_path / "pairs.jsonl", tmp_path / "pairs.csv"
+    jsonl.write_text("".join(json.dumps({"reference": r, "candidate": c, "expert_score": s,
+                                         "expert_higher_is_better": h}) + "\n" for r, c, s, h in rows))
+    csv.write_text("reference,candidate,expert_score,expert_higher_is_better\n"
+                   + "".join(f"{r},{c},{'' if s is None else s},{h}\n" for r, c, s, h in rows))
+    built = []
+    for path in (jsonl, csv):
+        data = _load_pairs_source(str(path))
+        built.append(vert_examples(data["reference"], data["candidate"], data["expert_score"],
+                                   data["expert_higher_is_better"]))
+    assert built[0] == built[1] and built[1][1] == ["row 1: no expert score"]
+    assert [e["completion"][0]["content"] for e in built[1][0]] == ["1.0", "0.4"]
+    for false in ("False", "false", "0", 0):  # the converters' yes/no words
+        with pytest.raises(InputError, match="lower-is-better"):
+            vert_examples(["a"], ["b"], ["1"], [false])
+    with pytest.raises(InputError, match="row 0: expert_higher_is_better = 'maybe' is not a yes/no value"):
+        vert_examples(["a"], ["b"], ["1"], ["maybe"])
+
+
 def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):
     refs = [r for r, _, _ in training_pairs()]
     cands = [c for _, c, _ in training_pairs()] + ["GARBLED output please"]

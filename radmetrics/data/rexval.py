@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from radmetrics.data.schema import PHYSIONET_LICENSE, read_csv_rows
+from radmetrics.data.schema import PHYSIONET_LICENSE, read_csv_rows, read_yes_no
 from radmetrics.errors import InputError
 
 CANDIDATE_TYPES = ("radgraph", "bertscore", "s_emb", "bleu")
@@ -22,16 +22,6 @@ REPORTS_FILE = "50_samples_gt_and_candidates.csv"
 RATERS_FILE = "6_valid_raters_per_rater_error_categories.csv"
 RATER_COLUMNS = ("study_number", "candidate_type", "rater_index", "error_category", "clinically_significant",
                  "num_errors")
-
-
-def _truthy(value: str, where: str) -> bool:
-    text = str(value).strip().lower()
-    if text in {"1", "true", "yes", "y", "1.0"}:
-        return True
-    if text in {"0", "false", "no", "n", "0.0"}:
-        return False
-    raise InputError(f"{where}: clinically_significant = {value!r} is not a yes/no value")
-
 
 
 def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
@@ -56,7 +46,7 @@ def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
             raise InputError(f"{where}: study_number {study}, candidate_type {row['candidate_type']!r}, "
                              f"error_category {category}, num_errors {n} out of range")
         sig, insig = counts[(study, row["candidate_type"])].setdefault(rater, ([0] * 6, [0] * 6))
-        (sig if _truthy(row["clinically_significant"], where) else insig)[category - 1] += n
+        (sig if read_yes_no(row["clinically_significant"], where, "clinically_significant") else insig)[category - 1] += n
     rows = []
     for study, report in enumerate(reports):
         for ctype in types:

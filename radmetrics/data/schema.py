@@ -17,6 +17,19 @@ PHYSIONET_LICENSE = {"license_name": "physionet-credentialed-health-data-license
                      "license_link": "https://physionet.org/about/licenses/physionet-credentialed-health-data-license-150/"}
 
 
+def read_yes_no(value: Any, where: str, column: str) -> bool:
+    """A yes/no flag as the converters read it from text (a CSV cell, "False", "0") or from a bool or 0/1: every
+    reader of a flag takes the same words. Anything else is a one-line InputError naming WHERE and COLUMN."""
+    from radmetrics.errors import InputError
+
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "y", "1.0"}:
+        return True
+    if text in {"0", "false", "no", "n", "0.0"}:
+        return False
+    raise InputError(f"{where}: {column} = {value!r} is not a yes/no value")
+
+
 def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
     """Rows of a CSV the user downloaded; a missing file or column is an error naming the file and columns."""
     import csv

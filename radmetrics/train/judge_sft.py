@@ -52,24 +52,51 @@ class JudgeSFTConfig:
         return cls(**values)
 
 
-def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[float | None],
-                  higher_is_better: Sequence[bool | None] | None = None) -> tuple[list[dict], list[str]]:
+def _missing(value: Any) -> bool:
+    """No value: None, NaN (a Parquet or pandas gap) or an empty CSV cell."""
+    return value is None or (isinstance(value, float) and value != value) or (isinstance(value, str)
+                                                                           and not value.strip())
+
+
+def _expert_score(value: Any, row: int) -> float | None:
+    """A row's expert score as a number; text too (a CSV file's values are all text); None when there is none."""
+    if _missing(value):
+        return None
+    try:
+        number = None if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        raise InputError(f"row {row}: expert_score {value!r} is not a number (the vert recipe learns expert scores "
+                         "in [0, 1])")
+    return None if number != number else number  # "nan": an unreadable annotation, as a NaN
+
+
+def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: Sequence[Any],
+                  higher_is_better: Sequence[Any] | None = None) -> tuple[list[dict], list[str]]:
     """Conversational prompt/completion rows and the rows left out (no expert score), each with why. Scores must
     be accuracy scores already in [0, 1], higher is better: VERT's answer. Error counts (a dataset's
-    ``expert_higher_is_better`` False: RadEval, ReXVal, ReFiSco) would teach the judge the inverted scale, so they
-    are refused, not trained on (review 19)."""
-    if higher_is_better is not None and any(h is False for h in higher_is_better):
+    ``expert_higher_is_better`` false: RadEval, ReXVal, ReFiSco) would teach the judge the inverted scale, so they
+    are refused, not trained on (review 19). Both columns are read from text too, the direction as the converters
+    read a yes/no flag: a CSV's "False" or "0", or a JSON 0, is lower-is-better (review 20)."""
+    from radmetrics.data.schema import read_yes_no
+
+    directions = [] if higher_is_better is None else higher_is_better
+    if any(not _missing(h) and not read_yes_no(h, f"row {i}", "expert_higher_is_better")
+           for i, h in enumerate(directions)):
         raise InputError("the vert recipe learns VERT's accuracy score (higher is better, in [0, 1]); this data's "
                          "expert_score is lower-is-better (expert_higher_is_better false: error counts, as in "
                          "RadEval, ReXVal, ReFiSco): a judge trained on it would answer the inverted scale. Use "
                          "accuracy scores (e.g. rate_eval), or --recipe green with a teacher")
     rows, dropped = [], []
-    for i, (r, c, s) in enumerate(zip(references, candidates, scores)):
-        if s is None or (isinstance(s, float) and s != s):  # an unreadable annotation: left out, said
+    for i, (r, c, value) in enumerate(zip(references, candidates, scores)):
+        s = _expert_score(value, i)
+        if s is None:  # an unreadable annotation or an empty cell: left out, said
             dropped.append(f"row {i}: no expert score")
             continue
         if not 0 <= s <= 1:
-            raise InputError(f"VERT recipe needs scores in [0, 1]; got {s!r} (normalize, e.g. RaTE-Eval /5)")
+            raise InputError(f"row {i}: VERT recipe needs scores in [0, 1]; got {value!r} (normalize, e.g. "
+                             "RaTE-Eval /5)")
         rows.append({"prompt": [{"role": "user", "content": vert_user_turn(r, c)}],
                      "completion": [{"role": "assistant", "content": f"{s:.1f}"}]})
     return rows, dropped
