@@ -236,8 +236,8 @@ def build_judge(backend: str = "transformers", model: str | None = None, options
         from radmetrics.judge.cache import default_cache_path
         from radmetrics.judge.ray_engine import RayShardedJudge
 
-        shared = None if cache is False else (cache or default_cache_path())
-        return RayShardedJudge(backend, model=model, cache=shared, actors=actors, **(options or {}))
+        return RayShardedJudge(backend, model=model, cache=cache or None, actors=actors,
+                               default_cache=default_cache_path() if cache is None else None, **(options or {}))
     return get_judge(backend, model=model, cache=_USE_DEFAULT if cache is None else cache, **(options or {}))
 
 

@@ -361,12 +361,16 @@ def test_an_interrupt_while_training_is_not_reported_as_a_judging_run():
     part file; training has neither."""
     from radmetrics.cli import exit_status
 
+    @exit_status.interrupt_scope
+    def training():
+        exit_status.note_interrupt("interrupted while training: nothing was written to out")
+        raise KeyboardInterrupt
+
     assert exit_status.interrupted_line().startswith("interrupted: ")
-    exit_status.note_interrupt("interrupted while training: nothing was written to out")
-    try:
-        assert exit_status.interrupted_line() == "interrupted while training: nothing was written to out"
-    finally:
-        exit_status._INTERRUPT_NOTE.clear()
+    with pytest.raises(exit_status.RunInterrupted) as stopped:
+        training()
+    assert exit_status.interrupted_line(stopped.value.note) == "interrupted while training: nothing was written to out"
+    assert exit_status.interrupted_line().startswith("interrupted: ")  # the note ended with its command (review 20)
 
 
 def test_data_convert_lists_the_dataset_names(tmp_path):

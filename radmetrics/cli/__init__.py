@@ -105,7 +105,7 @@ def main() -> None:
         # from here on no worker thread stores an answer: the counts printed are the cache's (RLock: the
         # line below takes it again in this thread); held until the process ends
         held = tally_lock.acquire(timeout=1.0)
-        click.echo(interrupted_line(), err=True)
+        click.echo(interrupted_line(e.note), err=True)
         if held and "ray" in sys.modules:  # a normal exit joins the worker threads: let them finish
             tally_lock.release()
         _exit_now(e.exit_code)

@@ -1,8 +1,10 @@
 """How a scoring run ends: interrupted (130 / 143), judge failed (1), or fine (0); and the lines that say so."""
 from __future__ import annotations
 
+import functools
 import signal
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 #: exit code when the judge, not the input, made the run fail (every row, or more than --max-failures)
@@ -10,12 +12,14 @@ JUDGE_FAILED = 1
 
 
 class RunInterrupted(Exception):
-    """Ctrl-C or SIGTERM reached a command; carries the exit code (128 + signal number). Not a
-    KeyboardInterrupt subclass so that click passes it through unchanged."""
+    """Ctrl-C or SIGTERM reached a command; carries the exit code (128 + signal number) and the command's note on
+    what an interrupt means (`note_interrupt`), if it set one. Not a KeyboardInterrupt subclass so that click
+    passes it through unchanged."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int, note: str | None = None):
         super().__init__(signal.Signals(signum).name)
         self.exit_code = 128 + signum
+        self.note = note
 
 
 class Terminated(KeyboardInterrupt):
@@ -26,7 +30,8 @@ def raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
-#: what an interrupt means in the current phase, when it is not a judging run's (train sets it while training)
+#: what an interrupt means in the running command's phase, when it is not a judging run's (train sets it while
+#: training, score --engine ray while its actors judge); set only inside an `interrupt_scope` command
 _INTERRUPT_NOTE: list[str] = []
 
 
@@ -34,11 +39,32 @@ def note_interrupt(line: str) -> None:
     _INTERRUPT_NOTE[:] = [line]
 
 
-def interrupted_line() -> str:
+def interrupt_scope(command: Callable) -> Callable:
+    """Decorator for a command that calls `note_interrupt`: the note lives only while that command runs. It
+    leaves with the interrupt (RunInterrupted.note, which `main` prints) and is cleared when the command ends,
+    however it ends: a later command in the same process printed the first one's note (review 20)."""
+
+    @functools.wraps(command)
+    def scoped(*args: Any, **kwargs: Any) -> Any:
+        _INTERRUPT_NOTE.clear()
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt as e:
+            note = _INTERRUPT_NOTE[0] if _INTERRUPT_NOTE else None
+            raise RunInterrupted(signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT, note) from None
+        finally:
+            _INTERRUPT_NOTE.clear()
+
+    return scoped
+
+
+def interrupted_line(note: str | None = None) -> str:
+    """The line an interrupted run ends with: the command's note (RunInterrupted.note), else this process's
+    answered and cached counts."""
     from radmetrics.judge import run_tally, tally_lock
 
-    if _INTERRUPT_NOTE:
-        return _INTERRUPT_NOTE[0]
+    if note:
+        return note
 
     # wait (briefly) for a worker thread that is storing an answer, so the counts and the cache agree
     locked = tally_lock.acquire(timeout=1.0)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
 from radmetrics.cli.output_paths import OUTPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 
@@ -93,6 +94,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
               help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
                    "(a run where every row failed always exits 1). Input problems are not counted.")
+@interrupt_scope
 def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summary, summary_model,
                   reference_column, candidate_column, engine, actors, chunk_rows, progress, retry_unscored,
                   max_failures) -> None:
@@ -131,15 +133,17 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
             check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag="--summary-model")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
-        from radmetrics.cli.exit_status import note_interrupt
-
-        # the actors answer and cache in their own processes: this one's counts would read "0 answered" (review 19)
-        note_interrupt("interrupted: the Ray actors keep each answer in the response cache as it comes; rerun to "
-                       "resume" if judge_flags.cache is not False else
-                       "interrupted: without a response cache (--no-cache) only the rows already written to the "
-                       "output's part file are kept; rerun to resume")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
                             engine=engine, actors=actors)
+    if engine == "ray":
+        # the actors answer and cache in their own processes: this one's counts would read "0 answered" (review 19).
+        # "cached" only when the actors have a cache: not with --no-cache, RADMETRICS_CACHE=off or replay (review 20)
+        note_interrupt("interrupted: the Ray actors keep each answer in the response cache as it comes; rerun to "
+                       "resume" if the_judge.cache else
+                       "interrupted: the Ray actors have no response cache (--no-cache, RADMETRICS_CACHE=off, or a "
+                       "backend not cached by default such as replay), so the answers given so far are not kept, "
+                       "only the rows already written to the output's part file; rerun to resume (the other rows "
+                       "are asked again)")
     config = judge_flags.config()
     pairs = open_pairs(input_path, reference_column, candidate_column)
     click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
 from radmetrics.cli.output_paths import OUTPUT_FOLDER
 from radmetrics.io import check_new_folder
 
@@ -69,6 +70,7 @@ def require_training_extra(command: str) -> None:
 @click.option("--teacher-base-url", default=None,
               help="green recipe: an OpenAI-compatible server serving --teacher (implies --teacher-backend openai; "
                    "the key comes from OPENAI_API_KEY).")
+@interrupt_scope
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
                         lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay,
                         teacher_base_url, overwrite) -> None:
@@ -124,8 +126,6 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
             click.echo(f"teacher answer dropped: {problem}", err=True)
         description = (f"{len(rows)} GREEN analyses by the teacher {describe_judge(judge.identity())} on the "
                        f"report pairs of `{Path(data_path).name}`")
-    from radmetrics.cli.exit_status import note_interrupt
-
     note_interrupt(f"interrupted while training: nothing was written to {output}; a rerun trains from the start "
                    "(teacher answers in the response cache are not asked again)")
     summary = train_judge(config, rows)

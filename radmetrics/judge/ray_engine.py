@@ -36,19 +36,24 @@ class _JudgeActor:
 
 class RayShardedJudge:
     """A `Judge` (radmetrics.judge.base) whose work runs on `actors` Ray actors, created on the first call and
-    kept for later ones (the CLI calls once per chunk of the input)."""
+    kept for later ones (the CLI calls once per chunk of the input). ``cache``: the response cache file the actors
+    share (None: none, or ``default_cache`` for a backend cached by default); ``self.cache`` is the one they got."""
 
     #: rows per actor call at most (the engine refills its slots within a call; several times its table)
     max_batch_rows = 2048
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
-                 batch_size: int | None = None, gpus_per_actor: float | None = None, **options: Any):
+                 batch_size: int | None = None, gpus_per_actor: float | None = None, default_cache: Any = None,
+                 **options: Any):
         from radmetrics.judge import get_judge
 
+        # Built here (weights load lazily, in the actors): a bad option fails now, not in every actor.
+        local = get_judge(backend, model=model, cache=None, **options)
+        if cache is None and getattr(local.backend, "cache_by_default", True):
+            cache = default_cache  # as a local run: the default cache, except for a backend like replay (review 20)
         self.backend_name, self.model, self.cache, self.options = backend, model, cache, options
         self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
-        # Built here (weights load lazily, in the actors): a bad option fails now, not in every actor.
-        self._identity = get_judge(backend, model=model, cache=None, **options).identity()
+        self._identity = local.identity()
         self._pool: list[Any] | None = None
 
     def identity(self) -> dict[str, Any]:
