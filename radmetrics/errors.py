@@ -77,9 +77,9 @@ def is_secret_query_key(name: str) -> bool:
 
 
 def url_secrets(url: str) -> list[str]:
-    """What a server URL carries that must never be shown: its ``user:password@`` or ``TOKEN@`` (the password, the
-    user name, both together, and the base64 form of the Basic ``Authorization`` header httpx makes of them, of
-    ``TOKEN:`` when there is no password) and the values
+    """What a server URL carries that must never be shown: its ``user:password@`` (the password, ``user:password``
+    and the base64 form of the Basic ``Authorization`` header httpx makes of it) or ``TOKEN@`` (the token and the
+    base64 of ``TOKEN:``, as httpx sends a user name alone) and the values
     of its ``?query`` keys that name a credential (``?api_key=...``; `is_secret_query_key`), each as written and
     percent-decoded. Other query values (``?api-version=2024-02-15-preview``, ``?stream=false``) are no secret:
     hiding them would blank those words in the judge's answers and in every log line."""
@@ -91,11 +91,14 @@ def url_secrets(url: str) -> list[str]:
     userinfo = parts.netloc.rpartition("@")[0]
     if userinfo:
         for text in {userinfo, unquote(userinfo)}:
-            # httpx sends a user name alone as Basic auth too, as "TOKEN:" (some gateways take the key so): the
-            # whole userinfo is secret, the user name included
-            user, colon, password = text.partition(":")
-            sent = text if colon else f"{text}:"
-            found += [user, password, text, base64.b64encode(sent.encode()).decode()]
+            # httpx sends a user name alone as Basic auth too, as "TOKEN:" (some gateways take the key so): a user
+            # name without a password is the credential. Beside a password it is not hidden on its own, so that a
+            # name like "admin" does not blank that word in the judge's answers (review 20, F2)
+            user, _, password = text.partition(":")
+            if password:
+                found += [password, text, base64.b64encode(text.encode()).decode()]
+            elif user:  # "TOKEN@" or "TOKEN:@"
+                found += [user, base64.b64encode(f"{user}:".encode()).decode()]
     for raw in parts.query.split("&"):
         name, _, value = raw.partition("=")
         if is_secret_query_key(name):
