@@ -146,6 +146,17 @@ def test_python_api_with_a_key_echoing_server_leaks_nothing(tmp_path, caplog, ke
     assert all(v == [] for v in leaks), leaks
 
 
+def score_with_debug_log(address: str, src, out, cache, env: dict) -> subprocess.CompletedProcess:
+    """`radmetrics score` (GREEN) against the server at ``address``, one request at a time, with DEBUG logging on
+    (so that a secret in any log line would show in stderr)."""
+    code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
+            "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    return subprocess.run([sys.executable, "-c", code, "score", "-m", "green", "-i", src, "-o", out,
+                           "--backend", "openai", "--base-url", address, "--judge", "judge-model",
+                           "--cache", cache, "--no-progress", "--judge-option", "concurrency=1",
+                           "--judge-option", "backoff=0.001"], cwd=REPO, capture_output=True, text=True, env=env)
+
+
 def test_credentials_in_the_server_address_leak_nothing_and_the_query_goes_with_every_request(tmp_path):
     """Review 18 (1): a password in `user:password@` (sent as a Basic Authorization header) and a key in the
     address's query (`?api_key=...`) were shown only without them in radmetrics' own messages, but a server's
@@ -162,12 +173,7 @@ def test_credentials_in_the_server_address_leak_nothing_and_the_query_goes_with_
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     with FakeOpenAIServer(lambda prompt: ANSWER, script=["401", "404", "garbage", "400"], echo_key=True) as server:
         address = server.base_url.replace("http://", f"http://user:{password}@") + f"?api_key={query_key}"
-        code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
-                "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
-        run = subprocess.run([sys.executable, "-c", code, "score", "-m", "green", "-i", src, "-o", out,
-                              "--backend", "openai", "--base-url", address, "--judge", "judge-model",
-                              "--cache", cache, "--no-progress", "--judge-option", "concurrency=1",
-                              "--judge-option", "backoff=0.001"], cwd=REPO, capture_output=True, text=True, env=env)
+        run = score_with_debug_log(address, src, out, cache, env)
     assert run.returncode == 0, run.stderr[-3000:]
     # the query went with every request, after the path; the password as the Basic header httpx makes of it
     assert {r["path"] for r in server.requests} == {f"/v1/chat/completions?api_key={query_key}"}
@@ -249,12 +255,7 @@ def test_a_user_name_in_the_server_address_leaks_nothing(tmp_path, with_password
     with FakeOpenAIServer(lambda prompt: ANSWER, script=["401", "404", "garbage", "400"], echo_key=True,
                           error_body=error_body) as server:
         address = server.base_url.replace("http://", f"http://{userinfo}@")
-        code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); from radmetrics.cli import main; "
-                "sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
-        run = subprocess.run([sys.executable, "-c", code, "score", "-m", "green", "-i", src, "-o", out,
-                              "--backend", "openai", "--base-url", address, "--judge", "judge-model",
-                              "--cache", cache, "--no-progress", "--judge-option", "concurrency=1",
-                              "--judge-option", "backoff=0.001"], cwd=REPO, capture_output=True, text=True, env=env)
+        run = score_with_debug_log(address, src, out, cache, env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert all(r["headers"]["Authorization"] == f"Basic {basic}" for r in server.requests)  # what httpx sends
     rows = [json.loads(x) for x in out.read_text().splitlines()]
