@@ -50,6 +50,20 @@ def test_vert_recipe_refuses_error_counts_and_leaves_out_rows_without_a_score():
     assert [e["completion"][0]["content"] for e in examples] == ["1.0", "0.4"] and dropped == ["row 1: no expert score"]
 
 
+def test_training_data_whose_column_mixes_kinds_is_one_line(tmp_path):
+    """A JSON Lines column that mixes kinds (expert_score 1 and "1", a direction 0 and false) stopped `train judge`
+    with pyarrow's traceback: now one InputError naming the file (review 20, after F5)."""
+    from radmetrics.cli.train import _load_pairs_source
+    from radmetrics.errors import InputError
+
+    for first, second in ((1, "1"), (0, False)):
+        path = tmp_path / "pairs.jsonl"
+        path.write_text(json.dumps({"reference": "a", "candidate": "b", "expert_score": first}) + "\n"
+                        + json.dumps({"reference": "c", "candidate": "d", "expert_score": second}) + "\n")
+        with pytest.raises(InputError, match="pairs.jsonl: a column holds values of different kinds"):
+            _load_pairs_source(str(path))
+
+
 def test_vert_recipe_reads_csv_text_as_jsonl_values(tmp_path):
     """Review 20 (F5): `train judge` reads a CSV's values as text: expert_score "1" was a TypeError, an empty cell
     one too (instead of left out), and expert_higher_is_better "False" passed the refusal. The same pairs as JSON

@@ -30,8 +30,16 @@ def _load_pairs_source(path: str):
     if pairs.bad_rows:  # a training set cannot hold a row without its text: left out, and said so
         click.echo(f"Warning: {len(pairs.bad_rows)} rows of {path} cannot be read and are left out (first: "
                    f"{next(iter(pairs.bad_rows.values()))})", err=True)
-    return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
-                                        "candidate": r[pairs.candidate_column]} for r in rows])
+    import pyarrow as pa
+
+    from radmetrics.errors import InputError
+
+    try:
+        return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
+                                            "candidate": r[pairs.candidate_column]} for r in rows])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:  # a column of 1 and "1", or 0 and false: a traceback
+        raise InputError(f"{path}: a column holds values of different kinds ({str(e).splitlines()[0][:120]}); "
+                         "write each column's values as one kind (all numbers, all text or all true/false)") from None
 
 
 def describe_judge(identity: dict) -> str:
