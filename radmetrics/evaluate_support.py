@@ -6,6 +6,7 @@ card text; loading options (backend, judge, cache...) and `_compute` live here, 
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from typing import Any
 
 import datasets
@@ -83,10 +84,26 @@ class JudgeMetric(evaluate.Metric):
         self._given[1].append(reference)
 
     def _as_given(self, encoded: list[Any], given: list[Any]) -> list[Any]:
-        """The values as given when they are this computation's (not, e.g., another process's rows)."""
-        same = len(given) == len(encoded) and all(
-            g is None if e is None else (g == e or str(g) == e) for g, e in zip(given, encoded))
-        return list(given) if same else list(encoded)
+        """The values as given when they are this computation's (not, e.g., another process's rows). evaluate 0.4.1
+        with datasets 3.0 hands add()'s rows to _compute after add_batch()'s: the same values in another order are
+        matched by their text, where each text stands for one given value."""
+        def shown(value: Any) -> Any:
+            return value if value is None or isinstance(value, str) else str(value)
+
+        if len(given) != len(encoded):
+            return list(encoded)
+        if all(g is None if e is None else (g == e or str(g) == e) for g, e in zip(given, encoded)):
+            return list(given)
+        by_text: dict[Any, list[Any]] = {}
+        try:
+            for value in given:
+                by_text.setdefault(shown(value), []).append(value)
+            unambiguous = all(len({(type(v), repr(v)) for v in values}) == 1 for values in by_text.values())
+            if unambiguous and Counter(shown(v) for v in given) == Counter(encoded):
+                return [by_text[e][0] for e in encoded]
+        except TypeError:  # a value that cannot be a key (a list): as encoded
+            pass
+        return list(encoded)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
