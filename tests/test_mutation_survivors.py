@@ -896,6 +896,17 @@ def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_p
         check_public_allowed(tmp_path, "x")
 
 
+def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_path):
+    """.zst data files are read with the standard library's zstd (Python 3.14) or `zstandard` (a dev dependency,
+    so CI runs this); without either they keep the push private as unreadable (the test below)."""
+    zstandard = pytest.importorskip("zstandard")
+    (tmp_path / "train.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(
+        (json.dumps({**_REXVAL_ROW, "id": "2", "dataset": "mine"}) + "\n" + json.dumps(_REXVAL_ROW) + "\n").encode()))
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+    (tmp_path / "train.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(b'{"dataset": "mine"}\n'))
+    assert restricted_reasons(tmp_path) == []
+
+
 @pytest.mark.parametrize("name, data", [
     pytest.param("train.jsonl.zst", b"\x28\xb5\x2f\xfd not a real frame", id="zst"),  # zstd: read only with a module
     pytest.param("train.parquet.gz", _compressed("gzip", "PAR1 not really"), id="broken-inside-gzip"),
@@ -922,7 +933,7 @@ def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     assert restricted_reasons(tmp_path) == []
     (tmp_path / "a.zip").write_bytes(_zipped("a.txt", "x"))
-    (tmp_path / "b.jsonl.zst").write_bytes(b"")
+    (tmp_path / "b.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd cut short")  # unreadable with a zstd module or without
     assert restricted_reasons(tmp_path) == ["a.zip could not be read to check where its rows come from (and 1 "
                                             "other data file)"]
 
