@@ -83,27 +83,37 @@ class JudgeMetric(evaluate.Metric):
         self._given[0].append(prediction)
         self._given[1].append(reference)
 
-    def _as_given(self, encoded: list[Any], given: list[Any]) -> list[Any]:
-        """The values as given when they are this computation's (not, e.g., another process's rows). evaluate 0.4.1
-        with datasets 3.0 hands add()'s rows to _compute after add_batch()'s: the same values in another order are
-        matched by their text, where each text stands for one given value."""
+    def _as_given(self, predictions: list[Any], references: list[Any], given: tuple[list[Any], list[Any]]
+                  ) -> tuple[list[Any], list[Any]]:
+        """The (prediction, reference) pairs as given when they are this computation's (not, e.g., another
+        process's rows). evaluate 0.4.1 with datasets 3.0 hands add()'s rows to _compute after add_batch()'s: the
+        same pairs in another order are matched by their texts, as pairs (review 21, M2: matching each column on
+        its own let an int prediction's verdict move to another row whose prediction read the same)."""
         def shown(value: Any) -> Any:
             return value if value is None or isinstance(value, str) else str(value)
 
-        if len(given) != len(encoded):
-            return list(encoded)
-        if all(g is None if e is None else (g == e or str(g) == e) for g, e in zip(given, encoded)):
-            return list(given)
-        by_text: dict[Any, list[Any]] = {}
+        encoded = list(zip(predictions, references))
+        pairs = list(zip(*given))
+        if len(pairs) != len(encoded) or len(given[0]) != len(given[1]):
+            return list(predictions), list(references)
         try:
-            for value in given:
-                by_text.setdefault(shown(value), []).append(value)
-            unambiguous = all(len({(type(v), repr(v)) for v in values}) == 1 for values in by_text.values())
-            if unambiguous and Counter(shown(v) for v in given) == Counter(encoded):
-                return [by_text[e][0] for e in encoded]
+            keys = [(shown(p), shown(r)) for p, r in pairs]
+            if keys == encoded:  # in the order given
+                return list(given[0]), list(given[1])
+            by_text: dict[Any, list[tuple[Any, Any]]] = {}
+            for key, pair in zip(keys, pairs):
+                by_text.setdefault(key, []).append(pair)
+            if Counter(keys) == Counter(encoded):
+                # rows whose texts are the same are told apart by nothing evaluate keeps: given order among them
+                taken = Counter()
+                chosen = []
+                for key in encoded:
+                    chosen.append(by_text[key][taken[key]])
+                    taken[key] += 1
+                return [p for p, _ in chosen], [r for _, r in chosen]
         except TypeError:  # a value that cannot be a key (a list): as encoded
             pass
-        return list(encoded)
+        return list(predictions), list(references)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
@@ -119,7 +129,7 @@ class JudgeMetric(evaluate.Metric):
         import radmetrics
 
         given, self._given = self._given, ([], [])
-        predictions, references = self._as_given(predictions, given[0]), self._as_given(references, given[1])
+        predictions, references = self._as_given(predictions, references, given)
         result = radmetrics.score(
             self.scoring_system_name, references, predictions, backend=self.backend, judge=self.judge,
             judge_options=self.judge_options, cache=self.cache, config=self.generation, progress=self.progress,

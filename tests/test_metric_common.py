@@ -122,3 +122,17 @@ def test_numbers_given_to_a_module_are_unscored_as_radmetrics_score_leaves_them(
     # row after add_batch()'s
     assert [d["reason"] for d in again["details"]] in ([None, None, "row 2: candidate is int, not text"],
                                                        [None, "row 1: candidate is int, not text", None])
+
+
+def test_a_number_keeps_its_verdict_when_evaluate_hands_the_rows_in_another_order(fake_judge, monkeypatch):
+    """Review 21 (M2): add("7", R1) then add_batch(["7", 7], [R2, R3]); evaluate 0.4.1 with datasets 3.0 hands
+    _compute add_batch()'s rows first. Matched column by column, the predictions ("7", "7", "7") passed as in
+    order, so the int given with R3 was judged as text and the text row of R1 was unscored. Pairs are matched."""
+    import evaluate
+
+    monkeypatch.chdir(PACKAGE.parent)
+    module = evaluate.load(str(MODULES["green"].relative_to(PACKAGE.parent)), backend="fake", cache=False,
+                           progress=False)
+    module._given = (["7", "7", 7], [REFS[0], REFS[1], REFS[2]])  # what add/add_batch recorded, as given
+    out = module._compute(predictions=["7", "7", "7"], references=[REFS[1], REFS[2], REFS[0]])
+    assert [d["reason"] for d in out["details"]] == [None, "row 1: candidate is int, not text", None]
