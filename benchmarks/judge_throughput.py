@@ -24,7 +24,9 @@ everyone (EOS suppressed until then), so every contender does the same work; ``n
 GREEN judge of the tests (built once into ``--judge-dir``), which answers in GREEN's format and stops at EOS
 after a different number of tokens per report, at the shipped ``max_new_tokens`` (upstream: ``max_length=2048``).
 
-Each round runs every contender once, in a fixed order (interleaved, so machine load hits all alike); the table
+Each round runs every contender once (interleaved, so machine load hits all alike), the first in the order listed
+and each later one in a shuffled order (seeded: the same orders every run), so no contender is always measured right
+after the same one (the baseline frees much memory: whoever follows it meets another allocator state); the table
 takes each contender's fastest round (as `timeit` does) and ratios are to the baseline's fastest round of the
 same run. "Identical outputs" counts answers equal to the baseline's, text for text.
 
@@ -38,6 +40,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import resource
 import subprocess
 import sys
@@ -338,8 +341,12 @@ def main() -> None:
         judge.generate(prompts[:8], warm, progress=False)
 
     best: dict[str, tuple[float, Any, list[str]]] = {}
-    for _ in range(rounds):
-        for contender, run in contenders.items():
+    for round_ in range(rounds):
+        order = list(contenders)
+        if round_:
+            random.Random(round_).shuffle(order)
+        for contender in order:
+            run = contenders[contender]
             texts, seconds, peak = timed(run, preset["device"])
             print(f"{contender}: {seconds:.1f} s", file=sys.stderr, flush=True)  # a long run shows where it is
             if contender not in best or seconds < best[contender][0]:
