@@ -56,11 +56,13 @@ def test_training_data_whose_column_mixes_kinds_is_one_line(tmp_path):
     from radmetrics.cli.train import _load_pairs_source
     from radmetrics.errors import InputError
 
-    for first, second in ((1, "1"), (0, False)):
+    # review 21 (M4): a whole number past 64 bits (a long accession number) was pyarrow's OverflowError traceback
+    for column, first, second in (("expert_score", 1, "1"), ("expert_score", 0, False),
+                                  ("accession", 12345678901234567890123, 1)):
         path = tmp_path / "pairs.jsonl"
-        path.write_text(json.dumps({"reference": "a", "candidate": "b", "expert_score": first}) + "\n"
-                        + json.dumps({"reference": "c", "candidate": "d", "expert_score": second}) + "\n")
-        with pytest.raises(InputError, match="pairs.jsonl: a column holds values of different kinds"):
+        path.write_text(json.dumps({"reference": "a", "candidate": "b", column: first}) + "\n"
+                        + json.dumps({"reference": "c", "candidate": "d", column: second}) + "\n")
+        with pytest.raises(InputError, match=f"pairs.jsonl: column '{column}' holds values a dataset cannot store"):
             _load_pairs_source(str(path))
 
 

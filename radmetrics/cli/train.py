@@ -34,12 +34,28 @@ def _load_pairs_source(path: str):
 
     from radmetrics.errors import InputError
 
+    table = [{**r, "reference": r[pairs.reference_column], "candidate": r[pairs.candidate_column]} for r in rows]
     try:
-        return datasets.Dataset.from_list([{**r, "reference": r[pairs.reference_column],
-                                            "candidate": r[pairs.candidate_column]} for r in rows])
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:  # a column of 1 and "1", or 0 and false: a traceback
-        raise InputError(f"{path}: a column holds values of different kinds ({str(e).splitlines()[0][:120]}); "
-                         "write each column's values as one kind (all numbers, all text or all true/false)") from None
+        return datasets.Dataset.from_list(table)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+        # a column of 1 and "1", 0 and false, or a whole number past 64 bits (review 21, M4): pyarrow's traceback
+        column = _first_unstorable_column(table)
+        raise InputError(f"{path}: {'column ' + repr(column) if column else 'a column'} holds values a dataset "
+                         f"cannot store as one kind ({str(e).splitlines()[0][:120]}); write each column's values as "
+                         "one kind (all numbers, all text or all true/false), and ids or accession numbers over 18 "
+                         "digits as text") from None
+
+
+def _first_unstorable_column(table: list[dict]) -> str | None:
+    """The first column pyarrow cannot make one array of, for the error message."""
+    import pyarrow as pa
+
+    for column in dict.fromkeys(key for row in table for key in row):
+        try:
+            pa.array([row.get(column) for row in table])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return column
+    return None
 
 
 def describe_judge(identity: dict) -> str:
