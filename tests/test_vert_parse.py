@@ -38,6 +38,15 @@ HEAD = "[Overall Accuracy Score]:\n"
                  id="ft-in-sentence-numbered-reason"),
     pytest.param("vert", "[Overall Accuracy Score]\nScore of 0.7 given.\na) Missed finding: pleural effusion "
                  "(1 error).", 0.7, "in-sentence", id="in-sentence-lettered-reason"),
+    pytest.param("vert", HEAD + "I would rate this report 0.8.\n1) Missing a finding: the 5 mm nodule in the "
+                 "right upper lobe.", 0.8, "in-sentence", id="in-sentence-numbered-reason-naming-a-category"),
+    pytest.param("vert", HEAD + "I would rate this report 0.8.\n1. The 5 mm nodule is missed.\n2. Size: 2 cm vs "
+                 "3 cm.", 0.8, "in-sentence", id="in-sentence-reasons-numbered-with-period"),
+    # a whole VERT answer (GREEN's analysis, then the score block) to the vert_ft prompt: its score block is read
+    pytest.param("vert_ft", "[Explanation]:\nThe candidate misses 1 finding.\n\n[Clinically Significant Errors]:\n"
+                 "(b) Missing a finding present in the reference: 1. Left pleural effusion.\n\n[Matched Findings]:\n"
+                 "2. Cardiomegaly; atelectasis.\n\n[Overall Accuracy Score]:\n0.67", 0.67, "plain",
+                 id="ft-whole-vert-answer"),
 ])
 def test_score_as_written(system, text, score, written):
     judgment = radmetrics.get_scoring_system(system).parse(text)
@@ -70,6 +79,32 @@ def test_score_as_written(system, text, score, written):
                  id="in-sentence-then-bold-green-count"),
     pytest.param("vert_ft", "(a) False report of a finding: 1 (the effusion).\n(b) 0.", "GREEN's error items",
                  id="ft-green-item-with-detail-first"),
+    # review 21 (H3): GREEN's analysis, its first number in the explanation and each count followed by the
+    # finding (GREEN's own layout), was read as the score 1.0 by parser 6
+    pytest.param("vert_ft", "[Explanation]:\nThe candidate report describes 1 additional view.\n\n[Clinically "
+                 "Significant Errors]:\n(b) Missing a finding present in the reference: 1. Left pleural effusion.\n\n"
+                 "[Clinically Insignificant Errors]:\nNo clinically insignificant errors.\n\n[Matched Findings]:\n2. "
+                 "Cardiomegaly; atelectasis.", "GREEN's", id="ft-green-analysis-counts-with-details"),
+    pytest.param("vert_ft", "[Explanation]:\nThe candidate describes 1 additional view.\n[Clinically Significant "
+                 "Errors]:\nNo clinically significant errors.\n[Matched Findings]:\n3 findings.", "GREEN's",
+                 id="ft-green-sections-without-items"),
+    # review 21 (H4): GREEN items numbered "1.", lettered "b." or in bold, or without a marker, read as 1.0
+    pytest.param("vert_ft", "1. False report of a finding in the candidate: 0.\n2. Missing a finding present in "
+                 "the reference: 1.\n3. Misidentification of a finding's anatomic location/position: 0.",
+                 "GREEN's error items", id="ft-green-items-numbered"),
+    pytest.param("vert_ft", "[Explanation]:\nThe candidate misses the effusion.\n\n[Clinically Significant "
+                 "Errors]:\n**(b)** Missing a finding present in the reference: 1. Left pleural effusion.\n\n"
+                 "[Matched Findings]:\n2. Cardiomegaly; atelectasis.", "GREEN's", id="ft-green-analysis-bold-item"),
+    pytest.param("vert_ft", "**(b)** Missing a finding present in the reference: 1. Left pleural effusion.",
+                 "GREEN's error items", id="ft-green-bold-item-with-detail"),
+    pytest.param("vert_ft", "b. Missing a finding present in the reference: 1. Left pleural effusion.\n"
+                 "2. Cardiomegaly; atelectasis.", "GREEN's error items", id="ft-green-item-letter-period"),
+    pytest.param("vert_ft", "Missing a finding present in the reference: 1.", "GREEN's error items",
+                 id="ft-green-item-without-marker"),
+    pytest.param("vert", HEAD + "I would rate it 0.7.\n1. False report of a finding in the candidate: 1.",
+                 "GREEN's error items", id="in-sentence-then-numbered-green-item"),
+    pytest.param("vert", HEAD + "about 0.7\nb. Missing a finding: 1. Left pleural effusion.", "GREEN's error items",
+                 id="in-sentence-then-green-item-with-detail"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)

@@ -12,14 +12,20 @@ error."); an empty score section is not read from the next section; a range or h
 a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), a second score
 after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
 headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67.
+
+An answer in GREEN's format instead of a score (its "[Clinically Significant Errors]" / "[Matched Findings]"
+sections, or its error items "(b) Missing a finding ...: 1. Left pleural effusion." however they are marked) gives
+no score: the first count in it is not the judge's score (parser version 7, review 21, H3/H4).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-PARSER_VERSION = "6"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
-# no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20)
+PARSER_VERSION = "7"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+# no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
+# analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
+# score, a vert_ft answer that is a whole VERT answer is read under its header (review 21, H3/H4)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -59,6 +65,10 @@ def read_score_text(answer: str) -> tuple[float, str]:
     lines = [line.strip() for line in answer.splitlines() if re.search(r"\d", line)]
     if not lines:
         raise VertParseError("[Overall Accuracy Score] has no readable number")
+    if _is_green_item(lines[0]):
+        # "1. False report of a finding in the candidate: 0.", "**(b)** Missing ...: 1. Left pleural effusion.": the
+        # item's number or count is no score (review 21, H4: read as 1.0)
+        raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {lines[0][:60]!r}")
     line = lines[0].strip(" *`_")
     line = re.sub(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", "", line, flags=re.I)
     line = line.strip(" *`_")
@@ -78,11 +88,11 @@ def read_score_text(answer: str) -> tuple[float, str]:
             if len(numbers) != 1:
                 raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
             first, form = numbers[0], "in-sentence"
-            if _GREEN_ITEM.match(lines[0]) or any(_GREEN_COUNT_LINE.match(text) for text in lines[1:]):
+            if any(_is_green_item(text) for text in lines[1:]):
                 # "(e) Mentioning ...: 0." then "(c) ...: 1.": GREEN's error counts, whose first was read as the
                 # score (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1). A later line
-                # counts only in GREEN's shape, the count closing the item: a numbered reason that mentions a
-                # number ("1) It omits the 5 mm nodule.") leaves the score as written (review 20, F1)
+                # counts only in GREEN's shape, the count right after the item's colon: a numbered reason that
+                # mentions a number ("1) It omits the 5 mm nodule.") leaves the score as written (review 20, F1)
                 raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {line[:60]!r}")
         after = line[first.end():]
         if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
@@ -101,11 +111,32 @@ def read_score_text(answer: str) -> tuple[float, str]:
     return _to_float(token), form
 
 
-# a GREEN error item with a number in it: "(e) Mentioning ...: 0.", "(a) 1.", "b) False report ...: 2 (effusion)"
-_GREEN_ITEM = re.compile(r"[\W_]*\(?[a-fA-F1-6]\)[ \t][^\n]*?\d")
-# GREEN's count line (green_score/green.py's format, "(a) False report of a finding in the candidate: 0."): the count
-# closes the item, after its colon, or is all the item says ("(a) 1.")
-_GREEN_COUNT_LINE = re.compile(r"[\W_]*\(?[a-fA-F1-6]\)[*_]*[ \t](?:[^\n]*?:)?[ \t*_]*\d+[ \t*_]*\.?[ \t*_]*$")
+# GREEN's error items (App. A.1: "(a) <Error Type>: <The number of errors>. <Error 1>; ..."), marked as judges mark
+# them: "(b)", "b)", "b.", "1." (numbered instead of lettered), "**(b)**", "- (b)" (review 21, H4)
+_GREEN_MARKER = r"[ \t>`*_-]*(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]+[*_]*"
+# a count: a whole number ("1", "**2**"), not a size or a score ("5 mm", "0.8")
+_GREEN_COUNT = r"[ \t*_]*\d+(?![\d.,]*\d)[*_]*"
+# an item: the count is all it says ("(a) 1."), or comes right after its colon and closes it or is followed by the
+# finding ("(b) Missing ...: 1. Left pleural effusion.", "(a) False report ...: 1 (effusion)"); an item that names
+# GREEN's error type gives its count after a colon or dash, with or without a marker ("Missing a finding present in
+# the reference: 1."). A numbered reason that mentions a number ("1) It omits the 5 mm nodule.", "a) Missed finding:
+# pleural effusion (1 error).") is no item (review 20, F1)
+_GREEN_TYPE = (r"(?:false\s+report\s+of|missing\s+a\s+finding|misidentification\s+of|misassessment\s+of|"
+               r"mentioning\s+a\s+comparison|omitting\s+a\s+comparison)")
+_GREEN_ITEM_LINE = re.compile(
+    rf"{_GREEN_MARKER}(?:{_GREEN_COUNT}[ \t*_]*\.?[ \t*_]*$|[^\n]*?:{_GREEN_COUNT}[ \t*_]*(?:$|[.,;:(\-–—]))"
+    rf"|[ \t>`*_-]*(?:(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]+[*_]*)?{_GREEN_TYPE}[^\n]*?[:=\-–—]{_GREEN_COUNT}",
+    re.I)
+# GREEN's section headers ("[Clinically Significant Errors]:", "**Matched Findings:**" on its own line)
+_GREEN_SECTION = re.compile(r"(?im)^[ \t>#*_`-]*(?:\[[ \t]*(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched"
+                            r"[ \t]+findings)[ \t]*\]|(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+"
+                            r"findings)[ \t*_]*:?[ \t*_]*$)")
+
+
+def _is_green_item(line: str) -> bool:
+    return bool(_GREEN_ITEM_LINE.match(line))
+
+
 # a number that could be a score: written with decimals ("0.6", ".6", "0,6", "1.0"); 0 / 1 alone on a line
 _DECIMAL = re.compile(r"(?<![\w.,/])[-−]?(?:\d+[.,]\d+|[.,]\d+)(?![\d.,]*\d)")
 _ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|adjusted|my)\s+)*"
@@ -201,6 +232,13 @@ def read_bare_score(text: str) -> tuple[float, str]:
     head = text.strip().split("\n", 1)[0]
     if _HEADER.match(head):
         return read_overall_score_with_form(text)
+    if _GREEN_SECTION.search(text):
+        # GREEN's analysis, which reads as a score only where it ends in VERT's score block (a whole VERT answer):
+        # its first number is in the explanation or a count (review 21, H3: read as 1.0)
+        if _HEADER.search(text):
+            return read_overall_score_with_form(text)
+        raise VertParseError("the answer is GREEN's analysis (its sections for GREEN's error items and matched "
+                              "findings), not a score")
     value, form = read_score_text(text.strip())  # the first line with a number; a later score is refused
     check_range(value, form)
     return value, form
