@@ -164,6 +164,20 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.85; it could be 1.0 if the nodule were reported", 0.85, None),
     (HEAD + "0.75\n\nBreakdown:\nMatched: 3\nErrors: 1\nResult: 0.75", 0.75, None),
     (HEAD + "0.75\nScore = 3/4 = 0.75\nRounded: 0.8", 0.75, None),
+    # review 21 (H4): a revision in words that also name a rounding or a restatement ("about", "rounded",
+    # "below") was read as the score it revises (0.75); either the later score or none, never the superseded one
+    (HEAD + "0.75\nAfter reconsidering the missed effusion, I lower it to about 0.5.", None,
+     "gives more than one score (0.75, then '0.5')"),
+    (HEAD + "0.75\nGiven the missed effusion, the final score is rounded down to 0.5.", None,
+     "gives more than one score (0.75, then '0.5')"),
+    (HEAD + "0.75\nOn reflection I lower it to below 0.5.", None, "gives more than one score (0.75, then '0.5')"),
+    (HEAD + "0.72\nI revise it down to about 0.7.", None, "gives more than one score (0.72, then '0.7')"),
+    (HEAD + "0.75\nI would lower it to 0.5 approximately.", None, "gives more than one score (0.75, then '0.5')"),
+    (HEAD + "0.75 (about 0.5 after the missed effusion)", None, "gives more than one score (0.75, then '0.5')"),
+    # ... while a rounding of the score, and a rejected alternative beside a restated score, stay explanation
+    (HEAD + "0.67 (about 0.7)", 0.67, None),
+    (HEAD + "0.66 (approximately 0.7)", 0.66, None),
+    (HEAD + "0.7\nI lowered it to 0.7 instead of 1.0 because of the missed effusion.", 0.7, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -11,7 +11,9 @@ Only what the judge gave as its score is read (parser version 3, after a fidelit
 error."); an empty score section is not read from the next section; a range or hedge ("0.75–0.89", "0.6 or 0.7"),
 a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), a second score
 after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
-headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67.
+headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67. A
+revision is such a second score however it is worded ("0.75", then "I lower it to about 0.5" or "the final score is
+rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4).
 
 An answer in GREEN's format instead of a score (its "[Clinically Significant Errors]" / "[Matched Findings]"
 sections, or its error items "(b) Missing a finding ...: 1. Left pleural effusion." however they are marked) gives
@@ -25,7 +27,8 @@ from typing import Any
 PARSER_VERSION = "7"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
-# score, a vert_ft answer that is a whole VERT answer is read under its header (review 21, H3/H4)
+# score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
+# rounding of the score only within 0.05 of it and outside a revising sentence (review 21, H3/H4)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -143,13 +146,21 @@ _ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|
                             r"(?:score|answer|rating|grade|result)\s*[:=]\s*)?\**\s*([01])\s*\**\.?\s*$", re.I)
 # what a number in the score's explanation can be that is no other score (review 16, 17):
 _UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|times\b)", re.I)  # a size, a share
-_HYPOTHETICAL_AFTER = re.compile(r"\s*\)?\s*(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect|"
-                                 r"rounded|approx)",
+_HYPOTHETICAL_AFTER = re.compile(r"\s*\)?\s*(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect)",
                                  re.I)  # "0.9 would need no errors"
 _BESIDE_BEFORE = re.compile(r"(?:(?:perfect|ideal|maximum|highest|full\s+marks|confidence|certainty|probability)"
                             r"[^\d\n]{0,30}|(?:max|instead\s+of|rather\s+than|not|than|from|between|above|below|over|"
-                            r"under|round\w*|approx\w*|about|~|≈)[^\d\n]{0,12})$",
-                            re.I)  # "a perfect report would score 1.0", "Rounded: 0.8", "Confidence: 0.9"
+                            r"under)[^\d\n]{0,12})$",
+                            re.I)  # "a perfect report would score 1.0", "instead of 1.0", "Confidence: 0.9"
+# a rounding of the score ("Rounded: 0.8" after 0.75, "0.67 (about 0.7)", "0.6667 rounded"): only a number within
+# a rounding to one decimal of the score, and not in a line that revises it ("I lower it to about 0.5", "the final
+# score is rounded down to 0.5": review 21, H4, both read as the 0.75 they revise)
+_ROUNDING_BEFORE = re.compile(r"(?:round\w*|approx\w*|about|~|≈)[^\d\n]{0,12}$", re.I)
+_ROUNDING_AFTER = re.compile(r"\s*\)?\s*(?:rounded|approx)", re.I)
+_ROUNDING = 0.05 + 1e-9
+# words that revise the score: a number they lead to is the judge's new score, never explanation beside the old one
+_REVISION = re.compile(r"\b(?:lower|rais|revis|adjust|reduc|increas|decreas|chang|updat|correct|downgrad|upgrad|"
+                       r"reconsider|final|bump|drop|settl|amend|modif)\w*", re.I)
 _RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\d+|\d+)(?![\d.,]*\d)")
 
 
@@ -164,17 +175,30 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
     candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
     candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
     for token, start, end in candidates:
-        if end and (any(b.start() <= start and end <= b.end() for b in bands) or _UNIT_AFTER.match(text, end)
-                    or _COUNT_WORD.match(text, end) or _HYPOTHETICAL_AFTER.match(text, end)
-                    or _BESIDE_BEFORE.search(text[max(0, start - 40):start])):
-            continue
         try:
             other = _to_float(token)
         except (VertParseError, ValueError):
             continue
-        if abs(other - value) > 0.005:  # "0.666 ... Rounded: 0.67" is the same score
-            raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
-                                 f"{token!r}): no single reading")
+        if abs(other - value) <= 0.005:  # "0.666 ... Rounded: 0.67" is the same score
+            continue
+        if end and _is_explanation(text, start, end, value, other, bands):
+            continue
+        raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
+                             f"{token!r}): no single reading")
+
+
+def _is_explanation(text: str, start: int, end: int, value: float, other: float, bands: list[re.Match[str]]) -> bool:
+    """Whether the number other at text[start:end], after the score value, is explanation, not another score."""
+    if (any(b.start() <= start and end <= b.end() for b in bands) or _UNIT_AFTER.match(text, end)
+            or _COUNT_WORD.match(text, end) or _HYPOTHETICAL_AFTER.match(text, end)):
+        return True
+    before = text[max(0, start - 40):start]
+    line_before = text[text.rfind("\n", 0, start) + 1:start]
+    if _ROUNDING_BEFORE.search(before) or _ROUNDING_AFTER.match(text, end):
+        return abs(other - value) <= _ROUNDING and not _REVISION.search(line_before)
+    # "instead of 1.0" beside the score, unless the words since the line's last number revise it ("I lower it to
+    # below 0.5"); "I lowered it to 0.7 instead of 1.0" restates 0.7 and rejects 1.0
+    return bool(_BESIDE_BEFORE.search(before)) and not _REVISION.search(re.split(r"\d", line_before)[-1])
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
