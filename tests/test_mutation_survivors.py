@@ -798,7 +798,9 @@ def test_rows_from_physionet_datasets_keep_the_folder_private(tmp_path):
     (sub / "test.jsonl").write_text("not json\n" + json.dumps(["a list"]) + "\n" + json.dumps({"dataset": 3}) + "\n"
                                     + json.dumps({"dataset": "rexval"}) + "\n" + json.dumps({"dataset": "mine"}) + "\n")
     (tmp_path / "more.jsonl").write_text(json.dumps({"dataset": "radeval", "text": "x"}) + "\n")
-    assert restricted_reasons(tmp_path) == ["its rows come from radeval, rexval (PhysioNet credentialed data)"]
+    # review 21, H1: the line that is not JSON is no longer skipped: the file counts as unreadable too
+    assert restricted_reasons(tmp_path) == ["its rows come from radeval, rexval (PhysioNet credentialed data)",
+                                            "splits/test.jsonl could not be read to check where its rows come from"]
     (sub / "test.jsonl").write_text(json.dumps({"dataset": "mine"}) + "\n")
     (tmp_path / "more.jsonl").unlink()
     assert restricted_reasons(tmp_path) == []
@@ -868,6 +870,9 @@ def _compressed(module: str, text: str) -> bytes:
     return importlib.import_module(module).compress(text.encode())
 
 
+_OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c"}
+
+
 @pytest.mark.parametrize("name, data", [
     pytest.param("train.csv", "\ufeffdataset,reference,candidate\nrexval,r,c\n", id="csv-utf8-bom"),
     pytest.param("train.csv", " Dataset ;reference\nrexval;r\n", id="csv-semicolons-and-spelling"),
@@ -884,12 +889,25 @@ def _compressed(module: str, text: str) -> bytes:
     pytest.param("train.tsv", "id\tdataset\treference\n1\trexval\tr\n", id="tsv"),
     pytest.param("train.ndjson", json.dumps(_REXVAL_ROW) + "\n", id="ndjson"),
     pytest.param("train.txt", "id\tdataset\n1\trexval\n", id="txt-table"),
+    # review 21, H1: layouts `datasets` loads that the gate read as "nothing restricted"
+    pytest.param("train.jsonl", json.dumps([_OPEN_ROW, _REXVAL_ROW]) + "\n", id="jsonl-line-holding-an-array"),
+    *(pytest.param("train.jsonl", json.dumps(_OPEN_ROW) + "\n"
+                   + json.dumps({**_REXVAL_ROW, "candidate": f"a{sep}b"}, ensure_ascii=False) + "\n",
+                   id=f"jsonl-row-text-holding-{name}") for sep, name in (("\u2028", "u2028"), ("\u2029", "u2029"),
+                                                                         ("\x85", "nel"))),
+    pytest.param("train.jsonl", json.dumps(_REXVAL_ROW, indent=2) + "\n" + json.dumps(_OPEN_ROW) + "\n",
+                 id="jsonl-pretty-printed-objects"),
+    pytest.param("train.json", json.dumps({"data": {"train": [_OPEN_ROW, _REXVAL_ROW]}}), id="json-two-fields-down"),
+    pytest.param("train.json", json.dumps({"a": [{"b": {"c": [[_REXVAL_ROW]]}}]}), id="json-deeper"),
+    pytest.param("train.jsonl", json.dumps({"id": "1", "meta": {"dataset": "rexval"}}) + "\n", id="jsonl-nested"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
     column-oriented or field-nested JSON, from compressed files (train.jsonl.gz, which the Hub and `datasets` load
-    directly) and from .tsv/.ndjson/.txt tables: none of them was read, nor counted as unreadable."""
+    directly) and from .tsv/.ndjson/.txt tables: none of them was read, nor counted as unreadable. Review 21 (H1):
+    nor were layouts `datasets` and pyarrow load as well (below the review 21 line)."""
     path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
     assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
     with pytest.raises(PushRefused):
@@ -915,6 +933,10 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("train.zip", _zipped("train.jsonl", json.dumps(_REXVAL_ROW)), id="zip"),
     pytest.param("train.xlsx", b"PK\x03\x04 a workbook", id="spreadsheet"),
     pytest.param("train.json", "{not json at all", id="json-that-is-not-json"),
+    # review 21, H1: a line that does not parse is never skipped, even when the others do
+    pytest.param("train.jsonl", json.dumps(_OPEN_ROW) + "\n{broken\n", id="jsonl-with-a-broken-line"),
+    pytest.param("train.jsonl", "not json\n" + json.dumps(_OPEN_ROW) + "\n", id="jsonl-with-a-line-of-text"),
+    pytest.param("train.json", json.dumps(_OPEN_ROW) + " trailing text", id="json-with-text-after-it"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
@@ -1173,10 +1195,11 @@ def test_privacy_gate_reads_cards_and_rows_that_are_not_utf8(tmp_path):
     (tmp_path / "rows.jsonl").write_bytes(b'{"dataset": "rate_eval", "text": "\xff"}\n\xfe\xff\n')
     reasons = restricted_reasons(tmp_path)
     assert reasons == ["its card (README.md) says 'PhysioNet'",
-                       "its rows come from rate_eval (PhysioNet credentialed data)"]
+                       "its rows come from rate_eval (PhysioNet credentialed data)",
+                       "rows.jsonl could not be read to check where its rows come from"]  # its line of \xfe\xff
     with pytest.raises(PushRefused) as info:
         check_public_allowed(tmp_path, "data")
-    assert str(info.value).startswith(f"Refusing to push data publicly: {reasons[0]}; {reasons[1]}. PhysioNet's")
+    assert str(info.value).startswith(f"Refusing to push data publicly: {'; '.join(reasons)}. PhysioNet's")
     card = tmp_path / "README.md"
     with pytest.raises(PushRefused, match="written or edited by hand"):
         write_card(card, "# Rendered\n", overwrite=False)

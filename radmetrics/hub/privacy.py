@@ -17,7 +17,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, Iterator, TextIO
 
 from radmetrics.errors import RadmetricsError
 # the card stamp lives with the card templates, so dataset writers (radmetrics.data) need not import hub
@@ -102,7 +102,7 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
         if kind is None:
             continue
         try:
-            names.update(_column_values(path, *kind))
+            _column_values(path, *kind, names)
         except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
             unreadable.append(str(path.relative_to(folder)))
     return names, unreadable
@@ -133,50 +133,65 @@ def _open_text(path: Path, compression: str | None) -> TextIO:
     return io.TextIOWrapper(_open_binary(path, compression), encoding=encoding, errors="replace", newline="")
 
 
-def _column_values(path: Path, suffix: str, compression: str | None) -> set[str]:
-    """The `dataset` values of one data file (none when it has no such column); raises on a file it cannot
-    read."""
+def _column_values(path: Path, suffix: str, compression: str | None, names: set[str]) -> None:
+    """Adds the `dataset` values of one data file to NAMES (none when it has no such column); raises on a file it
+    cannot read, after adding those of the rows it could."""
     if suffix in _ARROW_SUFFIXES:
-        return _arrow_values(path, suffix, compression)
-    if suffix in _DELIMITED_SUFFIXES:
-        return _delimited_values(path, suffix, compression)
-    if suffix not in _JSON_SUFFIXES:
+        names.update(_arrow_values(path, suffix, compression))
+    elif suffix in _DELIMITED_SUFFIXES:
+        names.update(_delimited_values(path, suffix, compression))
+    elif suffix in _JSON_SUFFIXES:
+        with _open_text(path, compression) as fh:
+            text = fh.read()
+        for value in _json_documents(text):
+            names.update(_json_values(value))
+    else:
         raise ValueError(f"no reader for {suffix or 'unknown'} data")
-    with _open_text(path, compression) as fh:
-        text = fh.read()
-    if suffix == ".json":
-        try:
-            return _json_values(json.loads(text))
-        except ValueError:
-            pass  # JSON Lines written as .json (datasets' to_json): read line by line below
-    values: set[str] = set()
-    parsed = False
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        parsed = True
-        if isinstance(row, dict):
-            values.update(_json_values(row, nested=False))
-    if text.strip() and not parsed:
-        raise ValueError("not JSON")
-    return values
 
 
-def _json_values(data: object, nested: bool = True) -> set[str]:
-    """`dataset` values in parsed JSON: rows ([{...}] or one {...}), columns ({"dataset": [...]}), or either one
-    field down ({"data": [...]}, datasets' field= layout)."""
+#: what may stand between two JSON values in a file (blank lines, line ends, indentation)
+_BETWEEN_JSON = re.compile(r"\s*")
+
+
+def _json_documents(text: str) -> Iterator[object]:
+    """The JSON values in TEXT one after another, as `datasets` reads .json and .jsonl files alike: one document,
+    one value a line (JSON Lines; a line may hold an array of rows), or objects pretty-printed over many lines. A
+    value that does not parse makes the file unreadable: the error is raised once the values after it are read
+    (from the next line on, as in JSON Lines). Review 21, H1: lines were split with str.splitlines(), which also
+    splits at U+2028 and \\x85 inside a row's text, and lines that did not parse were skipped, so ReXVal rows went
+    public beside rows that did parse."""
+    decoder = json.JSONDecoder()
+    error = None
+    end = _BETWEEN_JSON.match(text).end()
+    while end < len(text):
+        try:
+            value, end = decoder.raw_decode(text, end)
+        except ValueError as broken:
+            error = error or broken
+            end = text.find("\n", end)
+            if end < 0:
+                break
+        else:
+            yield value
+        end = _BETWEEN_JSON.match(text, end).end()
+    if error is not None:
+        raise error
+
+
+def _json_values(data: object) -> set[str]:
+    """`dataset` values in parsed JSON: rows ([{...}] or one {...}), columns ({"dataset": [...]}), or either under
+    other fields however deep ({"data": [...]}, datasets' field= layout; review 21, H1: two fields down,
+    {"data": {"train": [...]}}, went public). Nesting too deep for Python raises RecursionError: unreadable."""
     if isinstance(data, list):
-        return set().union(*(_json_values(row, nested) for row in data if isinstance(row, dict)))
+        return set().union(*(_json_values(row) for row in data if isinstance(row, (dict, list))))
     if not isinstance(data, dict):
         return set()
     values: set[str] = set()
     for key, value in data.items():
         if _is_dataset_key(key):
             values.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str))
-        elif nested and isinstance(value, (list, dict)):
-            values.update(_json_values(value, nested=False))
+        elif isinstance(value, (list, dict)):
+            values.update(_json_values(value))
     return values
 
 
