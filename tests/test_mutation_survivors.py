@@ -900,6 +900,11 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.json", json.dumps({"data": {"train": [_OPEN_ROW, _REXVAL_ROW]}}), id="json-two-fields-down"),
     pytest.param("train.json", json.dumps({"a": [{"b": {"c": [[_REXVAL_ROW]]}}]}), id="json-deeper"),
     pytest.param("train.jsonl", json.dumps({"id": "1", "meta": {"dataset": "rexval"}}) + "\n", id="jsonl-nested"),
+    pytest.param("train.csv", "\ndataset,candidate\nrexval,c\n", id="csv-blank-first-line"),
+    pytest.param("train.csv", "\r\n\r\ndataset;candidate\r\nrexval;c\r\n", id="csv-blank-lines-semicolons"),
+    pytest.param("train.csv", '"candidate\ntext",dataset\nc,rexval\n', id="csv-header-with-a-quoted-newline"),
+    pytest.param("train.csv", 'dataset,candidate\n1,rexval,"c"\n', id="csv-r-write-table-row-names"),
+    pytest.param("train.tsv", 'id\tdataset\tcandidate\n"r1"\t"1"\t"rexval"\t"c"\n', id="tsv-r-write-table"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from

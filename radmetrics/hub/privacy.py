@@ -198,16 +198,24 @@ def _json_values(data: object) -> set[str]:
 def _delimited_values(path: Path, suffix: str, compression: str | None) -> set[str]:
     import csv
 
-    with _open_text(path, compression) as fh:
-        first = fh.readline()
-        for delimiter in _DELIMITERS[suffix]:
-            header = next(csv.reader([first], delimiter=delimiter), [])
+    for delimiter in _DELIMITERS[suffix]:
+        with _open_text(path, compression) as fh:
+            # records, not lines (review 21, H1: the header was the first line, so a blank first line or a quoted
+            # newline in a header field hid the dataset column); blank records are skipped, as pandas does
+            records = (row for row in csv.reader(fh, delimiter=delimiter) if any(field.strip() for field in row))
+            header = next(records, [])
             column = next((i for i, name in enumerate(header) if _is_dataset_key(name)), None)
-            if column is not None:
-                break
-        else:
-            return set()  # no dataset column: the rest is not read (a tokenizer's .txt files are not tables)
-        return {row[column] for row in csv.reader(fh, delimiter=delimiter) if len(row) > column and row[column]}
+            if column is None:
+                continue
+            values = set()
+            for row in records:
+                # a row longer than the header starts with its index, which pandas (so `datasets`) sets aside: R's
+                # write.table writes row names under no header field (review 21, H1)
+                field = column + max(len(row) - len(header), 0)
+                if field < len(row) and row[field]:
+                    values.add(row[field])
+            return values
+    return set()  # no dataset column: the rest is not read (a tokenizer's .txt files are not tables)
 
 
 def _arrow_values(path: Path, suffix: str, compression: str | None) -> set[str]:
