@@ -905,6 +905,9 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.csv", '"candidate\ntext",dataset\nc,rexval\n', id="csv-header-with-a-quoted-newline"),
     pytest.param("train.csv", 'dataset,candidate\n1,rexval,"c"\n', id="csv-r-write-table-row-names"),
     pytest.param("train.tsv", 'id\tdataset\tcandidate\n"r1"\t"1"\t"rexval"\t"c"\n', id="tsv-r-write-table"),
+    pytest.param("train.jsonl.lzma", _compressed("lzma", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-lzma"),
+    pytest.param("train.jsonl.gzip", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gzip"),
+    pytest.param("train.CSV.GZ", _compressed("gzip", "dataset\nrexval\n"), id="csv-gz-upper-case"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -942,6 +945,10 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("train.jsonl", json.dumps(_OPEN_ROW) + "\n{broken\n", id="jsonl-with-a-broken-line"),
     pytest.param("train.jsonl", "not json\n" + json.dumps(_OPEN_ROW) + "\n", id="jsonl-with-a-line-of-text"),
     pytest.param("train.json", json.dumps(_OPEN_ROW) + " trailing text", id="json-with-text-after-it"),
+    # review 21, H1: a table under a suffix the gate has no reader for is unreadable, never uploaded unread
+    *(pytest.param(f"train.jsonl{suffix}", _compressed("gzip", json.dumps(_REXVAL_ROW)), id=f"jsonl{suffix}")
+      for suffix in (".lz4", ".z", ".bz", ".snappy", ".br", ".bak", ".part")),
+    pytest.param("train.lz4", b"\x04\x22\x4d\x18 frame", id="lz4-of-unknown-kind"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""

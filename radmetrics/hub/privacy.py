@@ -63,11 +63,17 @@ def restricted_reasons(folder: str | Path) -> list[str]:
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt")
 _ARROW_SUFFIXES = (".parquet", ".arrow", ".feather")
-#: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them; each by the first module that
-#: imports (zstd is in the standard library only from Python 3.14)
-_DECOMPRESSORS = {".gz": ("gzip",), ".bz2": ("bz2",), ".xz": ("lzma",), ".zst": ("compression.zstd", "zstandard")}
-#: data the gate cannot look into: an upload of one keeps the push private (fail closed)
-_OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".ods", ".pkl", ".pickle")
+_TABLE_SUFFIXES = _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES
+#: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them (fsspec's spellings too:
+#: .gzip, .lzma, .zstd); each by the first module that imports (zstd is in the standard library only from
+#: Python 3.14; lz4 only with the lz4 package)
+_DECOMPRESSORS = {".gz": ("gzip",), ".gzip": ("gzip",), ".bz2": ("bz2",), ".xz": ("lzma",), ".lzma": ("lzma",),
+                  ".zst": ("compression.zstd", "zstandard"), ".zstd": ("compression.zstd", "zstandard"),
+                  ".lz4": ("lz4.frame",)}
+#: data the gate cannot look into: an upload of one keeps the push private (fail closed); compressions with no
+#: reader here among them
+_OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".ods", ".pkl", ".pickle",
+                    ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz")
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|"}
 
@@ -75,10 +81,12 @@ _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|"}
 def _data_kind(path: Path) -> tuple[str, str | None] | None:
     """(table suffix, compression suffix) of a file that looks like data, e.g. train.jsonl.gz -> (".jsonl",
     ".gz"); None for anything else (weights, code, the card)."""
-    suffix = path.suffix.lower()
+    suffix, inner = path.suffix.lower(), Path(path.stem).suffix.lower()
     if suffix in _DECOMPRESSORS:
-        return Path(path.stem).suffix.lower(), suffix  # an unknown inner suffix fails in _column_values: unreadable
-    if suffix in _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES + _OPAQUE_SUFFIXES:
+        return inner, suffix  # an unknown inner suffix fails in _column_values: unreadable
+    # a table under any other last suffix (train.jsonl.lz4, train.csv.bak) is data too: with no reader for that
+    # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public)
+    if suffix in _TABLE_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES:
         return suffix, None
     return None
 
