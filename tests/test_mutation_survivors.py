@@ -870,6 +870,15 @@ def _compressed(module: str, text: str) -> bytes:
     return importlib.import_module(module).compress(text.encode())
 
 
+def _parquet(columns: dict) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), buf)
+    return buf.getvalue().to_pybytes()
+
+
 _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c"}
 
 
@@ -908,6 +917,8 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.jsonl.lzma", _compressed("lzma", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-lzma"),
     pytest.param("train.jsonl.gzip", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gzip"),
     pytest.param("train.CSV.GZ", _compressed("gzip", "dataset\nrexval\n"), id="csv-gz-upper-case"),
+    pytest.param("data/dataset=rexval/part-0.parquet", _parquet({"candidate": ["c"]}), id="hive-partition"),
+    pytest.param("data/year=2024/Dataset=rex%76al/part-0.csv", "candidate\nc\n", id="hive-partition-deeper"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from

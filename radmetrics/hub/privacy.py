@@ -18,6 +18,7 @@ import json
 import re
 from pathlib import Path
 from typing import BinaryIO, Iterator, TextIO
+from urllib.parse import unquote
 
 from radmetrics.errors import RadmetricsError
 # the card stamp lives with the card templates, so dataset writers (radmetrics.data) need not import hub
@@ -93,8 +94,8 @@ def _data_kind(path: Path) -> tuple[str, str | None] | None:
 
 def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
     """Values of the `dataset` column (our schema's provenance) in a save_to_disk folder (Dataset or
-    DatasetDict) and in every data file under it (JSON, JSON Lines, CSV/TSV, Parquet, Arrow; compressed or not);
-    and the data files that could not be read."""
+    DatasetDict), in every data file under it (JSON, JSON Lines, CSV/TSV, Parquet, Arrow; compressed or not) and in
+    its Hive partitions (dataset=...); and the data files that could not be read."""
     names: set[str] = set()
     unreadable: list[str] = []
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
@@ -106,6 +107,7 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
             if "dataset" in split.column_names:
                 names.update(str(v) for v in split.unique("dataset"))
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        names.update(_partition_values(path.relative_to(folder)))
         kind = _data_kind(path)
         if kind is None:
             continue
@@ -114,6 +116,13 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
         except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
             unreadable.append(str(path.relative_to(folder)))
     return names, unreadable
+
+
+def _partition_values(relative: Path) -> set[str]:
+    """`dataset` values a Hive-partitioned layout gives every row below it (data/dataset=rexval/part-0.parquet):
+    pyarrow and `datasets` load the folder name as a column (review 21, H1: the gate never looked at paths)."""
+    pairs = (folder.partition("=") for folder in relative.parts[:-1])
+    return {unquote(value) for key, equals, value in pairs if equals and _is_dataset_key(key)}
 
 
 def _is_dataset_key(key: object) -> bool:
