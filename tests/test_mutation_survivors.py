@@ -983,6 +983,30 @@ def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):
                                             "other data file)"]
 
 
+@pytest.mark.parametrize("value", ["RaTE-Eval", "rate-eval", "RATE EVAL", "mimic_cxr", "MIMIC CXR", "mimiccxr",
+                                   "mimic_iv", "MIMIC-III", "mimic3", "rexval_v1", "ReXVal-1.0.0", "rexval2",
+                                   "ReFISco", "physionet/mimic-cxr", "lab/rexval"])
+def test_every_spelling_of_a_credentialed_dataset_keeps_the_folder_private(tmp_path, value):
+    """Review 21 (H1): "RaTE-Eval", "mimic_cxr", "rexval_v1"... went public: only the exact converter names (any
+    case) and the card's words matched."""
+    (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
+    assert restricted_reasons(tmp_path) == [f"its rows come from {value} (PhysioNet credentialed data)"]
+    (tmp_path / "train.jsonl").unlink()
+    partition = tmp_path / f"dataset={value.replace('/', '_')}"  # a Hive partition names it too
+    partition.mkdir()
+    (partition / "part.csv").write_text("candidate\nc\n")
+    assert restricted_reasons(tmp_path) == [f"its rows come from {partition.name[8:]} (PhysioNet credentialed data)"]
+
+
+@pytest.mark.parametrize("value", ["mine", "my_reports", "radgraph", "open-i", "mimicry", "rexvalidation",
+                                   "rate_limits", "chexpert-plus"])
+def test_open_dataset_names_may_go_public(tmp_path, value):
+    (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
+    (tmp_path / f"dataset={value}").mkdir()
+    (tmp_path / f"dataset={value}" / "part.csv").write_text("candidate\nc\n")
+    assert restricted_reasons(tmp_path) == []
+
+
 def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
     rendered = card_with_marker("# Judge\n\nScores reports.\n")
     assert not written_by_user(rendered)

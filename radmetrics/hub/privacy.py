@@ -38,8 +38,6 @@ _AUTO_CARD_HINTS = ("[More Information Needed]",)
 def restricted_reasons(folder: str | Path) -> list[str]:
     """Why FOLDER holds data that must stay private (empty list: nothing found). Fails closed: a data file whose
     provenance cannot be read is a reason too."""
-    from radmetrics.data import PHYSIONET_DERIVED
-
     folder = Path(folder)
     reasons: list[str] = []
     card = folder / "README.md"
@@ -48,8 +46,7 @@ def restricted_reasons(folder: str | Path) -> list[str]:
         if hit:
             reasons.append(f"its card (README.md) says '{hit.group(0)}'")
     names, unreadable = _dataset_names(folder)
-    # "rexval", "ReXVal", "MIMIC-CXR", "physionet/mimic-cxr": any spelling (review 19: "MIMIC-CXR" went public)
-    restricted = sorted({n for n in names if n.strip().lower() in PHYSIONET_DERIVED or _RESTRICTED_CARD.search(n)})
+    restricted = sorted(filter(_names_credentialed_data, names))
     if restricted:
         reasons.append(f"its rows come from {', '.join(restricted)} (PhysioNet credentialed data)")
     if unreadable:
@@ -57,6 +54,22 @@ def restricted_reasons(folder: str | Path) -> list[str]:
         reasons.append(f"{unreadable[0]} could not be read to check where its rows come from"
                        + (f" (and {more} other data file{'s' if more > 1 else ''})" if more else ""))
     return reasons
+
+
+#: credentialed data a `dataset` value may name besides our converters' (PHYSIONET_DERIVED), words apart
+_RESTRICTED_NAMES = ("physionet", "credentialed", "mimic ?(?:cxr|iv|iii|ii|ed)?")
+
+
+def _names_credentialed_data(name: str) -> bool:
+    """Whether a `dataset` value names credentialed data, however it is spelled: case and separators do not count
+    ("RaTE-Eval", "rate_eval", "MIMIC CXR", "mimic_cxr"), nor does a version or name after it ("rexval_v1",
+    "ReXVal-1.0.0", "physionet/mimic-cxr"); a longer word that begins alike does ("mimicry", "rexvalidation").
+    Review 19: "MIMIC-CXR" went public; review 21, H1: so did "RaTE-Eval", "mimic_cxr" and "rexval_v1"."""
+    from radmetrics.data import PHYSIONET_DERIVED
+
+    words = re.sub(r"[\W_]+", " ", name.casefold())  # "RaTE-Eval" -> "rate eval"
+    known = [re.escape(n).replace("_", " ?") for n in sorted(PHYSIONET_DERIVED)] + list(_RESTRICTED_NAMES)
+    return re.search(rf"\b(?:{'|'.join(known)})(?:v?\d|\b)", words) is not None
 
 
 #: data files a push uploads whose `dataset` column the gate reads (review 19: Parquet and CSV, the Hub's own
