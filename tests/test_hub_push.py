@@ -92,6 +92,20 @@ def test_compressed_physionet_rows_are_never_pushed_publicly(hub, tmp_path):
     assert ("dataset", "lab/rexval-gz") not in hub.repos and not hub.requests
 
 
+@pytest.mark.parametrize("command", [("data", "push"), ("hub", "push")])
+def test_a_broken_saved_dataset_is_refused_in_one_line(hub, tmp_path, command):
+    """Review 21 (M3): a folder with state.json whose Arrow file is corrupt gave datasets' 40-line traceback."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "state.json").write_text("{}")
+    (folder / "data-00000-of-00001.arrow").write_text("x")
+    out = push(hub, folder, "lab/broken", "--public", command=command)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+    assert "the saved dataset (save_to_disk) could not be read to check where its rows come from" in out.stderr
+    assert ("dataset", "lab/broken") not in hub.repos and not hub.requests
+
+
 def test_public_repo_is_never_written_without_public(hub, tmp_path):
     import datasets
 

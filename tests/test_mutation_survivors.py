@@ -1007,6 +1007,21 @@ def test_open_dataset_names_may_go_public(tmp_path, value):
     assert restricted_reasons(tmp_path) == []
 
 
+@pytest.mark.parametrize("files", [
+    pytest.param({"state.json": "{}", "data-00000-of-00001.arrow": b"xx"}, id="corrupt-arrow"),
+    pytest.param({"state.json": "{}"}, id="arrow-files-missing"),
+    pytest.param({"dataset_dict.json": '{"splits": ["train"]}'}, id="dataset-dict-without-splits"),
+])
+def test_a_broken_save_to_disk_folder_keeps_the_folder_private_without_a_traceback(tmp_path, files):
+    """Review 21 (M3): datasets.load_from_disk's error escaped the gate as a traceback."""
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data) if isinstance(data, bytes) else (tmp_path / name).write_text(data)
+    reasons = restricted_reasons(tmp_path)
+    assert reasons[0].startswith("the saved dataset (save_to_disk) could not be read to check where its rows")
+    with pytest.raises(PushRefused):
+        check_public_allowed(tmp_path, "x")
+
+
 def test_cards_written_by_hand_are_told_apart_from_rendered_ones(tmp_path):
     rendered = card_with_marker("# Judge\n\nScores reports.\n")
     assert not written_by_user(rendered)

@@ -114,11 +114,14 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
         import datasets
 
-        loaded = datasets.load_from_disk(str(folder))
-        splits = loaded.values() if isinstance(loaded, datasets.DatasetDict) else [loaded]
-        for split in splits:
-            if "dataset" in split.column_names:
-                names.update(str(v) for v in split.unique("dataset"))
+        try:
+            loaded = datasets.load_from_disk(str(folder))
+            splits = loaded.values() if isinstance(loaded, datasets.DatasetDict) else [loaded]
+            for split in splits:
+                if "dataset" in split.column_names:
+                    names.update(str(v) for v in split.unique("dataset"))
+        except Exception:  # noqa: BLE001 - review 21, M3: Arrow files missing or corrupt were a traceback
+            unreadable.append("the saved dataset (save_to_disk)")
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         names.update(_partition_values(path.relative_to(folder)))
         kind = _data_kind(path)
