@@ -16,8 +16,9 @@ import importlib
 import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator, TextIO
+from typing import BinaryIO, TextIO
 from urllib.parse import unquote
 
 from radmetrics.errors import RadmetricsError
