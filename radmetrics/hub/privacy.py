@@ -64,7 +64,8 @@ _RESTRICTED_NAMES = ("physionet", "credentialed", "mimic ?(?:cxr|iv|iii|ii|ed)?"
 def _names_credentialed_data(name: str) -> bool:
     """Whether a `dataset` value names credentialed data, however it is spelled: case and separators do not count
     ("RaTE-Eval", "rate_eval", "MIMIC CXR", "mimic_cxr"), nor does a version or name after it ("rexval_v1",
-    "ReXVal-1.0.0", "physionet/mimic-cxr"); a longer word that begins alike does ("mimicry", "rexvalidation").
+    "ReXVal-1.0.0", "physionet/mimic-cxr"), while a longer word that only begins alike is another name ("mimicry",
+    "rexvalidation").
     Review 19: "MIMIC-CXR" went public; review 21, H1: so did "RaTE-Eval", "mimic_cxr" and "rexval_v1"."""
     from radmetrics.data import PHYSIONET_DERIVED
 
