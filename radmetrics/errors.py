@@ -62,10 +62,14 @@ def shown_url(url: str) -> str:
 
 
 #: query keys whose values are credentials (``?api_key=``, ``?sig=`` of an Azure SAS, ``?code=`` of an Azure
-#: Function), read lower-case with "-" as "_": a key is secret if it is one of SECRET_QUERY_KEYS or holds one of
-#: SECRET_QUERY_WORDS (``x-api-key``, ``subscription-key``, ``access_token``, ``client_secret``)
-SECRET_QUERY_KEYS = frozenset({"sig", "code", "pwd", "pass", "session"})
-SECRET_QUERY_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "signature")
+#: Function, ``?jwt=``, ``?sid=``), read lower-case with "-" as "_": a key is secret if it is one of
+#: SECRET_QUERY_KEYS or holds one of SECRET_QUERY_WORDS (``x-api-key``, ``subscription-key``, ``access_token``,
+#: ``client_secret``, ``session_id``, ``client_assertion``). Only the judge's answers use this list
+#: (`answer_secrets`): out of logs and messages every query value is taken (`url_secrets`)
+SECRET_QUERY_KEYS = frozenset({"sig", "code", "pwd", "pw", "pass", "sid", "sas", "otp", "jwt", "hmac", "sso",
+                               "access_code", "ticket"})
+SECRET_QUERY_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "signature", "session", "jwt",
+                      "bearer", "assertion", "hmac", "cookie")
 
 
 def is_secret_query_key(name: str) -> bool:
@@ -76,33 +80,61 @@ def is_secret_query_key(name: str) -> bool:
     return name in SECRET_QUERY_KEYS or any(word in name for word in SECRET_QUERY_WORDS)
 
 
-def url_secrets(url: str) -> list[str]:
-    """What a server URL carries that must never be shown: its ``user:password@`` (the password, ``user:password``
-    and the base64 form of the Basic ``Authorization`` header httpx makes of it) or ``TOKEN@`` (the token and the
-    base64 of ``TOKEN:``, as httpx sends a user name alone) and the values
-    of its ``?query`` keys that name a credential (``?api_key=...``; `is_secret_query_key`), each as written and
-    percent-decoded. Other query values (``?api-version=2024-02-15-preview``, ``?stream=false``) are no secret:
-    hiding them would blank those words in the judge's answers and in every log line."""
-    import base64
+def _address_parts(url: str):
+    """The userinfo of a server URL (as written and percent-decoded) and its query's ``(raw pair, name, value
+    forms)``."""
     from urllib.parse import unquote, unquote_plus, urlsplit
 
     parts = urlsplit(url if "://" in url else f"http://{url}")
-    found: list[str] = []
     userinfo = parts.netloc.rpartition("@")[0]
-    if userinfo:
-        for text in {userinfo, unquote(userinfo)}:
-            # httpx sends a user name alone as Basic auth too, as "TOKEN:" (some gateways take the key so): a user
-            # name without a password is the credential. Beside a password it is not hidden on its own, so that a
-            # name like "admin" does not blank that word in the judge's answers (review 20, F2)
-            user, _, password = text.partition(":")
-            if password:
-                found += [password, text, base64.b64encode(text.encode()).decode()]
-            elif user:  # "TOKEN@" or "TOKEN:@"
-                found += [user, base64.b64encode(f"{user}:".encode()).decode()]
+    texts = sorted({userinfo, unquote(userinfo)}) if userinfo else []
+    pairs = []
     for raw in parts.query.split("&"):
         name, _, value = raw.partition("=")
+        pairs.append((raw, name, sorted({value, unquote(value), unquote_plus(value)})))
+    return texts, parts.query, pairs
+
+
+def _basic(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+def url_secrets(url: str) -> list[str]:
+    """What a server URL carries that must never be shown in a log line, a warning, an error message or a row's
+    reason: its ``user:password@`` or ``TOKEN@`` (the user name, the password, ``user:password``, and the base64
+    forms of the Basic ``Authorization`` header httpx makes of them, ``user:password`` or ``TOKEN:``) and its whole
+    ``?query``: each ``name=value`` pair and every value, whatever its key (a credential may ride under any name:
+    ``?jwt=``, ``?sid=``; review 21, H2), each as written and percent-decoded. Hiding ``?stream=false`` from a log
+    line harms nobody. The judge's answers take the narrower `answer_secrets`."""
+    texts, query, pairs = _address_parts(url)
+    found: list[str] = []
+    for text in texts:
+        user, _, password = text.partition(":")
+        found += [user, password, text, _basic(text), _basic(f"{user}:")]
+    found.append(query)
+    for raw, _, values in pairs:
+        found += [raw, *values]
+    return sorted({v for v in found if v}, key=len, reverse=True)
+
+
+def answer_secrets(url: str) -> list[str]:
+    """What is taken out of the judge's answers of a server URL (in case the server echoes a credential into one):
+    the password of ``user:password@``, ``user:password`` and its base64, or a user name alone (``TOKEN@``: it is
+    the credential) and the base64 of ``TOKEN:``, and the values of the ``?query`` keys that name a credential
+    (`is_secret_query_key`). ``?stream=false`` and ``?api-version=...`` are left as they are (review 20, F2)."""
+    texts, _, pairs = _address_parts(url)
+    found: list[str] = []
+    for text in texts:
+        user, _, password = text.partition(":")
+        if password:
+            found += [password, text, _basic(text)]
+        elif user:  # "TOKEN@" or "TOKEN:@"
+            found += [user, _basic(f"{user}:")]
+    for _, name, values in pairs:
         if is_secret_query_key(name):
-            found += [value, unquote(value), unquote_plus(value)]
+            found += values
     return sorted({v for v in found if v}, key=len, reverse=True)
 
 

@@ -194,7 +194,7 @@ def test_plain_query_values_of_the_address_leave_the_judges_answers_as_sent(tmp_
     parsed and cached (and out of every log line): with `?stream=false` RadCliQ's `false_prediction` became
     `***_prediction` and the row unscored, `2024-02-15-preview` in the text became `***`. Now only values whose key
     names a credential are: the answers are parsed and cached as the server sent them, and `?api_key=` is still
-    hidden when the server echoes it."""
+    hidden when the server echoes it. (Log lines hide every query value: review 21, H2.)"""
     import sqlite3
 
     from radmetrics.plugins import get_scoring_system
@@ -223,7 +223,8 @@ def test_plain_query_values_of_the_address_leave_the_judges_answers_as_sent(tmp_
         assert queried.scores == plain.scores and queried_cached == plain_cached
         assert [j.raw for j in queried.judgments] == [sent] * 3
         assert server.requests[-1]["path"] == f"/v1/chat/completions{query}"
-        assert "stream=false" in caplog.text and "2024-02-15-preview" in caplog.text  # the HTTP log lines too
+        # the HTTP log lines hide every query value, whatever its key (review 21, H2: ?jwt= was in httpx's INFO line)
+        assert "completions?***" in caplog.text and "stream=false" not in caplog.text
 
     with FakeOpenAIServer(lambda prompt: answer(prompt) + f" (served for api_key={query_key})") as server:
         caplog.clear()
@@ -268,3 +269,53 @@ def test_a_user_name_in_the_server_address_leaks_nothing(tmp_path, with_password
     for secret in ([basic, password, userinfo] if with_password else [token, basic]):
         leaks = {name: leaked_runs(text, secret, run=min(8, len(secret))) for name, text in texts.items()}
         assert all(v == [] for v in leaks.values()), (secret, {k: v for k, v in leaks.items() if v})
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyYWQifQ." + KEY[3:27]  # a JSON web token: header.payload.signature
+
+
+@pytest.mark.parametrize("name, value, in_answer", [("jwt", JWT, True), ("sid", "s" + KEY[27:36], True),
+                                                    ("state", "q7" + KEY[36:41], False)],
+                         ids=["jwt", "sid", "short-value-any-key"])
+def test_every_query_value_of_the_address_stays_out_of_logs_reasons_and_the_cache(tmp_path, name, value, in_answer):
+    """Review 21, H2: after review 20 narrowed redaction to query keys named in a word list, `?jwt=<token>` (and
+    `?sid=`, `?session_id=`...) went into httpx's own INFO line (`HTTP Request: POST .../completions?jwt=...`), the
+    runner's WARNING about unscored rows and the rows' reasons (a server's error body echoing the request's path).
+    Now every query value is kept out of logs, warnings and reasons, whatever its key; in the judge's answers (which
+    are cached) a value that is plausibly a credential is hidden too. `?stream=false` stays in the answers."""
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    src.write_text("".join(json.dumps({"reference": r, "candidate": c}) + "\n" for r, c in pairs()))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    echo = f"[Note]: served for {name}={value}; stream=false.\n\n" if in_answer else "[Note]: stream=false.\n\n"
+    with FakeOpenAIServer(lambda prompt: echo + ANSWER, script=["401", "404", "garbage", "400"],
+                          echo_key=True) as server:
+        query = f"?{name}={value}&stream=false"
+        run = score_with_debug_log(server.base_url + query, src, out, cache, env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {r["path"] for r in server.requests} == {f"/v1/chat/completions{query}"}  # the query went with each
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["reason"].split(": ")[1] for r in rows[:2]] == ["HTTP 401", "HTTP 404"]  # the echoing error bodies
+    assert "***" in rows[0]["reason"] and all(r["parsed"] for r in rows[3:])
+    assert "INFO:httpx:HTTP Request: POST" in run.stderr and "Warning: 3 of 12" in run.stderr  # the lines it was in
+    # the answers keep their words ("stream=false"); an echoed credential is hidden from them (and the cache)
+    kept = echo.replace(value, "***") if in_answer else echo
+    assert all(r["judge_output"] == kept + ANSWER for r in rows[3:]), rows[3]["judge_output"][:200]
+    texts = {"stdout": run.stdout, "stderr": run.stderr}
+    texts.update({f.name: f.read_bytes().decode("utf-8", "replace")
+                  for f in [out, tmp_path / "out.jsonl.summary.json", *tmp_path.glob("cache.sqlite*")]})
+    leaks = {where: leaked_runs(text, value, run=min(8, len(value))) for where, text in texts.items()}
+    assert all(v == [] for v in leaks.values()), {k: v for k, v in leaks.items() if v}
+
+
+def test_the_runners_warning_and_the_rows_hide_a_token_under_any_query_key(caplog):
+    """Review 21, H2 in the Python API: with `?jwt=<token>` and a server whose 401 body echoes the request's path,
+    the token was in httpx's INFO line, in the runner's WARNING about unscored rows and in the row's reason."""
+    caplog.set_level(logging.INFO)
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=["401"], echo_key=True) as server:
+        result = radmetrics.score("green", ["No effusion."], ["Small effusion."], backend="openai", judge="m",
+                                  cache=None, progress=False,
+                                  judge_options={"base_url": f"{server.base_url}?jwt={JWT}", "max_retries": 0})
+    assert result.judgments[0].reason.startswith("judge call failed: HTTP 401: ")
+    assert "HTTP Request: POST" in caplog.text and "the judge gave no answer" in caplog.text
+    texts = [caplog.text, json.dumps([j.to_dict() for j in result.judgments]), json.dumps(result.summary, default=str)]
+    assert all(leaked_runs(text, JWT, run=8) == [] for text in texts), caplog.text[-2000:]

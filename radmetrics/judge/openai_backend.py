@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from radmetrics.errors import JudgeError, redact, shown_url, url_secrets
+from radmetrics.errors import JudgeError, answer_secrets, redact, shown_url, url_secrets
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
@@ -67,7 +67,7 @@ class _KeyRedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.secrets:
             message = record.getMessage()
-            safe = redact(message, self.secrets)
+            safe = redact(message, sorted(self.secrets, key=len, reverse=True))  # a whole before its parts
             if safe != message:
                 record.msg, record.args = safe, ()
         return True
@@ -175,10 +175,14 @@ class OpenAIJudge(JudgeBackend):
         self.base_url = address.rstrip("/")
         self._query = query
         self._api_key = settings.api_key if settings.api_key is not None else os.environ.get(settings.api_key_env)
-        # besides the key: the address's user name and password (sent as Basic auth) and its credential query
-        # values (?api_key=...), not ?api-version= or ?stream=false: these are taken out of the answers too, and
-        # out of every HTTP log line of the process
+        # besides the key, out of every message, row reason and HTTP log line of the process: the address's user
+        # name and password (sent as Basic auth) and every value of its ?query, whatever the key (?jwt=, ?sid=;
+        # review 21, H2)
         self._secrets = [s for s in (self._api_key, *url_secrets(base_url)) if s is not None]
+        # out of the judge's answers (parsed and cached) only credentials: the key, the address's password or a
+        # user name alone, query values whose key names a credential; not ?stream=false, which would blank that
+        # word in the answers (review 20, F2)
+        self._answer_secrets = [s for s in (self._api_key, *answer_secrets(base_url)) if s is not None]
         for secret in self._secrets:
             _LOG_REDACTOR.add(secret)
         self.mode = settings.mode
@@ -338,7 +342,8 @@ class OpenAIJudge(JudgeBackend):
                 if status == 200:
                     answer = self._extract(data)
                     # only credentials are taken out: the answer is parsed and cached otherwise as it came
-                    return cut_at_limit(self._safe(answer), config.max_new_tokens, isinstance(answer, CutAnswer))
+                    return cut_at_limit(redact(answer, self._answer_secrets), config.max_new_tokens,
+                                        isinstance(answer, CutAnswer))
                 if status in RETRY_STATUS:
                     last_error = f"HTTP {status}"
                     retry_after = headers.get("retry-after")
