@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from collections.abc import Iterable
 from types import ModuleType
 
@@ -64,12 +65,18 @@ def shown_url(url: str) -> str:
 #: query keys whose values are credentials (``?api_key=``, ``?sig=`` of an Azure SAS, ``?code=`` of an Azure
 #: Function, ``?jwt=``, ``?sid=``), read lower-case with "-" as "_": a key is secret if it is one of
 #: SECRET_QUERY_KEYS or holds one of SECRET_QUERY_WORDS (``x-api-key``, ``subscription-key``, ``access_token``,
-#: ``client_secret``, ``session_id``, ``client_assertion``). Only the judge's answers use this list
-#: (`answer_secrets`): out of logs and messages every query value is taken (`url_secrets`)
+#: ``client_secret``, ``session_id``, ``client_assertion``). Only the judge's answers use this list (with
+#: `looks_like_token`, see `answer_secrets`): out of logs and messages every query value is taken (`url_secrets`)
 SECRET_QUERY_KEYS = frozenset({"sig", "code", "pwd", "pw", "pass", "sid", "sas", "otp", "jwt", "hmac", "sso",
                                "access_code", "ticket"})
 SECRET_QUERY_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "signature", "session", "jwt",
                       "bearer", "assertion", "hmac", "cookie")
+
+#: a query value at least this long that is not made of words and short numbers is taken for a token in the
+#: judge's answers whatever its key (``?jwt=eyJ...``, a hex session id, a UUID), see `looks_like_token`
+TOKEN_MIN_LENGTH = 16
+
+_WORD = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+")  # one word: lower case, Capitalised or upper case
 
 
 def is_secret_query_key(name: str) -> bool:
@@ -78,6 +85,30 @@ def is_secret_query_key(name: str) -> bool:
 
     name = unquote_plus(name).strip().lower().replace("-", "_")
     return name in SECRET_QUERY_KEYS or any(word in name for word in SECRET_QUERY_WORDS)
+
+
+def _is_word(text: str) -> bool:
+    return bool(_WORD.fullmatch(text))
+
+
+def is_plain_words(value: str) -> bool:
+    """Whether a value is words, not a key: letters in one case per word, joined by ``-``, ``_``, ``.`` or blanks
+    (``none``, ``true``, ``False``, ``radiology``, ``chat-completions``)."""
+    parts = re.split(r"[-_. ]", value)
+    return bool(value) and all(_is_word(p) for p in parts)
+
+
+def looks_like_token(value: str) -> bool:
+    """Whether a query value looks like a credential whatever its key: TOKEN_MIN_LENGTH characters or more, with a
+    piece of 6 or more (between ``-``, ``_``, ``.``, ``~``, ``/``, ``+``, ``:``, blanks) that is neither one word nor
+    a short number (``eyJhbGci...``, ``9f86d081884c7d65...``, ``123e4567-e89b-...``). ``2024-02-15-preview``,
+    ``gpt-4o-mini-2024-07-18`` and ``radiology-judge-production`` are no token."""
+    if len(value) < TOKEN_MIN_LENGTH:
+        return False
+    for piece in re.split(r"[-_.~/+: ]", value):
+        if len(piece) >= 6 and not _is_word(piece) and not (piece.isdigit() and len(piece) < 8):
+            return True
+    return False
 
 
 def _address_parts(url: str):
@@ -121,20 +152,26 @@ def url_secrets(url: str) -> list[str]:
 
 def answer_secrets(url: str) -> list[str]:
     """What is taken out of the judge's answers of a server URL (in case the server echoes a credential into one):
-    the password of ``user:password@``, ``user:password`` and its base64, or a user name alone (``TOKEN@``: it is
-    the credential) and the base64 of ``TOKEN:``, and the values of the ``?query`` keys that name a credential
-    (`is_secret_query_key`). ``?stream=false`` and ``?api-version=...`` are left as they are (review 20, F2)."""
+    only what is plausibly secret, as every word hidden there changes what is parsed, scored and cached. The
+    password of ``user:password@`` and the base64 of ``user:password`` (not ``user:password`` itself: its pieces
+    of SECRET_FRAGMENT characters would hide a user name like "radiology" in the answers; review 21, M1); a user
+    name alone (``TOKEN@``: it is the credential) and the base64 of ``TOKEN:``; query values whose key names a
+    credential (`is_secret_query_key`) unless they are short plain words (``?auth=none``, ``?use_auth=true``), and
+    query values under any key that `looks_like_token`. ``?stream=false`` and ``?api-version=...`` are left as
+    they are (review 20, F2)."""
     texts, _, pairs = _address_parts(url)
     found: list[str] = []
     for text in texts:
         user, _, password = text.partition(":")
         if password:
-            found += [password, text, _basic(text)]
+            found += [password, _basic(text)]
         elif user:  # "TOKEN@" or "TOKEN:@"
             found += [user, _basic(f"{user}:")]
     for _, name, values in pairs:
-        if is_secret_query_key(name):
-            found += values
+        for value in values:
+            secret_key = is_secret_query_key(name) and not (is_plain_words(value) and len(value) < TOKEN_MIN_LENGTH)
+            if secret_key or looks_like_token(value):
+                found.append(value)
     return sorted({v for v in found if v}, key=len, reverse=True)
 
 

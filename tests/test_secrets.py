@@ -307,6 +307,7 @@ def test_every_query_value_of_the_address_stays_out_of_logs_reasons_and_the_cach
     assert all(v == [] for v in leaks.values()), {k: v for k, v in leaks.items() if v}
 
 
+
 def test_the_runners_warning_and_the_rows_hide_a_token_under_any_query_key(caplog):
     """Review 21, H2 in the Python API: with `?jwt=<token>` and a server whose 401 body echoes the request's path,
     the token was in httpx's INFO line, in the runner's WARNING about unscored rows and in the row's reason."""
@@ -319,3 +320,71 @@ def test_the_runners_warning_and_the_rows_hide_a_token_under_any_query_key(caplo
     assert "HTTP Request: POST" in caplog.text and "the judge gave no answer" in caplog.text
     texts = [caplog.text, json.dumps([j.to_dict() for j in result.judgments]), json.dumps(result.summary, default=str)]
     assert all(leaked_runs(text, JWT, run=8) == [] for text in texts), caplog.text[-2000:]
+
+
+def test_words_of_the_address_are_not_blanked_in_the_judges_answers(tmp_path, caplog):
+    """Review 21, M1: with `http://radiology:PASSWORD@host` the 8-character pieces of `radiology:PASSWORD` hid the
+    user name inside the judge's answers ("The candidate *** report"), before they were parsed and cached; and
+    `?auth=none` or `?use_auth=true` (keys holding "auth") blanked every "none" and "true" there. A user name
+    beside a password and short plain words are no credential: the answers keep them and score as without them,
+    while an echoed password or token is still hidden. Logs and reasons still hide all of them."""
+    import sqlite3
+
+    from radmetrics.plugins import get_scoring_system
+
+    password, token = "Zx81-" + KEY[3:11], "9f86d0" + KEY[11:31]
+    refs, cands = ["No effusion."] * 2, ["Small effusion."] * 2
+    rubric = get_scoring_system("radcliq_rubric").sample_answer(refs[0], cands[0])  # "false_prediction" in it
+    vert = ("[Explanation]:\nThe candidate radiology report omits none of the findings; true, it adds an effusion."
+            "\n\n[Overall Accuracy Score]:\n0.6")
+
+    def run(system, userinfo, cache, answer, query=""):
+        with FakeOpenAIServer(lambda prompt: answer) as server:
+            address = server.base_url.replace("http://", f"http://{userinfo}") + query
+            result = radmetrics.score(system, refs, cands, backend="openai", judge="judge-model", cache=cache,
+                                      progress=False, judge_options={"base_url": address, "max_retries": 0})
+        assert {r["path"] for r in server.requests} == {f"/v1/chat/completions{query}"}
+        with sqlite3.connect(cache) as con:
+            return result, sorted(r for (r,) in con.execute("SELECT response FROM responses"))
+
+    caplog.set_level(logging.DEBUG)
+    userinfo = f"radiology:{password}@"
+    query = f"?auth=none&use_auth=true&stream=false&sessionid={token}"
+    for system, answer in [("vert", vert), ("radcliq_rubric", rubric)]:
+        plain, _ = run(system, "", tmp_path / f"{system}-plain.sqlite", answer)
+        assert plain.summary["num_unscored"] == 0
+        given, cached = run(system, userinfo, tmp_path / f"{system}.sqlite", answer, query)
+        assert [j.raw for j in given.judgments] == [answer] * 2 and cached == [answer]
+        assert given.scores == plain.scores
+        # a server echoing the password and a token-like query value into the answer: those are hidden, no more
+        echoed = f"(served for radiology:{password}, sessionid={token})\n" + answer
+        result, cached = run(system, userinfo, tmp_path / f"{system}-echo.sqlite", echoed, query)
+        assert cached == ["(served for radiology:***, sessionid=***)\n" + answer]
+        assert result.scores == plain.scores
+    for secret in (password, token):
+        assert leaked_runs(caplog.text, secret, run=8) == []
+
+
+def test_log_secrets_take_every_part_of_the_address_and_answer_secrets_only_credentials():
+    """The two sets: url_secrets (logs, messages, reasons) holds every query value, the user name and the password;
+    answer_secrets (the judge's answers) no plain word, no user name beside a password, no piece of it."""
+    from radmetrics.errors import answer_secrets, looks_like_token, redact, url_secrets
+
+    address = ("http://radiology:Zx81-pq@h/v1?auth=none&use_auth=true&stream=false&api-version=2024-02-15-preview"
+               f"&jwt={JWT}&sid=Ab3dE9xy&ref=a8f3k2&model=gpt-4o-mini-2024-07-18")
+    logged = url_secrets(address)
+    for value in ("radiology", "Zx81-pq", "none", "true", "false", "2024-02-15-preview", JWT, "Ab3dE9xy", "a8f3k2",
+                  "ref=a8f3k2", "gpt-4o-mini-2024-07-18"):
+        assert value in logged, value
+    assert sorted(answer_secrets(address)) == sorted([JWT, "Ab3dE9xy", "Zx81-pq", "cmFkaW9sb2d5Olp4ODEtcHE="])
+    text = "The candidate radiology report: none; true; no false_prediction; 2024-02-15-preview."
+    assert redact(text, answer_secrets(address)) == text
+    assert redact("Answer: none of the errors.", answer_secrets("http://h/v1?auth=none")) == \
+        "Answer: none of the errors."
+    assert redact(f"x {JWT[:30]} y", answer_secrets(address)) == "x *** y"  # a piece of a token still is one
+    # a user name alone is the credential, in answers too
+    assert "TOKEN1234" in answer_secrets("http://TOKEN1234@h/v1")
+    assert [v for v in ("9f86d081884c7d659a2feaa0c55ad015", "123e4567-e89b-12d3-a456-426614174000", JWT)
+            if not looks_like_token(v)] == []
+    assert [v for v in ("2024-02-15-preview", "gpt-4o-mini-2024-07-18", "radiology-judge-production", "false")
+            if looks_like_token(v)] == []

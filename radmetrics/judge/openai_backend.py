@@ -179,9 +179,9 @@ class OpenAIJudge(JudgeBackend):
         # name and password (sent as Basic auth) and every value of its ?query, whatever the key (?jwt=, ?sid=;
         # review 21, H2)
         self._secrets = [s for s in (self._api_key, *url_secrets(base_url)) if s is not None]
-        # out of the judge's answers (parsed and cached) only credentials: the key, the address's password or a
-        # user name alone, query values whose key names a credential; not ?stream=false, which would blank that
-        # word in the answers (review 20, F2)
+        # out of the judge's answers (parsed and cached) only what is plausibly secret: the key, the password, a
+        # user name alone, credential or token-like query values; not ?stream=false, ?auth=none or the user name
+        # beside a password, which would blank those words in the answers (review 20, F2; review 21, M1)
         self._answer_secrets = [s for s in (self._api_key, *answer_secrets(base_url)) if s is not None]
         for secret in self._secrets:
             _LOG_REDACTOR.add(secret)
