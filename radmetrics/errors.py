@@ -72,6 +72,12 @@ SECRET_QUERY_KEYS = frozenset({"sig", "code", "pwd", "pw", "pass", "sid", "sas",
 SECRET_QUERY_WORDS = ("key", "token", "secret", "passw", "auth", "credential", "signature", "session", "jwt",
                       "bearer", "assertion", "hmac", "cookie")
 
+#: values under a credential-named key that are a setting, not a credential (``?auth=none``, ``?use_auth=true``):
+#: left in the judge's answers, where hiding them would blank every "none" and "true" (review 21, M1). Any other
+#: value under such a key is hidden there, a plain word too (``?password=sunshine``; review 22, L2)
+SETTING_VALUES = frozenset({"", "true", "false", "none", "null", "yes", "no", "on", "off", "0", "1", "basic",
+                            "bearer", "required", "optional", "disabled", "enabled"})
+
 #: a query value at least this long that is not made of words and short numbers is taken for a token in the
 #: judge's answers whatever its key (``?jwt=eyJ...``, a hex session id, a UUID), see `looks_like_token`
 TOKEN_MIN_LENGTH = 16
@@ -89,13 +95,6 @@ def is_secret_query_key(name: str) -> bool:
 
 def _is_word(text: str) -> bool:
     return bool(_WORD.fullmatch(text))
-
-
-def is_plain_words(value: str) -> bool:
-    """Whether a value is words, not a key: letters in one case per word, joined by ``-``, ``_``, ``.`` or blanks
-    (``none``, ``true``, ``False``, ``radiology``, ``chat-completions``)."""
-    parts = re.split(r"[-_. ]", value)
-    return bool(value) and all(_is_word(p) for p in parts)
 
 
 def looks_like_token(value: str) -> bool:
@@ -122,8 +121,27 @@ def _address_parts(url: str):
     pairs = []
     for raw in parts.query.split("&"):
         name, _, value = raw.partition("=")
-        pairs.append((raw, name, sorted({value, unquote(value), unquote_plus(value)})))
+        pairs.append((raw, name, _written_forms({value, unquote(value), unquote_plus(value)})))
     return texts, parts.query, pairs
+
+
+def _written_forms(values: set[str]) -> list[str]:
+    """``values`` and the forms they take once encoded again: httpx re-encodes a URL's query when it sends it and
+    logs the request line in its own spelling (``w0rd!`` as ``w0rd%21``, a blank as ``+`` or ``%20``), and a
+    secret must be hidden in that spelling too (review 22, H1: ``?api_key=s3cr3t P4ss w0rd!`` was logged as
+    ``?***+P4ss+w0rd%21``)."""
+    from urllib.parse import quote, quote_plus
+
+    forms = set(values)
+    for value in values:
+        forms |= {quote_plus(value), quote(value, safe=""), quote(value, safe="!$'()*+,;=:@/~")}
+        try:
+            import httpx
+
+            forms |= {str(httpx.QueryParams({"k": value}))[2:], httpx.URL(f"http://h/?k={value}").query.decode()[2:]}
+        except Exception:  # noqa: BLE001 - httpx absent, or a value it does not take: the other forms
+            pass
+    return sorted(forms)
 
 
 def _basic(text: str) -> str:
@@ -144,9 +162,9 @@ def url_secrets(url: str) -> list[str]:
     for text in texts:
         user, _, password = text.partition(":")
         found += [user, password, text, _basic(text), _basic(f"{user}:")]
-    found.append(query)
+    found += _written_forms({query})
     for raw, _, values in pairs:
-        found += [raw, *values]
+        found += [*_written_forms({raw}), *values]
     return sorted({v for v in found if v}, key=len, reverse=True)
 
 
@@ -156,7 +174,7 @@ def answer_secrets(url: str) -> list[str]:
     password of ``user:password@`` and the base64 of ``user:password`` (not ``user:password`` itself: its pieces
     of SECRET_FRAGMENT characters would hide a user name like "radiology" in the answers; review 21, M1); a user
     name alone (``TOKEN@``: it is the credential) and the base64 of ``TOKEN:``; query values whose key names a
-    credential (`is_secret_query_key`) unless they are short plain words (``?auth=none``, ``?use_auth=true``), and
+    credential (`is_secret_query_key`) unless they are a setting (SETTING_VALUES: ``?auth=none``, ``?use_auth=true``), and
     query values under any key that `looks_like_token`. ``?stream=false`` and ``?api-version=...`` are left as
     they are (review 20, F2)."""
     texts, _, pairs = _address_parts(url)
@@ -169,7 +187,7 @@ def answer_secrets(url: str) -> list[str]:
             found += [user, _basic(f"{user}:")]
     for _, name, values in pairs:
         for value in values:
-            secret_key = is_secret_query_key(name) and not (is_plain_words(value) and len(value) < TOKEN_MIN_LENGTH)
+            secret_key = is_secret_query_key(name) and value.strip().lower() not in SETTING_VALUES
             if secret_key or looks_like_token(value):
                 found.append(value)
     return sorted({v for v in found if v}, key=len, reverse=True)

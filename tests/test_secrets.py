@@ -322,6 +322,27 @@ def test_the_runners_warning_and_the_rows_hide_a_token_under_any_query_key(caplo
     assert all(leaked_runs(text, JWT, run=8) == [] for text in texts), caplog.text[-2000:]
 
 
+@pytest.mark.parametrize("query, secret", [("api_key=s3cr3t P4ss w0rd!", "P4ss w0rd!"),
+                                           ("pwd=Hx7!kQ2$mZ9*pL4(", "Hx7!kQ2$mZ9*pL4("),
+                                           ("sig=k9Qz+Ab3/Xy7Lm0pQ=", "k9Qz+Ab3/Xy7Lm0pQ=")],
+                         ids=["blanks", "punctuation", "plus-and-slash"])
+def test_a_query_credential_is_hidden_in_the_spelling_httpx_logs_it(caplog, query, secret):
+    """Review 22, H1: httpx encodes the query again when it sends it (a blank as '+', '!' as '%21'), and its INFO
+    request line, the runner's WARNING and the row's reason showed the credential in that spelling
+    ('?***+P4ss+w0rd%21'); `url_secrets` holds every form a value is written in."""
+    from urllib.parse import quote, quote_plus
+
+    caplog.set_level(logging.INFO)
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=["401"], echo_key=True) as server:
+        result = radmetrics.score("green", ["No effusion."], ["Small effusion."], backend="openai", judge="m",
+                                  cache=None, progress=False,
+                                  judge_options={"base_url": f"{server.base_url}?{query}", "max_retries": 0})
+    assert "HTTP Request: POST" in caplog.text and "the judge gave no answer" in caplog.text
+    texts = [caplog.text, json.dumps([j.to_dict() for j in result.judgments]), json.dumps(result.summary, default=str)]
+    for form in {secret, quote_plus(secret), quote(secret, safe="")}:
+        assert all(leaked_runs(text, form, run=6) == [] for text in texts), (form, caplog.text[-2000:])
+
+
 def test_words_of_the_address_are_not_blanked_in_the_judges_answers(tmp_path, caplog):
     """Review 21, M1: with `http://radiology:PASSWORD@host` the 8-character pieces of `radiology:PASSWORD` hid the
     user name inside the judge's answers ("The candidate *** report"), before they were parsed and cached; and
@@ -382,6 +403,10 @@ def test_log_secrets_take_every_part_of_the_address_and_answer_secrets_only_cred
     assert redact("Answer: none of the errors.", answer_secrets("http://h/v1?auth=none")) == \
         "Answer: none of the errors."
     assert redact(f"x {JWT[:30]} y", answer_secrets(address)) == "x *** y"  # a piece of a token still is one
+    # a credential-named key's value is hidden in answers unless it is a setting (review 22, L2: a plain-word
+    # password was left in them)
+    assert "sunshine" in answer_secrets("http://h/v1?password=sunshine&auth=none")
+    assert "none" not in answer_secrets("http://h/v1?password=sunshine&auth=none")
     # a user name alone is the credential, in answers too
     assert "TOKEN1234" in answer_secrets("http://TOKEN1234@h/v1")
     assert [v for v in ("9f86d081884c7d659a2feaa0c55ad015", "123e4567-e89b-12d3-a456-426614174000", JWT)
