@@ -178,6 +178,35 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.67 (about 0.7)", 0.67, None),
     (HEAD + "0.66 (approximately 0.7)", 0.66, None),
     (HEAD + "0.7\nI lowered it to 0.7 instead of 1.0 because of the missed effusion.", 0.7, None),
+    # review 22 (M1): explanation of a deduction from a perfect 1.0, or words like "correctly", "interval change",
+    # "increased", "final impression", was read as a revision by parser 7 and left these answers unscored
+    (HEAD + "0.75 (reduced from 1.0 for the missed effusion)", 0.75, None),
+    (HEAD + "0.75, lowered from 1.0 because of the missed effusion", 0.75, None),
+    (HEAD + "0.60 - dropped from 1.0 because of two significant errors", 0.6, None),
+    (HEAD + "0.80\nOne significant error reduced the score from 1.0.", 0.8, None),
+    (HEAD + "0.75\n\nThe score was reduced from 1.0 for one significant error.", 0.75, None),
+    (HEAD + "0.85\nThe score is reduced from a perfect 1.0 because of the missed effusion.", 0.85, None),
+    (HEAD + "0.80\nThe candidate correctly identifies cardiomegaly but misses the effusion, so it is rated below "
+     "1.0.", 0.8, None),
+    (HEAD + "0.90\nIt describes the interval change correctly; one minor omission keeps it from 1.0.", 0.9, None),
+    (HEAD + "0.70\nIt misses the increased opacity, so the score is lower than 1.0.", 0.7, None),
+    (HEAD + "0.85\nThe final impression matches, but one minor error keeps the score under 1.0.", 0.85, None),
+    (HEAD + "0.70\nI lowered the score instead of 1.0 because of the missed effusion.", 0.7, None),
+    (HEAD + "0.85\nA perfect report would score about 1.0.", 0.85, None),
+    (HEAD + "0.70\nEach significant error reduces the score by about 0.15.", 0.7, None),
+    (HEAD + "0.85\nOne clinically significant error decreases the score by 0.15.", 0.85, None),
+    (HEAD + "0.75\nThe score is lowered to reflect 1 clinically significant error (approximately 0.25 deduction).",
+     0.75, None),
+    (HEAD + "0.80\nAdjusted for one insignificant error; otherwise approximately 1.0.", 0.8, None),
+    (HEAD + "0.62\nThe final score, rounded, is about 0.6.", 0.62, None),
+    (HEAD + "0.75\nRounded: 0.8", 0.75, None),
+    (HEAD + "0.75\nI reduced the score by 0.25 for the missed effusion.", 0.75, None),
+    (HEAD + "0.75\nI lower it by 0.25 for the missed effusion.", None, "gives more than one score (0.75, then '0.25')"),
+    # review 22 (L4): a revision stated as such is a second score even within a rounding of the first
+    (HEAD + "0.75\nOn second thought, about 0.7 is fairer.", None, "gives more than one score (0.75, then '0.7')"),
+    (HEAD + "0.75\nMore accurately ~0.8.", None, "gives more than one score (0.75, then '0.8')"),
+    (HEAD + "0.75\nThe final score is about 0.7.", None, "gives more than one score (0.75, then '0.7')"),
+    (HEAD + "0.75\nMore accurately, it is below 0.5.", None, "gives more than one score (0.75, then '0.5')"),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

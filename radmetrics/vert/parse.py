@@ -13,7 +13,10 @@ a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 f
 after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
 headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67. A
 revision is such a second score however it is worded ("0.75", then "I lower it to about 0.5" or "the final score is
-rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4).
+rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4), also when it is
+close ("On second thought, about 0.7 is fairer.": review 22, L4). Explaining the score is no revision: "0.75 (reduced
+from 1.0 for the missed effusion)", "each significant error reduces the score by about 0.15", "it correctly
+identifies ... so it is rated below 1.0" keep 0.75 and the like (review 22, M1).
 
 An answer in GREEN's format instead of a score (its "[Clinically Significant Errors]" / "[Matched Findings]"
 sections, or its error items "(b) Missing a finding ...: 1. Left pleural effusion." however they are marked) gives
@@ -28,7 +31,9 @@ PARSER_VERSION = "7"  # 4: a second score after the first has no single reading 
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
-# rounding of the score only within 0.05 of it and outside a revising sentence (review 21, H3/H4)
+# rounding of the score only within 0.05 of it and outside a revising sentence (review 21, H3/H4); revising words are
+# about the score (a verb leading to the number, "on second thought", "more accurately"), not stems like "correct",
+# "chang", "reduc" in the explanation, and a deduction ("reduced from 1.0", "by 0.15") is no new score (review 22)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -148,19 +153,49 @@ _ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|
 _UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|times\b)", re.I)  # a size, a share
 _HYPOTHETICAL_AFTER = re.compile(r"\s*\)?\s*(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect)",
                                  re.I)  # "0.9 would need no errors"
-_BESIDE_BEFORE = re.compile(r"(?:(?:perfect|ideal|maximum|highest|full\s+marks|confidence|certainty|probability)"
-                            r"[^\d\n]{0,30}|(?:max|instead\s+of|rather\s+than|not|than|from|between|above|below|over|"
-                            r"under)[^\d\n]{0,12})$",
-                            re.I)  # "a perfect report would score 1.0", "instead of 1.0", "Confidence: 0.9"
+# named beside the score, never a second score: the scale's end or a rejected alternative ("a perfect report would
+# score about 1.0", "instead of 1.0", "Confidence: 0.9") ...
+_BESIDE_BEFORE = re.compile(r"(?:\b(?:perfect|ideal|maximum|highest|full\s+marks|confidence|certainty|probability)"
+                            r"[^\d\n]{0,30}|\b(?:max|instead\s+of|rather\s+than|not)[^\d\n]{0,12})$", re.I)
+# ... or what the score is compared with or was deducted from, or by ("reduced from 1.0", "rated below 1.0", "lower
+# than 1.0", "reduces the score by about 0.15", "otherwise approximately 1.0"): beside the score unless the
+# sentence says it revises the score ("More accurately, it is below 0.5") or a revising verb leads to it ("I lower it
+# to below 0.5") (review 22, M1: parser 7 read these as revisions)
+_COMPARED_BEFORE = re.compile(r"\b(?:than|from|between|above|below|over|under|by|otherwise)[^\d\n]{0,25}$", re.I)
+# a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
+_DEDUCTION_AFTER = re.compile(r"\s*\)?\s*(?:points?\s+)?(?:deduct\w*|penalt\w*|reduction|off\b|less\b|per\b|"
+                              r"for\s+each\b|each\b)", re.I)
 # a rounding of the score ("Rounded: 0.8" after 0.75, "0.67 (about 0.7)", "0.6667 rounded"): only a number within
-# a rounding to one decimal of the score, and not in a line that revises it ("I lower it to about 0.5", "the final
-# score is rounded down to 0.5": review 21, H4, both read as the 0.75 they revise)
-_ROUNDING_BEFORE = re.compile(r"(?:round\w*|approx\w*|about|~|≈)[^\d\n]{0,12}$", re.I)
+# a rounding to one decimal of the score (review 21, H4: "0.75 (about 0.5 after the missed effusion)")
+_ROUNDING_BEFORE = re.compile(r"(?:round\w*|approx\w*|about|around|roughly|~|≈)[^\d\n]{0,12}$", re.I)
 _ROUNDING_AFTER = re.compile(r"\s*\)?\s*(?:rounded|approx)", re.I)
 _ROUNDING = 0.05 + 1e-9
-# words that revise the score: a number they lead to is the judge's new score, never explanation beside the old one
-_REVISION = re.compile(r"\b(?:lower|rais|revis|adjust|reduc|increas|decreas|chang|updat|correct|downgrad|upgrad|"
-                       r"reconsider|final|bump|drop|settl|amend|modif)\w*", re.I)
+# a revising verb whose object is the score and that leads to the number, with only a qualifier between: "I lower
+# it to about 0.5", "I revise it down to about 0.7", "I would lower it to 0.5 approximately", "I lower it to below
+# 0.5", "the score is reduced to 0.6", "I settle on 0.7" (review 21, H4). Word stems anywhere in the line ("correctly",
+# "interval change", "increased opacity", "final impression", "reduced from 1.0") are no revision (review 22, M1);
+# "rounded down to 0.5" is a rounding, a revision when further than a rounding from the score
+_REVISING_VERB_TO = re.compile(
+    r"\b(?:lower|rais|revis|adjust|reduc|increas|decreas|chang|updat|correct|downgrad|upgrad|bump|drop|settl|amend|"
+    r"modif|mov|bring|brought|put|set|go|went)\w*\s+(?:(?:it|this|that|the|my|our|its|score|rating|grade|overall|"
+    r"accuracy|final)\s+)*(?:(?:down|up|back)\s+)?(?:to|at|on|with)\s+(?:(?:about|approx\w*\.?|around|roughly|just|"
+    r"below|under|above|over|nearly|a\s+score\s+of|~|≈)\s*)*$"
+    # "I lower it by 0.25" revises the score now; "I lowered it by 0.25", "each error reduces the score by 0.15" tell
+    # how it was reached from 1.0
+    r"|\bI\s+(?:would\s+|will\s+|now\s+)?(?:lower|reduce|raise|increase|decrease|drop|dock|bump|revise|adjust|cut|"
+    r"deduct|take)\s+(?:(?:it|this|that|the|my|score|rating|grade|overall|accuracy)\s+)+(?:(?:down|up)\s+)?by\s+"
+    r"(?:(?:about|approx\w*\.?|around|roughly|~|≈|another|a\s+further)\s*)*$", re.I)
+# words that say the sentence revises the score, wherever the number is in it: "On second thought, about 0.7 is
+# fairer.", "More accurately ~0.8.", "0.8 (more accurately 0.6)", "the final score is about 0.7" (review 22, L4: a
+# revision within 0.05 was read as the score it revises); not "more accurately describes the effusion"
+_REVISING_WORDS = re.compile(
+    r"\b(?:on\s+(?:second\s+thought|reflection|further\s+(?:review|reflection|consideration)|reconsideration)|"
+    r"second\s+thoughts|(?:after|upon)\s+(?:further\s+)?(?:review|reflection|reconsider\w*)|reconsider\w*|"
+    r"re-?evaluat\w*|re-?assess\w*|more\s+(?:accurately|precisely|fairly|appropriately|realistically)(?=\s*(?:[,:~≈(]"
+    r"|$|[\d.]|about|approx|around|roughly|it\b|the\s+score|I\b|a\b|an\b))|fairer|more\s+(?:fair|appropriate|accurate|"
+    r"reasonable|realistic)\s+(?:score|rating|grade)|better\s+(?:score|rating|grade)|(?:revised|corrected|updated|"
+    r"adjusted|amended|new|final)\s+(?:score|rating|grade)\s*(?:is\b|=|:|of\b|would\s+be|should\s+be))", re.I)
+_SENTENCE_END = re.compile(r"[.!?;](?!\d)|\n")
 _RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\d+|\d+)(?![\d.,]*\d)")
 
 
@@ -192,13 +227,24 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
     if (any(b.start() <= start and end <= b.end() for b in bands) or _UNIT_AFTER.match(text, end)
             or _COUNT_WORD.match(text, end) or _HYPOTHETICAL_AFTER.match(text, end)):
         return True
+    if _DEDUCTION_AFTER.match(text, end):
+        return True
     before = text[max(0, start - 40):start]
     line_before = text[text.rfind("\n", 0, start) + 1:start]
+    if _REVISING_VERB_TO.search(line_before):  # "I lower it to about 0.5", "I lower it to below 0.5"
+        return False
+    if _BESIDE_BEFORE.search(before):  # "a perfect report would score about 1.0", "0.7 instead of 1.0"
+        return True
+    # the number's sentence: review 22 (L4) "On second thought, about 0.7 is fairer."
+    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    sentence_end = next((m.start() for m in _SENTENCE_END.finditer(text, end)), len(text))
+    if _REVISING_WORDS.search(text, sentence_start, sentence_end):
+        return False
+    if _COMPARED_BEFORE.search(before):  # "reduced from 1.0", "rated below 1.0", "by about 0.15" (review 22, M1)
+        return True
     if _ROUNDING_BEFORE.search(before) or _ROUNDING_AFTER.match(text, end):
-        return abs(other - value) <= _ROUNDING and not _REVISION.search(line_before)
-    # "instead of 1.0" beside the score, unless the words since the line's last number revise it ("I lower it to
-    # below 0.5"); "I lowered it to 0.7 instead of 1.0" restates 0.7 and rejects 1.0
-    return bool(_BESIDE_BEFORE.search(before)) and not _REVISION.search(re.split(r"\d", line_before)[-1])
+        return abs(other - value) <= _ROUNDING
+    return False
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
