@@ -150,6 +150,7 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.85\nThe 0.5 cm difference in nodule size is minor.", 0.85, None),
     (HEAD + "0.85\nConfidence: 0.9", 0.85, None),
     (HEAD + "Score = 2/(2+1) = 0.666\nRounded: 0.67", 0.666, None),
+    (HEAD + "0.625\nRounded to two decimals: 0.63", 0.625, None),
     (HEAD + "0.8\n**Final score: 0.6**", None, "gives more than one score (0.8, then '0.6')"),
     # review 17: a revision in other words, or under another header form, was read as the first (or the last) score
     (HEAD + "0.8\n\nUpon review, I revise the score to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
