@@ -998,13 +998,87 @@ def test_every_spelling_of_a_credentialed_dataset_keeps_the_folder_private(tmp_p
     assert restricted_reasons(tmp_path) == [f"its rows come from {partition.name[8:]} (PhysioNet credentialed data)"]
 
 
-@pytest.mark.parametrize("value", ["mine", "my_reports", "radgraph", "open-i", "mimicry", "rexvalidation",
-                                   "rate_limits", "chexpert-plus"])
+@pytest.mark.parametrize("value", ["PhysioNetMIMIC", "ReXValMIMIC", "RadEvalTest", "xphysionet", "ReX-Val",
+                                   "Rad-Eval", "re-fisco", "Re_FiS-co", "RaTE.Eval", "my_rexval", "mimic-cxr-jpg",
+                                   "OpenMIMIC", "MIMICData", "lab-mimic-iv2", "rexvalidation"])
+def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path, value):
+    """Review 22 (L1): names glued to another word or split by a separator went public ("PhysioNetMIMIC" was
+    private before review 21's fix). Distinctive names are found anywhere once separators are dropped, so an open
+    name that contains one ("rexvalidation") stays private too: privacy comes first."""
+    (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
+    assert restricted_reasons(tmp_path) == [f"its rows come from {value} (PhysioNet credentialed data)"]
+
+
+# "rexvalidation" is no longer here: review 22 (L1) matches distinctive restricted names as substrings with
+# separators removed, so it is private now (see the test above); the generic "mimic" still needs word boundaries
+@pytest.mark.parametrize("value", ["mine", "my_reports", "radgraph", "open-i", "mimicry", "Mimicry", "MIMICRY",
+                                   "mimicked", "rate_limits", "chexpert-plus", "separate", "evaluation", "radiology-eval"])
 def test_open_dataset_names_may_go_public(tmp_path, value):
     (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
     (tmp_path / f"dataset={value}").mkdir()
     (tmp_path / f"dataset={value}" / "part.csv").write_text("candidate\nc\n")
     assert restricted_reasons(tmp_path) == []
+
+
+def test_the_gate_checks_a_hf_local_dir_download_as_upload_folder_uploads_it(tmp_path):
+    """Review 22 (M2): `hf download --local-dir` leaves .cache/huggingface/download/<file>.metadata and .lock files,
+    which upload_folder never uploads (DEFAULT_IGNORE_PATTERNS); the gate called them unreadable data."""
+    (tmp_path / "train.csv").write_text("text,label\nhi,1\n")
+    (tmp_path / "config.json").write_text("{}")
+    download = tmp_path / ".cache" / "huggingface" / "download"
+    download.mkdir(parents=True)
+    (download / "train.csv.metadata").write_text("a1b2c3\n4d5e6f\n1700000000.0\n")
+    (download / "config.json.metadata").write_text("a1b2c3\n4d5e6f\n1700000000.0\n")
+    (download / "config.json.lock").write_text("")
+    (tmp_path / ".cache" / "huggingface" / ".gitignore").write_text("*")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "rexval.jsonl").write_text("not json")  # never uploaded either
+    sub = tmp_path / "sub" / ".cache" / "huggingface"  # **/.cache/huggingface/** is ignored at any depth
+    sub.mkdir(parents=True)
+    (sub / "x.jsonl.metadata").write_text("{")
+    assert restricted_reasons(tmp_path) == []
+    # what is uploaded is still read: rows beside the cache, and a .cache folder that is not huggingface's
+    (tmp_path / ".cache" / "other.jsonl").write_text(json.dumps(_REXVAL_ROW) + "\n")
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+
+
+@pytest.mark.parametrize("name, text", [
+    pytest.param("train.csv.metadata", "a1b2c3\n4d5e6f\n1700000000.0\n", id="download-metadata"),
+    pytest.param("train.csv.lock", "", id="empty-lock"),
+    pytest.param("config.json.metadata", "1700000000.0\n12\n0\nabc\nregular\n\n1\n0\n", id="upload-metadata"),
+])
+def test_the_gate_takes_download_sidecars_beside_data_for_no_tables(tmp_path, name, text):
+    """Review 22 (M2): huggingface_hub's .metadata/.lock sidecars, copied beside the data, are not tables; a file
+    with any other content under such a name is still read for names or kept private."""
+    (tmp_path / name).write_text(text)
+    assert restricted_reasons(tmp_path) == []
+    (tmp_path / name).write_text("dataset\nrexval\n")  # one column of single words: its words are read
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+    (tmp_path / name).write_text(json.dumps(_REXVAL_ROW) + "\n")  # anything else: unreadable, as train.jsonl.bak
+    assert restricted_reasons(tmp_path) == [f"{name} could not be read to check where its rows come from"]
+
+
+def test_a_text_file_whose_first_record_opens_a_long_quote_is_read(tmp_path):
+    """Review 22 (L3): a vocab.txt whose first line is '"' ran csv's quoted field past its 131,072-character limit,
+    and the file was called unreadable; the limit is raised inside the gate only, and restored after."""
+    import csv
+
+    limit = csv.field_size_limit()
+    (tmp_path / "vocab.txt").write_text('"\n' + "\n".join(f"tok{i}" for i in range(30000)) + "\n")
+    assert restricted_reasons(tmp_path) == []
+    assert csv.field_size_limit() == limit
+    (tmp_path / "vocab.txt").unlink()
+    (tmp_path / "rows.csv").write_text('dataset,text\nrexval,"' + "x" * 200_000 + '"\n')  # a long field in a row
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+    assert csv.field_size_limit() == limit
+
+
+@pytest.mark.parametrize("value", [{"name": "rexval"}, ["mine", {"name": "ReXVal"}], {"source": {"id": "rexval"}}])
+def test_a_dataset_value_that_is_an_object_is_read(tmp_path, value):
+    """Review 22 (L6): {"dataset": {"name": "rexval"}} went public: only string values were read."""
+    (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value, "candidate": "c"}) + "\n")
+    reasons = restricted_reasons(tmp_path)
+    assert len(reasons) == 1 and reasons[0].startswith("its rows come from ") and "credentialed" in reasons[0]
 
 
 @pytest.mark.parametrize("files", [
