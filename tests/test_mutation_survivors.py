@@ -1000,7 +1000,8 @@ def test_every_spelling_of_a_credentialed_dataset_keeps_the_folder_private(tmp_p
 
 @pytest.mark.parametrize("value", ["PhysioNetMIMIC", "ReXValMIMIC", "RadEvalTest", "xphysionet", "ReX-Val",
                                    "Rad-Eval", "re-fisco", "Re_FiS-co", "RaTE.Eval", "my_rexval", "mimic-cxr-jpg",
-                                   "OpenMIMIC", "MIMICData", "lab-mimic-iv2", "rexvalidation"])
+                                   "OpenMIMIC", "MIMICData", "lab-mimic-iv2", "rexvalidation", "myReXVal",
+                                   "2023rexval"])
 def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path, value):
     """Review 22 (L1): names glued to another word or split by a separator went public ("PhysioNetMIMIC" was
     private before review 21's fix). Distinctive names are found anywhere once separators are dropped, so an open
@@ -1009,10 +1010,12 @@ def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path
     assert restricted_reasons(tmp_path) == [f"its rows come from {value} (PhysioNet credentialed data)"]
 
 
-# "rexvalidation" is no longer here: review 22 (L1) matches distinctive restricted names as substrings with
-# separators removed, so it is private now (see the test above); the generic "mimic" still needs word boundaries
+# "rexvalidation" is no longer here: review 22 (L1) matches restricted names with separators removed where a word
+# starts ("physionet" anywhere), so it is private now (see the test above); names that only hold a restricted
+# name's letters inside or across words stay open; the generic "mimic" still needs word boundaries
 @pytest.mark.parametrize("value", ["mine", "my_reports", "radgraph", "open-i", "mimicry", "Mimicry", "MIMICRY",
-                                   "mimicked", "rate_limits", "chexpert-plus", "separate", "evaluation", "radiology-eval"])
+                                   "mimicked", "rate_limits", "chexpert-plus", "separate", "evaluation", "radiology-eval",
+                                   "accurate-evaluation", "upgradevalue", "corporate-eval"])
 def test_open_dataset_names_may_go_public(tmp_path, value):
     (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
     (tmp_path / f"dataset={value}").mkdir()
