@@ -115,14 +115,15 @@ def _address_parts(url: str):
     forms)``."""
     from urllib.parse import unquote, unquote_plus, urlsplit
 
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    userinfo = parts.netloc.rpartition("@")[0]
+    address, _, query = url.partition("?")  # the query as the backend sends it: all after "?", a "#" and tabs too
+    parts = urlsplit(address if "://" in address else f"http://{address}")  # (review 23, H3: urlsplit cut the
+    userinfo = parts.netloc.rpartition("@")[0]                              # query at "#": the rest was logged)
     texts = sorted({userinfo, unquote(userinfo)}) if userinfo else []
     pairs = []
-    for raw in parts.query.split("&"):
+    for raw in query.split("&"):
         name, _, value = raw.partition("=")
         pairs.append((raw, name, _written_forms({value, unquote(value), unquote_plus(value)})))
-    return texts, parts.query, pairs
+    return texts, query, pairs
 
 
 def _written_forms(values: set[str]) -> list[str]:
@@ -196,36 +197,35 @@ def answer_secrets(url: str) -> list[str]:
 def redact(text: str, secrets: Iterable[object]) -> str:
     """Replace every secret (API keys, of any type: a numeric key is a key too) and every fragment of one of
     SECRET_FRAGMENT or more characters in text. Used on every message that may reach a log, a file or the
-    screen, always before any truncation."""
+    screen, always before any truncation. Every whole secret is replaced before any fragment is looked for: a
+    fragment of one secret hidden first could split another written in full, whose remaining pieces were then
+    too short to be found (review 23: '?***Fcd%***')."""
     text = str(text)
+    secrets = [str(secret) for secret in secrets if secret is not None and len(str(secret)) >= 4]
     for secret in secrets:
-        if secret is None:
-            continue
-        secret = str(secret)
-        if len(secret) < 4:
-            continue
         text = text.replace(secret, "***")
-        if len(secret) <= SECRET_FRAGMENT:
-            continue
-        grams = {secret[i:i + SECRET_FRAGMENT] for i in range(len(secret) - SECRET_FRAGMENT + 1)}
-        hidden = bytearray(len(text))
-        found = False
-        for i in range(len(text) - SECRET_FRAGMENT + 1):
-            if text[i:i + SECRET_FRAGMENT] in grams:
-                hidden[i:i + SECRET_FRAGMENT] = b"\x01" * SECRET_FRAGMENT
-                found = True
-        if found:
-            out, i = [], 0
-            while i < len(text):
-                if hidden[i]:
-                    while i < len(text) and hidden[i]:
-                        i += 1
-                    out.append("***")
-                else:
-                    out.append(text[i])
-                    i += 1
-            text = "".join(out)
-    return text
+    grams = {secret[i:i + SECRET_FRAGMENT] for secret in secrets if len(secret) > SECRET_FRAGMENT
+             for i in range(len(secret) - SECRET_FRAGMENT + 1)}
+    if not grams:
+        return text
+    hidden = bytearray(len(text))
+    found = False
+    for i in range(len(text) - SECRET_FRAGMENT + 1):
+        if text[i:i + SECRET_FRAGMENT] in grams:
+            hidden[i:i + SECRET_FRAGMENT] = b"\x01" * SECRET_FRAGMENT
+            found = True
+    if not found:
+        return text
+    out, i = [], 0
+    while i < len(text):
+        if hidden[i]:
+            while i < len(text) and hidden[i]:
+                i += 1
+            out.append("***")
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
 
 
 #: Optional third-party module (top-level import name) -> the radmetrics extra that installs it
