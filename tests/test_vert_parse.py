@@ -208,6 +208,29 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.75\nMore accurately ~0.8.", None, "gives more than one score (0.75, then '0.8')"),
     (HEAD + "0.75\nThe final score is about 0.7.", None, "gives more than one score (0.75, then '0.7')"),
     (HEAD + "0.75\nMore accurately, it is below 0.5.", None, "gives more than one score (0.75, then '0.5')"),
+    # review 23 (H1): "overall", "underestimates", "by the rubric", or a comparison in an earlier sentence
+    # made a revision after the score keep the score it revises; (H2) so did "per ..." or "would ..." after
+    # the new score, and "from 0.8 to 0.6" (read as a rubric band holding 0.8)
+    (HEAD + "0.8\nOverall, I would give 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nHowever, overall it deserves 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nTaking everything into account, the overall score is 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThus, the overall accuracy is 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThe candidate underestimates the effusion: 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nBut the error is worse than minor. Score 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nJudged by the rubric, it merits 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nI lower it to 0.6 per the rubric.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThe revised score is 0.6 per the rubric.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nFinal score: 0.6 per the rubric.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nMore accurately, 0.6 per the VERT criteria.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nOn second thought, 0.6 would be fairer.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nActually, 0.6 would be more appropriate.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nI reduce it from 0.8 to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nRevised down from 0.8 to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nWith the missed effusion, the score drops from 0.8 to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    # review 23 (M1): a deduction amount is no score
+    (HEAD + "0.7\nI deducted about 0.3 for the missed effusion.", 0.7, None),
+    (HEAD + "0.7\nA deduction of about 0.3 for the missed effusion.", 0.7, None),
+    (HEAD + "0.7\nThe candidate correctly describes the increase in the lower lobe opacity; about 0.3 was deducted.", 0.7, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""
@@ -216,3 +239,15 @@ def test_only_the_score_the_judge_gave_is_read(text, score, reason):
         assert judgment.parsed and judgment.score == pytest.approx(score)
     else:
         assert judgment.score is None and reason in judgment.reason
+
+
+def test_a_long_looping_answer_parses_in_linear_time():
+    """review 23 (M2): each number looked back over the whole answer; a 34k-character loop took 18 s."""
+    import time
+
+    text = "[Overall Accuracy Score]: 0.8 " + "reduced from 0.5 " * 3600
+    assert len(text) > 60_000
+    began = time.perf_counter()
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    assert time.perf_counter() - began < 1.0
+    assert judgment.parsed and judgment.score == pytest.approx(0.8)

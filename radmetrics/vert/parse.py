@@ -161,9 +161,25 @@ _BESIDE_BEFORE = re.compile(r"(?:\b(?:perfect|ideal|maximum|highest|full\s+marks
 # than 1.0", "reduces the score by about 0.15", "otherwise approximately 1.0"): beside the score unless the
 # sentence says it revises the score ("More accurately, it is below 0.5") or a revising verb leads to it ("I lower it
 # to below 0.5") (review 22, M1: parser 7 read these as revisions)
-_COMPARED_BEFORE = re.compile(r"\b(?:than|from|between|above|below|over|under|by|otherwise)[^\d\n]{0,25}$", re.I)
+# Whole words only ("overall", "overlooked", "underestimates" are none), within the number's clause (the window stops
+# at ". ", "; ", ":"), and "by" only for a deduction ("reduced by", "by about"), not "judged by the rubric" (review
+# 23, H1: these let a revision after the score keep the score it revises)
+_CLAUSE_CHAR = r"(?:[^\d\n.;:!?]|[.:](?!\s|$))"
+_COMPARED_BEFORE = re.compile(
+    rf"\b(?:than|from|between|above|below|over|under|otherwise)\b{_CLAUSE_CHAR}{{0,25}}$"
+    rf"|\b(?:reduc\w*|lower\w*|decreas\w*|deduct\w*|drop\w*|dock\w*|cut|penali[sz]\w*|subtract\w*)\b{_CLAUSE_CHAR}{{0,25}}"
+    rf"\bby\b{_CLAUSE_CHAR}{{0,12}}$"
+    rf"|\bby\s+(?:about|approx\w*\.?|around|roughly|~|≈)\s*$", re.I)
+# a deduction amount named before the number, in its clause: "I deducted about 0.3", "a deduction of about 0.3",
+# "a penalty of 0.3", "1.0 minus 0.25" (review 23, M1)
+_DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|costs?|worth)\b{_CLAUSE_CHAR}{{0,25}}$",
+                               re.I)
 # a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
-_DEDUCTION_AFTER = re.compile(r"\s*\)?\s*(?:points?\s+)?(?:deduct\w*|penalt\w*|reduction|off\b|less\b|per\b|"
+# "0.3 was deducted" (review 23, M1); "per" only before an error or finding ("0.15 per significant error"), not "0.6
+# per the rubric", a score (review 23, H2)
+_DEDUCTION_AFTER = re.compile(r"\s*\)?\s*(?:points?\s+)?(?:(?:was|were|is|are|been|has\s+been|have\s+been|being)\s+)?"
+                              r"(?:deduct\w*|penalt\w*|subtract\w*|reduction|off\b|less\b|"
+                              r"per\s+(?:[\w-]+\s+){0,3}?(?:errors?|findings?|omissions?|mistakes?|discrepanc\w*|miss\w*)\b|"
                               r"for\s+each\b|each\b)", re.I)
 # a rounding of the score ("Rounded: 0.8" after 0.75, "0.67 (about 0.7)", "0.6667 rounded"): only a number within
 # a rounding to one decimal of the score (review 21, H4: "0.75 (about 0.5 after the missed effusion)")
@@ -192,10 +208,13 @@ _REVISING_WORDS = re.compile(
     r"\b(?:on\s+(?:second\s+thought|reflection|further\s+(?:review|reflection|consideration)|reconsideration)|"
     r"second\s+thoughts|(?:after|upon)\s+(?:further\s+)?(?:review|reflection|reconsider\w*)|reconsider\w*|"
     r"re-?evaluat\w*|re-?assess\w*|more\s+(?:accurately|precisely|fairly|appropriately|realistically)(?=\s*(?:[,:~≈(]"
-    r"|$|[\d.]|about|approx|around|roughly|it\b|the\s+score|I\b|a\b|an\b))|fairer|more\s+(?:fair|appropriate|accurate|"
+    r"|$|[\d.]|about|approx|around|roughly|it\b|the\s+score|I\b|a\b|an\b))|fairer|actually\b|"
+    r"(?:would|should|might|could|is|seems?)\s+(?:be\s+)?more\s+(?:appropriate|accurate|fair|reasonable|realistic|"
+    r"fitting)\b|more\s+(?:fair|appropriate|accurate|"
     r"reasonable|realistic)\s+(?:score|rating|grade)|better\s+(?:score|rating|grade)|(?:revised|corrected|updated|"
     r"adjusted|amended|new|final)\s+(?:score|rating|grade)\s*(?:is\b|=|:|of\b|would\s+be|should\s+be))", re.I)
 _SENTENCE_END = re.compile(r"[.!?;](?!\d)|\n")
+_FROM_BEFORE = re.compile(r"\bfrom\s*$", re.I)
 _RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\d+|\d+)(?![\d.,]*\d)")
 
 
@@ -206,7 +225,12 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
     rubric band it falls in), has a unit or a count after it, is hypothetical ("0.9 would need no errors"), or is
     named beside the score ("a perfect report would score 1.0", "instead of 1.0") (review 16)."""
     text = "\n".join([after, *later])
-    bands = [m for m in _RANGE.finditer(text) if _in_range(value, m)]
+    # a band that holds the score; not "from 0.8 to 0.6", which goes from the score to another (review 23, H2: "I
+    # reduce it from 0.8 to 0.6" kept 0.8)
+    bands = {(m.start(g), m.end(g)) for m in _RANGE.finditer(text) if _in_range(value, m)
+             and not (_FROM_BEFORE.search(text, max(0, m.start() - 8), m.start())
+                      and abs(_to_float(m.group(1)) - value) <= 0.005 + 1e-9)
+             for g in (1, 2)}
     candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
     candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
     for token, start, end in candidates:
@@ -224,29 +248,37 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
                              f"{token!r}): no single reading")
 
 
-def _is_explanation(text: str, start: int, end: int, value: float, other: float, bands: list[re.Match[str]]) -> bool:
-    """Whether the number other at text[start:end], after the score value, is explanation, not another score."""
-    if (any(b.start() <= start and end <= b.end() for b in bands) or _UNIT_AFTER.match(text, end)
-            or _COUNT_WORD.match(text, end) or _HYPOTHETICAL_AFTER.match(text, end)):
+def _is_explanation(text: str, start: int, end: int, value: float, other: float, bands: set[tuple[int, int]]) -> bool:
+    """Whether the number other at text[start:end], after the score value, is explanation, not another score. Only a
+    bounded window around the number is read, so that a long (looping) answer parses in linear time (review 23, M2)."""
+    if ((start, end) in bands or (start + 1, end) in bands or _UNIT_AFTER.match(text, end)
+            or _COUNT_WORD.match(text, end)):
         return True
-    if _DEDUCTION_AFTER.match(text, end):
-        return True
+    window = max(0, start - _LOOK_BACK)
     before = text[max(0, start - 40):start]
-    line_before = text[text.rfind("\n", 0, start) + 1:start]
+    line_before = text[text.rfind("\n", window, start) + 1 if "\n" in text[window:start] else window:start]
+    # a revision first: "I lower it to 0.6 per the rubric", "On second thought, 0.6 would be fairer" (review 23, H2)
     if _REVISING_VERB_TO.search(line_before):  # "I lower it to about 0.5", "I lower it to below 0.5"
         return False
-    if _BESIDE_BEFORE.search(before):  # "a perfect report would score about 1.0", "0.7 instead of 1.0"
-        return True
     # the number's sentence: review 22 (L4) "On second thought, about 0.7 is fairer."
-    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
-    sentence_end = next((m.start() for m in _SENTENCE_END.finditer(text, end)), len(text))
+    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(text, window, start)), default=window)
+    sentence_end = next((m.start() for m in _SENTENCE_END.finditer(text, end, end + _LOOK_AHEAD)),
+                        min(len(text), end + _LOOK_AHEAD))
     if _REVISING_WORDS.search(text, sentence_start, sentence_end):
         return False
+    if (_HYPOTHETICAL_AFTER.match(text, end) or _DEDUCTION_AFTER.match(text, end)
+            or _DEDUCTION_BEFORE.search(line_before)):
+        return True
+    if _BESIDE_BEFORE.search(before):  # "a perfect report would score about 1.0", "0.7 instead of 1.0"
+        return True
     if _COMPARED_BEFORE.search(before):  # "reduced from 1.0", "rated below 1.0", "by about 0.15" (review 22, M1)
         return True
     if _ROUNDING_BEFORE.search(before) or _ROUNDING_AFTER.match(text, end):
         return abs(other - value) <= _ROUNDING
     return False
+
+
+_LOOK_BACK, _LOOK_AHEAD = 80, 200
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
