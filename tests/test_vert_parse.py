@@ -242,12 +242,13 @@ def test_only_the_score_the_judge_gave_is_read(text, score, reason):
 
 
 def test_a_long_looping_answer_parses_in_linear_time():
-    """review 23 (M2): each number looked back over the whole answer; a 34k-character loop took 18 s."""
+    """review 23 (M2): each number looked back over the whole answer; a 34k-character loop took 18 s and this one
+    ~60 s. Linear, it takes ~0.5 s here: the bound leaves room for a loaded CI machine."""
     import time
 
     text = "[Overall Accuracy Score]: 0.8 " + "reduced from 0.5 " * 3600
     assert len(text) > 60_000
     began = time.perf_counter()
     judgment = radmetrics.get_scoring_system("vert").parse(text)
-    assert time.perf_counter() - began < 1.0
+    assert time.perf_counter() - began < 6.0
     assert judgment.parsed and judgment.score == pytest.approx(0.8)

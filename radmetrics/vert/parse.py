@@ -33,7 +33,10 @@ PARSER_VERSION = "7"  # 4: a second score after the first has no single reading 
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
 # rounding of the score only within 0.05 of it and outside a revising sentence (review 21, H3/H4); revising words are
 # about the score (a verb leading to the number, "on second thought", "more accurately"), not stems like "correct",
-# "chang", "reduc" in the explanation, and a deduction ("reduced from 1.0", "by 0.15") is no new score (review 22)
+# "chang", "reduc" in the explanation, and a deduction ("reduced from 1.0", "by 0.15") is no new score (review 22);
+# revisions are looked for first ("I lower it to 0.6 per the rubric", "Overall, I would give 0.6", "from 0.8 to
+# 0.6"), "about 0.3 deducted" is a deduction, and each number reads a bounded window around it (linear time; review
+# 23)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
