@@ -1001,7 +1001,10 @@ def test_every_spelling_of_a_credentialed_dataset_keeps_the_folder_private(tmp_p
 @pytest.mark.parametrize("value", ["PhysioNetMIMIC", "ReXValMIMIC", "RadEvalTest", "xphysionet", "ReX-Val",
                                    "Rad-Eval", "re-fisco", "Re_FiS-co", "RaTE.Eval", "my_rexval", "mimic-cxr-jpg",
                                    "OpenMIMIC", "MIMICData", "lab-mimic-iv2", "rexvalidation", "myReXVal",
-                                   "2023rexval"])
+                                   "2023rexval",
+                                   # review 23 (L1)
+                                   "mimicv2", "MIMICv2", "MIMICdata", "CXRradeval", "myrexval", "ｒｅｘｖａｌ",
+                                   "ＭＩＭＩＣ-ＣＸＲ"])
 def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path, value):
     """Review 22 (L1): names glued to another word or split by a separator went public ("PhysioNetMIMIC" was
     private before review 21's fix). Distinctive names are found anywhere once separators are dropped, so an open
@@ -1015,7 +1018,8 @@ def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path
 # name's letters inside or across words stay open; the generic "mimic" still needs word boundaries
 @pytest.mark.parametrize("value", ["mine", "my_reports", "radgraph", "open-i", "mimicry", "Mimicry", "MIMICRY",
                                    "mimicked", "rate_limits", "chexpert-plus", "separate", "evaluation", "radiology-eval",
-                                   "accurate-evaluation", "upgradevalue", "corporate-eval"])
+                                   "accurate-evaluation", "upgradevalue", "corporate-eval", "AccurateEvaluation",
+                                   "UpgradeValue", "MIMICRY", "mimicked"])
 def test_open_dataset_names_may_go_public(tmp_path, value):
     (tmp_path / "train.jsonl").write_text(json.dumps({"dataset": value}) + "\n")
     (tmp_path / f"dataset={value}").mkdir()

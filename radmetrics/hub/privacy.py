@@ -16,6 +16,7 @@ import importlib
 import io
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -59,9 +60,11 @@ def restricted_reasons(folder: str | Path) -> list[str]:
 
 #: credentialed data a `dataset` value may name besides our converters' (PHYSIONET_DERIVED), found anywhere in it
 #: once separators are dropped (MIMIC-II's "mimicii" also finds MIMIC-III)
-_RESTRICTED_NAMES = ("physionet", "credentialed", "mimiccxr", "mimiciv", "mimicii")
-#: the short, generic "mimic" counts only as a word of its own ("MIMIC", "mimic3", "OpenMIMIC"; not "mimicry")
-_MIMIC_WORD = re.compile(r"\bmimic ?(?:ed)?(?:v?\d|\b)")
+_RESTRICTED_NAMES = ("physionet", "credentialed", "mimiccxr", "mimiciv", "mimicii", "rexval", "refisco")
+#: the short, generic "mimic" counts only as a word of its own ("MIMIC", "mimic3", "mimicv2", "OpenMIMIC"; not
+#: "mimicry"), or written in capitals before anything but capitals ("MIMICdata"; not "MIMICRY")
+_MIMIC_WORD = re.compile(r"\bmimic(?:ed)?(?: ?v? ?\d|\b)")
+_MIMIC_CAPITALS = re.compile(r"MIMIC(?![A-Z])")
 #: where a glued name's words meet: "OpenMIMIC" -> "Open MIMIC", "MIMICData" -> "MIMIC Data", "2023rexval" ->
 #: "2023 rexval"
 _CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=\d)(?=[A-Za-z])|(?<=[A-Za-z])(?=\d)")
@@ -78,21 +81,26 @@ def _names_credentialed_data(name: str) -> bool:
     inside words ("accurate-evaluation": "...rate eval...", "upgradevalue") is another name. The short, generic "mimic"
     must be a word of its own ("mimicry" is another name).
     Review 19: "MIMIC-CXR" went public; review 21, H1: so did "RaTE-Eval", "mimic_cxr" and "rexval_v1"; review 22,
-    L1: so did "PhysioNetMIMIC", "RadEvalTest", "ReX-Val" and "re-fisco"."""
+    L1: so did "PhysioNetMIMIC", "RadEvalTest", "ReX-Val" and "re-fisco"; review 23, L1: so did "mimicv2",
+    "MIMICdata", "CXRradeval", "myrexval" and full-width letters."""
     from radmetrics.data import PHYSIONET_DERIVED
 
+    name = unicodedata.normalize("NFKC", name)  # full-width "ｒｅｘｖａｌ" is "rexval" (review 23, L1)
     words = _SEPARATORS.sub(" ", _CAMEL_CASE.sub(" ", name).casefold()).split()  # "OpenMIMIC-3" -> open mimic 3
     squashed = "".join(words)
-    starts, at = [], 0
+    # a word may also start where the case changes the other way ("CXRradeval": capitals then a lower-case word)
+    cased = _SEPARATORS.sub("", name)
+    starts = {i for i in range(len(cased)) if i == 0 or cased[i - 1].isupper() != cased[i].isupper()}
+    at = 0
     for word in words:
-        starts.append(at)
+        starts.add(at)
         at += len(word)
-    if any(n in squashed for n in _RESTRICTED_NAMES):  # no other name holds these letters ("xphysionet")
+    if any(n in squashed for n in _RESTRICTED_NAMES):  # no other name holds these letters ("xphysionet", "myrexval")
         return True
-    # shorter ones only where a word starts ("upgradevalue" holds "radeval", "accurateevaluation" "rateeval")
+    # the others only where a word starts ("upgradevalue" holds "radeval", "accurateevaluation" "rateeval")
     if any(squashed.startswith(_SEPARATORS.sub("", n), i) for n in PHYSIONET_DERIVED for i in starts):
         return True
-    return _MIMIC_WORD.search(" ".join(words)) is not None
+    return _MIMIC_WORD.search(" ".join(words)) is not None or _MIMIC_CAPITALS.search(name) is not None
 
 
 #: data files a push uploads whose `dataset` column the gate reads (review 19: Parquet and CSV, the Hub's own
