@@ -189,6 +189,9 @@ _DEDUCTION_AFTER = re.compile(r"\s*\)?\s*(?:points?\s+)?(?:(?:was|were|is|are|be
 _ROUNDING_BEFORE = re.compile(r"(?:round\w*|approx\w*|about|around|roughly|~|≈)[^\d\n]{0,12}$", re.I)
 _ROUNDING_AFTER = re.compile(r"\s*\)?\s*(?:rounded|approx)", re.I)
 _ROUNDING = 0.05 + 1e-9
+# the same score written to another precision: "0.666 ... Rounded: 0.67", "0.625 ... 0.63" (half a hundredth; the
+# margin keeps 0.63 - 0.625, a hair above 0.005 in floating point, the same: review 22)
+_SAME_SCORE = 0.005 + 1e-9
 # a revising verb whose object is the score and that leads to the number, with only a qualifier between: "I lower
 # it to about 0.5", "I revise it down to about 0.7", "I would lower it to 0.5 approximately", "I lower it to below
 # 0.5", "the score is reduced to 0.6", "I settle on 0.7" (review 21, H4). Word stems anywhere in the line ("correctly",
@@ -232,7 +235,7 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
     # reduce it from 0.8 to 0.6" kept 0.8)
     bands = {(m.start(g), m.end(g)) for m in _RANGE.finditer(text) if _in_range(value, m)
              and not (_FROM_BEFORE.search(text, max(0, m.start() - 8), m.start())
-                      and abs(_to_float(m.group(1)) - value) <= 0.005 + 1e-9)
+                      and abs(_to_float(m.group(1)) - value) <= _SAME_SCORE)
              for g in (1, 2)}
     candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
     candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
@@ -241,14 +244,16 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
             other = _to_float(token)
         except (VertParseError, ValueError):
             continue
-        # "0.666 ... Rounded: 0.67" is the same score; so is "0.625 ... 0.63" (half a hundredth; the margin keeps
-        # 0.63 - 0.625, a hair above 0.005 in floating point, a rounding: review 22)
-        if abs(other - value) <= 0.005 + 1e-9:
+        if abs(other - value) <= _SAME_SCORE:
             continue
         if end and _is_explanation(text, start, end, value, other, bands):
             continue
         raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
                              f"{token!r}): no single reading")
+
+
+#: how far around a later number `_is_explanation` reads (review 23, M2: bounded, so parsing stays linear)
+_LOOK_BACK, _LOOK_AHEAD = 80, 200
 
 
 def _is_explanation(text: str, start: int, end: int, value: float, other: float, bands: set[tuple[int, int]]) -> bool:
@@ -259,7 +264,7 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
         return True
     window = max(0, start - _LOOK_BACK)
     before = text[max(0, start - 40):start]
-    line_before = text[text.rfind("\n", window, start) + 1 if "\n" in text[window:start] else window:start]
+    line_before = text[max(window, text.rfind("\n", window, start) + 1):start]
     # a revision first: "I lower it to 0.6 per the rubric", "On second thought, 0.6 would be fairer" (review 23, H2)
     if _REVISING_VERB_TO.search(line_before):  # "I lower it to about 0.5", "I lower it to below 0.5"
         return False
@@ -280,8 +285,6 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
         return abs(other - value) <= _ROUNDING
     return False
 
-
-_LOOK_BACK, _LOOK_AHEAD = 80, 200
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
