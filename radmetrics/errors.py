@@ -201,7 +201,9 @@ def redact(text: str, secrets: Iterable[object]) -> str:
     fragment of one secret hidden first could split another written in full, whose remaining pieces were then
     too short to be found (review 23: '?***Fcd%***')."""
     text = str(text)
-    secrets = [str(secret) for secret in secrets if secret is not None and len(str(secret)) >= 4]
+    # longest first: a secret that holds another (a query pair, its value) is replaced whole, whoever calls
+    secrets = sorted({str(secret) for secret in secrets if secret is not None and len(str(secret)) >= 4},
+                     key=len, reverse=True)
     for secret in secrets:
         text = text.replace(secret, "***")
     grams = {secret[i:i + SECRET_FRAGMENT] for secret in secrets if len(secret) > SECRET_FRAGMENT

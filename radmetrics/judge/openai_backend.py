@@ -67,7 +67,7 @@ class _KeyRedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.secrets:
             message = record.getMessage()
-            safe = redact(message, sorted(self.secrets, key=len, reverse=True))  # a whole before its parts
+            safe = redact(message, self.secrets)
             if safe != message:
                 record.msg, record.args = safe, ()
         return True
