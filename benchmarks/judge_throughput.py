@@ -28,7 +28,9 @@ Each round runs every contender once (interleaved, so machine load hits all alik
 and each later one in a shuffled order (seeded: the same orders every run), so no contender is always measured right
 after the same one (the baseline frees much memory: whoever follows it meets another allocator state); the table
 takes each contender's fastest round (as `timeit` does) and ratios are to the baseline's fastest round of the
-same run. "Identical outputs" counts answers equal to the baseline's, text for text.
+same run. Beside it, the per-round ratios (the baseline's seconds over the contender's in the same round): their
+median and range show how much one run of this benchmark can be trusted on a noisy machine. "Identical outputs"
+counts answers equal to the baseline's, text for text.
 
 Baseline = the official loop (Stanford-AIMI/GREEN green_score/green.py `infer`/`get_response`) rebuilt:
 HF `generate`, batches of 8 in input order, left padding, GREEN chat template, tokenizer adding EOS, and
@@ -233,6 +235,22 @@ def vllm_worker(job_path: Path) -> None:
     (job_path.parent / "result.json").write_text(json.dumps(best))
 
 
+def paired_ratios(per_round: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Each contender's ratio to the baseline round by round (the baseline's seconds in a round over the
+    contender's in the same round): their median and range. Beside the best-of-rounds ratio: a slow spell of the
+    machine slows both sides of one round, so the spread of these ratios shows how far one run can be trusted."""
+    import statistics
+
+    base = per_round.get(BASELINE, [])
+    out = {}
+    for contender, seconds in per_round.items():
+        ratios = [b / s for b, s in zip(base, seconds)]
+        if ratios:
+            out[contender] = {"round_ratio_median": statistics.median(ratios), "round_ratio_min": min(ratios),
+                              "round_ratio_max": max(ratios)}
+    return out
+
+
 def _cuda() -> bool:
     import torch
 
@@ -341,6 +359,7 @@ def main() -> None:
         judge.generate(prompts[:8], warm, progress=False)
 
     best: dict[str, tuple[float, Any, list[str]]] = {}
+    per_round: dict[str, list[float]] = {}  # every round's seconds, for the paired ratios
     for round_ in range(rounds):
         order = list(contenders)
         if round_:
@@ -349,6 +368,7 @@ def main() -> None:
             run = contenders[contender]
             texts, seconds, peak = timed(run, preset["device"])
             print(f"{contender}: {seconds:.1f} s", file=sys.stderr, flush=True)  # a long run shows where it is
+            per_round.setdefault(contender, []).append(seconds)
             if contender not in best or seconds < best[contender][0]:
                 best[contender] = (seconds, peak, texts)
     if vllm_result:
@@ -357,8 +377,9 @@ def main() -> None:
     n = len(prompts)
     out_tokens = {c: sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts) if natural
                   else n * n_tok for c, (_, _, texts) in best.items()}
+    paired = paired_ratios(per_round)
     rows = [{"contender": c, "seconds": s_, "samples_per_s": n / s_, "output_tokens_per_s": out_tokens[c] / s_,
-             "peak_gpu_gib": peak, "ratio": base_s / s_,
+             "peak_gpu_gib": peak, "ratio": base_s / s_, **paired.get(c, {}),
              "identical_outputs": f"{sum(a == b for a, b in zip(base_texts, texts))}/{n}"}
             for c, (s_, peak, texts) in best.items()]
     info = {
@@ -374,12 +395,15 @@ def main() -> None:
         "identical_outputs": min((r["identical_outputs"] for r in rows), key=lambda x: int(x.split("/")[0])),
     }
     print(json.dumps(info, indent=1))
-    print("\n| contender | samples/s | output tok/s | seconds | peak GPU GiB | ratio to baseline | identical outputs |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| contender | samples/s | output tok/s | seconds | peak GPU GiB | ratio to baseline "
+          "| per-round ratios: median (range) | identical outputs |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         mem = "n/a (CPU)" if r["peak_gpu_gib"] is None else f"{r['peak_gpu_gib']:.1f}"
+        spread = (f"{r['round_ratio_median']:.2f}× ({r['round_ratio_min']:.2f}-{r['round_ratio_max']:.2f})"
+                  if "round_ratio_median" in r else "n/a")
         print(f"| {r['contender']} | {r['samples_per_s']:.2f} | {r['output_tokens_per_s']:.0f} | {r['seconds']:.1f} "
-              f"| {mem} | {r['ratio']:.2f}× | {r['identical_outputs']} |")
+              f"| {mem} | {r['ratio']:.2f}× | {spread} | {r['identical_outputs']} |")
     if args.json:
         args.json.write_text(json.dumps({"info": info, "rows": rows}, indent=1))
 

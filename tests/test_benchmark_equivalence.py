@@ -61,6 +61,18 @@ def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_j
     assert result["info"]["forced_output_tokens"] is None and result["info"]["max_new_tokens"] == 1024
     assert {r["identical_outputs"] for r in result["rows"] if r["contender"] != judge_throughput.VLLM} == {"12/12"}
     assert 20 < result["info"]["answer_tokens_mean"] < 1024  # stopped at EOS, well before the limit
+    default = next(r for r in result["rows"] if r["contender"] == judge_throughput.DEFAULT)
+    assert default["round_ratio_min"] == default["round_ratio_median"] == pytest.approx(default["ratio"])  # 1 round
+    assert "per-round ratios: median (range)" in out.stdout
+
+
+def test_paired_ratios_pair_each_round_with_the_baseline_of_the_same_round():
+    """A slow spell slows both sides of a round: ratios are taken round by round, not best against best."""
+    ratios = judge_throughput.paired_ratios({judge_throughput.BASELINE: [10.0, 20.0, 12.0],
+                                            judge_throughput.DEFAULT: [2.5, 8.0, 3.0]})
+    assert ratios[judge_throughput.DEFAULT] == {"round_ratio_median": 4.0, "round_ratio_min": 2.5,
+                                                "round_ratio_max": 4.0}
+    assert ratios[judge_throughput.BASELINE]["round_ratio_median"] == 1.0
 
 
 @pytest.mark.slow
