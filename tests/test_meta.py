@@ -77,6 +77,21 @@ def test_paired_randomization_test():
     assert different["difference"] > 0.5 and different["p_value"] < 0.01
 
 
+def test_paired_randomization_p_value_depends_on_the_rankings_not_the_units():
+    """Review 24 (H1): the test swapped raw scores, so a 0..1 metric against a 0..5 error count (or the same
+    metric times 100) gave other p-values for the very same two rankings (0.007 against 0.128)."""
+    expert = [float((i * 7) % 11) for i in range(30)]
+    a = [e + ((i * 5) % 7) for i, e in enumerate(expert)]  # close to the experts
+    b = [float((i * 3) % 13) for i in range(30)]  # far from them
+    base = stats.paired_randomization_test(a, b, expert, trials=300, seed=2)
+    for rescaled_b in ([100 * x for x in b], [x - 5 for x in b], [x**3 for x in b], [0.01 * x + 7 for x in b]):
+        out = stats.paired_randomization_test(a, rescaled_b, expert, trials=300, seed=2)
+        assert out == base  # the same rankings: the same difference and the same p-value
+    assert base["difference"] == pytest.approx(stats.kendall_tau(a, expert).value - stats.kendall_tau(b, expert).value)
+    scaled_a = stats.paired_randomization_test([x / 50 for x in a], b, expert, trials=300, seed=2)
+    assert scaled_a == base
+
+
 def test_paired_randomization_test_has_no_p_value_where_a_correlation_is_undefined():
     """Review 10: a metric with one score for every row has no τ, so no difference; the test still gave
     p = 1/(trials+1) = 0.001 (a NaN difference compared as never reached), the most significant p there is."""

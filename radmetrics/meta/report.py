@@ -440,7 +440,8 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
             "Paired approximate-randomization tests (difference in Kendall τ)", ["A", "B", "n", "τ(A) − τ(B)", "p"],
             [[short_label(t["a"]), short_label(t["b"]), t["n"], t.get("difference"), t.get("p_value") if "skipped" not in t else t["skipped"]]
              for t in results["pairwise_randomization"]],
-            note="n: rows scored by both metrics (and with an expert value); the test uses only those.",
+            note=("n: rows scored by both metrics (and with an expert value); the test uses only those. Each "
+                  "metric's scores are swapped as standardized ranks, so p does not depend on the metrics' units."),
             numeric={2, 3, 4}))
     if results.get("per_site_spearman"):
         sites = sorted({s for per in results["per_site_spearman"].values() for s in per})

@@ -160,8 +160,16 @@ def preference_accuracy(score_a: Sequence[float], score_b: Sequence[float], expe
 def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[float], expert: Sequence[float],
                               trials: int = 1000, seed: int = 0, method: str = "kendall") -> dict[str, float]:
     """Is A's correlation with the experts different from B's? Swap A and B's scores per sample at random
-    and count how often |corr(A') − corr(B')| ≥ the observed difference (two-sided, add-one smoothing)."""
-    a, b, e = (np.asarray(v, dtype=float) for v in (system_a, system_b, expert))
+    and count how often |corr(A') − corr(B')| ≥ the observed difference (two-sided, add-one smoothing).
+
+    What is swapped is each metric's standardized ranks, not its raw scores: swapping raw scores between a
+    0..1 metric and a 0..5 error count puts every swapped value at one end of the other's ranking, so the same two
+    rankings gave p = 0.007 or 0.128 depending on units (review 24). Deutsch, Dror & Roth (2021, TACL, "A
+    Statistical Analysis of Summarization Evaluation Metrics using Resampling Methods"; their nlpstats
+    ``permutation_test``) standardize each metric before permuting; ranks first make the p-value depend on the
+    rankings only, as the rank correlations compared here do (the observed difference is unchanged)."""
+    a, b = (_standard_ranks(np.asarray(v, dtype=float)) for v in (system_a, system_b))
+    e = np.asarray(expert, dtype=float)
     stat = _statistic(method)
 
     def diff(x, y):
@@ -183,6 +191,16 @@ def paired_randomization_test(system_a: Sequence[float], system_b: Sequence[floa
             counted += 1
             hits += abs(permuted) >= abs(observed) - 1e-12
     return {"difference": float(observed), "p_value": (hits + 1) / (counted + 1), "trials": counted}
+
+
+def _standard_ranks(scores):
+    """Average ranks (ties share theirs), centred and scaled to unit variance: the same for any monotone rescaling
+    of ``scores``. A constant vector stays constant (its correlation is undefined either way)."""
+    from scipy import stats
+
+    ranks = stats.rankdata(scores)
+    spread = ranks.std()
+    return (ranks - ranks.mean()) / spread if spread > 0 else ranks - ranks.mean()
 
 
 def paired_t_test(after: Sequence[float], before: Sequence[float]) -> dict[str, Any]:
