@@ -919,6 +919,13 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.CSV.GZ", _compressed("gzip", "dataset\nrexval\n"), id="csv-gz-upper-case"),
     pytest.param("data/dataset=rexval/part-0.parquet", _parquet({"candidate": ["c"]}), id="hive-partition"),
     pytest.param("data/year=2024/Dataset=rex%76al/part-0.csv", "candidate\nc\n", id="hive-partition-deeper"),
+    # review 24: UTF-32 was decoded as UTF-16 (its mark begins with UTF-16's), UTF-16/32 without a mark as UTF-8
+    pytest.param("train.csv", "dataset,text\nrexval,a\n".encode("utf-32"), id="csv-utf32"),
+    pytest.param("train.jsonl", (json.dumps(_REXVAL_ROW) + "\n").encode("utf-32"), id="jsonl-utf32"),
+    pytest.param("train.csv", "dataset,text\nrexval,a\n".encode("utf-16-le"), id="csv-utf16le-without-a-mark"),
+    pytest.param("train.tsv", "dataset\ttext\nrexval\ta\n".encode("utf-16-be"), id="tsv-utf16be-without-a-mark"),
+    pytest.param("train.csv", "dataset,text\nrexval,a\n".encode("utf-32-be"), id="csv-utf32be-without-a-mark"),
+    pytest.param("train.jsonl", (json.dumps(_REXVAL_ROW) + "\n").encode("utf-32-le"), id="jsonl-utf32le-no-mark"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -960,6 +967,8 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     *(pytest.param(f"train.jsonl{suffix}", _compressed("gzip", json.dumps(_REXVAL_ROW)), id=f"jsonl{suffix}")
       for suffix in (".lz4", ".z", ".bz", ".snappy", ".br", ".bak", ".part")),
     pytest.param("train.lz4", b"\x04\x22\x4d\x18 frame", id="lz4-of-unknown-kind"),
+    # review 24: NUL bytes no text encoding explains were decoded as UTF-8 and the file read as a table of nothing
+    pytest.param("train.csv", bytes(range(256)) * 8, id="csv-of-binary-bytes"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""

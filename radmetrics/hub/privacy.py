@@ -11,6 +11,7 @@ Three rules, checked before a byte is uploaded:
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import importlib
 import io
@@ -210,11 +211,41 @@ def _open_binary(path: Path, compression: str | None) -> BinaryIO:
     raise ValueError(f"no module here decompresses {compression} files")
 
 
+#: byte-order marks and the codec that reads past each: UTF-32's before UTF-16's, whose little-endian mark begins
+#: UTF-32's (utf-8-sig drops Excel's "CSV UTF-8" mark; Excel's "Unicode Text" (.txt) is UTF-16)
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_WIDE_ENCODINGS = ("utf-32-le", "utf-32-be", "utf-16-le", "utf-16-be")
+#: how much of a file the gate looks at to tell what it is
+_HEAD = 4096
+
+
+def _text_encoding(head: bytes) -> str:
+    """The encoding of a text data file from its first bytes: its byte-order mark, else UTF-8 (bytes that are not
+    UTF-8 replaced, so a cp1252 file's ASCII names are still read). NUL bytes in it are the zeros of UTF-16/32
+    written without a mark: it is read as the one of those that decodes it to the most printable ASCII, and if
+    none does to half of it, the file raises (unreadable). Review 24: a UTF-32 file was decoded as UTF-16 (its
+    mark starts with UTF-16's), and UTF-16 without a mark as UTF-8, so no dataset column was seen in either."""
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if b"\x00" not in head:
+        return "utf-8"
+
+    def ascii_share(encoding: str) -> float:
+        text = head[: len(head) // 4 * 4].decode(encoding, errors="replace")
+        return sum(" " <= c <= "~" or c in "\t\r\n" for c in text) / max(len(text), 1)
+
+    best = max(_WIDE_ENCODINGS, key=ascii_share)
+    if ascii_share(best) < 0.5:
+        raise ValueError("NUL bytes in a file of no text encoding the gate reads")
+    return best
+
+
 def _open_text(path: Path, compression: str | None) -> TextIO:
-    # utf-8-sig drops Excel's "CSV UTF-8" byte-order mark; Excel's "Unicode Text" (.txt) is UTF-16
     with _open_binary(path, compression) as fh:
-        head = fh.read(2)
-    encoding = "utf-16" if head in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+        head = fh.read(_HEAD)
+    encoding = _text_encoding(head)
     return io.TextIOWrapper(_open_binary(path, compression), encoding=encoding, errors="replace", newline="")
 
 
