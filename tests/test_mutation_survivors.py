@@ -926,6 +926,10 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.tsv", "dataset\ttext\nrexval\ta\n".encode("utf-16-be"), id="tsv-utf16be-without-a-mark"),
     pytest.param("train.csv", "dataset,text\nrexval,a\n".encode("utf-32-be"), id="csv-utf32be-without-a-mark"),
     pytest.param("train.jsonl", (json.dumps(_REXVAL_ROW) + "\n").encode("utf-32-le"), id="jsonl-utf32le-no-mark"),
+    # review 24: Excel's "sep=;" first line was read as the header
+    pytest.param("train.csv", "sep=;\ndataset;text\nrexval;a,b\n", id="csv-excel-sep-semicolon"),
+    pytest.param("train.csv", "\ufeffsep=\t\r\ntext\tdataset\r\na\trexval\r\n", id="csv-excel-sep-tab-after-a-mark"),
+    pytest.param("train.csv", "sep=|\ntext|dataset\na|rexval\n", id="csv-excel-sep-pipe"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from

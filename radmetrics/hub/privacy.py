@@ -122,6 +122,9 @@ _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".od
                     ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz")
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|"}
+#: Excel's first line naming the delimiter of the rest ("sep=;", "sep=\t", "sep=|"; review 24: its rows were
+#: read with the header "sep=;", so no dataset column was found)
+_EXCEL_SEP = re.compile(r'"?sep=(.)"?', re.IGNORECASE)
 #: huggingface_hub's download/upload bookkeeping beside a file (train.csv.metadata, train.csv.lock): read as
 #: sidecars, not as tables with no reader (review 22, M2), when they look like one (_SIDECAR_LINE)
 _SIDECAR_SUFFIXES = (".metadata", ".lock")
@@ -348,8 +351,15 @@ def _delimited_values(path: Path, suffix: str, compression: str | None) -> set[s
 def _delimited_values_within_limit(path: Path, suffix: str, compression: str | None) -> set[str]:
     import csv
 
-    for delimiter in _DELIMITERS[suffix]:
+    delimiters = _DELIMITERS[suffix]
+    with _open_text(path, compression) as fh:
+        declared = _EXCEL_SEP.fullmatch(next((line for line in fh if line.strip()), "").rstrip("\r\n"))
+    if declared:  # Excel's "sep=;" line: the header is the next record, split by that delimiter first
+        delimiters = declared.group(1) + delimiters.replace(declared.group(1), "")
+    for delimiter in delimiters:
         with _open_text(path, compression) as fh:
+            if declared:
+                next(line for line in fh if line.strip())
             # records, not lines (review 21, H1: the header was the first line, so a blank first line or a quoted
             # newline in a header field hid the dataset column); blank records are skipped, as pandas does
             records = (row for row in csv.reader(fh, delimiter=delimiter) if any(field.strip() for field in row))
