@@ -930,6 +930,15 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.csv", "sep=;\ndataset;text\nrexval;a,b\n", id="csv-excel-sep-semicolon"),
     pytest.param("train.csv", "\ufeffsep=\t\r\ntext\tdataset\r\na\trexval\r\n", id="csv-excel-sep-tab-after-a-mark"),
     pytest.param("train.csv", "sep=|\ntext|dataset\na|rexval\n", id="csv-excel-sep-pipe"),
+    # review 24: a file with no suffix was never read, nor JSON Lines in a .txt (read as a header and no rows)
+    pytest.param("data/train", json.dumps(_OPEN_ROW) + "\n" + json.dumps(_REXVAL_ROW) + "\n", id="jsonl-no-suffix"),
+    pytest.param("rows", "id,dataset\n1,rexval\n", id="csv-no-suffix"),
+    pytest.param("data/test", "text\tdataset\na\trexval\n".encode("utf-16"), id="tsv-utf16-no-suffix"),
+    pytest.param("rows", _parquet({"dataset": ["rexval"]}), id="parquet-no-suffix"),
+    pytest.param("train.gz", _compressed("gzip", json.dumps(_REXVAL_ROW)), id="gz-of-json-with-no-inner-suffix"),
+    pytest.param("train.txt", json.dumps(_REXVAL_ROW) + "\n", id="txt-of-json-lines"),
+    pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW]) + "\n", id="txt-of-json-arrays-after-text"),
+    pytest.param("train.csv", json.dumps({"data": [_REXVAL_ROW]}, indent=2), id="csv-holding-pretty-printed-json"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -958,7 +967,7 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
 @pytest.mark.parametrize("name, data", [
     pytest.param("train.jsonl.zst", b"\x28\xb5\x2f\xfd not a real frame", id="zst"),  # zstd: read only with a module
     pytest.param("train.parquet.gz", _compressed("gzip", "PAR1 not really"), id="broken-inside-gzip"),
-    pytest.param("train.gz", _compressed("gzip", json.dumps(_REXVAL_ROW)), id="gz-of-unknown-kind"),
+    pytest.param("train.gz", _compressed("gzip", "\x00\x01 binary"), id="gz-of-unknown-kind"),
     pytest.param("data.tar.gz", _compressed("gzip", "rows"), id="tar-gz"),
     pytest.param("train.zip", _zipped("train.jsonl", json.dumps(_REXVAL_ROW)), id="zip"),
     pytest.param("train.xlsx", b"PK\x03\x04 a workbook", id="spreadsheet"),
@@ -973,11 +982,40 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("train.lz4", b"\x04\x22\x4d\x18 frame", id="lz4-of-unknown-kind"),
     # review 24: NUL bytes no text encoding explains were decoded as UTF-8 and the file read as a table of nothing
     pytest.param("train.csv", bytes(range(256)) * 8, id="csv-of-binary-bytes"),
+    # review 24: a compressed or packed file under a later suffix was not taken for data, nor was one with no suffix
+    pytest.param("train.jsonl.gz.part", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gz-part"),
+    pytest.param("data.zip.001", _zipped("train.jsonl", json.dumps(_REXVAL_ROW)), id="split-zip"),
+    pytest.param("data/train", _zipped("train.jsonl", json.dumps(_REXVAL_ROW)), id="zip-with-no-suffix"),
+    pytest.param("rows", _compressed("gzip", json.dumps(_REXVAL_ROW)), id="gzip-with-no-suffix"),
+    pytest.param("rows", bytes(range(256)) * 8, id="binary-with-no-suffix"),
+    pytest.param("rows", json.dumps(_OPEN_ROW) + "\n{broken\n", id="json-lines-with-no-suffix-and-a-broken-line"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / name).write_bytes(data) if isinstance(data, bytes) else (tmp_path / name).write_text(data)
     assert restricted_reasons(tmp_path) == [f"{name} could not be read to check where its rows come from"]
+
+
+def test_an_ordinary_model_folder_may_go_public(tmp_path):
+    """Review 24: files with no suffix are sniffed now, and text files read for JSON lines too; a model folder's own
+    files (weights, tokenizer, licence, build and git files) hold no rows and must not keep a push private."""
+    files = {
+        "config.json": json.dumps({"architectures": ["X"]}), "tokenizer_config.json": "{}",
+        "tokenizer.json": json.dumps({"model": {"vocab": {"dataset": 1}}}), "special_tokens_map.json": "{}",
+        "vocab.txt": "[PAD]\n[UNK]\n{\n}\n[\n]\n1\n\"\nthe\n" + "".join(f"[unused{i}]\n" for i in range(100)),
+        "merges.txt": "#version: 0.2\nĠ t\n", "model.safetensors": b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ",
+        "training_args.bin": b"PK\x03\x04\x00\x00 a pickle", "README.md": "---\nlicense: mit\n---\n# Model\n",
+        ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n", ".gitignore": "*.pyc\n",
+        "LICENSE": "MIT License\n\nCopyright (c) 2024\n\n1. Permission is hereby granted, free of charge, to any person",
+        "Makefile": "all:\n\tpython train.py --dataset=mine\n", "README": "Read me.\n", "NOTICE": "",
+        "runs/x/events.out.tfevents.1700000000.ip-10-0-0-1.ec2.internal.1.0": b"\x18\x00\x00\x00\x00\xa3\x7fK",
+        "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data) if isinstance(data, bytes) else (tmp_path / name).write_text(data)
+    assert restricted_reasons(tmp_path) == []
 
 
 def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):

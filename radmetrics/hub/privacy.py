@@ -121,7 +121,13 @@ _DECOMPRESSORS = {".gz": ("gzip",), ".gzip": ("gzip",), ".bz2": ("bz2",), ".xz":
 _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".ods", ".pkl", ".pickle",
                     ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz")
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
-_DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|"}
+_DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
+#: what a file with no suffix holds, told by its first bytes (review 24: data/train holding JSON Lines went
+#: public): tables read by their reader; archives and compressed files with no suffix to say what is inside them
+#: are unreadable; anything else is text, read as a table or JSON (_text_values)
+_MAGIC = ((b"PAR1", ".parquet"), (b"ARROW1", ".arrow"), (b"\xff\xff\xff\xff", ".arrow"))
+_PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
+           b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!", b"SQLite format 3\x00")
 #: Excel's first line naming the delimiter of the rest ("sep=;", "sep=\t", "sep=|"; review 24: its rows were
 #: read with the header "sep=;", so no dataset column was found)
 _EXCEL_SEP = re.compile(r'"?sep=(.)"?', re.IGNORECASE)
@@ -139,12 +145,17 @@ def _data_kind(path: Path) -> tuple[str, str | None] | None:
     ".gz"); None for anything else (weights, code, the card)."""
     suffix, inner = path.suffix.lower(), Path(path.stem).suffix.lower()
     if suffix in _DECOMPRESSORS:
-        return inner, suffix  # an unknown inner suffix fails in _column_values: unreadable
+        return inner, suffix  # an unknown inner suffix fails in _column_values: unreadable; none (train.gz) is sniffed
     # a table under any other last suffix (train.jsonl.lz4, train.csv.bak) is data too: with no reader for that
-    # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public)
-    if suffix in _TABLE_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES:
+    # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public);
+    # so is a compressed or packed one under any later suffixes (review 24: train.jsonl.gz.part, data.zip.001)
+    earlier = {s.lower() for s in path.suffixes[:-1]}
+    if (suffix in _TABLE_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES
+            or earlier.intersection(_TABLE_SUFFIXES + _OPAQUE_SUFFIXES + tuple(_DECOMPRESSORS))):
         return suffix, None
-    return None
+    # a file with no suffix at all (data/train, rows, LICENSE, Makefile) is sniffed (_MAGIC); a dotfile
+    # (.gitattributes) has no suffix either
+    return ("", None) if not suffix else None
 
 
 def _uploaded(folder: Path) -> list[Path]:
@@ -258,7 +269,9 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
     if suffix in _ARROW_SUFFIXES:
         names.update(_arrow_values(path, suffix, compression))
     elif suffix in _DELIMITED_SUFFIXES:
-        names.update(_delimited_values(path, suffix, compression))
+        names.update(_text_values(path, suffix, compression))
+    elif suffix == "":
+        names.update(_sniffed_values(path, compression))
     elif suffix in _SIDECAR_SUFFIXES:
         names.update(_sidecar_words(path))
     elif suffix in _JSON_SUFFIXES:
@@ -336,6 +349,42 @@ def _strings(value: object) -> set[str]:
     if isinstance(value, dict):
         value = list(value.values())
     return set().union(*map(_strings, value)) if isinstance(value, list) else set()
+
+
+def _sniffed_values(path: Path, compression: str | None) -> set[str]:
+    """The `dataset` values of a file with no suffix to say what it holds, told by its first bytes (_MAGIC)."""
+    with _open_binary(path, compression) as fh:
+        head = fh.read(16)
+    suffix = next((suffix for magic, suffix in _MAGIC if head.startswith(magic)), None)
+    if suffix is not None:
+        return _arrow_values(path, suffix, compression)
+    if head.startswith(_PACKED):
+        raise ValueError("an archive or compressed file with no suffix to say what it holds")
+    return _text_values(path, "", compression)  # NUL bytes no text encoding explains raise here
+
+
+def _text_values(path: Path, suffix: str, compression: str | None) -> set[str]:
+    """The `dataset` values of a text file (.csv, .tsv, .txt, no suffix): JSON when it starts with an object,
+    every value of it read as in a .jsonl file; else a delimited table, or JSON Lines in a file with no dataset
+    column (review 24: a .txt or suffix-less file of JSON Lines went public, its lines read as a header and rows
+    of nothing). Only the lines that parse are read then, as a tokenizer's vocab.txt ("[PAD]") is not JSON."""
+    with _open_text(path, compression) as fh:
+        first = next((line for line in fh if line.strip()), "")
+    if first.lstrip().startswith("{"):
+        with _open_text(path, compression) as fh:
+            text = fh.read()
+        return set().union(*map(_json_values, _json_documents(text)))
+    values = _delimited_values(path, suffix or "", compression)
+    if values:
+        return values
+    with _open_text(path, compression) as fh:
+        for line in fh:
+            if line.lstrip().startswith(("{", "[")):
+                try:
+                    values.update(_json_values(json.loads(line)))
+                except ValueError:
+                    continue  # a line of text, not JSON
+    return values
 
 
 def _delimited_values(path: Path, suffix: str, compression: str | None) -> set[str]:
