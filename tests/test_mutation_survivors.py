@@ -939,6 +939,11 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.txt", json.dumps(_REXVAL_ROW) + "\n", id="txt-of-json-lines"),
     pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW]) + "\n", id="txt-of-json-arrays-after-text"),
     pytest.param("train.csv", json.dumps({"data": [_REXVAL_ROW]}, indent=2), id="csv-holding-pretty-printed-json"),
+    # review 24: YAML was never read
+    pytest.param("train.yaml", "- id: '1'\n  dataset: rexval\n", id="yaml-rows"),
+    pytest.param("train.yml", "---\nversion: 1\n---\ndata: {dataset: [mine, rexval]}\n", id="yml-documents"),
+    pytest.param("train.yaml", "!!python/object:x.Y\nrows: [{dataset: !custom rexval}]\n", id="yaml-tags"),
+    pytest.param("train.yaml.gz", _compressed("gzip", "dataset: rexval\n"), id="yaml-gz"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -989,6 +994,7 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("rows", _compressed("gzip", json.dumps(_REXVAL_ROW)), id="gzip-with-no-suffix"),
     pytest.param("rows", bytes(range(256)) * 8, id="binary-with-no-suffix"),
     pytest.param("rows", json.dumps(_OPEN_ROW) + "\n{broken\n", id="json-lines-with-no-suffix-and-a-broken-line"),
+    pytest.param("train.yaml", "- dataset: mine\n- [broken\n", id="yaml-that-does-not-parse"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
@@ -1011,6 +1017,8 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         "Makefile": "all:\n\tpython train.py --dataset=mine\n", "README": "Read me.\n", "NOTICE": "",
         "runs/x/events.out.tfevents.1700000000.ip-10-0-0-1.ec2.internal.1.0": b"\x18\x00\x00\x00\x00\xa3\x7fK",
         "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
+        # a config of its own tags, and the one dataset it names is open
+        ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n", "CITATION.cff": "x: 1\n",
     }
     for name, data in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -110,6 +110,11 @@ _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt")
 _ARROW_SUFFIXES = (".parquet", ".arrow", ".feather")
 _TABLE_SUFFIXES = _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES
+#: read as JSON is, for `dataset` keys however deep (review 24: YAML rows went public unread). A config.yaml is
+#: read too, as config.json is: one whose `dataset` names credentialed data says the folder was made from it.
+#: PyYAML comes with radmetrics[hub] (and huggingface_hub): where it does not import nothing is pushed, and a
+#: YAML file counts as unreadable
+_YAML_SUFFIXES = (".yaml", ".yml")
 #: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them (fsspec's spellings too:
 #: .gzip, .lzma, .zstd); each by the first module that imports (zstd is in the standard library only from
 #: Python 3.14; lz4 only with the lz4 package)
@@ -150,7 +155,7 @@ def _data_kind(path: Path) -> tuple[str, str | None] | None:
     # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public);
     # so is a compressed or packed one under any later suffixes (review 24: train.jsonl.gz.part, data.zip.001)
     earlier = {s.lower() for s in path.suffixes[:-1]}
-    if (suffix in _TABLE_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES
+    if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES
             or earlier.intersection(_TABLE_SUFFIXES + _OPAQUE_SUFFIXES + tuple(_DECOMPRESSORS))):
         return suffix, None
     # a file with no suffix at all (data/train, rows, LICENSE, Makefile) is sniffed (_MAGIC); a dotfile
@@ -272,6 +277,9 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
         names.update(_text_values(path, suffix, compression))
     elif suffix == "":
         names.update(_sniffed_values(path, compression))
+    elif suffix in _YAML_SUFFIXES:
+        with _open_text(path, compression) as fh:
+            names.update(set().union(*map(_json_values, _yaml_documents(fh.read()))))
     elif suffix in _SIDECAR_SUFFIXES:
         names.update(_sidecar_words(path))
     elif suffix in _JSON_SUFFIXES:
@@ -322,6 +330,26 @@ def _json_documents(text: str) -> Iterator[object]:
         end = _BETWEEN_JSON.match(text, end).end()
     if error is not None:
         raise error
+
+
+def _yaml_documents(text: str) -> list[object]:
+    """The documents of a YAML file, loaded safely. A tag (!!python/object, !include, !ENV) is read as the plain
+    mapping, list or string under it, so a config with tags of its own is read, not called unreadable; only YAML
+    that does not parse raises."""
+    import yaml
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    def untagged(loader: yaml.SafeLoader, tag: str, node: yaml.Node) -> object:
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
+
+    Loader.add_multi_constructor("", untagged)
+    return list(yaml.load_all(text, Loader=Loader))  # a subclass of SafeLoader: no object is built
 
 
 def _json_values(data: object) -> set[str]:
