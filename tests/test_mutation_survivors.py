@@ -1063,7 +1063,10 @@ def test_every_spelling_of_a_credentialed_dataset_keeps_the_folder_private(tmp_p
                                    "2023rexval",
                                    # review 23 (L1)
                                    "mimicv2", "MIMICv2", "MIMICdata", "CXRradeval", "myrexval", "ｒｅｘｖａｌ",
-                                   "ＭＩＭＩＣ-ＣＸＲ"])
+                                   "ＭＩＭＩＣ-ＣＸＲ",
+                                   # review 24: a word start after "ß" (case-folded to "ss") was looked for one
+                                   # letter early
+                                   "StraßeCXRradeval", "ßßCXRradeval", "GroßCXRrateeval"])
 def test_glued_or_hyphenated_credentialed_names_keep_the_folder_private(tmp_path, value):
     """Review 22 (L1): names glued to another word or split by a separator went public ("PhysioNetMIMIC" was
     private before review 21's fix). Distinctive names are found anywhere once separators are dropped, so an open

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import importlib
+import itertools
 import io
 import json
 import re
@@ -86,21 +87,24 @@ def _names_credentialed_data(name: str) -> bool:
     "MIMICdata", "CXRradeval", "myrexval" and full-width letters."""
     from radmetrics.data import PHYSIONET_DERIVED
 
+    # those of _RESTRICTED_NAMES ("rexval", "refisco") are found anywhere already
+    word_start_names = {_SEPARATORS.sub("", n) for n in PHYSIONET_DERIVED}.difference(_RESTRICTED_NAMES)
     name = unicodedata.normalize("NFKC", name)  # full-width "ｒｅｘｖａｌ" is "rexval" (review 23, L1)
-    words = _SEPARATORS.sub(" ", _CAMEL_CASE.sub(" ", name).casefold()).split()  # "OpenMIMIC-3" -> open mimic 3
-    squashed = "".join(words)
-    # a word may also start where the case changes the other way ("CXRradeval": capitals then a lower-case word)
-    cased = _SEPARATORS.sub("", name)
+    words = _SEPARATORS.sub(" ", _CAMEL_CASE.sub(" ", name)).split()  # "OpenMIMIC-3" -> Open MIMIC 3
+    cased = "".join(words)
+    # a word starts after a separator or a case change ("OpenMIMIC"), either way ("CXRradeval": capitals then a
+    # lower-case word); found in CASED, whose offsets are those of its letters before case-folding changes their
+    # number ("ß" -> "ss": review 24)
     starts = {i for i in range(len(cased)) if i == 0 or cased[i - 1].isupper() != cased[i].isupper()}
-    at = 0
-    for word in words:
-        starts.add(at)
-        at += len(word)
+    starts.update(itertools.accumulate(map(len, words[:-1])))
+    folded = [0, *itertools.accumulate(len(c.casefold()) for c in cased)]  # CASED's offsets in SQUASHED
+    squashed = cased.casefold()
     if any(n in squashed for n in _RESTRICTED_NAMES):  # no other name holds these letters ("xphysionet", "myrexval")
         return True
     # the others only where a word starts ("upgradevalue" holds "radeval", "accurateevaluation" "rateeval")
-    if any(squashed.startswith(_SEPARATORS.sub("", n), i) for n in PHYSIONET_DERIVED for i in starts):
+    if any(squashed.startswith(n, folded[i]) for n in word_start_names for i in starts):
         return True
+    words = [word.casefold() for word in words]
     return _MIMIC_WORD.search(" ".join(words)) is not None or _MIMIC_CAPITALS.search(name) is not None
 
 
