@@ -882,6 +882,27 @@ def _parquet(columns: dict) -> bytes:
 _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c"}
 
 
+def _sqlite(*statements: str) -> bytes:
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = sqlite3.connect(Path(folder) / "x.db")
+        for statement in statements:
+            db.execute(statement)
+        db.commit()
+        db.close()
+        return (Path(folder) / "x.db").read_bytes()
+
+
+_REXVAL_DB = _sqlite("CREATE TABLE rows (id TEXT, Dataset TEXT)", "INSERT INTO rows VALUES ('1', 'rexval')")
+
+
+def _notebook(*outputs: dict) -> str:
+    return json.dumps({"nbformat": 4, "metadata": {}, "cells": [
+        {"cell_type": "code", "source": ["df.head()"], "metadata": {}, "outputs": list(outputs)}]})
+
+
 @pytest.mark.parametrize("name, data", [
     pytest.param("train.csv", "\ufeffdataset,reference,candidate\nrexval,r,c\n", id="csv-utf8-bom"),
     pytest.param("train.csv", " Dataset ;reference\nrexval;r\n", id="csv-semicolons-and-spelling"),
@@ -944,6 +965,18 @@ _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c
     pytest.param("train.yml", "---\nversion: 1\n---\ndata: {dataset: [mine, rexval]}\n", id="yml-documents"),
     pytest.param("train.yaml", "!!python/object:x.Y\nrows: [{dataset: !custom rexval}]\n", id="yaml-tags"),
     pytest.param("train.yaml.gz", _compressed("gzip", "dataset: rexval\n"), id="yaml-gz"),
+    # review 24: SQLite databases and notebooks' outputs were never read
+    pytest.param("train.sqlite", _REXVAL_DB, id="sqlite"),
+    pytest.param("data/rows", _REXVAL_DB, id="sqlite-with-no-suffix"),
+    pytest.param("cache.db", _sqlite('CREATE TABLE "a ""b" (x TEXT, dataset TEXT)', 'CREATE TABLE c (y)',
+                                     "INSERT INTO \"a \"\"b\" VALUES ('x', 'rexval')", "INSERT INTO c VALUES (1)"),
+                 id="db-quoted-table-name"),
+    pytest.param("eda.ipynb", _notebook({"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                                         "data": {"text/plain": ["  id dataset\n", "0  1  rexval"],
+                                                  "text/html": ["<table><td>1</td><td>rexval</td></table>"],
+                                                  "image/png": "iVBORw0KGgo="}}), id="notebook-table"),
+    pytest.param("eda.ipynb", _notebook({"output_type": "stream", "name": "stdout", "text": "{'dataset': 'rexval'}"}),
+                 id="notebook-printed-row"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -995,6 +1028,11 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("rows", bytes(range(256)) * 8, id="binary-with-no-suffix"),
     pytest.param("rows", json.dumps(_OPEN_ROW) + "\n{broken\n", id="json-lines-with-no-suffix-and-a-broken-line"),
     pytest.param("train.yaml", "- dataset: mine\n- [broken\n", id="yaml-that-does-not-parse"),
+    pytest.param("train.db", b"not a database at all" * 100, id="db-that-is-no-sqlite-database"),
+    pytest.param("train.sqlite-wal", b"\x37\x7f\x06\x82 a write-ahead log", id="sqlite-write-ahead-log"),
+    pytest.param("train.sqlite.gz", _compressed("gzip", "SQLite format 3"), id="compressed-sqlite"),
+    *(pytest.param(f"train{suffix}", b"PK\x03\x04 rows", id=suffix[1:]) for suffix in (".xlsm", ".ods", ".orc")),
+    pytest.param("eda.ipynb", "{broken", id="notebook-that-is-not-json"),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
@@ -1019,6 +1057,7 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
         # a config of its own tags, and the one dataset it names is open
         ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n", "CITATION.cff": "x: 1\n",
+        "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
     }
     for name, data in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -119,6 +119,11 @@ _TABLE_SUFFIXES = _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES
 #: PyYAML comes with radmetrics[hub] (and huggingface_hub): where it does not import nothing is pushed, and a
 #: YAML file counts as unreadable
 _YAML_SUFFIXES = (".yaml", ".yml")
+#: SQLite databases (the standard library reads them: review 24, their rows went public unread), and notebooks,
+#: whose outputs may show rows (df.head()): the words they printed are read as names
+_SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3")
+_NOTEBOOK_SUFFIXES = (".ipynb",)
+_OUTPUT_WORDS = re.compile(r"[\s<>|,;\"'`=(){}\[\]]+")
 #: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them (fsspec's spellings too:
 #: .gzip, .lzma, .zstd); each by the first module that imports (zstd is in the standard library only from
 #: Python 3.14; lz4 only with the lz4 package)
@@ -128,7 +133,11 @@ _DECOMPRESSORS = {".gz": ("gzip",), ".gzip": ("gzip",), ".bz2": ("bz2",), ".xz":
 #: data the gate cannot look into: an upload of one keeps the push private (fail closed); compressions with no
 #: reader here among them
 _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".ods", ".pkl", ".pickle",
-                    ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz")
+                    ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz",
+                    # review 24: more spreadsheets and tables, and the rows a SQLite database holds beside it (its
+                    # write-ahead log or rollback journal, which the read-only reader leaves out)
+                    ".xlsm", ".xlsb", ".numbers", ".orc", ".avro", ".duckdb",
+                    *(f"{db}-{log}" for db in _SQLITE_SUFFIXES for log in ("wal", "journal")))
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
 #: what a file with no suffix holds, told by its first bytes (review 24: data/train holding JSON Lines went
@@ -137,6 +146,7 @@ _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
 _MAGIC = ((b"PAR1", ".parquet"), (b"ARROW1", ".arrow"), (b"\xff\xff\xff\xff", ".arrow"))
 _PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
            b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!", b"SQLite format 3\x00")
+_SQLITE_MAGIC = b"SQLite format 3\x00"  # read where it is not compressed
 #: Excel's first line naming the delimiter of the rest ("sep=;", "sep=\t", "sep=|"; review 24: its rows were
 #: read with the header "sep=;", so no dataset column was found)
 _EXCEL_SEP = re.compile(r'"?sep=(.)"?', re.IGNORECASE)
@@ -159,7 +169,8 @@ def _data_kind(path: Path) -> tuple[str, str | None] | None:
     # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public);
     # so is a compressed or packed one under any later suffixes (review 24: train.jsonl.gz.part, data.zip.001)
     earlier = {s.lower() for s in path.suffixes[:-1]}
-    if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _OPAQUE_SUFFIXES or inner in _TABLE_SUFFIXES
+    if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _SQLITE_SUFFIXES + _NOTEBOOK_SUFFIXES + _OPAQUE_SUFFIXES
+            or inner in _TABLE_SUFFIXES
             or earlier.intersection(_TABLE_SUFFIXES + _OPAQUE_SUFFIXES + tuple(_DECOMPRESSORS))):
         return suffix, None
     # a file with no suffix at all (data/train, rows, LICENSE, Makefile) is sniffed (_MAGIC); a dotfile
@@ -281,6 +292,12 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
         names.update(_text_values(path, suffix, compression))
     elif suffix == "":
         names.update(_sniffed_values(path, compression))
+    elif suffix in _SQLITE_SUFFIXES and compression is None:
+        names.update(_sqlite_values(path))
+    elif suffix in _NOTEBOOK_SUFFIXES:
+        with _open_text(path, compression) as fh:
+            notebook = json.loads(fh.read())
+        names.update(_json_values(notebook), *(filter(None, _OUTPUT_WORDS.split(t)) for t in _printed(notebook)))
     elif suffix in _YAML_SUFFIXES:
         with _open_text(path, compression) as fh:
             names.update(set().union(*map(_json_values, _yaml_documents(fh.read()))))
@@ -356,6 +373,47 @@ def _yaml_documents(text: str) -> list[object]:
     return list(yaml.load_all(text, Loader=Loader))  # a subclass of SafeLoader: no object is built
 
 
+def _sqlite_values(path: Path) -> set[str]:
+    """`dataset` values in every table and view of a SQLite database, opened read-only and immutable so nothing is
+    written beside it; a file that is no database raises (unreadable)."""
+    import sqlite3
+
+    def quoted(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    values: set[str] = set()
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    try:
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        for (table,) in tables:
+            for column in (row[1] for row in db.execute(f"PRAGMA table_info({quoted(table)})").fetchall()):
+                if _is_dataset_key(column):
+                    query = f"SELECT DISTINCT {quoted(column)} FROM {quoted(table)}"
+                    values.update(str(v) for (v,) in db.execute(query) if v is not None)
+    finally:
+        db.close()
+    return values
+
+
+def _printed(notebook: object) -> Iterator[str]:
+    """The text a notebook's cells printed ("outputs": stream text, and text/* results such as a table's
+    text/plain and text/html), however deep; not its code, nor images."""
+    if isinstance(notebook, list):
+        for item in notebook:
+            yield from _printed(item)
+    elif isinstance(notebook, dict):
+        for key, value in notebook.items():
+            if key != "outputs" or not isinstance(value, list):
+                yield from _printed(value)
+                continue
+            for output in filter(lambda o: isinstance(o, dict), value):
+                yield from _strings(output.get("text"))
+                data = output.get("data")
+                for mime, shown in (data.items() if isinstance(data, dict) else ()):
+                    if str(mime).startswith("text/"):
+                        yield from _strings(shown)
+
+
 def _json_values(data: object) -> set[str]:
     """`dataset` values in parsed JSON: rows ([{...}] or one {...}), columns ({"dataset": [...]}), or either under
     other fields however deep ({"data": [...]}, datasets' field= layout; review 21, H1: two fields down,
@@ -390,6 +448,8 @@ def _sniffed_values(path: Path, compression: str | None) -> set[str]:
     suffix = next((suffix for magic, suffix in _MAGIC if head.startswith(magic)), None)
     if suffix is not None:
         return _arrow_values(path, suffix, compression)
+    if head.startswith(_SQLITE_MAGIC) and compression is None:
+        return _sqlite_values(path)
     if head.startswith(_PACKED):
         raise ValueError("an archive or compressed file with no suffix to say what it holds")
     return _text_values(path, "", compression)  # NUL bytes no text encoding explains raise here
