@@ -882,6 +882,15 @@ def _parquet(columns: dict) -> bytes:
 _OPEN_ROW = {"id": "2", "dataset": "radgraph", "reference": "r", "candidate": "c"}
 
 
+def _arrow_stream(columns: dict) -> bytes:
+    import pyarrow as pa
+
+    table, buf = pa.table(columns), pa.BufferOutputStream()
+    with pa.ipc.new_stream(buf, table.schema) as writer:
+        writer.write_table(table)
+    return buf.getvalue().to_pybytes()
+
+
 def _sqlite(*statements: str) -> bytes:
     import sqlite3
     import tempfile
@@ -977,6 +986,14 @@ def _notebook(*outputs: dict) -> str:
                                                   "image/png": "iVBORw0KGgo="}}), id="notebook-table"),
     pytest.param("eda.ipynb", _notebook({"output_type": "stream", "name": "stdout", "text": "{'dataset': 'rexval'}"}),
                  id="notebook-printed-row"),
+    # review 24: a dataset field inside a struct column, and pandas' orient="split" JSON, were never read
+    pytest.param("train.parquet", _parquet({"meta": [{"dataset": "mine"}, {"dataset": "rexval"}], "x": [1, 2]}),
+                 id="parquet-struct-column"),
+    pytest.param("train.parquet", _parquet({"rows": [[{"Dataset": "rexval"}]]}), id="parquet-list-of-structs"),
+    pytest.param("data-00000.arrow", _arrow_stream({"meta": [{"dataset": "rexval"}]}), id="arrow-struct-column"),
+    pytest.param("train.parquet", _parquet({"dataset": [b"rexval"]}), id="parquet-binary-column"),
+    pytest.param("train.json", json.dumps({"columns": ["id", "dataset"], "index": [0], "data": [["1", "rexval"]]}),
+                 id="json-pandas-orient-split"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from

@@ -21,12 +21,15 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 from urllib.parse import unquote
 
 from radmetrics.errors import RadmetricsError
 # the card stamp lives with the card templates, so dataset writers (radmetrics.data) need not import hub
 from radmetrics.hub_cards import _CARD_MARKER, card_with_marker, strip_marker  # noqa: F401
+
+if TYPE_CHECKING:
+    import pyarrow
 
 
 class PushRefused(RadmetricsError):
@@ -423,6 +426,9 @@ def _json_values(data: object) -> set[str]:
     if not isinstance(data, dict):
         return set()
     values: set[str] = set()
+    columns, rows = data.get("columns"), data.get("data")
+    if isinstance(columns, list) and isinstance(rows, list):  # pandas' orient="split" (review 24: went public)
+        values.update(_json_values([dict(zip(map(str, columns), row)) for row in rows if isinstance(row, list)]))
     for key, value in data.items():
         if _is_dataset_key(key):
             values.update(_strings(value))
@@ -433,7 +439,9 @@ def _json_values(data: object) -> set[str]:
 
 def _strings(value: object) -> set[str]:
     """The strings in a `dataset` value, however nested: "rexval", ["rexval"], {"name": "rexval"} (review 22, L6:
-    an object there was skipped)."""
+    an object there was skipped), and bytes as text (a binary column of Parquet or Arrow)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
     if isinstance(value, str):
         return {value}
     if isinstance(value, dict):
@@ -505,16 +513,15 @@ def _delimited_values_within_limit(path: Path, suffix: str, compression: str | N
             # newline in a header field hid the dataset column); blank records are skipped, as pandas does
             records = (row for row in csv.reader(fh, delimiter=delimiter) if any(field.strip() for field in row))
             header = next(records, [])
-            column = next((i for i, name in enumerate(header) if _is_dataset_key(name)), None)
-            if column is None:
+            columns = [i for i, name in enumerate(header) if _is_dataset_key(name)]
+            if not columns:
                 continue
             values = set()
             for row in records:
                 # a row longer than the header starts with its index, which pandas (so `datasets`) sets aside: R's
                 # write.table writes row names under no header field (review 21, H1)
-                field = column + max(len(row) - len(header), 0)
-                if field < len(row) and row[field]:
-                    values.add(row[field])
+                shift = max(len(row) - len(header), 0)
+                values.update(row[i + shift] for i in columns if i + shift < len(row) and row[i + shift])
             return values
     return set()  # no dataset column: the rest is not read (a tokenizer's .txt files are not tables)
 
@@ -530,15 +537,30 @@ def _arrow_values(path: Path, suffix: str, compression: str | None) -> set[str]:
             source = pa.py_buffer(fh.read())
     if suffix == ".parquet":
         parquet = pq.ParquetFile(pa.BufferReader(source) if compression else source)
-        column = next((n for n in parquet.schema_arrow.names if _is_dataset_key(n)), None)
-        table = parquet.read(columns=[column]) if column else None
+        table = parquet.read(columns=_dataset_columns(parquet.schema_arrow))
     else:  # datasets' cache files are Arrow streams; a plain Arrow (or Feather v2) file is read as one too
         try:
             table = pa.ipc.open_stream(source).read_all()
         except pa.ArrowInvalid:
             table = pa.ipc.open_file(pa.BufferReader(source) if compression else source).read_all()
-        column = next((n for n in table.column_names if _is_dataset_key(n)), None)
-    return set() if column is None else {str(v) for v in table.column(column).to_pylist() if v is not None}
+        table = table.select(_dataset_columns(table.schema))
+    # rows as JSON's are read: {"dataset": "rexval"}, {"meta": {"dataset": "rexval"}}, {"dataset": ["rexval"]}
+    return _json_values(table.to_pylist()) if table.num_columns else set()
+
+
+def _dataset_columns(schema: pyarrow.Schema) -> list[str]:
+    """The columns of a table that are, or hold, a dataset field: a struct (or a list of them) with one inside
+    reads as nested JSON does (review 24: {"meta": {"dataset": "rexval"}} went public from Parquet and Arrow)."""
+    import pyarrow as pa
+
+    def holds(kind: pyarrow.DataType) -> bool:
+        if pa.types.is_struct(kind):
+            return any(_is_dataset_key(kind.field(i).name) or holds(kind.field(i).type) for i in range(kind.num_fields))
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+            return holds(kind.value_type)
+        return False
+
+    return [field.name for field in schema if _is_dataset_key(field.name) or holds(field.type)]
 
 
 def check_public_allowed(folder: str | Path, what: str) -> None:
