@@ -994,6 +994,13 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("train.parquet", _parquet({"dataset": [b"rexval"]}), id="parquet-binary-column"),
     pytest.param("train.json", json.dumps({"columns": ["id", "dataset"], "index": [0], "data": [["1", "rexval"]]}),
                  id="json-pandas-orient-split"),
+    # review 24: only a column named "dataset" itself was read
+    pytest.param("train.jsonl", json.dumps({"id": "1", "dataset_name": "rexval"}) + "\n", id="jsonl-dataset-name"),
+    pytest.param("train.csv", "dataset,Source Dataset\nmine,rexval\n", id="csv-second-dataset-column"),
+    pytest.param("train.parquet", _parquet({"hf_dataset": ["rexval"]}), id="parquet-hf-dataset"),
+    pytest.param("data/dataset_name=rexval/part-0.csv", "candidate\nc\n", id="hive-partition-dataset-name"),
+    pytest.param("dataset_info.json", json.dumps({"dataset_name": "rexval", "description": ""}),
+                 id="save-to-disk-dataset-info"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -1074,6 +1081,7 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
         # a config of its own tags, and the one dataset it names is open
         ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n", "CITATION.cff": "x: 1\n",
+        "data_args.json": json.dumps({"dataset_text_field": "text", "datasets": [{"path": "lab/my_reports"}]}),
         "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
     }
     for name, data in files.items():
@@ -1087,6 +1095,8 @@ def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):
 
     (tmp_path / "train.jsonl.gz").write_bytes(gzip.compress(b'{"dataset": "mine", "text": "a"}\n'))
     (tmp_path / "test.tsv").write_text("dataset\ttext\nmine\ta\n")
+    # its text names ReXVal, its dataset column does not: a header split at the wrong delimiter is not one
+    (tmp_path / "scores.csv").write_text("id;dataset;text\n1;mine;compared with rexval, better\n")
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\nthe\n")  # a tokenizer's files are not tables
     (tmp_path / "merges.txt").write_text("#version: 0.2\n" + "x" * 200_000 + "\n")  # a long line is no error
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["X"], "id2label": {"0": "a"}}))

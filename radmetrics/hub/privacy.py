@@ -231,9 +231,16 @@ def _partition_values(relative: Path) -> set[str]:
     return {unquote(value) for key, equals, value in pairs if equals and _is_dataset_key(key)}
 
 
+#: a key or column naming where rows come from: "dataset" and names made with it ("dataset_name", "Source
+#: Dataset", "hf-dataset", "datasets"; review 24: rows whose provenance column was "dataset_name" went public);
+#: of letters, digits, blanks, "_", "-" and "." only, so a header split at the wrong delimiter ("id;dataset;text"
+#: read with ",") is not one
+_DATASET_KEY = re.compile(r"[\w .-]*dataset[\w .-]*")
+
+
 def _is_dataset_key(key: object) -> bool:
     # "Dataset", " dataset", and the byte-order mark a utf-8 decode leaves on a first column (review 20, F4)
-    return isinstance(key, str) and key.replace("\ufeff", "").strip().casefold() == "dataset"
+    return isinstance(key, str) and _DATASET_KEY.fullmatch(key.replace("\ufeff", "").strip().casefold()) is not None
 
 
 def _open_binary(path: Path, compression: str | None) -> BinaryIO:
