@@ -1001,6 +1001,12 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("data/dataset_name=rexval/part-0.csv", "candidate\nc\n", id="hive-partition-dataset-name"),
     pytest.param("dataset_info.json", json.dumps({"dataset_name": "rexval", "description": ""}),
                  id="save-to-disk-dataset-info"),
+    # review 24: a header after an export's title rows, and a suffix followed by an editor's mark, went public
+    pytest.param("train.csv", "Export of 2024-01-01\nNotes: none\n\nid,dataset\n1,rexval\n", id="csv-title-rows"),
+    pytest.param("train.jsonl~", json.dumps(_REXVAL_ROW) + "\n", id="jsonl-editor-backup"),
+    pytest.param("train.csv#", "dataset\nrexval\n", id="csv-autosave-mark"),
+    pytest.param("train.jsonl ", json.dumps(_REXVAL_ROW) + "\n", id="jsonl-suffix-with-a-blank-after-it"),
+    pytest.param("train.jsonl.gz~", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gz-backup"),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -1076,11 +1082,14 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         "training_args.bin": b"PK\x03\x04\x00\x00 a pickle", "README.md": "---\nlicense: mit\n---\n# Model\n",
         ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n", ".gitignore": "*.pyc\n",
         "LICENSE": "MIT License\n\nCopyright (c) 2024\n\n1. Permission is hereby granted, free of charge, to any person",
-        "Makefile": "all:\n\tpython train.py --dataset=mine\n", "README": "Read me.\n", "NOTICE": "",
+        "Makefile": "all:\n\tpython train.py --dataset=mine\n", "NOTICE": "",
         "runs/x/events.out.tfevents.1700000000.ip-10-0-0-1.ec2.internal.1.0": b"\x18\x00\x00\x00\x00\xa3\x7fK",
         "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
         # a config of its own tags, and the one dataset it names is open
         ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n", "CITATION.cff": "x: 1\n",
+        # text that names ReXVal holds no rows of it; prose is no header ("dataset" is in it)
+        "notes.txt": "It was trained on a private dataset.\nIt scores 0.7 on ReXVal.\n",
+        "README": "# Model\n\nThis model was trained on a private dataset, not MIMIC-CXR.\nIt scores 0.7 on ReXVal.\n",
         "data_args.json": json.dumps({"dataset_text_field": "text", "datasets": [{"path": "lab/my_reports"}]}),
         "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
     }

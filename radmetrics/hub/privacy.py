@@ -150,6 +150,8 @@ _MAGIC = ((b"PAR1", ".parquet"), (b"ARROW1", ".arrow"), (b"\xff\xff\xff\xff", ".
 _PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
            b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!", b"SQLite format 3\x00")
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # read where it is not compressed
+#: records a table's header is looked for in
+_HEADER_ROWS = 10
 #: Excel's first line naming the delimiter of the rest ("sep=;", "sep=\t", "sep=|"; review 24: its rows were
 #: read with the header "sep=;", so no dataset column was found)
 _EXCEL_SEP = re.compile(r'"?sep=(.)"?', re.IGNORECASE)
@@ -162,16 +164,20 @@ _SIDECAR_LINE = re.compile(r"[\w.+-]*")
 _FIELD_LIMIT = 2**31 - 1
 
 
+_SUFFIX_MARKS = re.compile(r"[^a-z0-9]+$")
+
+
 def _data_kind(path: Path) -> tuple[str, str | None] | None:
     """(table suffix, compression suffix) of a file that looks like data, e.g. train.jsonl.gz -> (".jsonl",
-    ".gz"); None for anything else (weights, code, the card)."""
-    suffix, inner = path.suffix.lower(), Path(path.stem).suffix.lower()
+    ".gz"); None for anything else (weights, code, the card). Marks after a suffix do not hide it: an editor's
+    backup train.jsonl~, train.csv#, "train.jsonl " (review 24: each went public unread)."""
+    suffixes = ["", "", *(_SUFFIX_MARKS.sub("", s.lower()) for s in path.suffixes)]
+    suffix, inner, earlier = suffixes[-1], suffixes[-2], set(suffixes[:-1])
     if suffix in _DECOMPRESSORS:
         return inner, suffix  # an unknown inner suffix fails in _column_values: unreadable; none (train.gz) is sniffed
     # a table under any other last suffix (train.jsonl.lz4, train.csv.bak) is data too: with no reader for that
     # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public);
     # so is a compressed or packed one under any later suffixes (review 24: train.jsonl.gz.part, data.zip.001)
-    earlier = {s.lower() for s in path.suffixes[:-1]}
     if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _SQLITE_SUFFIXES + _NOTEBOOK_SUFFIXES + _OPAQUE_SUFFIXES
             or inner in _TABLE_SUFFIXES
             or earlier.intersection(_TABLE_SUFFIXES + _OPAQUE_SUFFIXES + tuple(_DECOMPRESSORS))):
@@ -232,10 +238,11 @@ def _partition_values(relative: Path) -> set[str]:
 
 
 #: a key or column naming where rows come from: "dataset" and names made with it ("dataset_name", "Source
-#: Dataset", "hf-dataset", "datasets"; review 24: rows whose provenance column was "dataset_name" went public);
-#: of letters, digits, blanks, "_", "-" and "." only, so a header split at the wrong delimiter ("id;dataset;text"
-#: read with ",") is not one
-_DATASET_KEY = re.compile(r"[\w .-]*dataset[\w .-]*")
+#: Dataset", "hf-dataset", "datasetName", "datasets"; review 24: rows whose provenance column was "dataset_name"
+#: went public): a word at most before it and two after, joined by "_", "-", "." or a blank, so neither a header
+#: split at the wrong delimiter ("id;dataset;text" read with ",") nor a line of prose in a text file ("It was
+#: trained on a private dataset.") is one
+_DATASET_KEY = re.compile(r"(?:[^\W_]+[ _.-]?)?datasets?(?:[ _.-]?[^\W_]+){0,2}")
 
 
 def _is_dataset_key(key: object) -> bool:
@@ -519,9 +526,12 @@ def _delimited_values_within_limit(path: Path, suffix: str, compression: str | N
             # records, not lines (review 21, H1: the header was the first line, so a blank first line or a quoted
             # newline in a header field hid the dataset column); blank records are skipped, as pandas does
             records = (row for row in csv.reader(fh, delimiter=delimiter) if any(field.strip() for field in row))
-            header = next(records, [])
-            columns = [i for i, name in enumerate(header) if _is_dataset_key(name)]
-            if not columns:
+            # the header may follow a title or notes (an export's first rows; review 24: went public)
+            for header in itertools.islice(records, _HEADER_ROWS):
+                columns = [i for i, name in enumerate(header) if _is_dataset_key(name)]
+                if columns:
+                    break
+            else:
                 continue
             values = set()
             for row in records:
