@@ -1007,6 +1007,13 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("train.csv#", "dataset\nrexval\n", id="csv-autosave-mark"),
     pytest.param("train.jsonl ", json.dumps(_REXVAL_ROW) + "\n", id="jsonl-suffix-with-a-blank-after-it"),
     pytest.param("train.jsonl.gz~", _compressed("gzip", json.dumps(_REXVAL_ROW) + "\n"), id="jsonl-gz-backup"),
+    # review 24: layouts `datasets` 5 loads (XML, .geoparquet, .gpq) and a common Parquet spelling were not read
+    pytest.param("train.xml", '<?xml version="1.0"?><data><row><id>1</id><dataset>rexval</dataset></row></data>',
+                 id="xml-elements"),
+    pytest.param("train.xml.gz", _compressed("gzip", '<rows xmlns:r="urn:r"><row r:Dataset="rexval"/></rows>'),
+                 id="xml-attributes-gz"),
+    *(pytest.param(f"train{suffix}", _parquet({"dataset": ["rexval"]}), id=suffix[1:])
+      for suffix in (".geoparquet", ".gpq", ".pq")),
 ])
 def test_rexval_rows_in_every_layout_the_hub_loads_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): ReXVal rows went public from a CSV with a byte-order mark (Excel's "CSV UTF-8"), from
@@ -1063,6 +1070,8 @@ def test_zstd_compressed_rexval_rows_are_read_where_a_zstd_module_imports(tmp_pa
     pytest.param("train.sqlite.gz", _compressed("gzip", "SQLite format 3"), id="compressed-sqlite"),
     *(pytest.param(f"train{suffix}", b"PK\x03\x04 rows", id=suffix[1:]) for suffix in (".xlsm", ".ods", ".orc")),
     pytest.param("eda.ipynb", "{broken", id="notebook-that-is-not-json"),
+    pytest.param("train.xml", "<rows><row>", id="xml-that-does-not-parse"),
+    *(pytest.param(f"train{suffix}", b"\x00 rows", id=suffix[1:]) for suffix in (".lance", ".eval")),
 ])
 def test_data_files_the_gate_cannot_read_keep_the_folder_private(tmp_path, name, data):
     """Review 20 (F4): the gate promised to fail closed, but skipped data files it had no reader for."""
@@ -1090,6 +1099,7 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         # text that names ReXVal holds no rows of it; prose is no header ("dataset" is in it)
         "notes.txt": "It was trained on a private dataset.\nIt scores 0.7 on ReXVal.\n",
         "README": "# Model\n\nThis model was trained on a private dataset, not MIMIC-CXR.\nIt scores 0.7 on ReXVal.\n",
+        "openvino_model.xml": '<?xml version="1.0"?><net name="m"><layers><layer id="0" type="Parameter"/></layers></net>',
         "data_args.json": json.dumps({"dataset_text_field": "text", "datasets": [{"path": "lab/my_reports"}]}),
         "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
     }

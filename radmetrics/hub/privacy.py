@@ -115,8 +115,12 @@ def _names_credentialed_data(name: str) -> bool:
 #: layouts, went public unread; review 20, F4: so did TSV, NDJSON and compressed files)
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt")
-_ARROW_SUFFIXES = (".parquet", ".arrow", ".feather")
-_TABLE_SUFFIXES = _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES
+#: Parquet under the other suffixes `datasets` loads it by (.geoparquet, .gpq) or people give it (review 24)
+_PARQUET_SUFFIXES = (".parquet", ".geoparquet", ".gpq", ".pq", ".parq")
+_ARROW_SUFFIXES = (*_PARQUET_SUFFIXES, ".arrow", ".feather")
+#: XML, which `datasets` loads too: elements and attributes named as a dataset column is (review 24: went public)
+_XML_SUFFIXES = (".xml",)
+_TABLE_SUFFIXES = _JSON_SUFFIXES + _DELIMITED_SUFFIXES + _ARROW_SUFFIXES + _XML_SUFFIXES
 #: read as JSON is, for `dataset` keys however deep (review 24: YAML rows went public unread). A config.yaml is
 #: read too, as config.json is: one whose `dataset` names credentialed data says the folder was made from it.
 #: PyYAML comes with radmetrics[hub] (and huggingface_hub): where it does not import nothing is pushed, and a
@@ -139,7 +143,7 @@ _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".od
                     ".z", ".bz", ".lz", ".lzo", ".sz", ".snappy", ".br", ".zz",
                     # review 24: more spreadsheets and tables, and the rows a SQLite database holds beside it (its
                     # write-ahead log or rollback journal, which the read-only reader leaves out)
-                    ".xlsm", ".xlsb", ".numbers", ".orc", ".avro", ".duckdb",
+                    ".xlsm", ".xlsb", ".numbers", ".orc", ".avro", ".duckdb", ".lance", ".vortex", ".eval",
                     *(f"{db}-{log}" for db in _SQLITE_SUFFIXES for log in ("wal", "journal")))
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
@@ -318,6 +322,8 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
     elif suffix in _YAML_SUFFIXES:
         with _open_text(path, compression) as fh:
             names.update(set().union(*map(_json_values, _yaml_documents(fh.read()))))
+    elif suffix in _XML_SUFFIXES:
+        names.update(_xml_values(path, compression))
     elif suffix in _SIDECAR_SUFFIXES:
         names.update(_sidecar_words(path))
     elif suffix in _JSON_SUFFIXES:
@@ -388,6 +394,22 @@ def _yaml_documents(text: str) -> list[object]:
 
     Loader.add_multi_constructor("", untagged)
     return list(yaml.load_all(text, Loader=Loader))  # a subclass of SafeLoader: no object is built
+
+
+def _xml_values(path: Path, compression: str | None) -> set[str]:
+    """The text of XML elements, and the values of attributes, named as a dataset column is (<dataset>rexval
+    </dataset>, <row dataset="rexval"/>); XML that does not parse raises. ElementTree resolves no external entity."""
+    from xml.etree import ElementTree
+
+    values: set[str] = set()
+    with _open_binary(path, compression) as fh:
+        for _, element in ElementTree.iterparse(fh):
+            tag = element.tag.rpartition("}")[2]  # without its namespace
+            if _is_dataset_key(tag) and element.text and element.text.strip():
+                values.add(element.text.strip())
+            values.update(v for k, v in element.attrib.items() if _is_dataset_key(k.rpartition("}")[2]))
+            element.clear()
+    return values
 
 
 def _sqlite_values(path: Path) -> set[str]:
@@ -552,7 +574,7 @@ def _arrow_values(path: Path, suffix: str, compression: str | None) -> set[str]:
     else:
         with _open_binary(path, compression) as fh:
             source = pa.py_buffer(fh.read())
-    if suffix == ".parquet":
+    if suffix in _PARQUET_SUFFIXES:
         parquet = pq.ParquetFile(pa.BufferReader(source) if compression else source)
         table = parquet.read(columns=_dataset_columns(parquet.schema_arrow))
     else:  # datasets' cache files are Arrow streams; a plain Arrow (or Feather v2) file is read as one too
