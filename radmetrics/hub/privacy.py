@@ -151,9 +151,11 @@ _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
 #: public): tables read by their reader; archives and compressed files with no suffix to say what is inside them
 #: are unreadable; anything else is text, read as a table or JSON (_text_values)
 _MAGIC = ((b"PAR1", ".parquet"), (b"ARROW1", ".arrow"), (b"\xff\xff\xff\xff", ".arrow"))
-_PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
-           b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!", b"SQLite format 3\x00")
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # read where it is not compressed
+_PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
+           b"PK\x05\x06", b"7z\xbc\xaf\x27\x1c", b"Rar!", _SQLITE_MAGIC)
+#: what may follow a suffix and still leave it the file's (an editor's backup train.jsonl~, train.csv#)
+_SUFFIX_MARKS = re.compile(r"[^a-z0-9]+$")
 #: records a table's header is looked for in
 _HEADER_ROWS = 10
 #: Excel's first line naming the delimiter of the rest ("sep=;", "sep=\t", "sep=|"; review 24: its rows were
@@ -166,9 +168,6 @@ _SIDECAR_LINE = re.compile(r"[\w.+-]*")
 #: csv's field limit while the gate reads (csv's default, 131,072 characters, made a vocab.txt whose first line
 #: is '"' unreadable: review 22, L3); C long on every platform
 _FIELD_LIMIT = 2**31 - 1
-
-
-_SUFFIX_MARKS = re.compile(r"[^a-z0-9]+$")
 
 
 def _data_kind(path: Path) -> tuple[str, str | None] | None:
@@ -206,9 +205,11 @@ def _uploaded(folder: Path) -> list[Path]:
 
 
 def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
-    """Values of the `dataset` column (our schema's provenance) in a save_to_disk folder (Dataset or
-    DatasetDict), in every data file under it that a push uploads (JSON, JSON Lines, CSV/TSV, Parquet, Arrow;
-    compressed or not) and in its Hive partitions (dataset=...); and the data files that could not be read."""
+    """Values of the `dataset` column (our schema's provenance; or "dataset_name"...: _is_dataset_key) in a
+    save_to_disk folder (Dataset or DatasetDict), in every data file under it that a push uploads (JSON, JSON
+    Lines, CSV/TSV/.txt, Parquet, Arrow, YAML, XML, SQLite, a notebook's outputs, a file with no suffix by its
+    content; compressed or not) and in its Hive partitions (dataset=...); and the data files that could not be
+    read."""
     names: set[str] = set()
     unreadable: list[str] = []
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
