@@ -969,6 +969,8 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("train.txt", json.dumps(_REXVAL_ROW) + "\n", id="txt-of-json-lines"),
     pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW]) + "\n", id="txt-of-json-arrays-after-text"),
     pytest.param("train.csv", json.dumps({"data": [_REXVAL_ROW]}, indent=2), id="csv-holding-pretty-printed-json"),
+    pytest.param("rows", json.dumps([_OPEN_ROW, _REXVAL_ROW], indent=2), id="pretty-printed-array-no-suffix"),
+    pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW], indent=1), id="txt-pretty-printed-array-after-text"),
     # review 24: YAML was never read
     pytest.param("train.yaml", "- id: '1'\n  dataset: rexval\n", id="yaml-rows"),
     pytest.param("train.yml", "---\nversion: 1\n---\ndata: {dataset: [mine, rexval]}\n", id="yml-documents"),

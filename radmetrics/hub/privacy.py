@@ -504,14 +504,22 @@ def _text_values(path: Path, suffix: str, compression: str | None) -> set[str]:
     """The `dataset` values of a text file (.csv, .tsv, .txt, no suffix): JSON when it starts with an object,
     every value of it read as in a .jsonl file; else a delimited table, or JSON Lines in a file with no dataset
     column (review 24: a .txt or suffix-less file of JSON Lines went public, its lines read as a header and rows
-    of nothing). Only the lines that parse are read then, as a tokenizer's vocab.txt ("[PAD]") is not JSON."""
+    of nothing). Only the lines that parse are read then, as a tokenizer's vocab.txt ("[PAD]") is not JSON; and a
+    file that starts with "[" is read as JSON first (a pretty-printed array of rows), as far as it parses."""
     with _open_text(path, compression) as fh:
-        first = next((line for line in fh if line.strip()), "")
-    if first.lstrip().startswith("{"):
+        first = next((line for line in fh if line.strip()), "").lstrip()[:1]
+    values: set[str] = set()
+    if first in ("{", "["):
         with _open_text(path, compression) as fh:
             text = fh.read()
-        return set().union(*map(_json_values, _json_documents(text)))
-    values = _delimited_values(path, suffix or "", compression)
+        try:
+            for document in _json_documents(text):
+                values.update(_json_values(document))
+            return values
+        except ValueError:
+            if first == "{":
+                raise
+    values.update(_delimited_values(path, suffix or "", compression))
     if values:
         return values
     with _open_text(path, compression) as fh:
