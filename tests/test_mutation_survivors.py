@@ -1101,6 +1101,9 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         # text that names ReXVal holds no rows of it; prose is no header ("dataset" is in it)
         "notes.txt": "It was trained on a private dataset.\nIt scores 0.7 on ReXVal.\n",
         "README": "# Model\n\nThis model was trained on a private dataset, not MIMIC-CXR.\nIt scores 0.7 on ReXVal.\n",
+        # a Space's files
+        "app.py": "import gradio\n", "requirements.txt": "gradio==4.0\n", "packages.txt": "ffmpeg\n", ".env": "A=1\n",
+        "index.html": "<table><tr><td>dataset</td></tr><tr><td>mimic</td></tr></table>", "style.css": "td {}\n",
         "openvino_model.xml": '<?xml version="1.0"?><net name="m"><layers><layer id="0" type="Parameter"/></layers></net>',
         "data_args.json": json.dumps({"dataset_text_field": "text", "datasets": [{"path": "lab/my_reports"}]}),
         "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
