@@ -970,7 +970,8 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW]) + "\n", id="txt-of-json-arrays-after-text"),
     pytest.param("train.csv", json.dumps({"data": [_REXVAL_ROW]}, indent=2), id="csv-holding-pretty-printed-json"),
     pytest.param("rows", json.dumps([_OPEN_ROW, _REXVAL_ROW], indent=2), id="pretty-printed-array-no-suffix"),
-    pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW], indent=1), id="txt-pretty-printed-array-after-text"),
+    pytest.param("train.txt", "[PAD]\n" + json.dumps([_REXVAL_ROW], indent=1),
+                 id="txt-pretty-printed-array-after-text"),
     # review 24: YAML was never read
     pytest.param("train.yaml", "- id: '1'\n  dataset: rexval\n", id="yaml-rows"),
     pytest.param("train.yml", "---\nversion: 1\n---\ndata: {dataset: [mine, rexval]}\n", id="yml-documents"),
@@ -1000,6 +1001,8 @@ def _notebook(*outputs: dict) -> str:
     pytest.param("train.jsonl", json.dumps({"id": "1", "dataset_name": "rexval"}) + "\n", id="jsonl-dataset-name"),
     pytest.param("train.csv", "dataset,Source Dataset\nmine,rexval\n", id="csv-second-dataset-column"),
     pytest.param("train.parquet", _parquet({"hf_dataset": ["rexval"]}), id="parquet-hf-dataset"),
+    pytest.param("train.tab", "id\tData Set\n1\trexval\n", id="tab-data-set"),
+    pytest.param("train.psv", "id|data_set\n1|rexval\n", id="psv-data-set"),
     pytest.param("data/dataset_name=rexval/part-0.csv", "candidate\nc\n", id="hive-partition-dataset-name"),
     pytest.param("dataset_info.json", json.dumps({"dataset_name": "rexval", "description": ""}),
                  id="save-to-disk-dataset-info"),
@@ -1092,19 +1095,20 @@ def test_an_ordinary_model_folder_may_go_public(tmp_path):
         "merges.txt": "#version: 0.2\nĠ t\n", "model.safetensors": b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ",
         "training_args.bin": b"PK\x03\x04\x00\x00 a pickle", "README.md": "---\nlicense: mit\n---\n# Model\n",
         ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n", ".gitignore": "*.pyc\n",
-        "LICENSE": "MIT License\n\nCopyright (c) 2024\n\n1. Permission is hereby granted, free of charge, to any person",
+        "LICENSE": "MIT License\n\nCopyright (c) 2024\n\n1. Permission is hereby granted, free of charge, to any",
         "Makefile": "all:\n\tpython train.py --dataset=mine\n", "NOTICE": "",
         "runs/x/events.out.tfevents.1700000000.ip-10-0-0-1.ec2.internal.1.0": b"\x18\x00\x00\x00\x00\xa3\x7fK",
         "spiece.model": b"\n\x0e\n\x05<unk>\x15\x00\x00", "eval_results.txt": "eval_loss = 0.5\n",
         # a config of its own tags, and the one dataset it names is open
-        ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n", "CITATION.cff": "x: 1\n",
+        ".hydra/config.yaml": "model: !ENV ${MODEL}\ndata: {dataset: mine, when: 2024-01-01}\n",
+        "CITATION.cff": "x: 1\n",
         # text that names ReXVal holds no rows of it; prose is no header ("dataset" is in it)
         "notes.txt": "It was trained on a private dataset.\nIt scores 0.7 on ReXVal.\n",
         "README": "# Model\n\nThis model was trained on a private dataset, not MIMIC-CXR.\nIt scores 0.7 on ReXVal.\n",
         # a Space's files
         "app.py": "import gradio\n", "requirements.txt": "gradio==4.0\n", "packages.txt": "ffmpeg\n", ".env": "A=1\n",
         "index.html": "<table><tr><td>dataset</td></tr><tr><td>mimic</td></tr></table>", "style.css": "td {}\n",
-        "openvino_model.xml": '<?xml version="1.0"?><net name="m"><layers><layer id="0" type="Parameter"/></layers></net>',
+        "openvino_model.xml": '<?xml version="1.0"?><net name="m"><layers><layer id="0"/></layers></net>',
         "data_args.json": json.dumps({"dataset_text_field": "text", "datasets": [{"path": "lab/my_reports"}]}),
         "demo.ipynb": _notebook({"output_type": "stream", "name": "stdout", "text": ["Loss 0.5 on my_reports\n"]}),
     }

@@ -114,7 +114,7 @@ def _names_credentialed_data(name: str) -> bool:
 #: data files a push uploads whose `dataset` column the gate reads (review 19: Parquet and CSV, the Hub's own
 #: layouts, went public unread; review 20, F4: so did TSV, NDJSON and compressed files)
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-_DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt")
+_DELIMITED_SUFFIXES = (".csv", ".tsv", ".txt", ".tab", ".psv")  # .tab, .psv: review 24
 #: Parquet under the other suffixes `datasets` loads it by (.geoparquet, .gpq) or people give it (review 24)
 _PARQUET_SUFFIXES = (".parquet", ".geoparquet", ".gpq", ".pq", ".parq")
 _ARROW_SUFFIXES = (*_PARQUET_SUFFIXES, ".arrow", ".feather")
@@ -146,7 +146,7 @@ _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".od
                     ".xlsm", ".xlsb", ".numbers", ".orc", ".avro", ".duckdb", ".lance", ".vortex", ".eval",
                     *(f"{db}-{log}" for db in _SQLITE_SUFFIXES for log in ("wal", "journal")))
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
-_DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", "": ",\t;|"}
+_DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", ".tab": "\t,;|", ".psv": "|,;\t", "": ",\t;|"}
 #: what a file with no suffix holds, told by its first bytes (review 24: data/train holding JSON Lines went
 #: public): tables read by their reader; archives and compressed files with no suffix to say what is inside them
 #: are unreadable; anything else is text, read as a table or JSON (_text_values)
@@ -243,11 +243,11 @@ def _partition_values(relative: Path) -> set[str]:
 
 
 #: a key or column naming where rows come from: "dataset" and names made with it ("dataset_name", "Source
-#: Dataset", "hf-dataset", "datasetName", "datasets"; review 24: rows whose provenance column was "dataset_name"
-#: went public): a word at most before it and two after, joined by "_", "-", "." or a blank, so neither a header
-#: split at the wrong delimiter ("id;dataset;text" read with ",") nor a line of prose in a text file ("It was
-#: trained on a private dataset.") is one
-_DATASET_KEY = re.compile(r"(?:[^\W_]+[ _.-]?)?datasets?(?:[ _.-]?[^\W_]+){0,2}")
+#: Dataset", "hf-dataset", "datasetName", "datasets", "Data Set"; review 24: rows whose provenance column was
+#: "dataset_name" went public): a word at most before it and two after, joined by "_", "-", "." or a blank, so
+#: neither a header split at the wrong delimiter ("id;dataset;text" read with ",") nor a line of prose in a text
+#: file ("It was trained on a private dataset.") is one
+_DATASET_KEY = re.compile(r"(?:[^\W_]+[ _.-]?)?data[ _.-]?sets?(?:[ _.-]?[^\W_]+){0,2}")
 
 
 def _is_dataset_key(key: object) -> bool:
