@@ -597,3 +597,49 @@ def test_rows_whose_answer_was_cut_are_named_per_system_and_fail_the_run(tmp_pat
     assert run.stderr.strip().splitlines()[-1] == (
         "Error: the judge's answer reached the token limit for some rows (green: A 1); their pairs left them out. "
         "Rerun with a higher --max-new-tokens; per_row.csv names the rows.")
+
+
+MISSING_WORDS = REPO / "tests" / "fixtures" / "missing_words"
+
+
+def test_an_evaluate_module_that_counts_errors_is_compared_lower_is_better(tmp_path, caplog):
+    """Review 24 (H2): every evaluate module was taken as higher-is-better, so an error count named the system with
+    more errors the better one (win/tie/loss and 'better' reversed, meta-eval's τ sign-flipped). The direction is
+    given in the spec (`:higher_is_better=false`), known for evaluate's own error metrics, else assumed and said."""
+    from radmetrics.meta.runs import EvaluateSpec, metric_direction, run_metric
+
+    assert EvaluateSpec.parse("wer").direction is False and EvaluateSpec.parse("evaluate-metric/ter").direction is False
+    assert EvaluateSpec.parse("rouge:rougeL").direction is None
+    spec = EvaluateSpec.parse(f"{MISSING_WORDS}:missing:higher_is_better=false")
+    assert (spec.key, spec.options, spec.direction) == ("missing", {}, False)  # not a compute() option
+    from radmetrics.errors import RadmetricsError
+
+    with pytest.raises(RadmetricsError, match="higher_is_better must be true or false, not 'maybe'"):
+        EvaluateSpec.parse("x:higher_is_better=maybe")
+    assert metric_direction(f"{MISSING_WORDS}:higher_is_better=false") is False and metric_direction("cer") is False
+
+    refs, good = ["left pleural effusion", "no acute disease"], ["left pleural effusion", "no disease"]
+    lower = run_metric(f"{MISSING_WORDS}:higher_is_better=false", refs, good)
+    assert lower.higher_is_better is False and lower.scores == [0.0, 1.0]
+    assert lower.fingerprint["direction_from"] == "spec"
+    with caplog.at_level("WARNING", logger="radmetrics.meta.runs"):
+        assumed = run_metric(str(MISSING_WORDS), refs, good)
+    assert assumed.higher_is_better is True and assumed.fingerprint["direction_from"] == "unknown: assumed"
+    assert f"{MISSING_WORDS}:higher_is_better=false" in caplog.text
+
+    # compare end to end: system A misses fewer words on every row, so A is better on this error count
+    rows = [("r1", "left pleural effusion", "left pleural effusion", "right"),
+            ("r2", "no acute disease", "no acute disease", "disease"),
+            ("r3", "mild cardiomegaly with edema", "mild cardiomegaly with edema", "edema"),
+            ("r4", "small right pneumothorax", "small right pneumothorax", "small")]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": r, "candidate": c} for i, r, c, _ in rows])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "reference": r, "candidate": c} for i, r, _, c in rows])
+    out = tmp_path / "cmp"
+    run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", f"{MISSING_WORDS}:missing:higher_is_better=false",
+                       "--resamples", "200", "-o", out)
+    assert run.returncode == 0, run.stderr[-3000:]
+    entry = next(iter(_strict_json((out / "results.json").read_text())["metrics"].values()))
+    assert entry["higher_is_better"] is False
+    assert entry["systems"]["A"]["value"] == 0.0 and entry["systems"]["B"]["value"] == pytest.approx(10 / 4)
+    pair = entry["pairs"][0]
+    assert (pair["win"], pair["tie"], pair["loss"]) == (4, 0, 0), pair  # A's fewer errors are wins

@@ -53,6 +53,9 @@ def _split(spec: str) -> tuple[str, dict[str, Any]]:
     from radmetrics.meta.runs import EvaluateSpec
 
     parsed = EvaluateSpec.parse(spec)
+    if parsed.higher_is_better is not None:
+        raise RadmetricsError(f"baseline '{parsed.module}' has a known direction; higher_is_better is for evaluate "
+                              "modules")
     if parsed.key:
         raise RadmetricsError(f"baseline '{parsed.module}' takes options name:option=value, not a key "
                               f"('{parsed.key}')")

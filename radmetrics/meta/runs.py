@@ -4,7 +4,9 @@
 - a radmetrics scoring system (green, vert, ...) runs on the shared judge and cache;
 - a named baseline (bleu-4, rouge-l, bertscore, radgraph-f1, ...; radmetrics/baselines/) runs its own library;
 - anything else is an `evaluate` module (name or local path) with `name:key` to pick the output key and
-  `name:option=value` for compute() options, e.g. `rouge:rougeL`, `bleu:bleu:max_order=2`.
+  `name:option=value` for compute() options, e.g. `rouge:rougeL`, `bleu:bleu:max_order=2`. Its direction:
+  `name:higher_is_better=false` for an error or distance, else the known direction of evaluate's own error
+  metrics (wer, cer, ter, ...), else higher is better, said in a warning.
 
 A metric that fails as a whole (library missing, weights not downloadable offline, an unknown key) never raises
 here: it comes back with every row unscored and `error` set, so the metrics that finished are kept.
@@ -48,13 +50,29 @@ class MetricRun:
         return sum(s is not None for s in self.scores)
 
 
+#: evaluate's own modules whose scores are errors, distances or losses (lower is better); any other module is
+#: taken as higher-is-better unless its spec says `higher_is_better=false`
+LOWER_IS_BETTER_MODULES = frozenset({"wer", "cer", "ter", "character", "charcut_mt", "mse", "mae", "mape", "smape",
+                                     "brier_score", "perplexity"})
+
+
 @dataclass(frozen=True)
 class EvaluateSpec:
-    """`name[:key][:option=value...]` for an evaluate module used as a baseline."""
+    """`name[:key][:option=value...]` for an evaluate module used as a baseline; the option `higher_is_better`
+    (true/false) is the metric's direction, not a compute() option."""
 
     module: str
     key: str | None
     options: dict[str, Any]
+    higher_is_better: bool | None = None
+
+    @property
+    def direction(self) -> bool | None:
+        """higher_is_better as the spec says it, else as known for the module, else None (unknown)."""
+        if self.higher_is_better is not None:
+            return self.higher_is_better
+        name = self.module.rstrip("/").rsplit("/", 1)[-1].removesuffix(".py").lower()
+        return False if name in LOWER_IS_BETTER_MODULES else None
 
     @classmethod
     def parse(cls, spec: str) -> EvaluateSpec:
@@ -73,7 +91,11 @@ class EvaluateSpec:
             else:
                 raise RadmetricsError(f"metric '{spec}': more than one output key named ('{key}', '{part}'); "
                                       "use name:key:option=value")
-        return cls(module, key, options)
+        higher_is_better = options.pop("higher_is_better", None)
+        if higher_is_better is not None and not isinstance(higher_is_better, bool):
+            raise RadmetricsError(f"metric '{spec}': higher_is_better must be true or false, not "
+                                  f"{higher_is_better!r}")
+        return cls(module, key, options, higher_is_better)
 
 
 def _clean(value: Any) -> float | None:
@@ -184,11 +206,11 @@ def pick_key(spec: str, output: dict[str, Any], key: str | None, n: int) -> str:
                           f"name one, e.g. {base}:{numeric[0] if numeric else 'KEY'}")
 
 
-def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
-                        higher_is_better: bool = True) -> MetricRun:
+def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any]) -> MetricRun:
     """An evaluate module as a baseline: per-sample scores from its list output under the chosen key, or one
     compute() per sample when that key is a corpus value. Rows are kept or unscored as `score_library_pairs` says
-    (an empty candidate is scored)."""
+    (an empty candidate is scored). Its direction is `EvaluateSpec.direction`; unknown, higher is better, and the
+    user is told (an error count taken as a score would name the worse system better and flip its τ)."""
     import evaluate
 
     parsed = EvaluateSpec.parse(spec)
@@ -207,8 +229,16 @@ def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequen
 
     scores, reasons, _ = score_library_pairs(call, references, candidates,
                                              what=f"evaluate module '{parsed.module}'")
+    higher_is_better = parsed.direction
+    if higher_is_better is None:  # said once it has scores: a module that failed has no direction to read
+        higher_is_better = True
+        log.warning("metric %s: taken as higher-is-better; for an error or distance, write %s:higher_is_better=false",
+                    spec, spec)
     return MetricRun(spec, scores, higher_is_better, [None] * len(references),
-                     {"evaluate_module": parsed.module, "key": key, "options": parsed.options}, reasons)
+                     {"evaluate_module": parsed.module, "key": key, "options": parsed.options,
+                      "higher_is_better": higher_is_better,
+                      "direction_from": "unknown: assumed" if parsed.direction is None else
+                      ("spec" if parsed.higher_is_better is not None else "known for the module")}, reasons)
 
 
 def metric_direction(spec: str) -> bool | None:
@@ -220,7 +250,7 @@ def metric_direction(spec: str) -> bool | None:
         return radmetrics.get_scoring_system(spec).higher_is_better
     if baselines.is_baseline(spec):
         return baselines.get_baseline(spec).higher_is_better
-    return None
+    return EvaluateSpec.parse(spec).direction
 
 
 def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
