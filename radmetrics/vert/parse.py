@@ -42,8 +42,8 @@ PARSER_VERSION = "7"  # 4: a second score after the first has no single reading 
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
 # start of a line, never a sentence that mentions the phrase. [ \t] not \s: an empty score line must not run on
 # into the next section.
-_HEADER = re.compile(r"(?im)^[ \t>#*_`-]*(?:\d+[.)][ \t]*)?\[?[ \t]*overall[ \t]+accuracy[ \t]+score[ \t]*\]?"
-                     r"[ \t*_]*(?:[:=][ \t*_]*|(?=[ \t]*$)|(?=[ \t]*[-−.,\d]))")
+_HEADER = re.compile(r"(?im)^[ \t>#*_`-]*(?:\d+[.)][ \t]*)?(?:\[[ \t]*)?overall[ \t]+accuracy[ \t]+score"
+                     r"(?:[ \t]*\])?[ \t*_]*(?:[:=][ \t*_]*|(?=[-−.,\d]|$))")
 # 0.85 | 0,85 | .85 | 1 | 1.0 ; a sign is kept so that -0.2 is seen as out of range, not read as 0.2
 _NUMBER = r"[-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
 # after a number: a fraction, product, sum, range or hedge ("3/5", "0.75–0.89", "0.6 or 0.7", "1 out of 5")
@@ -86,7 +86,7 @@ def read_score_text(answer: str) -> tuple[float, str]:
     if _NOT_A_SCORE.match(line):
         raise VertParseError(f"[Overall Accuracy Score] gives no score: {line[:60]!r}")
     if _RESULT_SIGN.search(line):  # a worked answer: the result is the number after the last "=" (or "≈")
-        last = re.match(rf"\s*\**\s*({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", _RESULT_SIGN.split(line)[-1])
+        last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", _RESULT_SIGN.split(line)[-1])
         if not last:
             raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
         first, form = last, "worked"
@@ -124,9 +124,9 @@ def read_score_text(answer: str) -> tuple[float, str]:
 
 # GREEN's error items (App. A.1: "(a) <Error Type>: <The number of errors>. <Error 1>; ..."), marked as judges mark
 # them: "(b)", "b)", "b.", "1." (numbered instead of lettered), "**(b)**", "- (b)" (review 21, H4)
-_GREEN_MARKER = r"[ \t>`*_-]*(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]+[*_]*"
+_GREEN_MARKER = r"[ \t>`*_-]*(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]"
 # a count: a whole number ("1", "**2**"), not a size or a score ("5 mm", "0.8")
-_GREEN_COUNT = r"[ \t*_]*\d+(?![\d.,]*\d)[*_]*"
+_GREEN_COUNT = r"[ \t*_]*\d+(?![\d.,]*\d)"
 # an item: the count is all it says ("(a) 1."), or comes right after its colon and closes it or is followed by the
 # finding ("(b) Missing ...: 1. Left pleural effusion.", "(a) False report ...: 1 (effusion)"); an item that names
 # GREEN's error type gives its count after a colon or dash, with or without a marker ("Missing a finding present in
@@ -135,13 +135,13 @@ _GREEN_COUNT = r"[ \t*_]*\d+(?![\d.,]*\d)[*_]*"
 _GREEN_TYPE = (r"(?:false\s+report\s+of|missing\s+a\s+finding|misidentification\s+of|misassessment\s+of|"
                r"mentioning\s+a\s+comparison|omitting\s+a\s+comparison)")
 _GREEN_ITEM_LINE = re.compile(
-    rf"{_GREEN_MARKER}(?:{_GREEN_COUNT}[ \t*_]*\.?[ \t*_]*$|[^\n]*?:{_GREEN_COUNT}[ \t*_]*(?:$|[.,;:(\-–—]))"
+    rf"{_GREEN_MARKER}(?:{_GREEN_COUNT}[ \t*_]*(?:\.[ \t*_]*)?$|[^\n]*?:{_GREEN_COUNT}[ \t*_]*(?:$|[.,;:(\-–—]))"
     rf"|[ \t>`*_-]*(?:(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]+[*_]*)?{_GREEN_TYPE}[^\n]*?[:=\-–—]{_GREEN_COUNT}",
     re.I)
 # GREEN's section headers ("[Clinically Significant Errors]:", "**Matched Findings:**" on its own line)
 _GREEN_SECTION = re.compile(r"(?im)^[ \t>#*_`-]*(?:\[[ \t]*(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched"
                             r"[ \t]+findings)[ \t]*\]|(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+"
-                            r"findings)[ \t*_]*:?[ \t*_]*$)")
+                            r"findings)[ \t*_]*(?::[ \t*_]*)?$)")
 
 
 def _is_green_item(line: str) -> bool:
@@ -150,11 +150,11 @@ def _is_green_item(line: str) -> bool:
 
 # a number that could be a score: written with decimals ("0.6", ".6", "0,6", "1.0"); 0 / 1 alone on a line
 _DECIMAL = re.compile(r"(?<![\w.,/])[-−]?(?:\d+[.,]\d+|[.,]\d+)(?![\d.,]*\d)")
-_ZERO_ONE_LINE = re.compile(r"^\s*\**\s*(?:(?:(?:final|overall|accuracy|revised|corrected|updated|adjusted|my)\s+)*"
-                            r"(?:score|answer|rating|grade|result)\s*[:=]\s*)?\**\s*([01])\s*\**\.?\s*$", re.I)
+_ZERO_ONE_LINE = re.compile(r"^\s*(?:\*+\s*)?(?:(?:(?:final|overall|accuracy|revised|corrected|updated|adjusted|my)\s+)*"
+                            r"(?:score|answer|rating|grade|result)\s*[:=]\s*)?(?:\*+\s*)?([01])\s*(?:\*+\s*)?(?:\.\s*)?$", re.I)
 # what a number in the score's explanation can be that is no other score (review 16, 17):
 _UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|times\b)", re.I)  # a size, a share
-_HYPOTHETICAL_AFTER = re.compile(r"\s*\)?\s*(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect)",
+_HYPOTHETICAL_AFTER = re.compile(r"\s*(?:\)\s*)?(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect)",
                                  re.I)  # "0.9 would need no errors"
 # named beside the score, never a second score: the scale's end or a rejected alternative ("a perfect report would
 # score about 1.0", "instead of 1.0", "Confidence: 0.9") ...
@@ -180,14 +180,14 @@ _DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|cos
 # a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
 # "0.3 was deducted" (review 23, M1); "per" only before an error or finding ("0.15 per significant error"), not "0.6
 # per the rubric", a score (review 23, H2)
-_DEDUCTION_AFTER = re.compile(r"\s*\)?\s*(?:points?\s+)?(?:(?:was|were|is|are|been|has\s+been|have\s+been|being)\s+)?"
+_DEDUCTION_AFTER = re.compile(r"\s*(?:\)\s*)?(?:points?\s+)?(?:(?:was|were|is|are|been|has\s+been|have\s+been|being)\s+)?"
                               r"(?:deduct\w*|penalt\w*|subtract\w*|reduction|off\b|less\b|"
                               r"per\s+(?:[\w-]+\s+){0,3}?(?:errors?|findings?|omissions?|mistakes?|discrepanc\w*|miss\w*)\b|"
                               r"for\s+each\b|each\b)", re.I)
 # a rounding of the score ("Rounded: 0.8" after 0.75, "0.67 (about 0.7)", "0.6667 rounded"): only a number within
 # a rounding to one decimal of the score (review 21, H4: "0.75 (about 0.5 after the missed effusion)")
 _ROUNDING_BEFORE = re.compile(r"(?:round\w*|approx\w*|about|around|roughly|~|≈)[^\d\n]{0,12}$", re.I)
-_ROUNDING_AFTER = re.compile(r"\s*\)?\s*(?:rounded|approx)", re.I)
+_ROUNDING_AFTER = re.compile(r"\s*(?:\)\s*)?(?:rounded|approx)", re.I)
 _ROUNDING = 0.05 + 1e-9
 # the same score written to another precision: "0.666 ... Rounded: 0.67", "0.625 ... 0.63" (half a hundredth; the
 # margin keeps 0.63 - 0.625, a hair above 0.005 in floating point, the same: review 22)
@@ -312,7 +312,7 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
         # up to the next header of any form, or the next "[Section]" line (review 17: a later "**Overall Accuracy
         # Score:** 0.6" was read inside the first section, which then failed and was dropped)
         end = headers[k + 1].start() if k + 1 < len(headers) else len(text)
-        answer = re.split(r"\n\s*\[[A-Za-z][^\]\n]*\]", text[header.end():end])[0]
+        answer = re.split(r"\n[ \t]*\[[A-Za-z][^\]\n]*\]", text[header.end():end])[0]
         try:
             value, form = read_score_text(answer)
             check_range(value, form)
