@@ -231,6 +231,46 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.7\nI deducted about 0.3 for the missed effusion.", 0.7, None),
     (HEAD + "0.7\nA deduction of about 0.3 for the missed effusion.", 0.7, None),
     (HEAD + "0.7\nThe candidate correctly describes the increase in the lower lobe opacity; about 0.3 was deducted.", 0.7, None),
+    # review 24 (H1): a proposal after the score ("would better reflect", "could also be justified") is no
+    # hypothetical; (H2) a comparison, deduction or scale-end word a clause away from a revision made it
+    # explanation; (H3) "I'd lower it by"; (H4) "0.6 out of 1" and "0.6 – 1 significant error" were counts or a band
+    (HEAD + "0.8\nA score of 0.6 would better reflect the missed effusion.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\n(0.7 could also be justified.)", None, "gives more than one score (0.8, then '0.7')"),
+    (HEAD + "0.8\nIn my view 0.6 would be closer to the truth.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nGiven the above, I would assign 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nBased on the above, the score is 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nFrom this, I give 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThe missed effusion is more serious than I thought, so 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nI lowered it by a lot, to 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nAfter applying the penalty, the score is 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.85\nThe effusion is missed. After the deduction, the score is 0.7.", None, "gives more than one score (0.85, then '0.7')"),
+    (HEAD + "0.8\nHonestly, the report is only worth 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThis is not a perfect report. I give it 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nThe candidate is far from perfect, so I'd give 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nIt's not great, 0.6.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.75\nI'd lower it by 0.25 for the missed effusion.", None, "gives more than one score (0.75, then '0.25')"),
+    (HEAD + "0.75\nI’ll lower it by 0.25 for the missed effusion.", None, "gives more than one score (0.75, then '0.25')"),
+    (HEAD + "0.8\nRevised: 0.6 out of 1.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\n\nFinal: 0.6 – 1 clinically significant error (missed effusion)", None, "gives more than one score (0.8, then '0.6')"),
+    # review 24 (H5): a score on another scale, a count, or a note under "N/A" was read as the score
+    (HEAD + "1 (out of 5)", None, "another scale"),
+    (HEAD + "**1** out of 5", None, "another scale"),
+    (HEAD + "1 (on a scale of 1-5)", None, "another scale"),
+    (HEAD + "M = 4, S = 0, I = 0\nScore = 4/4 = 1", None, "a count, not a score"),
+    (HEAD + "Clinically significant errors: 0\nThe candidate is a perfect match: 1.0", None, "a count, not a score"),
+    (HEAD + "N/A (cannot be assessed)\n\nNote: the reference is missing, so the score would default to 0.", None, "gives no score"),
+    (HEAD + "Not applicable\n(A perfect report would be 1.0)", None, "gives no score"),
+    # ... while the explanations these words are for stay explanation, and VERT's own scale written out is read (M1)
+    (HEAD + "0.8/1", 0.8, None),
+    (HEAD + "**0.70/1.00**", 0.7, None),
+    (HEAD + "0.80 out of 1.00", 0.8, None),
+    (HEAD + "0.8 (on a scale of 0 to 1)", 0.8, None),
+    (HEAD + "0.7, not 1.0", 0.7, None),
+    (HEAD + "0.8\nOne minor error lowers the score by roughly 0.2 from the maximum of 1.0.", 0.8, None),
+    (HEAD + "0.95\nThe report falls slightly short of the maximum score of 1.0.", 0.95, None),
+    (HEAD + "0.7\nTwo errors, each worth 0.15.", 0.7, None),
+    (HEAD + "0.85\nMy confidence in this score is about 0.9.", 0.85, None),
+    (HEAD + "M = 3, S = 1, I = 0 → Score = 3/(3+2) = 0.60", 0.6, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

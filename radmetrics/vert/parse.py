@@ -11,7 +11,8 @@ Only what the judge gave as its score is read (parser version 3, after a fidelit
 error."); an empty score section is not read from the next section; a range or hedge ("0.75–0.89", "0.6 or 0.7"),
 a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), a second score
 after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
-headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67. A
+headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67; "0.7/1"
+and "0.8 out of 1.0" are VERT's scale written out, "1 (out of 5)" another scale (unscored; review 24). A
 revision is such a second score however it is worded ("0.75", then "I lower it to about 0.5" or "the final score is
 rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4), also when it is
 close ("On second thought, about 0.7 is fairer.": review 22, L4). Explaining the score is no revision: "0.75 (reduced
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-PARSER_VERSION = "7"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "8"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -36,7 +37,9 @@ PARSER_VERSION = "7"  # 4: a second score after the first has no single reading 
 # "chang", "reduc" in the explanation, and a deduction ("reduced from 1.0", "by 0.15") is no new score (review 22);
 # revisions are looked for first ("I lower it to 0.6 per the rubric", "Overall, I would give 0.6", "from 0.8 to
 # 0.6"), "about 0.3 deducted" is a deduction, and each number reads a bounded window around it (linear time; review
-# 23)
+# 23); 8: a comparison, deduction or scale-end word governs the number it explains ("Given the above, I would assign
+# 0.6" is a second score), a proposal ("0.6 would better reflect") is no hypothetical, "I'd lower it by", a score on
+# another scale ("1 (out of 5)"), a count ("errors: 0"), "N/A" with a later note; "0.7/1" is 0.7 (review 24)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -51,8 +54,19 @@ _OPERATOR = r"\s*(?:[/*×x+−\-–—]|to\b|or\b|and\b|out\s+of\b|of\b)\s*[-−
 # a number that counts something is not the score ("1 significant error, so 0.5", "1 finding")
 _COUNT_WORD = re.compile(r"\s*(?:clinically\s+)?(?:significant|insignificant|errors?|findings?|mistakes?|matched|"
                          r"discrepanc\w*|omissions?|points?|out\s+of)\b", re.I)
+# the scale written after a number ("0.7/1", "0.8 out of 1.0", "1 (out of 5)", "**1** out of 5", "1 (on a scale of
+# 1-5)"): the score on VERT's scale when it is 1, another scale otherwise (review 24: "1 (out of 5)" was read as 1.0,
+# "0.7/1" left unscored)
+_SCALE_AFTER = re.compile(r"[ \t*_`]*(?:\([ \t*_`]*)?(?:/|out\s+of\b|(?:on\s+)?(?:a\s+)?scale\s+(?:of\s+|from\s+)?"
+                          r"\d+(?:[.,]\d+)?\s*(?:-|–|—|to)\s*)[ \t*_`]*(\d+(?:[.,]\d+)?)(?![\d.,]*\d)(?:[ \t*_`]*\))?", re.I)
+_SAME_SCALE_AFTER = re.compile(r"[ \t*_`]*(?:\([ \t*_`]*)?(?:/|out\s+of\b)[ \t*_`]*1(?:[.,]0+)?(?![\d.,]*\d)", re.I)
+# a count named right before the number: "Clinically significant errors: 0", "M = 4, S = 0, I = 0" (review 24: read as
+# the score 0)
+_COUNT_BEFORE = re.compile(r"(?:\b(?:errors?|findings?|omissions?|discrepanc\w*|mistakes?|matched|matches)|"
+                           r"(?-i:\b[MSI]))[ \t*_)\]]*[:=][ \t*_]*$", re.I)
 # a worked answer's result follows its last "=" or "≈" ("Score = 2/3 ≈ 0.67" is 0.67)
 _RESULT_SIGN = re.compile(r"=|≈|→|->")
+_SCORE_LABEL = re.compile(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", re.I)
 _NOT_A_SCORE = re.compile(r"(?:n/?a\b|not\s+applicable|cannot|unable)", re.I)
 
 
@@ -73,6 +87,11 @@ def _to_float(token: str) -> float:
 
 def read_score_text(answer: str) -> tuple[float, str]:
     """The score in the text after the header (or a bare answer): (value, how it was written)."""
+    head = next((line.strip(" *`_\t") for line in answer.splitlines() if line.strip(" *`_\t")), "")
+    if _NOT_A_SCORE.match(re.sub(_SCORE_LABEL, "", head).strip(" *`_")):
+        # "N/A (cannot be assessed)" then a note with a number: no score, not the note's number (review 24: "...
+        # the score would default to 0." was read as 0)
+        raise VertParseError(f"[Overall Accuracy Score] gives no score: {head[:60]!r}")
     lines = [line.strip() for line in answer.splitlines() if re.search(r"\d", line)]
     if not lines:
         raise VertParseError("[Overall Accuracy Score] has no readable number")
@@ -81,7 +100,7 @@ def read_score_text(answer: str) -> tuple[float, str]:
         # item's number or count is no score (review 21, H4: read as 1.0)
         raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {lines[0][:60]!r}")
     line = lines[0].strip(" *`_")
-    line = re.sub(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", "", line, flags=re.I)
+    line = re.sub(_SCORE_LABEL, "", line)
     line = line.strip(" *`_")
     if _NOT_A_SCORE.match(line):
         raise VertParseError(f"[Overall Accuracy Score] gives no score: {line[:60]!r}")
@@ -89,6 +108,8 @@ def read_score_text(answer: str) -> tuple[float, str]:
         last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", _RESULT_SIGN.split(line)[-1])
         if not last:
             raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
+        if _COUNT_BEFORE.search(line[:list(_RESULT_SIGN.finditer(line))[-1].end()]):  # "M = 4, S = 0, I = 0"
+            raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
         first, form = last, "worked"
         after = last.string[last.end():]
     else:
@@ -99,6 +120,8 @@ def read_score_text(answer: str) -> tuple[float, str]:
             if len(numbers) != 1:
                 raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
             first, form = numbers[0], "in-sentence"
+            if _COUNT_BEFORE.search(line, 0, first.start()):  # "Clinically significant errors: 0"
+                raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
             if any(_is_green_item(text) for text in lines[1:]):
                 # "(e) Mentioning ...: 0." then "(c) ...: 1.": GREEN's error counts, whose first was read as the
                 # score (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1). A later line
@@ -106,6 +129,12 @@ def read_score_text(answer: str) -> tuple[float, str]:
                 # mentions a number ("1) It omits the 5 mm nodule.") leaves the score as written (review 20, F1)
                 raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {line[:60]!r}")
         after = line[first.end():]
+        scale = _SCALE_AFTER.match(after)
+        if scale and _to_float(scale.group(1)) == _SCALE_TOP:  # "0.7/1", "0.8 out of 1.0": VERT's own scale
+            after = after[scale.end():]
+        elif scale:  # "1 (out of 5)", "**1** out of 5": another scale
+            raise VertParseError(f"[Overall Accuracy Score] has no readable number (a fraction, range, hedge or "
+                                 f"percentage on another scale): {line[:60]!r}")
         if re.match(_OPERATOR, after) or re.match(r"\s*%", after):
             raise VertParseError(f"[Overall Accuracy Score] has no readable number (a fraction, range, hedge or "
                                  f"percentage): {line[:60]!r}")
@@ -154,12 +183,25 @@ _ZERO_ONE_LINE = re.compile(r"^\s*(?:\*+\s*)?(?:(?:(?:final|overall|accuracy|rev
                             r"(?:score|answer|rating|grade|result)\s*[:=]\s*)?(?:\*+\s*)?([01])\s*(?:\*+\s*)?(?:\.\s*)?$", re.I)
 # what a number in the score's explanation can be that is no other score (review 16, 17):
 _UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|times\b)", re.I)  # a size, a share
-_HYPOTHETICAL_AFTER = re.compile(r"\s*(?:\)\s*)?(?:would|could|if\b|requires?|needs?|is\s+reserved|for\s+a\s+perfect)",
-                                 re.I)  # "0.9 would need no errors"
+# "0.9 would need no errors"; not a proposal: "0.6 would better reflect ...", "0.7 could also be justified", "0.6 would
+# be closer/fairer/more accurate" offer another score (review 24, H1)
+_PROPOSAL = (r"\s+(?:(?:also|arguably|perhaps|equally|even|still)\s+)*(?:be\s+(?:(?:a|an|the|my|also|equally|more|even|"
+             r"much|far)\s+)*(?:better|fairer|fair|closer|more|justif\w*|reasonable|defensible|appropriate|accurate|"
+             r"correct|right|final|valid|acceptable|warranted|preferable)\b|better\b|more\b|suffice|fit\b|suit)")
+_HYPOTHETICAL_AFTER = re.compile(rf"\s*(?:\)\s*)?(?:(?:would|could)(?!{_PROPOSAL})|if\b|requires?|needs?|is\s+reserved|"
+                                 r"for\s+a\s+perfect)", re.I)
 # named beside the score, never a second score: the scale's end or a rejected alternative ("a perfect report would
 # score about 1.0", "instead of 1.0", "Confidence: 0.9") ...
-_BESIDE_BEFORE = re.compile(r"(?:\b(?:perfect|ideal|maximum|highest|full\s+marks|confidence|certainty|probability)"
-                            r"[^\d\n]{0,30}|\b(?:max|instead\s+of|rather\s+than|not)[^\d\n]{0,12})$", re.I)
+_CLAUSE_CHAR = r"(?:[^\d\n.;:!?]|[.:](?!\s|$))"
+# "not" right before the number ("0.7, not 1.0"), not "It's not great, 0.6"; the window stops at the clause's end
+# (review 24, H2: "This is not a perfect report. I give it 0.6." kept the score it revises)
+_BESIDE_BEFORE = re.compile(r"\b(?:confidence|certainty|probability)[^\d\n.;!?]{0,30}$|\b(?:instead\s+of|"
+                            r"rather\s+than)[^\d\n]{0,12}$|\bnot\s+(?:(?:a|an|quite|yet|even|the|full|perfect)\s+)*$",
+                            re.I)
+# the scale's end, named beside the score: only 1.0 ("a perfect report would score about 1.0", "max 1.0"), not
+# "far from perfect, so I'd give 0.6" (review 24, H2)
+_SCALE_END_BEFORE = re.compile(rf"\b(?:perfect|ideal|maximum|max|highest|full\s+marks)\b{_CLAUSE_CHAR}{{0,30}}$", re.I)
+_SCALE_TOP = 1.0
 # ... or what the score is compared with or was deducted from, or by ("reduced from 1.0", "rated below 1.0", "lower
 # than 1.0", "reduces the score by about 0.15", "otherwise approximately 1.0"): beside the score unless the
 # sentence says it revises the score ("More accurately, it is below 0.5") or a revising verb leads to it ("I lower it
@@ -167,16 +209,22 @@ _BESIDE_BEFORE = re.compile(r"(?:\b(?:perfect|ideal|maximum|highest|full\s+marks
 # Whole words only ("overall", "overlooked", "underestimates" are none), within the number's clause (the window stops
 # at ". ", "; ", ":"), and "by" only for a deduction ("reduced by", "by about"), not "judged by the rubric" (review
 # 23, H1: these let a revision after the score keep the score it revises)
-_CLAUSE_CHAR = r"(?:[^\d\n.;:!?]|[.:](?!\s|$))"
+# The comparison word governs the number, with only a qualifier between ("from a perfect 1.0", "by about 0.15"): not
+# "Given the above, I would assign 0.6", "worse than I thought, so 0.6", "I lowered it by a lot, to 0.6" (review 24,
+# H2: a 25-character window let these revisions keep the score they revise)
+_QUALIFIERS = (r"(?:\s*(?:(?:a|an|the|its|perfect|full|maximum|max|ideal|possible|top|highest|score|mark|rating|of|"
+               r"about|approx\w*|around|roughly|nearly|almost|just|another|further|additional|total|only|it|score|"
+               r"report|candidate)\b\.?|~|≈))*\s*")
 _COMPARED_BEFORE = re.compile(
-    rf"\b(?:than|from|between|above|below|over|under|otherwise)\b{_CLAUSE_CHAR}{{0,25}}$"
+    rf"\b(?:than|from|between|above|below|over|under|otherwise)\b{_QUALIFIERS}$"
     rf"|\b(?:reduc\w*|lower\w*|decreas\w*|deduct\w*|drop\w*|dock\w*|cut|penali[sz]\w*|subtract\w*)\b{_CLAUSE_CHAR}{{0,25}}"
-    rf"\bby\b{_CLAUSE_CHAR}{{0,12}}$"
+    rf"\bby\b{_QUALIFIERS}$"
     rf"|\bby\s+(?:about|approx\w*\.?|around|roughly|~|≈)\s*$", re.I)
 # a deduction amount named before the number, in its clause: "I deducted about 0.3", "a deduction of about 0.3",
-# "a penalty of 0.3", "1.0 minus 0.25" (review 23, M1)
-_DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|costs?|worth)\b{_CLAUSE_CHAR}{{0,25}}$",
-                               re.I)
+# "a penalty of 0.3", "1.0 minus 0.25" (review 23, M1), "each worth 0.2": the deduction word governs the number (review
+# 24, H2: "After applying the penalty, the score is 0.6", "the report is only worth 0.6" kept the first score)
+_DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|costs?|(?:each|every)\s+worth)\b"
+                               rf"{_QUALIFIERS}$", re.I)
 # a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
 # "0.3 was deducted" (review 23, M1); "per" only before an error or finding ("0.15 per significant error"), not "0.6
 # per the rubric", a score (review 23, H2)
@@ -204,7 +252,7 @@ _REVISING_VERB_TO = re.compile(
     r"below|under|above|over|nearly|a\s+score\s+of|~|≈)\s*)*$"
     # "I lower it by 0.25" revises the score now; "I lowered it by 0.25", "each error reduces the score by 0.15" tell
     # how it was reached from 1.0
-    r"|\bI\s+(?:would\s+|will\s+|now\s+)?(?:lower|reduce|raise|increase|decrease|drop|dock|bump|revise|adjust|cut|"
+    r"|\bI(?:['’](?:d|ll)|\s+(?:would|will|now|shall|should))?\s+(?:lower|reduce|raise|increase|decrease|drop|dock|bump|revise|adjust|cut|"
     r"deduct|take)\s+(?:(?:it|this|that|the|my|score|rating|grade|overall|accuracy)\s+)+(?:(?:down|up)\s+)?by\s+"
     r"(?:(?:about|approx\w*\.?|around|roughly|~|≈|another|a\s+further)\s*)*$", re.I)
 # words that say the sentence revises the score, wherever the number is in it: "On second thought, about 0.7 is
@@ -236,6 +284,7 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
     bands = {(m.start(g), m.end(g)) for m in _RANGE.finditer(text) if _in_range(value, m)
              and not (_FROM_BEFORE.search(text, max(0, m.start() - 8), m.start())
                       and abs(_to_float(m.group(1)) - value) <= _SAME_SCORE)
+             and not _COUNT_WORD.match(text, m.end())  # "0.6 – 1 significant error" is no band (review 24)
              for g in (1, 2)}
     candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
     candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
@@ -260,7 +309,7 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
     """Whether the number other at text[start:end], after the score value, is explanation, not another score. Only a
     bounded window around the number is read, so that a long (looping) answer parses in linear time (review 23, M2)."""
     if ((start, end) in bands or (start + 1, end) in bands or _UNIT_AFTER.match(text, end)
-            or _COUNT_WORD.match(text, end)):
+            or (_COUNT_WORD.match(text, end) and not _SAME_SCALE_AFTER.match(text, end))):
         return True
     window = max(0, start - _LOOK_BACK)
     before = text[max(0, start - 40):start]
@@ -277,7 +326,9 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
     if (_HYPOTHETICAL_AFTER.match(text, end) or _DEDUCTION_AFTER.match(text, end)
             or _DEDUCTION_BEFORE.search(line_before)):
         return True
-    if _BESIDE_BEFORE.search(before):  # "a perfect report would score about 1.0", "0.7 instead of 1.0"
+    if _BESIDE_BEFORE.search(before):  # "0.7 instead of 1.0", "Confidence: 0.9"
+        return True
+    if other == _SCALE_TOP and _SCALE_END_BEFORE.search(before):  # "a perfect report would score about 1.0"
         return True
     if _COMPARED_BEFORE.search(before):  # "reduced from 1.0", "rated below 1.0", "by about 0.15" (review 22, M1)
         return True
