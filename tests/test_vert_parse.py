@@ -271,6 +271,19 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.7\nTwo errors, each worth 0.15.", 0.7, None),
     (HEAD + "0.85\nMy confidence in this score is about 0.9.", 0.85, None),
     (HEAD + "M = 3, S = 1, I = 0 → Score = 3/(3+2) = 0.60", 0.6, None),
+    # review 24 (M2-M4): a header with its scale or a dash, a worked result followed by its band's name, and a
+    # deduction from 1.0 written out left these well-formed answers unscored
+    ("Overall Accuracy Score (0-1): 0.8", 0.8, None),
+    ("**Overall Accuracy Score (0.0 to 1.0):** 0.75", 0.75, None),
+    ("Overall Accuracy Score – 0.8", 0.8, None),
+    ("Overall accuracy score (as described) reflects 1 error.", None, "no [Overall Accuracy Score]"),
+    (HEAD + "Score = 1 - 0.15*1 = 0.85 → High accuracy", 0.85, None),
+    (HEAD + "Score = 3/(3+2) → see note", None, "does not end in a number"),
+    (HEAD + "0.75 (1.0 minus 0.25 for the missed effusion)", 0.75, None),
+    (HEAD + "0.75 (1.0 − 0.25)", 0.75, None),
+    (HEAD + "0.75\n\nStarting at 1.0, I deducted 0.25 for the missed effusion.", 0.75, None),
+    (HEAD + "0.8\n1.0 minus 0.4 gives 0.6", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nStarting at 1.0 is wrong; 0.6 fits.", None, "gives more than one score (0.8, then '0.6')"),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

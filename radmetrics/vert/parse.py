@@ -39,14 +39,16 @@ PARSER_VERSION = "8"  # 4: a second score after the first has no single reading 
 # 0.6"), "about 0.3 deducted" is a deduction, and each number reads a bounded window around it (linear time; review
 # 23); 8: a comparison, deduction or scale-end word governs the number it explains ("Given the above, I would assign
 # 0.6" is a second score), a proposal ("0.6 would better reflect") is no hypothetical, "I'd lower it by", a score on
-# another scale ("1 (out of 5)"), a count ("errors: 0"), "N/A" with a later note; "0.7/1" is 0.7 (review 24)
+# another scale ("1 (out of 5)"), a count ("errors: 0"), "N/A" with a later note; "0.7/1" is 0.7, "Overall Accuracy
+# Score (0-1):" a header, "= 0.85 → High accuracy" 0.85, and "1.0 minus 0.25" a deduction from the top (review 24)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
 # start of a line, never a sentence that mentions the phrase. [ \t] not \s: an empty score line must not run on
 # into the next section.
+# "Overall Accuracy Score (0-1): 0.8" and "Overall Accuracy Score – 0.8" too (review 24, M2: no header found).
 _HEADER = re.compile(r"(?im)^[ \t>#*_`-]*(?:\d+[.)][ \t]*)?(?:\[[ \t]*)?overall[ \t]+accuracy[ \t]+score"
-                     r"(?:[ \t]*\])?[ \t*_]*(?:[:=][ \t*_]*|(?=[-−.,\d]|$))")
+                     r"(?:[ \t]*\])?(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]*(?:[:=][ \t*_]*|(?=[-−–—.,\d]|$))")
 # 0.85 | 0,85 | .85 | 1 | 1.0 ; a sign is kept so that -0.2 is seen as out of range, not read as 0.2
 _NUMBER = r"[-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
 # after a number: a fraction, product, sum, range or hedge ("3/5", "0.75–0.89", "0.6 or 0.7", "1 out of 5")
@@ -105,10 +107,14 @@ def read_score_text(answer: str) -> tuple[float, str]:
     if _NOT_A_SCORE.match(line):
         raise VertParseError(f"[Overall Accuracy Score] gives no score: {line[:60]!r}")
     if _RESULT_SIGN.search(line):  # a worked answer: the result is the number after the last "=" (or "≈")
-        last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", _RESULT_SIGN.split(line)[-1])
+        # ... that leads to a number: "= 0.85 → High accuracy" is 0.85 (review 24, M3: unscored)
+        signs = list(_RESULT_SIGN.finditer(line))
+        sign = next((m for m in reversed(signs) if re.match(r"\s*(?:\*+\s*)?[-−]?[.,]?\d", line[m.end():])), signs[-1])
+        result = _RESULT_SIGN.split(line[sign.end():])[0]
+        last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", result)
         if not last:
             raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
-        if _COUNT_BEFORE.search(line[:list(_RESULT_SIGN.finditer(line))[-1].end()]):  # "M = 4, S = 0, I = 0"
+        if _COUNT_BEFORE.search(line[:sign.end()]):  # "M = 4, S = 0, I = 0"
             raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
         first, form = last, "worked"
         after = last.string[last.end():]
@@ -200,8 +206,10 @@ _BESIDE_BEFORE = re.compile(r"\b(?:confidence|certainty|probability)[^\d\n.;!?]{
                             re.I)
 # the scale's end, named beside the score: only 1.0 ("a perfect report would score about 1.0", "max 1.0"), not
 # "far from perfect, so I'd give 0.6" (review 24, H2)
-_SCALE_END_BEFORE = re.compile(rf"\b(?:perfect|ideal|maximum|max|highest|full\s+marks)\b{_CLAUSE_CHAR}{{0,30}}$", re.I)
+_SCALE_END_BEFORE = re.compile(rf"\b(?:perfect|ideal|maximum|max|highest|full\s+marks|start\w*\s+(?:at|from|with))\b{_CLAUSE_CHAR}{{0,30}}$", re.I)
 _SCALE_TOP = 1.0
+# ... or where the score was deducted from: "1.0 minus 0.25", "1.0 − 0.25 = 0.75" (review 24, M4: unscored)
+_FROM_TOP_AFTER = re.compile(r"\s*(?:minus\b|[−–-])\s*[.\d]", re.I)
 # ... or what the score is compared with or was deducted from, or by ("reduced from 1.0", "rated below 1.0", "lower
 # than 1.0", "reduces the score by about 0.15", "otherwise approximately 1.0"): beside the score unless the
 # sentence says it revises the score ("More accurately, it is below 0.5") or a revising verb leads to it ("I lower it
@@ -224,7 +232,7 @@ _COMPARED_BEFORE = re.compile(
 # "a penalty of 0.3", "1.0 minus 0.25" (review 23, M1), "each worth 0.2": the deduction word governs the number (review
 # 24, H2: "After applying the penalty, the score is 0.6", "the report is only worth 0.6" kept the first score)
 _DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|costs?|(?:each|every)\s+worth)\b"
-                               rf"{_QUALIFIERS}$", re.I)
+                               rf"{_QUALIFIERS}$|(?<![\d.,])1(?:[.,]0+)?\s*[−–-]\s*$", re.I)  # "1.0 − 0.25"
 # a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
 # "0.3 was deducted" (review 23, M1); "per" only before an error or finding ("0.15 per significant error"), not "0.6
 # per the rubric", a score (review 23, H2)
@@ -328,7 +336,8 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
         return True
     if _BESIDE_BEFORE.search(before):  # "0.7 instead of 1.0", "Confidence: 0.9"
         return True
-    if other == _SCALE_TOP and _SCALE_END_BEFORE.search(before):  # "a perfect report would score about 1.0"
+    if other == _SCALE_TOP and (_SCALE_END_BEFORE.search(before) or _FROM_TOP_AFTER.match(text, end)):
+        # "a perfect report would score about 1.0", "1.0 minus 0.25", "Starting at 1.0, I deducted 0.25"
         return True
     if _COMPARED_BEFORE.search(before):  # "reduced from 1.0", "rated below 1.0", "by about 0.15" (review 22, M1)
         return True
