@@ -284,6 +284,13 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.75\n\nStarting at 1.0, I deducted 0.25 for the missed effusion.", 0.75, None),
     (HEAD + "0.8\n1.0 minus 0.4 gives 0.6", None, "gives more than one score (0.8, then '0.6')"),
     (HEAD + "0.8\nStarting at 1.0 is wrong; 0.6 fits.", None, "gives more than one score (0.8, then '0.6')"),
+    # review 24: a proposal with a condition stays hypothetical (a regression of the H1 fix before this test), one
+    # with a reason is a second score; a deduction written as a label is a deduction (M5)
+    (HEAD + "0.85\n0.9 would be appropriate if the nodule size were right.", 0.85, None),
+    (HEAD + "0.8\n0.6 would be fairer since the errors were significant.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.7\nPenalty: 0.3 for the missed effusion.", 0.7, None),
+    (HEAD + "0.7\nDeductions: -0.3 for the missed effusion.", 0.7, None),
+    (HEAD + "0.8\nDeduction: the score is 0.6", None, "gives more than one score (0.8, then '0.6')"),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -194,8 +194,10 @@ _UNIT_AFTER = re.compile(r"\s*(?:cm|mm|ml|cc|mg|kg|%|percent|years?|yrs?|x\b|tim
 _PROPOSAL = (r"\s+(?:(?:also|arguably|perhaps|equally|even|still)\s+)*(?:be\s+(?:(?:a|an|the|my|also|equally|more|even|"
              r"much|far)\s+)*(?:better|fairer|fair|closer|more|justif\w*|reasonable|defensible|appropriate|accurate|"
              r"correct|right|final|valid|acceptable|warranted|preferable)\b|better\b|more\b|suffice|fit\b|suit)")
-_HYPOTHETICAL_AFTER = re.compile(rf"\s*(?:\)\s*)?(?:(?:would|could)(?!{_PROPOSAL})|if\b|requires?|needs?|is\s+reserved|"
-                                 r"for\s+a\s+perfect)", re.I)
+# ... a proposal with a condition stays hypothetical: "0.9 would be appropriate if the size were right"
+_CONDITION = r"[^\n.;!?]{0,60}\b(?:if|unless|without|provided)\b"
+_HYPOTHETICAL_AFTER = re.compile(rf"\s*(?:\)\s*)?(?:(?:would|could)(?!{_PROPOSAL}(?!{_CONDITION}))|if\b|requires?|"
+                                 r"needs?|is\s+reserved|for\s+a\s+perfect)", re.I)
 # named beside the score, never a second score: the scale's end or a rejected alternative ("a perfect report would
 # score about 1.0", "instead of 1.0", "Confidence: 0.9") ...
 _CLAUSE_CHAR = r"(?:[^\d\n.;:!?]|[.:](?!\s|$))"
@@ -232,7 +234,7 @@ _COMPARED_BEFORE = re.compile(
 # "a penalty of 0.3", "1.0 minus 0.25" (review 23, M1), "each worth 0.2": the deduction word governs the number (review
 # 24, H2: "After applying the penalty, the score is 0.6", "the report is only worth 0.6" kept the first score)
 _DEDUCTION_BEFORE = re.compile(rf"\b(?:deduct\w*|penalt\w*|minus|subtract\w*|costs?|(?:each|every)\s+worth)\b"
-                               rf"{_QUALIFIERS}$|(?<![\d.,])1(?:[.,]0+)?\s*[−–-]\s*$", re.I)  # "1.0 − 0.25"
+                               rf"[ \t]*[:=]?{_QUALIFIERS}$|(?<![\d.,])1(?:[.,]0+)?\s*[−–-]\s*$", re.I)  # "1.0 − 0.25"
 # a deduction: "(approximately 0.25 deduction)", "0.15 per significant error", "0.25 off" (review 22, M1)
 # "0.3 was deducted" (review 23, M1); "per" only before an error or finding ("0.15 per significant error"), not "0.6
 # per the rubric", a score (review 23, H2)
