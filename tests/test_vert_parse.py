@@ -337,3 +337,16 @@ def test_runs_of_blanks_parse_in_linear_time(text):
         except VertParseError:
             pass
     assert time.perf_counter() - began < 2.0
+
+
+def test_a_line_of_blanks_after_the_score_parses_in_linear_time():
+    """review 24 (H6): the VERT systems read GREEN's counts (read_counts -> parse_green) after the score, and GREEN's
+    line-header pattern backtracked cubically over a line of blanks: 1,000 took 47 s."""
+    import time
+
+    text = "[Overall Accuracy Score]: 0.8\n" + " \t" * 10_000 + "x"
+    began = time.perf_counter()
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    radmetrics.get_scoring_system("vert_ft").parse(text)
+    assert time.perf_counter() - began < 2.0
+    assert judgment.parsed and judgment.score == pytest.approx(0.8)
