@@ -384,6 +384,7 @@ def test_compare_on_the_bundled_data_scores_empty_candidates_and_exits_2_when_a_
         assert entry["systems"]["A"]["num_scored"] == 8 and entry["systems"]["B"]["num_scored"] == 8
         assert entry["systems"]["A"]["value"] == pytest.approx(np.mean([s for s, _ in a.values()]))
         assert entry["pairs"][0]["n_paired"] == 8
+        assert entry["pairs"][0]["randomization"] == "exact: all 256 swaps"  # 2^8 <= the trials: scipy enumerates
     # GREEN: A's recorded answers are scored (the truncated one unscored, as the sample intends); B has none
     green = results["metrics"]["green"]
     assert green["error"] is None and green["systems"]["A"]["num_scored"] == 7
@@ -476,7 +477,7 @@ def test_tables_in_a_log_keep_whole_lines(tmp_path):
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     lines = run.stdout.splitlines()
-    assert any("Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, Holm across pairs"
+    assert any("Pairs (A − B on rows both scored; paired bootstrap CI; paired randomization, exact where every swap"
                in line for line in lines)
     for metric in ("bleu-4", "rouge-l"):
         row = next(line for line in lines if line.lstrip("│ ").startswith(f"{metric} ") and "│ A " in line)

@@ -150,9 +150,9 @@ def print_tables(result) -> None:
             systems.add_row(f"{metric} {arrow}", name, _fmt(s["value"]), ci, str(s["num_scored"]),
                             str(s["num_unscored"]), shorten(note, 60))
     console.print(systems)
-    pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; approximate randomization, "
-                        f"Holm across pairs, α = {result.settings['alpha']})")
-    for col in ("metric", "A − B", "n", "difference", f"{conf} CI", "p", "p (Holm)", "win/tie/loss", "better"):
+    pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; paired randomization, exact where "
+                        f"every swap is enumerated; Holm across pairs, α = {result.settings['alpha']})")
+    for col in ("metric", "pair (A − B)", "n", "difference", f"{conf} CI", "p", "p (Holm)", "win/tie/loss", "better"):
         pairs.add_column(col)
     for metric, entry in result.to_dict()["metrics"].items():
         for p in entry["pairs"]:

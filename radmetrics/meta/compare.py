@@ -248,8 +248,12 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         p = cs.paired_randomization_p(sa, sb, trials, seed)
         # no p-value: the metric failed, fewer than 2 rows both scored (the interval says which), or --resamples 0
         reason = None if p is not None else f"metric failed: {error}" if error else diff.reason or "no test: --resamples 0"
+        # scipy enumerates every swap when there are no more than the trials asked for: then p is exact
+        how = None if p is None else (f"exact: all {2 ** diff.n} swaps" if 2 ** diff.n <= trials
+                                      else f"{trials} random swaps")
         pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
-                      "n_paired": diff.n, "p_value": p, **cs.win_tie_loss(sa, sb, higher), "reason": reason})
+                      "n_paired": diff.n, "p_value": p, "randomization": how, **cs.win_tie_loss(sa, sb, higher),
+                      "reason": reason})
     tested = sum(p["p_value"] is not None for p in pairs)
     for pair, adjusted in zip(pairs, cs.holm([p["p_value"] for p in pairs])):
         pair["p_holm"] = adjusted
@@ -388,7 +392,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
         judge_kwargs["system_options"] = dict(system_options)
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "alpha": alpha,
                 "correction": "Holm across the pairs of each metric",
-                "test": "paired approximate randomization (two-sided) on rows both systems scored",
+                "test": ("paired randomization (two-sided; exact where every swap is enumerated) on rows both "
+                         "systems scored"),
                 "interval": "percentile bootstrap over rows"}
     result = CompareResult(ids, names, {}, {}, settings, list(notes))
     for metric in metrics:
@@ -443,8 +448,9 @@ def compare_report(result: CompareResult) -> Report:
     level = level_text(result.settings["confidence"])
     report = Report(title=f"Comparison of {', '.join(result.systems)} on {len(result.ids)} reports",
                     intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap {level} CIs; pairs: mean "
-                           "difference (A − B) with a paired-bootstrap CI, paired approximate-randomization p (at least "
-                           "20 × pairs / α trials, so that Holm's correction can reach α) and "
+                           "difference (A − B) with a paired-bootstrap CI, paired randomization p (at least "
+                           "20 × pairs / α random swaps, so that Holm's correction can reach α; exact, every swap, "
+                           "when there are no more: results.json says which per pair) and "
                            "Holm-adjusted p across the pairs of a metric. Each number uses only the rows its "
                            "metric scored (n)."] + list(data.get("notes") or []),
                     plots=[("forest.png", f"difference between systems per metric, with {level} CIs")])
