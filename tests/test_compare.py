@@ -182,6 +182,12 @@ def test_a_system_whose_outputs_read_like_missing_values_is_named(tmp_path):
     assert load_systems({"A": a, "C": c}).notes == [
         "C: 3 candidate(s) are missing-value markers ('NA', null), unscored: the paired tests leave those ids out; if "
         "they are C's real outputs, this favours C"]
+    # review 24 (M1): a number or an object where B's report should be was left out of the tests without a word
+    d = _write(tmp_path / "d.jsonl", [{"id": 0, "candidate": 42}, {"id": 1, "candidate": {"text": "x"}},
+                                      {"id": 2, "candidate": 1.5}, {"id": 3, "candidate": "d 3"}])
+    assert load_systems({"A": a, "D": d}).notes == [
+        "D: 3 candidate(s) are not text (dict, float, int), unscored: the paired tests leave those ids out; if they "
+        "are D's real outputs, this favours D"]
 
 
 def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):

@@ -194,6 +194,13 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
             shown = ", ".join(sorted(set(markers)))
             notes.append(f"{name}: {len(markers)} candidate(s) are missing-value markers ({shown}), unscored: the "
                          f"paired tests leave those ids out; if they are {name}'s real outputs, this favours {name}")
+        # review 24 (M1): a number, list or object where a report should be is left out the same way
+        others = [type(t).__name__ for t in texts
+                  if t is not None and not isinstance(t, str) and not (isinstance(t, float) and t != t)]
+        if others:
+            notes.append(f"{name}: {len(others)} candidate(s) are not text ({', '.join(sorted(set(others)))}), "
+                         f"unscored: the paired tests leave those ids out; if they are {name}'s real outputs, this "
+                         f"favours {name}")
     return Alignment(ids, [ref_by_id[i] for i in ids], candidates, notes)
 
 
