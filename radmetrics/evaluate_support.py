@@ -83,6 +83,11 @@ class JudgeMetric(evaluate.Metric):
         self._given[0].append(prediction)
         self._given[1].append(reference)
 
+    def _enforce_nested_string_type(self, schema: Any, obj: Any) -> None:
+        """evaluate refuses a batch whose FIRST value is not text (it checks that one only), so [None, "x"] was a
+        ValueError while ["x", None] left the None unscored (review 24, M2). A module here takes any value, wherever
+        it stands, and `_compute` leaves what is not text unscored with its reason, as `radmetrics.score` does."""
+
     def _as_given(self, predictions: list[Any], references: list[Any], given: tuple[list[Any], list[Any]]
                   ) -> tuple[list[Any], list[Any]]:
         """The (prediction, reference) pairs as given when they are this computation's (not, e.g., another

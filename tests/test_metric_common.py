@@ -114,8 +114,12 @@ def test_numbers_given_to_a_module_are_unscored_as_radmetrics_score_leaves_them(
     reasons = [d["reason"] for d in out["details"]]
     assert reasons[1:] == ["row 1: candidate is int, not text", "row 2: reference is float, not text"]
     assert out["num_unscored"] == 2 and out["scores"][0] == pytest.approx(expected_scores(name)[0])
+    # review 24 (M2): a first value that is not text (evaluate checks only the first) is unscored the same way
+    first = module.compute(predictions=[None, 5, CANDS[2]], references=[REFS[0], REFS[1], REFS[2]])
+    assert [d["reason"] for d in first["details"]] == ["row 0: candidate is missing (None)",
+                                                       "row 1: candidate is int, not text", None]
+    assert first["scores"][:2] == [None, None] and first["scores"][2] == pytest.approx(expected_scores(name)[2])
     module.add(prediction=CANDS[0], reference=REFS[0])
-    # (evaluate itself refuses a batch whose first value is no text)
     module.add_batch(predictions=[CANDS[1], 7], references=[REFS[1], REFS[1]])
     again = module.compute()
     # rows in the order evaluate hands them to _compute: as added, or (evaluate 0.4.1 with datasets 3.0) add()'s
