@@ -51,6 +51,26 @@ def test_push_is_private_by_default_and_can_be_gated(hub, rexval_folder):
     assert "(private, gated manual; visibility read back from the Hub)" in out.stdout
 
 
+def test_datasets_own_cache_files_are_not_pushed(hub, rexval_folder, tmp_path):
+    """Review 24 (M4): lm_eval reading a converted folder left datasets' .map() caches (cache-*.arrow) beside its
+    files; pushed, the Hub's loader took them for data and the dataset no longer loaded."""
+    import shutil
+
+    from datasets import load_from_disk
+
+    folder = shutil.copytree(rexval_folder, tmp_path / "rexval")
+    saved = load_from_disk(str(folder))
+    for split in saved.values() if hasattr(saved, "values") else [saved]:
+        split.map(lambda row: {"n": len(row["reference"])})  # writes cache-<hash>.arrow beside the split's files
+    cached = [p.relative_to(folder).as_posix() for p in folder.rglob("cache-*.arrow")]
+    assert cached, "datasets wrote no cache file: the test would prove nothing"
+    out = push(hub, folder, "lab/rexval-used")
+    assert out.returncode == 0, out.stderr[-2000:]
+    files = hub.files("dataset", "lab/rexval-used")
+    assert not [f for f in files if "cache-" in f] and any(f.endswith(".arrow") for f in files)
+    assert "README.md" in files
+
+
 @pytest.mark.parametrize("command", [("data", "push"), ("hub", "push", "--type", "dataset"), ("hub", "push")])
 def test_physionet_data_is_never_pushed_publicly_by_any_command(hub, rexval_folder, command):
     out = push(hub, rexval_folder, "lab/rexval-public", "--public", command=command)
