@@ -17,7 +17,10 @@ revision is such a second score however it is worded ("0.75", then "I lower it t
 rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4), also when it is
 close ("On second thought, about 0.7 is fairer.": review 22, L4). Explaining the score is no revision: "0.75 (reduced
 from 1.0 for the missed effusion)", "each significant error reduces the score by about 0.15", "it correctly
-identifies ... so it is rated below 1.0" keep 0.75 and the like (review 22, M1).
+identifies ... so it is rated below 1.0" keep 0.75 and the like (review 22, M1). A revision written as a whole number,
+a percentage or on a scale of 10 ("I'd give it a 1.", "The revised score is 1.", "60% is fairer.", "Final score: 6/10")
+is such a second score too, where a revising or scoring word governs it; "0.8 (80%)" and "8/10" restate the score,
+and "1 finding", "1. The effusion ...", "T12" explain it (parser version 9, review 24).
 
 An answer in GREEN's format instead of a score (its "[Clinically Significant Errors]" / "[Matched Findings]"
 sections, or its error items "(b) Missing a finding ...: 1. Left pleural effusion." however they are marked) gives
@@ -28,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-PARSER_VERSION = "8"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "9"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -40,7 +43,10 @@ PARSER_VERSION = "8"  # 4: a second score after the first has no single reading 
 # 23); 8: a comparison, deduction or scale-end word governs the number it explains ("Given the above, I would assign
 # 0.6" is a second score), a proposal ("0.6 would better reflect") is no hypothetical, "I'd lower it by", a score on
 # another scale ("1 (out of 5)"), a count ("errors: 0"), "N/A" with a later note; "0.7/1" is 0.7, "Overall Accuracy
-# Score (0-1):" a header, "= 0.85 → High accuracy" 0.85, and "1.0 minus 0.25" a deduction from the top (review 24)
+# Score (0-1):" a header, "= 0.85 → High accuracy" 0.85, and "1.0 minus 0.25" a deduction from the top (review 24);
+# 9: a revision written as a whole number, a percentage or x/10 ("I'd give it a 1", "60% is fairer", "Final score:
+# 6/10") is a second score where a revising or scoring word governs it; "0.8 (80%)", "8/10" restate the score, "1
+# finding", "1. The effusion ..." are explanation (review 24, left unfixed)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -280,6 +286,49 @@ _REVISING_WORDS = re.compile(
 _SENTENCE_END = re.compile(r"[.!?;](?!\d)|\n")
 _FROM_BEFORE = re.compile(r"\bfrom\s*$", re.I)
 _RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\d+|\d+)(?![\d.,]*\d)")
+# a score written as a whole number, a percentage or on a scale of 10 ("1", "60%", "6/10", "6 out of 10"): another
+# score only where a revising or scoring word governs it, since such numbers are common in the explanation ("1
+# finding", "1. The effusion ...", "T12", "scale of 0-1", "80% of findings"); the same score restated ("0.8 (80%)",
+# "8/10") is no other score (review 24, left unfixed: "0.9" then "I'd give it a 1.", "The revised score is 1.", "60%
+# is fairer.", "Final score: 6/10" kept the first score)
+_WHOLE = re.compile(r"(?<![\w.,/\-−–—])(?:(\d{1,3}(?:[.,]\d+)?)[ \t]*(?:%|percent\b)"
+                    r"|(\d{1,2}(?:[.,]\d+)?)[ \t]*(?:/|out[ \t]+of\b)[ \t]*10(?!\w|[.,]\d)"
+                    r"|([01])(?!\w|[.,]\d|[ \t]*(?:%|percent\b|[/*×+]|[-−–—][ \t]*[\d(.]|"
+                    r"(?:to|or|and|of|out[ \t]+of|minus|times|x)[ \t]+[\d(.])))",
+                    re.I)
+# ... governed by a score label or a scoring verb before it: "Final score: 6/10", "The revised score is 1", "a score
+# of 1", "I'd give it a 1", "it deserves 60%"
+_SCORE_STATEMENT_BEFORE = re.compile(
+    r"(?:\b(?:final|revised|corrected|updated|adjusted|amended|new|better|fairer)\s+(?:overall\s+)?(?:accuracy\s+)?"
+    r"(?:score|rating|grade)|\bscore\s+of|^[ \t>*_-]*(?:(?:overall|accuracy)\s+)*(?:score|rating|grade))[ \t*_]*"
+    r"(?:(?:is|=|:|of|would\s+be|should\s+be|becomes)[ \t*_]*)?(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$"
+    r"|\b(?:give|assign|rate|award|score|deserves?|merits?|warrants?|earns?)\s+(?:(?:it|this|that|the|report|"
+    r"candidate|a|an|only|just|score|rating|grade|of)\s+)*(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
+# ... or by a revising word right before it ("On second thought, 7/10.", "Actually, 1.") that it closes the clause of
+_REVISING_LEAD = re.compile(rf"(?:{_REVISING_WORDS.pattern})[ \t,:;~≈*_(-]*(?:(?:about|approx\w*\.?|around|"
+                            r"roughly|~|≈)\s*)*$", re.I)
+_CLAUSE_END_AFTER = re.compile(r"[ \t*_)]*(?:[.;!?,](?!\d)|$|\s+(?:is|seems?|would|should|fits?|feels?|looks?)\b)",
+                               re.I | re.M)
+# ... or by a revising word after it: "60% is fairer", "1 is more appropriate", "7/10 would better reflect ..." (not
+# "1 would be appropriate if ...", hypothetical)
+_REVISING_AFTER = re.compile(
+    rf"[ \t*_)]*(?:(?:is|seems?|feels?|looks?|sounds?)\s+(?:(?:a|an|the|much|far|even|more|also)\s+)*(?:fairer|better|"
+    rf"closer|more\s+(?:appropriate|accurate|fair|reasonable|realistic|fitting))|(?:would|could|should|might)"
+    rf"{_PROPOSAL}(?!{_CONDITION}))", re.I)
+# ... but not where the scoring word is negated ("I would not give it a 1 because ...") or the number is the rubric's
+# ("A score of 1 means a perfect match")
+_NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never)|n['’]t)\s+(?:\w+\s+)?$", re.I)
+_DEFINITION_AFTER = re.compile(r"[ \t*_)]*(?:means|indicates|denotes|represents|corresponds|stands\s+for|is\s+(?:given|"
+                               r"for|only|defined|assigned)\b|=\s*[a-z])", re.I)
+# ... or it is where the score goes to: "I lower it from 80% to 60%", "the score drops from 0.8 to 60%" (the number
+# before "to" restates the score)
+_FROM_SCORE_TO_BEFORE = re.compile(
+    r"\bfrom\s+(?:(?:a|an|the|its|my|score\s+of)\s+)*(?:\*+\s*)?([-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+))[ \t*_]*"
+    r"(%|percent\b|/[ \t]*10\b|out[ \t]+of[ \t]+10\b)?[ \t*_]*(?:(?:down|up|back)\s+)?to\s+"
+    r"(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
+# ... a revising verb leads to a percentage or x/10 only where its object is the score ("I lower it to 60%", not "the
+# stenosis increased to 70%")
+_SCORE_OBJECT = re.compile(r"\b(?:I|it|this|score|rating|grade)\b", re.I)
 
 
 def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
@@ -309,6 +358,16 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
             continue
         raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
                              f"{token!r}): no single reading")
+    for m in _WHOLE.finditer(text):
+        try:
+            other = (_to_float(m.group(1)) / 100 if m.group(1) else _to_float(m.group(2)) / 10 if m.group(2)
+                     else float(m.group(3)))
+        except (VertParseError, ValueError):
+            continue
+        if abs(other - value) > _SAME_SCORE and _is_whole_revision(text, m.start(), m.end(), value, other, bands,
+                                                                   whole=bool(m.group(3))):
+            raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
+                                 f"{m.group(0)!r}): no single reading")
 
 
 #: how far around a later number `_is_explanation` reads (review 23, M2: bounded, so parsing stays linear)
@@ -347,6 +406,33 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
         return abs(other - value) <= _ROUNDING
     return False
 
+
+def _is_whole_revision(text: str, start: int, end: int, value: float, other: float, bands: set[tuple[int, int]],
+                       whole: bool) -> bool:
+    """Whether a whole number, percentage or x/10 after the score (other, at text[start:end]) is another score: only
+    where a revising or scoring word governs it, and it is no explanation (bounded window: linear time)."""
+    window = max(0, start - _LOOK_BACK)
+    line_before = text[max(window, text.rfind("\n", window, start) + 1):start]
+    # the governing words come after the last number before this one (none of these patterns reads a digit): a
+    # looping "1 1 1 ..." is then read in constant time per number
+    lead = line_before[max(line_before.rfind(digit) for digit in "0123456789") + 1:]
+    if "from" in line_before and (moved := _FROM_SCORE_TO_BEFORE.search(line_before)):
+        scale = (moved.group(2) or "").lower()
+        try:
+            earlier = _to_float(moved.group(1)) / (1 if not scale else 100 if scale[0] in "%p" else 10)
+        except (VertParseError, ValueError):
+            earlier = None
+        if earlier is not None and abs(earlier - value) <= _SAME_SCORE:  # "from 0.8 to 60%": the score, revised
+            return not ((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+    if _REVISING_VERB_TO.search(lead) and (whole or _SCORE_OBJECT.search(line_before)):
+        return not ((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+    statement = _SCORE_STATEMENT_BEFORE.search(lead)
+    if statement and _NEGATED_BEFORE.search(lead, 0, statement.start()):  # "I would not give it a 1"
+        statement = None
+    governed = (statement or _REVISING_AFTER.match(text, end)
+                or (_REVISING_LEAD.search(lead) and _CLAUSE_END_AFTER.match(text, end)))
+    return (bool(governed) and not _DEFINITION_AFTER.match(text, end)
+            and not _is_explanation(text, start, end, value, other, bands))
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
