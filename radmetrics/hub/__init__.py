@@ -85,13 +85,11 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     # datasets writes its .map()/.filter() caches beside a saved dataset's files (lm_eval reading the folder did):
     # pushed, they are files the Hub's loader takes for data splits, and the dataset no longer loads (review 24 M4)
     ignore = ["cache-*.arrow", "**/cache-*.arrow"] if repo_type == "dataset" else []
-    kept_card = False
     if existed and (folder / "README.md").is_file() and not overwrite_card:
         remote = _remote_card(api, repo_id, repo_type)
         local = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
         if remote is not None and remote != local and written_by_user(remote):
             ignore.append("README.md")
-            kept_card = True
     commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
                                ignore_patterns=ignore or None,
                                commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
@@ -99,7 +97,7 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         api.update_repo_settings(repo_id, repo_type=repo_type, gated=gated)
     url = f"{api.endpoint}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
     return {"url": url, "commit": getattr(commit, "oid", None), "private": repo_visibility(api, repo_id, repo_type),
-            "gated": gated or False, "card_kept": kept_card, "public_requested": public}
+            "gated": gated or False, "card_kept": "README.md" in ignore, "public_requested": public}
 
 
 def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:

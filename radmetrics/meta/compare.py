@@ -189,18 +189,15 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
     for name, texts in candidates.items():  # review 12: "NA" outputs left a system's mean, quietly
         markers = [repr(t.strip()) for t in texts if isinstance(t, str) and t.strip() in MISSING_MARKERS]
         # review 18: null, a missing candidate field or an empty CSV cell (NaN) favour a system the same way
-        markers += ["null" for t in texts if t is None or (isinstance(t, float) and t != t)]
-        if markers:
-            shown = ", ".join(sorted(set(markers)))
-            notes.append(f"{name}: {len(markers)} candidate(s) are missing-value markers ({shown}), unscored: the "
-                         f"paired tests leave those ids out; if they are {name}'s real outputs, this favours {name}")
-        # review 24 (M1): a number, list or object where a report should be is left out the same way
-        others = [type(t).__name__ for t in texts
-                  if t is not None and not isinstance(t, str) and not (isinstance(t, float) and t != t)]
-        if others:
-            notes.append(f"{name}: {len(others)} candidate(s) are not text ({', '.join(sorted(set(others)))}), "
-                         f"unscored: the paired tests leave those ids out; if they are {name}'s real outputs, this "
-                         f"favours {name}")
+        missing = [t is None or (isinstance(t, float) and t != t) for t in texts]
+        markers += ["null" for gone in missing if gone]
+        # review 24 (M1): so does a number, list or object where a report should be
+        others = [type(t).__name__ for t, gone in zip(texts, missing) if not gone and not isinstance(t, str)]
+        for found, what in ((markers, "missing-value markers"), (others, "not text")):
+            if found:
+                notes.append(f"{name}: {len(found)} candidate(s) are {what} ({', '.join(sorted(set(found)))}), "
+                             f"unscored: the paired tests leave those ids out; if they are {name}'s real outputs, "
+                             f"this favours {name}")
     return Alignment(ids, [ref_by_id[i] for i in ids], candidates, notes)
 
 

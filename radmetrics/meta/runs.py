@@ -229,16 +229,16 @@ def run_evaluate_metric(spec: str, references: Sequence[Any], candidates: Sequen
 
     scores, reasons, _ = score_library_pairs(call, references, candidates,
                                              what=f"evaluate module '{parsed.module}'")
-    higher_is_better = parsed.direction
-    if higher_is_better is None:  # said once it has scores: a module that failed has no direction to read
-        higher_is_better = True
+    direction = parsed.direction
+    if direction is None:  # said once it has scores: a module that failed has no direction to read
         log.warning("metric %s: taken as higher-is-better; for an error or distance, write %s:higher_is_better=false",
                     spec, spec)
+    higher_is_better = True if direction is None else direction
+    source = ("unknown: assumed" if direction is None else "spec" if parsed.higher_is_better is not None
+              else "known for the module")
     return MetricRun(spec, scores, higher_is_better, [None] * len(references),
                      {"evaluate_module": parsed.module, "key": key, "options": parsed.options,
-                      "higher_is_better": higher_is_better,
-                      "direction_from": "unknown: assumed" if parsed.direction is None else
-                      ("spec" if parsed.higher_is_better is not None else "known for the module")}, reasons)
+                      "higher_is_better": higher_is_better, "direction_from": source}, reasons)
 
 
 def metric_direction(spec: str) -> bool | None:

@@ -198,9 +198,13 @@ def _standard_ranks(scores):
     of ``scores``. A constant vector stays constant (its correlation is undefined either way)."""
     from scipy import stats
 
-    ranks = stats.rankdata(scores)
-    spread = ranks.std()
-    return (ranks - ranks.mean()) / spread if spread > 0 else ranks - ranks.mean()
+    return _zscores(stats.rankdata(scores))
+
+
+def _zscores(m):
+    """Each row (the last axis) centred and scaled by its population std; a constant row only centred (zeros)."""
+    std = m.std(axis=-1, keepdims=True)
+    return (m - m.mean(axis=-1, keepdims=True)) / np.where(std == 0, 1, std)
 
 
 def paired_t_test(after: Sequence[float], before: Sequence[float]) -> dict[str, Any]:
@@ -280,8 +284,7 @@ def ensemble_average(score_lists: Sequence[Sequence[float]], standardize: bool =
     """VERT Sec. 4.1.2: the mean of several metrics' scores per sample (z-scored first, so scales mix)."""
     m = np.asarray(score_lists, dtype=float)
     if standardize:
-        std = m.std(axis=1, keepdims=True)
-        m = (m - m.mean(axis=1, keepdims=True)) / np.where(std == 0, 1, std)
+        m = _zscores(m)
     return [float(v) for v in m.mean(axis=0)]
 
 

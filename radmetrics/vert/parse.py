@@ -229,7 +229,7 @@ _FROM_TOP_AFTER = re.compile(r"\s*(?:minus\b|[−–-])\s*[.\d]", re.I)
 # "Given the above, I would assign 0.6", "worse than I thought, so 0.6", "I lowered it by a lot, to 0.6" (review 24,
 # H2: a 25-character window let these revisions keep the score they revise)
 _QUALIFIERS = (r"(?:\s*(?:(?:a|an|the|its|perfect|full|maximum|max|ideal|possible|top|highest|score|mark|rating|of|"
-               r"about|approx\w*|around|roughly|nearly|almost|just|another|further|additional|total|only|it|score|"
+               r"about|approx\w*|around|roughly|nearly|almost|just|another|further|additional|total|only|it|"
                r"report|candidate)\b\.?|~|≈))*\s*")
 _COMPARED_BEFORE = re.compile(
     rf"\b(?:than|from|between|above|below|over|under|otherwise)\b{_QUALIFIERS}$"
@@ -382,7 +382,7 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
         return True
     window = max(0, start - _LOOK_BACK)
     before = text[max(0, start - 40):start]
-    line_before = text[max(window, text.rfind("\n", window, start) + 1):start]
+    line_before = _line_before(text, start)
     # a revision first: "I lower it to 0.6 per the rubric", "On second thought, 0.6 would be fairer" (review 23, H2)
     if _REVISING_VERB_TO.search(line_before):  # "I lower it to about 0.5", "I lower it to below 0.5"
         return False
@@ -407,15 +407,24 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
     return False
 
 
+def _line_before(text: str, start: int) -> str:
+    """The line up to ``start``, at most `_LOOK_BACK` characters of it (bounded: linear time)."""
+    window = max(0, start - _LOOK_BACK)
+    return text[max(window, text.rfind("\n", window, start) + 1):start]
+
+
 def _is_whole_revision(text: str, start: int, end: int, value: float, other: float, bands: set[tuple[int, int]],
                        whole: bool) -> bool:
     """Whether a whole number, percentage or x/10 after the score (other, at text[start:end]) is another score: only
     where a revising or scoring word governs it, and it is no explanation (bounded window: linear time)."""
-    window = max(0, start - _LOOK_BACK)
-    line_before = text[max(window, text.rfind("\n", window, start) + 1):start]
+    line_before = _line_before(text, start)
     # the governing words come after the last number before this one (none of these patterns reads a digit): a
     # looping "1 1 1 ..." is then read in constant time per number
     lead = line_before[max(line_before.rfind(digit) for digit in "0123456789") + 1:]
+
+    def measured() -> bool:  # a band's end, a count or a size: what the revising verb leads to is no score
+        return bool((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+
     if "from" in line_before and (moved := _FROM_SCORE_TO_BEFORE.search(line_before)):
         scale = (moved.group(2) or "").lower()
         try:
@@ -423,9 +432,9 @@ def _is_whole_revision(text: str, start: int, end: int, value: float, other: flo
         except (VertParseError, ValueError):
             earlier = None
         if earlier is not None and abs(earlier - value) <= _SAME_SCORE:  # "from 0.8 to 60%": the score, revised
-            return not ((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+            return not measured()
     if _REVISING_VERB_TO.search(lead) and (whole or _SCORE_OBJECT.search(line_before)):
-        return not ((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+        return not measured()
     statement = _SCORE_STATEMENT_BEFORE.search(lead)
     if statement and _NEGATED_BEFORE.search(lead, 0, statement.start()):  # "I would not give it a 1"
         statement = None
