@@ -851,6 +851,29 @@ def test_every_data_file_a_push_uploads_is_read_for_its_provenance(tmp_path):
     assert restricted_reasons(own) == []  # open data, and files with no dataset column: allowed
 
 
+def test_a_data_file_named_after_credentialed_data_stays_private(tmp_path):
+    """Review 24 (left then, closed in session 20): ReXVal rows in rexval.csv with no dataset column went public;
+    the file's name (or a folder's above it) says what the rows are. Only data files count: a model's
+    config.json or a script named after the dataset it evaluates on is not rows."""
+    named = tmp_path / "named"
+    (named / "mimic_cxr").mkdir(parents=True)
+    (named / "rexval.csv").write_text("id,reference,candidate\n1,r,c\n")
+    assert restricted_reasons(named) == ["rexval.csv is named after PhysioNet credentialed data"]
+    with pytest.raises(PushRefused):
+        check_public_allowed(named, "x")
+    (named / "rexval.csv").unlink()
+    (named / "mimic_cxr" / "train.jsonl.gz").write_bytes(__import__("gzip").compress(b'{"text": "a"}\n'))
+    (named / "ReXVal_v1.parquet~").write_bytes(b"")
+    assert restricted_reasons(named)[0] == ("ReXVal_v1.parquet~ is named after PhysioNet credentialed data "
+                                            "(and 1 other data file)")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "eval_on_rexval.py").write_text("print(1)\n")  # code, not rows
+    (plain / "mimicry.csv").write_text("id,text\n1,a\n")  # another word
+    (plain / "config.json").write_text('{"model_type": "llama"}')
+    assert restricted_reasons(plain) == []
+
+
 _REXVAL_ROW = {"id": "1", "dataset": "rexval", "reference": "r", "candidate": "c"}
 
 

@@ -56,6 +56,11 @@ def restricted_reasons(folder: str | Path) -> list[str]:
     restricted = sorted(filter(_names_credentialed_data, names))
     if restricted:
         reasons.append(f"its rows come from {', '.join(restricted)} (PhysioNet credentialed data)")
+    named = [] if restricted else _data_files_named_credentialed(folder)  # one reason is enough to refuse
+    if named:
+        more = len(named) - 1
+        reasons.append(f"{named[0]} is named after PhysioNet credentialed data"
+                       + (f" (and {more} other data file{'s' if more > 1 else ''})" if more else ""))
     if unreadable:
         more = len(unreadable) - 1
         reasons.append(f"{unreadable[0]} could not be read to check where its rows come from"
@@ -233,6 +238,21 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
         except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
             unreadable.append(str(path.relative_to(folder)))
     return names, unreadable
+
+
+def _data_files_named_credentialed(folder: Path) -> list[str]:
+    """The data files under FOLDER whose name or folders name credentialed data (rexval.csv,
+    mimic_cxr/train.jsonl): a file of rows with no provenance column is still the dataset its name says, and a
+    name is what a user who copied it would have kept (review 24: rexval.csv with no dataset column went public)."""
+    named = []
+    for path in _uploaded(folder):
+        relative = path.relative_to(folder)
+        if _data_kind(path) is None:
+            continue
+        stems = [*relative.parts[:-1], relative.name.split(".")[0]]  # train.jsonl.gz -> train
+        if any(stem and _names_credentialed_data(stem) for stem in stems):
+            named.append(relative.as_posix())
+    return named
 
 
 def _partition_values(relative: Path) -> set[str]:
