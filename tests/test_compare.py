@@ -650,3 +650,31 @@ def test_an_evaluate_module_that_counts_errors_is_compared_lower_is_better(tmp_p
     assert entry["systems"]["A"]["value"] == 0.0 and entry["systems"]["B"]["value"] == pytest.approx(10 / 4)
     pair = entry["pairs"][0]
     assert (pair["win"], pair["tie"], pair["loss"]) == (4, 0, 0), pair  # A's fewer errors are wins
+
+
+INFINITE_METRIC = REPO / "tests" / "fixtures" / "infinite_metric"
+
+
+def test_an_infinite_score_is_unscored_not_a_significant_difference(tmp_path):
+    """Review 25 (H1): one inf from an evaluate module (mape with a zero reference, a log ratio) went into the
+    paired test, where inf - inf made every swap's difference NaN: p = 0, Holm p = 0, "significant" and "better": A
+    on 5 paired rows whose smallest possible p is 0.0625, A's mean null, then a traceback printing the table after
+    results.json was written. The inf is now unscored with its reason, as a NaN is."""
+    refs = ["a b c", "d e f", "g h i", "j k l", "m n o", "p q r"]
+    a_cands = ["a b c", "g INF", "g h i", "j k l", "m n o", "p q r"]
+    b_cands = ["a b", "d e", "g h", "j", "m n", "p"]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": r, "candidate": c}
+                                      for i, (r, c) in enumerate(zip(refs, a_cands))])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "reference": r, "candidate": c}
+                                      for i, (r, c) in enumerate(zip(refs, b_cands))])
+    out = tmp_path / "cmp"
+    run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", f"{INFINITE_METRIC}:shared:higher_is_better=true",
+                       "-o", out)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    entry = next(iter(_strict_json((out / "results.json").read_text())["metrics"].values()))
+    assert entry["systems"]["A"]["value"] == 3.0 and entry["systems"]["A"]["n"] == 5
+    pair = entry["pairs"][0]
+    assert pair["n_paired"] == 5 and pair["difference"] == pytest.approx(1.4)
+    assert pair["p_value"] >= 2 / 2**5 and pair["significant"] is False, pair  # exact test: p >= 0.0625
+    unscored = [row for row in _per_row(out) if row["system"] == "A" and row["id"] == "1"]
+    assert "returned inf (not a finite score)" in json.dumps(unscored), unscored

@@ -36,7 +36,7 @@ class Interval:
 
 
 def _finite(values: Sequence[float | None]) -> np.ndarray:
-    return np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+    return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
 
 
 def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
@@ -56,7 +56,7 @@ def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
 
 def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0,
             confidence: float = 0.95) -> Interval:
-    """Mean of the scored values with a percentile bootstrap CI; unscored (None/NaN) values are left out."""
+    """Mean of the scored values with a percentile bootstrap CI; unscored (None/NaN/inf) values are left out."""
     x = _finite(values)
     if len(x) == 0:
         return Interval(None, None, None, 0, "no scored rows")
@@ -71,7 +71,7 @@ def paired_rows(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[n
     if len(a) != len(b):
         raise ValueError(f"paired scores differ in length: {len(a)} vs {len(b)}")
     keep = [(x, y) for x, y in zip(a, b) if x is not None and y is not None
-            and not math.isnan(x) and not math.isnan(y)]
+            and math.isfinite(x) and math.isfinite(y)]  # inf - inf is NaN: every swap's statistic (review 25, H1)
     if not keep:
         return np.array([]), np.array([])
     x, y = zip(*keep)

@@ -99,10 +99,22 @@ class EvaluateSpec:
 
 
 def _clean(value: Any) -> float | None:
+    """A metric's value as a float, None when it gave none: NaN, and inf too (evaluate's mape with a zero
+    reference; review 25, H1: one inf made every permutation's difference NaN, and compare reported p = 0)."""
     if value is None:
         return None
     value = float(value)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
+
+
+def _no_value_reason(what: str, value: Any) -> str:
+    try:
+        shown = float(value)
+    except (TypeError, ValueError):
+        shown = None
+    if shown is not None and math.isinf(shown):
+        return f"{what} returned {shown} (not a finite score)"
+    return f"{what} returned no value"
 
 
 def pair_problems(references: Sequence[Any], candidates: Sequence[Any]) -> list[str | None]:
@@ -166,7 +178,7 @@ def score_library_pairs(call: Callable[[list[str], list[str]], tuple[list[Any], 
             reasons[i] = f"{what} failed on the empty candidate ({type(e).__name__}: {why})"
     for i, value in zip(rows, values):
         scores[i] = _clean(value)
-        reasons[i] = None if scores[i] is not None else f"{what} returned no value"
+        reasons[i] = None if scores[i] is not None else _no_value_reason(what, value)
     for column, got in columns.items():
         extra[column] = [None] * n
         for i, value in zip(rows, got):
