@@ -520,3 +520,16 @@ def test_a_run_that_replaces_earlier_results_says_so(tmp_path):
     first, second = cli(*compare, cwd=tmp_path), cli(*compare, cwd=tmp_path)
     assert first.returncode == 0 and "earlier report" not in first.stderr, first.stderr[-2000:]
     assert f"Note: {tmp_path / 'cmp'} holds an earlier report; this run replaces it." in second.stderr
+
+
+def test_python_dash_m_radmetrics_is_the_command(tmp_path):
+    """Review 25 (L7): `python -m radmetrics` was "No module named radmetrics.__main__"; only `python -m
+    radmetrics.cli` ran. Both are the `radmetrics` command, with its exit codes (2: a one-line error)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-m", "radmetrics", "sample-path", "pairs.jsonl"], cwd=tmp_path,
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip().endswith("pairs.jsonl"), run.stderr[-2000:]
+    bad = subprocess.run([sys.executable, "-m", "radmetrics", "score", "-i", tmp_path / "absent.jsonl", "-m", "green",
+                          "-o", tmp_path / "out.jsonl"],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert_one_line_error(bad, "absent.jsonl")
