@@ -202,6 +202,56 @@ def test_rexval_bad_files_name_the_problem(tmp_path):
         read_rexval(tmp_path)
 
 
+def _convert(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "convert", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=os.environ.copy())
+
+
+def _one_line_error(run):
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    return run.stderr.strip().splitlines()[-1]
+
+
+def test_rexval_duplicated_or_non_whole_counts_are_errors_never_added_or_truncated(tmp_path):
+    """Review 25 M1: a rater line given twice was added twice (expert_score 4.83 -> 5.17, no word); num_errors 2.7
+    became 2; inf was an OverflowError traceback."""
+    source = FIXTURES / "rexval"
+    reports = (source / "50_samples_gt_and_candidates.csv").read_bytes()
+    raters = (source / "6_valid_raters_per_rater_error_categories.csv").read_text().splitlines()
+    for case, lines, needle in (
+            ("dup", [*raters, raters[1]], f"line {len(raters) + 1} repeats line 2 (study_number 0, candidate_type "
+                                          f"'radgraph', rater_index 0, error_category 1, clinically_significant True)"),
+            ("frac", [raters[0], raters[1].replace(",2", ",2.7"), *raters[2:]], "line 2: num_errors = '2.7' is not a count"),
+            ("inf", [raters[0], raters[1].replace(",2", ",inf"), *raters[2:]], "line 2: num_errors = 'inf' is not a count"),
+            ("nan", [raters[0], raters[1].replace(",2", ",nan"), *raters[2:]], "line 2: num_errors = 'nan' is not a count")):
+        folder = tmp_path / case
+        folder.mkdir()
+        (folder / "50_samples_gt_and_candidates.csv").write_bytes(reports)
+        (folder / "6_valid_raters_per_rater_error_categories.csv").write_text("\r\n".join(lines) + "\r\n")
+        line = _one_line_error(_convert("rexval", folder, "-o", tmp_path / f"out_{case}", cwd=tmp_path))
+        assert needle in line, line
+        assert not (tmp_path / f"out_{case}").exists()
+    # a whole count written as 2.0 is still 2
+    folder = tmp_path / "whole"
+    folder.mkdir()
+    (folder / "50_samples_gt_and_candidates.csv").write_bytes(reports)
+    (folder / "6_valid_raters_per_rater_error_categories.csv").write_text(
+        "\n".join([raters[0], raters[1].replace(",2", ",2.0"), *raters[2:]]) + "\n")
+    from radmetrics.data.rexval import read_rexval
+
+    assert read_rexval(folder) == read_rexval(source)
+
+
+def test_refisco_report_repeated_after_other_reports_is_an_error(tmp_path):
+    """Review 25 M1, the same pattern in ReFiSco: a file concatenated twice added every line's severity twice."""
+    lines = (FIXTURES / "refisco" / "refisco_annotations.csv").read_text().splitlines()
+    doubled = tmp_path / "doubled.csv"
+    doubled.write_text("\n".join([*lines, *lines[1:]]) + "\n")
+    line = _one_line_error(_convert("refisco", doubled, "-o", tmp_path / "out", cwd=tmp_path))
+    assert f"doubled.csv line {len(lines) + 1}: report_id '0' again, after other reports (its lines start at " \
+           "line 2)" in line, line
+
+
 # -- meta-eval --------------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_meta_eval_writes_the_report(tiny_judge, tmp_path):

@@ -29,8 +29,12 @@ def read_refisco(path: str | Path) -> list[dict[str, Any]]:
         path = found[0]
     lines = read_csv_rows(path, COLUMNS, "ReFiSco")
     reports: dict[str, dict[str, Any]] = {}
+    previous_id = None
     for number, row in enumerate(lines, 2):
-        report = reports.setdefault(row["report_id"], {"ground_truth": row["ground_truth"], "lines": []})
+        _check_same_report(reports.get(row["report_id"]), row, previous_id, f"{path.name} line {number}")
+        previous_id = row["report_id"]
+        report = reports.setdefault(row["report_id"], {"ground_truth": row["ground_truth"], "lines": [],
+                                                        "first_line": number})
         label = (row["Error clinical severity"] or "").strip()
         severity = 0 if label.lower() in {"", "no error"} else SEVERITY.get(label.lower().rstrip("."))
         if severity is None:
@@ -48,6 +52,19 @@ def read_refisco(path: str | Path) -> list[dict[str, Any]]:
                      "corrected_lines": sum(1 for line in report["lines"] if line["severity"] and line["candidate"]),
                      "inserted_lines": sum(1 for line in report["lines"] if not line["candidate"] and line["corrected"])})
     return rows
+
+
+def _check_same_report(report: dict[str, Any] | None, row: dict[str, str], previous_id: str | None, where: str):
+    """A report's lines come together, under one ground truth. A report_id seen again after another report (a file
+    concatenated twice, two exports joined) would add its severities twice, so it is an error naming both lines."""
+    if report is None:
+        return
+    if row["report_id"] != previous_id:
+        raise InputError(f"{where}: report_id {row['report_id']!r} again, after other reports (its lines start at "
+                         f"line {report['first_line']}); a report's lines must be together, each once")
+    if row["ground_truth"] != report["ground_truth"]:
+        raise InputError(f"{where}: report_id {row['report_id']!r} has a different ground_truth from line "
+                         f"{report['first_line']}")
 
 
 def refisco_dataset(path: str | Path):

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from radmetrics.data.schema import PHYSIONET_LICENSE, read_csv_rows, read_yes_no
+from radmetrics.data.schema import PHYSIONET_LICENSE, read_count, read_csv_rows, read_yes_no
 from radmetrics.errors import InputError
 
 CANDIDATE_TYPES = ("radgraph", "bertscore", "s_emb", "bleu")
@@ -35,18 +35,27 @@ def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
     raters = read_csv_rows(folder / RATERS_FILE, RATER_COLUMNS, "ReXVal")
     # counts[(study, type)][rater] = ([sig x6], [insig x6])
     counts: dict[tuple[int, str], dict[int, tuple[list[int], list[int]]]] = defaultdict(dict)
+    first_line: dict[tuple, int] = {}  # (study, type, rater, category, significant) -> the line that gave it
     for line, row in enumerate(raters, 2):
         where = f"{RATERS_FILE} line {line}"
         try:
-            study, rater = int(row["study_number"]), int(row["rater_index"])
-            category, n = int(row["error_category"]), int(float(row["num_errors"]))
+            study, rater, category = int(row["study_number"]), int(row["rater_index"]), int(row["error_category"])
         except ValueError as e:
             raise InputError(f"{where}: {e}") from e
-        if not 0 <= study < len(reports) or row["candidate_type"] not in types or not 1 <= category <= 6 or n < 0:
+        n = read_count(row["num_errors"], where, "num_errors")
+        if not 0 <= study < len(reports) or row["candidate_type"] not in types or not 1 <= category <= 6:
             raise InputError(f"{where}: study_number {study}, candidate_type {row['candidate_type']!r}, "
                              f"error_category {category}, num_errors {n} out of range")
+        significant = read_yes_no(row["clinically_significant"], where, "clinically_significant")
+        key = (study, row["candidate_type"], rater, category, significant)
+        if key in first_line:  # a concatenated or re-exported file: adding it again would change expert_score
+            raise InputError(f"{where} repeats line {first_line[key]} (study_number {study}, candidate_type "
+                             f"{row['candidate_type']!r}, rater_index {rater}, error_category {category}, "
+                             f"clinically_significant {significant}): each rater gives one count per category "
+                             f"and significance; remove the duplicate")
+        first_line[key] = line
         sig, insig = counts[(study, row["candidate_type"])].setdefault(rater, ([0] * 6, [0] * 6))
-        (sig if read_yes_no(row["clinically_significant"], where, "clinically_significant") else insig)[category - 1] += n
+        (sig if significant else insig)[category - 1] += n
     rows = []
     for study, report in enumerate(reports):
         for ctype in types:

@@ -30,6 +30,22 @@ def read_yes_no(value: Any, where: str, column: str) -> bool:
     raise InputError(f"{where}: {column} = {value!r} is not a yes/no value")
 
 
+def read_count(value: Any, where: str, column: str) -> int:
+    """A count of errors: a whole number >= 0, written "2" or "2.0". 2.7, inf, nan or -1 is a one-line InputError
+    naming WHERE and COLUMN, never truncated to an int (2.7 is not 2 errors)."""
+    import math
+
+    from radmetrics.errors import InputError
+
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number != int(number) or number < 0:
+        raise InputError(f"{where}: {column} = {value!r} is not a count of errors (a whole number >= 0)")
+    return int(number)
+
+
 def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
     """Rows of a CSV the user downloaded; a missing file or column is an error naming the file and columns."""
     import csv
