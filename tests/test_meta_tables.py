@@ -265,3 +265,59 @@ def test_preference_eval_refuses_a_pair_id_given_twice(tmp_path):
     run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "p")
     assert run.returncode == 2 and f"row {len(rows) + 1}: id 'p1' is also row 2's" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "p").exists()
+
+
+def _pair(confidence=..., **extra):
+    row = {"reference": "mild cardiomegaly", "candidate_a": "mild cardiomegaly", "candidate_b": "pneumothorax",
+           "preferred": "a", **extra}
+    if confidence is not ...:
+        row["confidence"] = confidence
+    return json.dumps(row)  # allow_nan: NaN is what json.dumps writes for a missing float
+
+
+def test_preference_eval_confidence_levels_nan_mixed_types_and_blank(tmp_path):
+    """Review 25 M2: a NaN confidence was a ZeroDivisionError traceback. L1: 1 and "1" were two levels under one
+    key, one overwriting the other ("1.00 (1)" for 2 pairs). L2: a blank confidence cell was a column with an empty
+    header. Not given (NaN, null, blank, NA) counts in the accuracy and in no level; numbers and numeric text are
+    one level, in numeric order."""
+    src = tmp_path / "p.jsonl"
+    src.write_text("\n".join([_pair(1), _pair("1"), _pair(2.0), _pair(10), _pair(float("nan")), _pair(None),
+                               _pair(" "), _pair("NA"), _pair()]) + "\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "o")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["metrics"]["rouge-l"]["by_confidence"] == {"1": {"accuracy": 1.0, "n": 2},
+                                                               "2": {"accuracy": 1.0, "n": 1},
+                                                               "10": {"accuracy": 1.0, "n": 1}}
+    assert results["metrics"]["rouge-l"]["accuracy"] == 1.0 and results["pairs_without_confidence"] == 5
+    summary = (tmp_path / "o" / "summary.md").read_text()
+    assert "| metric | 1 | 2 | 10 |" in summary and "| rouge-l | 1.00 (2) | 1.00 (1) | 1.00 (1) |" in summary
+    assert "5 pairs have no confidence" in summary
+    pairs = list(csv.DictReader((tmp_path / "o" / "per_pair.csv").open()))
+    assert [p["confidence"] for p in pairs] == ["1", "1", "2", "10", "", "", "", "", ""]
+    csv_src = tmp_path / "p.csv"  # a spreadsheet's blank cell
+    csv_src.write_text("reference,candidate_a,candidate_b,preferred,confidence\nx y,x y,z,a,high\nx y,x y,z,a,\n")
+    run = run_cli("preference-eval", "-i", csv_src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "c")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "| metric | high |" in (tmp_path / "c" / "summary.md").read_text()
+    src.write_text(_pair(float("inf")) + "\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "i")
+    assert run.returncode == 2 and "row 1: confidence inf is not a finite number" in run.stderr, run.stderr[-2000:]
+
+
+def test_preference_eval_ids_never_made_up_beside_given_ones_and_its_own_wording(tmp_path):
+    """Review 25 L2: a row without an id got the id "1", beside a row whose id was "1" (two rows with id 1 in
+    per_pair.csv); an unreadable line's error said "rows must be matched by id", compare's sentence."""
+    src = tmp_path / "mixid.jsonl"
+    src.write_text(_pair("high") + "\n" + _pair("high", id="1") + "\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "o")
+    assert run.returncode == 2 and "row 1 has no id but row 2 has one" in run.stderr, run.stderr[-2000:]
+    src.write_text(_pair("high") + "\n" + _pair("low") + "\n")  # no ids at all: row numbers
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "n")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert [p["id"] for p in csv.DictReader((tmp_path / "n" / "per_pair.csv").open())] == ["1", "2"]
+    src.write_text(_pair("high") + "\n{broken\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "b")
+    assert run.returncode == 2 and "line 2" in run.stderr and "every line is a pair" in run.stderr, run.stderr[-2000:]
+    assert "matched by id" not in run.stderr
+

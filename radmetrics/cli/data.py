@@ -446,12 +446,15 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
             lines.append(f"| {name} | {m['accuracy']:.2f}{ci} | {m['ties']} | {m['unscored_pairs']} |")
     by_level = {name: m["by_confidence"] for name, m in results["metrics"].items() if m.get("by_confidence")}
     if by_level:  # GREEN Fig. 5
-        levels = sorted({level for per in by_level.values() for level in per})
+        levels = list(dict.fromkeys(level for per in by_level.values() for level in per))  # in the results' order
         lines += ["", "Accuracy by the experts' confidence (pairs):", "",
                   "| metric | " + " | ".join(levels) + " |", "| --- |" + " ---: |" * len(levels)]
         for name, per in by_level.items():
             cells = [f"{per[lv]['accuracy']:.2f} ({per[lv]['n']})" if lv in per else "" for lv in levels]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if results.get("pairs_without_confidence"):
+            lines += ["", f"{results['pairs_without_confidence']} pairs have no confidence (blank, null, NaN or NA): "
+                          "they count in the accuracy above, in no confidence column."]
     unscored = sum(row["outcome"] == "unscored" for row in per_pair)
     if unscored:
         lines += ["", f"{unscored} pair-metric results had an unscored side (counted as wrong): per_pair.csv says why."]

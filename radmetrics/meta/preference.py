@@ -17,9 +17,13 @@ from radmetrics.meta.runs import MetricRun, run_metric
 
 
 def read_preferences(path: str | Path) -> list[dict[str, Any]]:
-    from radmetrics.meta.compare import _read_rows
+    """The pairs, each with `confidence` read as a level (`confidence_level`) and an `id`: the one given, or its
+    row number when no row has one (some rows with an id and some without could give two pairs one id)."""
+    from radmetrics.io import read_rows_strict
 
-    rows = _read_rows(Path(path))
+    rows = read_rows_strict(Path(path), why="; every line is a pair, so every line must be readable")
+    if not rows:
+        raise InputError(f"{path} has no rows")
     required = ("reference", "candidate_a", "candidate_b", "preferred")
     for n, row in enumerate(rows, 1):
         missing = [c for c in required if c not in row]
@@ -27,13 +31,56 @@ def read_preferences(path: str | Path) -> list[dict[str, Any]]:
             raise InputError(f"{path} row {n}: missing {', '.join(missing)} (rows need {', '.join(required)})")
         if str(row["preferred"]).strip().lower() not in {"a", "b"}:
             raise InputError(f"{path} row {n}: preferred must be 'a' or 'b', not {row['preferred']!r}")
+        row["confidence"] = confidence_level(row.get("confidence"), f"{path} row {n}")
+    given = [n for n, row in enumerate(rows, 1) if not _blank(row.get("id"))]
+    if given and len(given) < len(rows):
+        without = next(n for n in range(1, len(rows) + 1) if n not in set(given))
+        raise InputError(f"{path} row {without} has no id but row {given[0]} has one: give every pair an id, or "
+                         "none (each pair is then named by its row number)")
     seen: dict[str, int] = {}
     for n, row in enumerate(rows, 1):  # a pair given twice would count twice, and per_pair could not tell them apart
-        if row.get("id") is not None:
-            first = seen.setdefault(str(row["id"]), n)
-            if first != n:
-                raise InputError(f"{path} row {n}: id {row['id']!r} is also row {first}'s; each pair once")
+        row["id"] = str(row["id"]) if given else str(n)
+        first = seen.setdefault(row["id"], n)
+        if first != n:
+            raise InputError(f"{path} row {n}: id {row['id']!r} is also row {first}'s; each pair once")
     return rows
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def confidence_level(value: Any, where: str) -> str | None:
+    """The experts' confidence as one level's name, or None when not given. Numbers and numeric text are one level
+    (1, 1.0 and "1" are all "1"; JSONL written from a mixed column has both); words are kept as written, stripped.
+    Not given: no cell, a blank cell, null, NaN (what json.dumps writes for a missing float) or a missing-value marker
+    (NA, N/A, ...); such a pair counts in the accuracy but in no level. inf, or a list, is an error naming WHERE."""
+    import math
+
+    from radmetrics.runner import MISSING_MARKERS
+
+    if _blank(value) or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{where}: confidence {value!r} is a {type(value).__name__}; give a number or a word")
+    text = str(value).strip()
+    if text in MISSING_MARKERS:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        raise InputError(f"{where}: confidence {value!r} is not a finite number")
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _level_order(level: str) -> tuple:
+    """Numeric levels in numeric order (2 before 10), then words alphabetically."""
+    try:
+        return (0, float(level), "")
+    except ValueError:
+        return (1, 0.0, level)
 
 
 def judge_preferences(run_a: MetricRun, run_b: MetricRun, prefers_a: Sequence[bool]) -> dict[str, Any]:
@@ -67,11 +114,14 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
     accuracy and pair count per level (GREEN Fig. 5); `per_pair` holds every pair's scores, outcome and reasons."""
     refs = [r["reference"] for r in rows]
     prefers_a = [str(r["preferred"]).strip().lower() == "a" for r in rows]
-    confidence = [r.get("confidence") for r in rows]
+    confidence = [confidence_level(r.get("confidence"), f"row {n}") for n, r in enumerate(rows, 1)]  # None: not given
     ids = [str(r.get("id", n)) for n, r in enumerate(rows, 1)]
+    levels = sorted({c for c in confidence if c is not None}, key=_level_order)
     out: dict[str, Any] = {"n_pairs": len(rows), "resamples": resamples, "seed": seed,
                            "rule": "ties and unscored sides count as wrong (GREEN Sec. 4.3.2)", "metrics": {},
                            "per_pair": []}
+    if levels:
+        out["pairs_without_confidence"] = confidence.count(None)
     for metric in metrics:
         # both sides in one call: the judge batches and de-duplicates
         run = run_metric(metric, refs + refs, [r["candidate_a"] for r in rows] + [r["candidate_b"] for r in rows],
@@ -87,12 +137,11 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
         entry = {"accuracy": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                  "ties": judged["ties"], "unscored_pairs": judged["unscored_pairs"], "error": None,
                  "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint}
-        levels = sorted({c for c in confidence if c is not None}, key=str)
         if levels:  # GREEN Fig. 5: accuracy by the experts' confidence, with how many pairs each level has
             entry["by_confidence"] = {}
             for level in levels:
                 chosen = [x for x, c in zip(judged["right"], confidence) if c == level]
-                entry["by_confidence"][str(level)] = {"accuracy": sum(chosen) / len(chosen), "n": len(chosen)}
+                entry["by_confidence"][level] = {"accuracy": sum(chosen) / len(chosen), "n": len(chosen)}
         out["metrics"][metric] = entry
         for i, outcome in enumerate(judged["outcomes"]):
             why = "; ".join(f"{side}: {r}" for side, r in (("a", _reason(side_a, i)), ("b", _reason(side_b, i)))
