@@ -143,3 +143,62 @@ def test_rexamine_says_what_it_could_not_write_and_never_counts_a_row_twice(tmp_
         bad.write_text("".join(json.dumps(r) + "\n" for r in copy))
         run = rexamine_cli("-i", bad, "-m", "bleu-2", "-o", tmp_path / "bad", cwd=tmp_path)
         assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr[-2000:]
+
+
+def test_rexamine_a_number_as_candidate_or_standardized_reference_is_an_unscored_row(tmp_path):
+    """Review 25 M3: a number as `candidate` or `reference_standardized` was `AttributeError: 'int' object has no
+    attribute 'strip'` (rc 1). It is a row unscored with the reason score and compare give, and the report says so;
+    a reference that is a number is not sent to be standardized."""
+    rows = [{"id": "a", "site": "A", "reference": "x y", "reference_standardized": "x", "candidate": 5, "expert_errors": 1},
+            {"id": "b", "site": "A", "reference": "x y", "reference_standardized": 7, "candidate": "x", "expert_errors": 2},
+            {"id": "c", "site": "A", "reference": "x y z", "reference_standardized": "x y", "candidate": "x y",
+             "expert_errors": 3},
+            {"id": "d", "site": "A", "reference": "w v", "reference_standardized": "w", "candidate": "w",
+             "expert_errors": 0}]
+    src = tmp_path / "numbers.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = rexamine_cli("-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "o", cwd=tmp_path)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    per_row = {r["id"]: r for r in csv.DictReader((tmp_path / "o" / "per_row.csv").open())}
+    assert per_row["a"]["rouge-l:original"] == per_row["a"]["rouge-l:standardized"] == ""
+    assert per_row["b"]["rouge-l:original"] != "" and per_row["b"]["rouge-l:standardized"] == ""
+    note = json.loads((tmp_path / "o" / "results.json").read_text())["unscored"]["rouge-l"]
+    assert note.startswith("rouge-l left 3 score(s) unscored (candidate is int, not text): a (original), "
+                           "a (standardized), b (standardized)"), note
+    assert note in run.stderr and note in (tmp_path / "o" / "summary.md").read_text()
+    # a number as the reference, with no standardized one: not sent to the judge (none is named), left out with why
+    rows[2] = {**rows[2], "reference": 3, "reference_standardized": None}
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer(answer) as server:
+        run = rexamine_cli("-i", src, "-m", "rouge-l", "--backend", "openai", "--base-url", server.base_url,
+                           "--judge", "x", "--no-cache", "--resamples", "20", "-o", tmp_path / "o2", cwd=tmp_path)
+        assert not server.requests
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "Warning: 1 row has no standardized reference (reference is int, not text)" in run.stderr
+
+
+def test_rexamine_disagreements_leave_out_rank_agreement_and_constant_metrics(tmp_path):
+    """Review 25 L4: a rank gap of 0 was listed as "metric finds more errors", and a metric giving every row one
+    score had three "disagreements" (its ranks are all tied: the list was the experts' ranking read backwards)."""
+    rows = [{"id": f"r{i}", "site": "A", "reference": "a b c d", "reference_standardized": "a b c d",
+             "candidate": candidate, "expert_errors": errors}
+            for i, (candidate, errors) in enumerate([("a b c d", 0), ("a b c", 1), ("a b", 2), ("q", 3)])]
+    src = tmp_path / "agree.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    constant = str(FIXTURES / "constant_metric") + ":scores"
+    run = rexamine_cli("-i", src, "-m", "rouge-l", "-m", constant, "--resamples", "20", "-o", tmp_path / "o",
+                       cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["largest_disagreements"] == {"rouge-l": [], constant: []}
+    assert results["largest_disagreements_notes"] == {
+        "rouge-l": "the metric ranks every row as the experts do",
+        constant: "the same score (1) for every row: it ranks nothing"}
+    summary = (tmp_path / "o" / "summary.md").read_text()
+    assert f"- {constant}: none listed: the same score (1) for every row: it ranks nothing" in summary
+    assert "metric finds more errors" not in summary
+    rows[0]["candidate"], rows[1]["candidate"] = rows[1]["candidate"], rows[0]["candidate"]  # one swap: 2 gaps, 2 not
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = rexamine_cli("-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "o2", cwd=tmp_path)
+    listed = json.loads((tmp_path / "o2" / "results.json").read_text())["largest_disagreements"]["rouge-l"]
+    assert sorted(d["id"] for d in listed) == ["r0", "r1"] and all(d["rank_gap"] != 0 for d in listed)

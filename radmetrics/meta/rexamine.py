@@ -112,22 +112,33 @@ def site_spearman(runs: dict[str, MetricRun], expert_errors: Sequence[float | No
 
 
 def largest_disagreements(run: MetricRun, expert_errors: Sequence[float | None], rows: list[dict[str, Any]],
-                          k: int = 3) -> list[dict[str, Any]]:
+                          k: int = 3) -> tuple[list[dict[str, Any]], str | None]:
     """App. D: the rows where the metric's rank and the experts' rank differ most (both error-oriented), in both
-    directions: the metric finds few errors where the experts count many, and the reverse."""
+    directions: the metric finds few errors where the experts count many, and the reverse. Rows ranked alike (a
+    gap of 0) are no disagreement and are left out; when nothing can be listed, the note says why (one score for
+    every row ranks nothing: its 'disagreements' would be the experts' ranking read backwards)."""
     from scipy import stats
 
     oriented = _error_oriented(run.scores, run.higher_is_better)
     idx = [i for i, (m, e) in enumerate(zip(oriented, expert_errors)) if m is not None and e is not None]
     if len(idx) < 2:
-        return []
+        return [], f"{len(idx)} row(s) with both a score and an expert count: nothing to rank"
+    if len({oriented[i] for i in idx}) == 1:
+        return [], f"the same score ({_short(run.scores[idx[0]])}) for every row: it ranks nothing"
+    if len({expert_errors[i] for i in idx}) == 1:
+        return [], "the experts give every row the same count: nothing to rank against"
     metric_rank = stats.rankdata([oriented[i] for i in idx]) / len(idx)
     expert_rank = stats.rankdata([expert_errors[i] for i in idx]) / len(idx)
-    gaps = sorted(zip(expert_rank - metric_rank, idx), key=lambda g: -abs(g[0]))[:k]
-    return [{"id": rows[i].get("id"), "site": rows[i].get("site"), "metric_score": run.scores[i],
-             "expert_errors": expert_errors[i], "rank_gap": float(gap),
-             "kind": "metric finds fewer errors than the experts" if gap > 0 else "metric finds more errors",
-             "reference": rows[i].get("reference"), "candidate": rows[i].get("candidate")} for gap, i in gaps]
+    gaps = sorted(((gap, i) for gap, i in zip(expert_rank - metric_rank, idx) if gap != 0), key=lambda g: -abs(g[0]))
+    items = [{"id": rows[i].get("id"), "site": rows[i].get("site"), "metric_score": run.scores[i],
+              "expert_errors": expert_errors[i], "rank_gap": float(gap),
+              "kind": "metric finds fewer errors than the experts" if gap > 0 else "metric finds more errors",
+              "reference": rows[i].get("reference"), "candidate": rows[i].get("candidate")} for gap, i in gaps[:k]]
+    return items, None if items else "the metric ranks every row as the experts do"
+
+
+def _short(value: float) -> str:
+    return f"{value:.3g}"
 
 
 def fig3(spearman_original: dict[str, dict[str, Any]], spearman_standardized: dict[str, dict[str, Any]], path) -> None:

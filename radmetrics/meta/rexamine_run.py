@@ -34,6 +34,12 @@ def _expert_values(rows: list[dict[str, Any]], column: str, path: Any) -> list[f
     return values
 
 
+def _absent(value: Any) -> bool:
+    """No text given at all (no cell, null, NaN, blank): rexamine writes it with the judge. A value given that is not
+    text (a number, a list) is not absent: its row is scored, unscored with the reason (`runner.row_problem`)."""
+    return value is None or (isinstance(value, float) and value != value) or (isinstance(value, str) and not value.strip())
+
+
 def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max_new_tokens: int,
                    echo: Callable[[str], None]) -> dict[str, Any]:
     """Standardized references and candidates the input lacks, written with App. A's prompts; provenance."""
@@ -41,8 +47,15 @@ def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max
     from radmetrics.judge import _USE_DEFAULT, get_judge
     from radmetrics.types import GenerationConfig
 
-    need_std = [i for i, r in enumerate(rows) if not (r.get("reference_standardized") or "").strip()]
-    need_cand = [i for i, r in enumerate(rows) if not (r.get("candidate") or "").strip()]
+    from radmetrics.runner import row_problem
+
+    need_std = [i for i, r in enumerate(rows) if _absent(r.get("reference_standardized"))]
+    need_cand = [i for i, r in enumerate(rows) if _absent(r.get("candidate"))]
+    for i in [i for i in need_std if row_problem(rows[i].get("reference"), "reference")]:
+        # a reference that is not a report (a number, NA) is not sent to be rewritten: the judge would "standardize" it
+        rows[i]["reference_standardized"] = None
+        rows[i]["standardize_failure"] = row_problem(rows[i].get("reference"), "reference")
+        need_std.remove(i)
     provenance: dict[str, Any] = {"steps_version": steps.STEPS_VERSION}
     if not need_std and not need_cand:
         return provenance
@@ -59,10 +72,12 @@ def _write_missing(rows: list[dict[str, Any]], judge_kwargs: dict[str, Any], max
         provenance["standardized_rows"] = len(need_std)
     if need_cand:
         # a row whose standardization failed has nothing to write a candidate from: not sent to the judge
-        blocked = [i for i in need_cand if not (rows[i].get("reference_standardized") or "").strip()]
+        blocked = [i for i in need_cand if row_problem(rows[i].get("reference_standardized"), "")]
         for i in blocked:
             rows[i]["candidate"] = None
-            rows[i]["perturb_failure"] = "no standardized reference to write a candidate from"
+            rows[i]["perturb_failure"] = ("no standardized reference to write a candidate from"
+                                          if _absent(rows[i].get("reference_standardized")) else
+                                          row_problem(rows[i]["reference_standardized"], "reference_standardized"))
         need_cand = [i for i in need_cand if i not in set(blocked)]
         if need_cand:
             echo(f"Writing {len(need_cand)} error-containing candidate(s) from the standardized references ...")
@@ -90,13 +105,29 @@ def _step_warnings(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _unscored_note(metric: str, rows: list[dict[str, Any]], scores: list, reasons: list) -> str | None:
+    """One line on the rows a metric left unscored (a candidate that is a number, a judge answer it cannot read):
+    they are left out of that metric's tests, which the report must say, with the commonest reason."""
+    from collections import Counter
+
+    n = len(rows)
+    missing = [(rows[i % n]["id"], "original" if i < n else "standardized",
+                reasons[i] if i < len(reasons) and reasons[i] else "no score") for i, s in enumerate(scores) if s is None]
+    if not missing:
+        return None
+    reason, _ = Counter(why for _, _, why in missing).most_common(1)[0]
+    where = ", ".join(f"{row_id} ({ref})" for row_id, ref, _ in missing[:5]) + (" ..." if len(missing) > 5 else "")
+    return (f"{metric} left {len(missing)} score(s) unscored ({shorten(str(reason), 160)}): {where}; left out of "
+            f"its tests")
+
+
 def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: dict[str, Any]) -> None:
     """The judge the data steps and the judge metrics need is reachable, in seconds, before any work."""
     import radmetrics
     from radmetrics.runner import preflight_judge
 
     backend, model, options = judge_kwargs["backend"], judge_kwargs["judge"], judge_kwargs["judge_options"]
-    to_write = {c: sum(not (r.get(c) or "").strip() for r in rows) for c in ("reference_standardized", "candidate")}
+    to_write = {c: sum(_absent(r.get(c)) for r in rows) for c in ("reference_standardized", "candidate")}
     if any(to_write.values()):
         what = " and ".join(f"{n} row{'s have' if n != 1 else ' has'} no {c}" for c, n in to_write.items() if n)
         if model is None and backend != "replay":
@@ -155,6 +186,7 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     candidates = [r.get("candidate") for r in rows]
     original: dict[str, MetricRun] = {}
     standardized: dict[str, MetricRun] = {}
+    unscored: dict[str, str] = {}
     n = len(rows)
     for metric in metrics:
         metric_kwargs = judge_kwargs
@@ -170,6 +202,9 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
                                      run.reasons[:n], run.error)
         standardized[metric] = MetricRun(metric, run.scores[n:], run.higher_is_better, [], run.fingerprint,
                                          run.reasons[n:], run.error)
+        if not run.error and (note := _unscored_note(metric, rows, run.scores, run.reasons)):
+            unscored[metric] = note
+            echo(f"Note: {note}")
     tests = rexamine.site_t_tests(original, standardized, sites, alpha)
     spearman_original = rexamine.site_spearman(original, expert, sites, resamples, seed)
     spearman_standardized = rexamine.site_spearman(standardized, expert, sites, resamples, seed)
@@ -178,12 +213,14 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
         "sign_convention": "scores oriented so higher = worse; t = standardized − original (negative: the candidate "
                            "looks better against the stylistically similar reference)",
         "failed_metrics": {m: r.error for m, r in original.items() if r.error}, "warnings": warnings,
+        "unscored": unscored,
         "t_tests": tests, "table2": rexamine.table2(tests),
         "table3": rexamine.table3(original, standardized, expert, sites),
         "spearman": {"original": spearman_original, "standardized": spearman_standardized},
-        "largest_disagreements": {m: rexamine.largest_disagreements(r, expert, rows)
-                                  for m, r in original.items() if not r.error},
     }
+    disagreements = {m: rexamine.largest_disagreements(r, expert, rows) for m, r in original.items() if not r.error}
+    results["largest_disagreements"] = {m: items for m, (items, _) in disagreements.items()}
+    results["largest_disagreements_notes"] = {m: note for m, (_, note) in disagreements.items() if note}
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.json").write_text(json.dumps(strict_json_ready(results), indent=2, allow_nan=False, default=str))
@@ -211,7 +248,9 @@ def _summary(results: dict[str, Any]) -> str:
     lines = [f"# ReXamine-Global robustness run ({results['n_rows']} reports, {len(sites)} sites)", "",
              f"Sign convention: {results['sign_convention']}. Bonferroni: α = {results['alpha']} / the t-tests run "
              f"({sum(t['p_value'] is not None for t in results['t_tests'])}; metrics × sites when every site has one).",
-             "", *(f"**Warning:** {line}." for line in results["warnings"]), *([""] if results["warnings"] else []), "Table 2 — paired t-tests, original vs standardized references:", "",
+             "", *(f"**Warning:** {line}." for line in results["warnings"]), *([""] if results["warnings"] else []),
+             *(f"Note: {line}." for line in results["unscored"].values()), *([""] if results["unscored"] else []),
+             "Table 2 — paired t-tests, original vs standardized references:", "",
              "| metric | mean t | min t | max t | significant sites |", "| --- | ---: | ---: | ---: | ---: |"]
     for metric, row in results["table2"].items():
         lines.append(f"| {metric} | {_fmt(row['mean_t'])} | {_fmt(row['min_t'])} | {_fmt(row['max_t'])} | "
@@ -242,6 +281,8 @@ def _summary(results: dict[str, Any]) -> str:
             lines.append(f"| {metric} | {ref} | " + " | ".join(_fmt(per_site[s]["value"]) for s in sites) + " |")
     lines += ["", "Largest disagreements with the experts (App. D), per metric:", ""]
     for metric, items in results["largest_disagreements"].items():
+        if metric in results["largest_disagreements_notes"]:
+            lines.append(f"- {metric}: none listed: {results['largest_disagreements_notes'][metric]}")
         for item in items:
             lines.append(f"- {metric}, {item['id']} ({item['site']}): {item['kind']}; metric {_fmt(item['metric_score'], 3)}, "
                          f"expert errors {_fmt(item['expert_errors'], 1)}")
