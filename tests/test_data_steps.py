@@ -106,7 +106,7 @@ def test_transform_never_sends_a_row_it_could_not_read_and_reads_a_file_of_repor
     data = datasets.load_from_disk(str(tmp_path / "std"))
     failures = data["step_failure"]
     assert failures[0] is None and failures[6] is None and data[0]["report_standardize"] == "Findings: done.\n\nImpression: done."
-    assert failures[1].startswith("input line 2: ") and failures[2] == "input line 3: no report"
+    assert failures[1].startswith("input line 2: ") and failures[2] == "input line 3: report is missing (None)"
     assert failures[3] == "input line 4: report is empty" and failures[4].startswith("input line 5: not UTF-8")
     # review 12: a transform where every row failed exited 0, as if done (score exits 1 then)
     with FakeOpenAIServer(lambda prompt: "") as server:
@@ -114,7 +114,7 @@ def test_transform_never_sends_a_row_it_could_not_read_and_reads_a_file_of_repor
                          "--base-url", server.base_url, "--judge", "x", "--no-cache", "--judge-option", "max_retries=0")
     assert none.returncode == 1 and "0/7 rows done, 7 failed" in none.stdout, none.stderr[-2000:]
     assert "Error: no row was transformed" in none.stderr and (tmp_path / "none").is_dir()
-    assert failures[5] == "input line 6: report is a int, not text" and data[5]["report_as_given"] == "7"
+    assert failures[5] == "input line 6: report is int, not text" and data[5]["report_as_given"] == "7"
     assert all(data[i]["report_standardize"] is None for i in range(1, 6))
 
     (tmp_path / "adir").mkdir()
@@ -124,3 +124,52 @@ def test_transform_never_sends_a_row_it_could_not_read_and_reads_a_file_of_repor
     run = transform("-i", src, "-o", tmp_path / "o3", "--backend", "replay", "--replay", src)
     assert run.returncode == 2 and "no column 'reference' to transform; columns are: id, report (--column NAME)" \
         in run.stderr, run.stderr[-2000:]
+
+
+def test_transform_sends_no_missing_value_marker_warns_on_replaced_bytes_and_can_be_chained(tmp_path):
+    """Review 25 L5: a reference that is exactly "NA" was sent to the judge and "standardized" (`score` reads it as
+    a missing-value marker); a non-UTF-8 row kept 'caf\ufffd' in its text column without a word. And a transform of a
+    transform's output was a ValueError traceback after the judging (duplicated column 'provenance')."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import datasets
+    from openai_server import FakeOpenAIServer
+
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(b'{"reference": "Mild cardiomegaly."}\n{"reference": "NA"}\n{"reference": " N/A "}\n'
+                    b'{"reference": "caf\xe9"}\n' + json.dumps({"reference": float("nan")}).encode() + b"\n")
+
+    def transform(*args):
+        return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "transform", *map(str, args)],
+                              capture_output=True, text=True, cwd=tmp_path, env=os.environ.copy())
+
+    def answer(prompt):
+        return "[Candidate]: Heart mildly enlarged." if "[Objective]" in prompt else "Findings: done.\n\nImpression: done."
+
+    with FakeOpenAIServer(answer) as server:
+        run = transform("standardize", "-i", src, "-o", tmp_path / "std", "--backend", "openai",
+                        "--base-url", server.base_url, "--judge", "x", "--no-cache")
+        prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
+        assert run.returncode == 0 and "1/5 rows done, 4 failed" in run.stdout, run.stderr[-2000:]
+        assert len(prompts) == 1 and prompts[0].endswith("Mild cardiomegaly.")
+        assert "Warning: 1 row(s) are not UTF-8 (input line 4): not sent; their text columns hold U+FFFD" \
+            in run.stderr and "iconv" in run.stderr
+        data = datasets.load_from_disk(str(tmp_path / "std"))
+        assert data["step_failure"][1:] == ["input line 2: reference is 'NA', a missing-value marker, not a report",
+                                            "input line 3: reference is 'N/A', a missing-value marker, not a report",
+                                            data["step_failure"][3], "input line 5: reference is missing (NaN)"]
+        assert data["step_failure"][3].startswith("input line 4: not UTF-8")
+        assert data.features["step_attempts"] == datasets.Value("int64") and data["step_attempts"] == [1, 0, 0, 0, 0]
+        # standardize, then GREEN's modification of the standardized text: the first run's provenance is kept, renamed
+        run = transform("green-modify", "-i", tmp_path / "std", "--column", "reference_standardize",
+                        "-o", tmp_path / "chain", "--backend", "openai", "--base-url", server.base_url, "--judge", "x",
+                        "--no-cache")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "kept as provenance_1, step_attempts_1, step_failure_1, step_details_1" in run.stderr
+    chained = datasets.load_from_disk(str(tmp_path / "chain"))
+    assert json.loads(chained[0]["provenance_1"])["step"] == "standardize"
+    assert json.loads(chained[0]["provenance"])["step"] == "green-modify" and chained["step_attempts"][0] == 1
+

@@ -245,8 +245,11 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     --system-option sets the step's own settings (inject: max_attempts, validate)."""
     from pathlib import Path
 
+    import datasets
+
     from radmetrics.data import steps
     from radmetrics.errors import InputError
+    from radmetrics.io import ICONV_HINT, NOT_UTF8
 
     step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
     unknown = sorted(set(judge_flags.system_options) - set(step_options))
@@ -274,20 +277,27 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     results = [steps.StepResult(None, 0, reason) for reason in (skipped.get(i) for i in range(len(data)))]
     for i, result in zip(sent, done):
         results[i] = result
-    out = data.add_column(f"{column}_{step.replace('-', '_')}", [r.output for r in results])
+    result_column = f"{column}_{step.replace('-', '_')}"
+    data = _keep_earlier_step_columns(data, [result_column, *STEP_COLUMNS])
+    out = data.add_column(result_column, [r.output for r in results])
     provenance = {"step": step, "steps_version": steps.STEPS_VERSION, "judge": the_judge.identity(),
                   "error_type": error_type if step == "inject" else None, "k": k if step == "inject" else None,
                   "seed": seed if step == "green-modify" else None}
     import json
 
     out = out.add_column("provenance", [json.dumps(provenance)] * len(out))
-    out = out.add_column("step_attempts", [r.attempts for r in results])
+    out = out.add_column("step_attempts", [r.attempts for r in results], feature=datasets.Value("int64"))
     out = out.add_column("step_failure", [r.reason for r in results])
     out = out.add_column("step_details", [json.dumps(r.details) if r.details else None for r in results])
     out.save_to_disk(output)
     failed = sum(r.output is None for r in results)
     click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
                f"wrote {output}")
+    not_utf8 = [why.split(":", 1)[0] for why in skipped.values() if NOT_UTF8 in why]
+    if not_utf8:  # their text columns hold U+FFFD where the bytes were, which reads like data
+        click.echo(f"Warning: {len(not_utf8)} row(s) are not UTF-8 ({', '.join(not_utf8[:5])}"
+                   f"{' ...' if len(not_utf8) > 5 else ''}): not sent; their text columns hold U+FFFD where the bytes "
+                   f"were, _raw the line as written; {ICONV_HINT}, and run again.", err=True)
     if results and failed == len(results):  # as `score` exits 1 when the judge failed every row (review 12)
         from collections import Counter
 
@@ -295,6 +305,23 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
         click.echo(f"Error: no row was transformed ({failed} × {str(top)[:200]}); {output} holds the "
                    "rows with their step_failure.", err=True)
         raise SystemExit(1)
+
+
+#: the provenance columns every transform adds beside its result column
+STEP_COLUMNS = ("provenance", "step_attempts", "step_failure", "step_details")
+
+
+def _keep_earlier_step_columns(data, names: list[str]):
+    """A transform of a transform's output (standardize, then inject): the earlier run's columns of the same names
+    are kept, renamed NAME_1 (NAME_2, ... as the chain grows), and said; the new run's take the plain names."""
+    earlier = [n for n in names if n in data.column_names]
+    if not earlier:
+        return data
+    suffix = next(k for k in range(1, len(data.column_names) + 2)
+                  if not any(f"{n}_{k}" in data.column_names for n in earlier))
+    click.echo(f"Note: the input already has {', '.join(earlier)} (an earlier transform's): kept as "
+               f"{', '.join(f'{n}_{suffix}' for n in earlier)}.", err=True)
+    return data.rename_columns({n: f"{n}_{suffix}" for n in earlier})
 
 
 def _transform_input(source, column: str):
@@ -355,15 +382,12 @@ def _transform_input(source, column: str):
         except Exception as e:  # pyarrow refuses a column whose rows hold different types
             raise InputError(f"{source}: its rows cannot form one table ({type(e).__name__}: "
                              f"{str(e).splitlines()[0][:200]}); give every row the same kinds of values") from e
+    from radmetrics.runner import row_problem
+
     for i, text in enumerate(texts):
-        if i in problems:
-            continue
-        if text is None:
-            problems[i] = f"{where[i]}: no {column}"
-        elif not isinstance(text, str):
-            problems[i] = f"{where[i]}: {column} is a {type(text).__name__}, not text"
-        elif not text.strip():
-            problems[i] = f"{where[i]}: {column} is empty"
+        # `score`'s rule: None, NaN, a number, blank or a missing-value marker ("NA") is no report to send
+        if i not in problems and (why := row_problem(text, column)):
+            problems[i] = f"{where[i]}: {why}"
     return data, column, problems
 
 
