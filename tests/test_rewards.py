@@ -86,6 +86,19 @@ def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
         reward_function("green", scale=(1, 0))
 
 
+def test_lower_is_better_rewards_for_zero_errors_are_zero_not_minus_zero(fake_judge):
+    """Review 25 L6: green_ec / green_total_errors / finerad_score negate the count, and 0 errors came back as -0.0,
+    which TRL's logs and completions table print as "-0.0"."""
+    for name in ("green_ec", "green_total_errors", "finerad_score"):
+        reward = reward_function(name, backend="fake", cache=False)
+        assert radmetrics.score(name, ["Normal chest."], ["Normal chest."], backend="fake", cache=False,
+                                progress=False).scores == [0.0]
+        (value,) = reward(completions=["Normal chest."], reference=["Normal chest."])
+        assert value == 0.0 and math.copysign(1.0, value) == 1.0, (name, value)
+        assert repr(reward_function(name, backend="fake", cache=False, scale=3)(
+            completions=["Normal chest."], reference=["Normal chest."])[0]) == "0.0"
+
+
 def _length_reward(prompts=None, completions=None, **columns):
     return [float(len(c)) for c in completions]
 

@@ -93,7 +93,8 @@ def orient(score: float, higher_is_better: bool, scale: float | tuple[float, flo
         value = (score - low) / (high - low) if higher_is_better else (high - score) / (high - low)
         return min(1.0, max(0.0, value))
     value = score if higher_is_better else -score
-    return value * scale if scale is not None else value
+    # + 0.0: a negated 0 errors is -0.0, which TRL's logs and completions table print as "-0.0"
+    return (value * scale if scale is not None else value) + 0.0
 
 
 def summarize_reasons(reasons: Sequence[str | None]) -> Counter:
