@@ -321,3 +321,28 @@ def test_preference_eval_ids_never_made_up_beside_given_ones_and_its_own_wording
     assert run.returncode == 2 and "line 2" in run.stderr and "every line is a pair" in run.stderr, run.stderr[-2000:]
     assert "matched by id" not in run.stderr
 
+
+
+def test_greens_variants_read_one_analysis_per_pair_even_with_no_cache(tmp_path):
+    """Review 25 L3: README says green_ec, green_f1, green_total_errors need "no extra model call"; with --no-cache
+    each asked the judge again (21 requests instead of 7 for three of them; from a sampling judge each would read a
+    different answer). Within one run a prompt is now asked once, cache or not."""
+    src = FIXTURES / "preference" / "preferences.jsonl"
+    asked = {}
+    with FakeOpenAIServer(analysis_for) as server:
+        for metrics in (["green"], ["green", "green_ec", "green_total_errors", "green_f1"]):
+            before = len(server.requests)
+            run = run_cli("preference-eval", "-i", src, *(x for m in metrics for x in ("-m", m)), "--backend",
+                          "openai", "--base-url", server.base_url, "--judge", "judge-x", "--no-cache",
+                          "--resamples", "20", "-o", tmp_path / f"p{len(metrics)}")
+            assert run.returncode == 0, run.stderr[-2000:]
+            asked[len(metrics)] = [r for r in server.requests[before:] if r["path"].endswith("chat/completions")]
+        assert len(asked[1]) >= 6 and len(asked[4]) == len(asked[1])
+        before = len(server.requests)
+        run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", "green", "-m", "green_ec", "-m", "green_f1",
+                      "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x", "--no-cache",
+                      "--resamples", "20", "-o", tmp_path / "meta")
+        assert run.returncode == 0, run.stderr[-2000:]
+        chats = [r for r in server.requests[before:] if r["path"].endswith("chat/completions")]
+    prompts = [r["body"]["messages"][-1]["content"] for r in chats]
+    assert len(prompts) == len(set(prompts)) == 20  # the fixture's 20 pairs, each asked once for three metrics

@@ -38,7 +38,7 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--candidate-column", default=None)
 @click.option("--on-mismatch", type=click.Choice(["error", "intersect"]), default="error", show_default=True,
               help="When the files hold different ids: stop, or compare on the ids they share.")
-@judge_flags()
+@judge_flags(shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES,
               help="Bootstrap resamples and randomization trials.")
 @click.option("--seed", default=0, show_default=True, type=SEED)

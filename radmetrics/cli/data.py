@@ -57,7 +57,7 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
 @click.option("--ensemble", "ensembles", multiple=True, metavar="mean|average|linear:M1,M2[,...]",
               help="Add an ensemble of metrics run here (VERT Table 5); repeatable. mean: the plain mean (VERT's "
                    "average, members on one scale); average: the mean of z-scores (mixed scales); linear: fitted.")
-@judge_flags(several_judges=True)
+@judge_flags(several_judges=True, shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap and randomization tests.")
 def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
@@ -423,7 +423,7 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
               help="radmetrics metric, named baseline or evaluate module; repeatable.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Folder for results.json and summary.md.")
-@judge_flags()
+@judge_flags(shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for the CI.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
 def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:

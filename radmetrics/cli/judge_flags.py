@@ -93,9 +93,12 @@ class JudgeFlags:
 
 
 def judge_flags(cache: bool = True, system_options: bool = True, backend_default: str = "transformers",
-                several_judges: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                several_judges: bool = False, shared_answers: bool = False
+                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Adds the judge flags to a click command; the command receives `judge_flags: JudgeFlags`.
-    several_judges: --judge is repeatable (JudgeFlags.judges lists them; .model is the first)."""
+    several_judges: --judge is repeatable (JudgeFlags.judges lists them; .model is the first).
+    shared_answers: the command runs several metrics over the same pairs; with --no-cache a prompt is still asked
+    once in the run (`radmetrics.judge.answers_shared_in_run`), so GREEN's variants read one analysis."""
     names = ["backend", "judge", "replay", "revision", "base_url", "judge_option", "max_new_tokens"]
     options = [
         click.option("--backend", "-b", default=backend_default, show_default=True,
@@ -127,7 +130,12 @@ def judge_flags(cache: bool = True, system_options: bool = True, backend_default
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
             values = {name: kwargs.pop(name) for name in names}
-            return command(judge_flags=JudgeFlags.from_values(**values), **kwargs)
+            if not shared_answers:
+                return command(judge_flags=JudgeFlags.from_values(**values), **kwargs)
+            from radmetrics.judge import answers_shared_in_run
+
+            with answers_shared_in_run():
+                return command(judge_flags=JudgeFlags.from_values(**values), **kwargs)
 
         for option in reversed(options):
             wrapper = option(wrapper)

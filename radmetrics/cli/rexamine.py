@@ -16,7 +16,7 @@ from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Report folder.")
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
-@judge_flags()
+@judge_flags(shared_answers=True)
 @click.option("--alpha", default=0.05, show_default=True, type=ALPHA, help="Family-wise α (Bonferroni).")
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")

@@ -35,6 +35,26 @@ run_tally = {"answered": 0, "cached": 0}
 tally_lock = threading.RLock()
 
 
+#: answers kept in memory for one command run when no response cache is in use; None: none kept (the default)
+_run_answers: dict[str, str] | None = None
+
+
+@contextlib.contextmanager
+def answers_shared_in_run():
+    """Inside the block, a judge with no response cache (--no-cache, RADMETRICS_CACHE=off) still asks each prompt
+    once: compare, meta-eval, preference-eval and rexamine run several metrics over the same pairs, and GREEN's
+    variants (green, green_ec, green_f1, ...) read one analysis. Without this each variant asked the judge again
+    (3x the calls for three of them) and, from a sampling judge, read a different answer. The answers are dropped
+    when the block ends: a long run outside it (an RL reward, a streamed `score`) keeps nothing in memory."""
+    global _run_answers
+    previous = _run_answers
+    _run_answers = {} if previous is None else previous
+    try:
+        yield
+    finally:
+        _run_answers = previous
+
+
 @contextlib.contextmanager
 def interrupts_deferred():
     """Ctrl-C / SIGTERM that arrive inside the block take effect when it ends. Python raises KeyboardInterrupt
@@ -91,6 +111,9 @@ class CachedJudge:
         """Drop these prompts' cached answers so the next generate asks again (`--retry-unscored`)."""
         if self.cache is not None and prompts:
             self.cache.delete(self.keys(prompts, config))
+        if _run_answers is not None:
+            for key in self.keys(prompts, config):
+                _run_answers.pop(key, None)
 
     def generate(
         self,
@@ -103,7 +126,9 @@ class CachedJudge:
         prompts = list(prompts)
         identity = self.backend.identity()
         keys = self.keys(prompts, config)
-        hits = self.cache.get_many(keys) if self.cache is not None else {}
+        memo = _run_answers if self.cache is None else None  # with a cache, the cache shares them
+        hits = self.cache.get_many(keys) if self.cache is not None else {k: memo[k] for k in keys if k in memo} \
+            if memo is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
         for i, answer in enumerate(answers):
             if answer is not None and on_result:
@@ -135,6 +160,8 @@ class CachedJudge:
                         # counted right after the write, with interrupts held back until both are done: the
                         # main thread (which may be the one storing) is never interrupted between the two
                         run_tally.update(answered=run_tally["answered"] + 1, cached=run_tally["cached"] + cached)
+                    if memo is not None and usable_answer(text):
+                        memo[key] = text
                 if lease is not None and not (self.cache is not None and usable_answer(text)):
                     lease.release([key])  # let another run try it
                 settle(key, text)
