@@ -217,8 +217,8 @@ def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
     with pytest.raises(InputError) as error:
         load_systems({"A": nfc, "B": nfd})
     assert "ids that differ only in Unicode normalization" in str(error.value) and "NFC vs NFD" in str(error.value)
-    assert str(error.value).endswith("Fix the files, or no id is shared by every file, so --on-mismatch intersect "
-                                     "would compare nothing")
+    assert str(error.value).endswith("No id is in every file, so --on-mismatch intersect would leave nothing to "
+                                     "compare: fix the files.")
     spaced = _write(tmp_path / "sp.jsonl", [{"id": "café-1 ", "candidate": "y"}, {"id": "naïve-2", "candidate": "y"}])
     with pytest.raises(InputError, match=r"ids that differ only in surrounding spaces, e.g. 'café-1 '.*the 1 shared"):
         load_systems({"A": nfc, "S": spaced})
@@ -226,6 +226,31 @@ def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
     p2 = _write(tmp_path / "p2.jsonl", [{"candidate": "y"}] * 2)
     with pytest.raises(InputError, match="matched by position, but the row counts differ: P 3, Q 2"):
         load_systems({"P": p1, "Q": p2})
+
+
+def test_ids_written_as_other_numbers_are_named_in_plain_sentences(tmp_path):
+    """Review 24 (L4): ids 1..4 in one file and 1.0..4.0 in the other share no id; the error read "Fix the files, or
+    no id is shared by every file, so ..." and did not say why 1 and 1.0 differ."""
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i}", "candidate": f"a {i}"} for i in range(1, 5)])
+    b = _write(tmp_path / "b.jsonl", [{"id": float(i), "candidate": f"b {i}"} for i in range(1, 5)])
+    run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", "bleu-4", "-o", tmp_path / "cmp")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert error == (
+        "Error: the systems do not cover the same rows: B lacks 4 id(s) of A: 1, 2, 3, 4; B has 4 id(s) not in A: "
+        "1.0, 2.0, 3.0, 4.0; ids that differ only in how a number is written (ids are matched as written: JSON "
+        "numbers are not converted, so 1 and 1.0, or 1 and \"01\", are different ids), e.g. '1.0'; make the ids "
+        "alike in every file. No id is in every file, so --on-mismatch intersect would leave nothing to compare: fix "
+        "the files.")
+    assert "Comparing" not in run.stderr and not (tmp_path / "cmp").exists()
+    # an id written as text in one file and as a number in the other is the same id: nothing to say
+    c = _write(tmp_path / "c.jsonl", [{"id": str(i), "candidate": f"c {i}"} for i in range(1, 5)])
+    assert load_systems({"A": a, "C": c}).ids == ["1", "2", "3", "4"]
+    # some ids shared: intersect is offered with their number
+    d = _write(tmp_path / "d.jsonl", [{"id": i, "candidate": f"d {i}"} for i in (1, 2, 3.0, 4.0)])
+    with pytest.raises(InputError, match=r"e\.g\. '3\.0'; make the ids alike in every file\. Fix the files, or "
+                                         r"compare on the 2 shared ids with --on-mismatch intersect\.$"):
+        load_systems({"A": a, "D": d})
 
 
 # -- end to end -----------------------------------------------------------------------------------------------------

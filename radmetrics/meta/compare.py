@@ -83,6 +83,15 @@ def _short(ids: Sequence[str]) -> str:
     return ", ".join(list(ids)[:5]) + (f" (and {len(ids) - 5} more)" if len(ids) > 5 else "")
 
 
+def _as_number(text: str) -> Any:
+    """The number an id spells ("1", "1.0", "01" -> 1.0), or the id itself."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if value == value and abs(value) != float("inf") else text
+
+
 def _ids_that_only_look_alike(order: list[str], others: list[list[str]]) -> str | None:
     """How unmatched ids that print the same differ ("Unicode normalization (NFC vs NFD), e.g. 'café-1'", or
     surrounding spaces), or None: two lists of ids that look identical need saying why they do not match."""
@@ -90,7 +99,9 @@ def _ids_that_only_look_alike(order: list[str], others: list[list[str]]) -> str 
 
     wanted = set(order)
     forms = [("Unicode normalization (one file writes accents as one character, another as a letter and a combining "
-              "mark: NFC vs NFD)", lambda x: unicodedata.normalize("NFC", x)), ("surrounding spaces", str.strip)]
+              "mark: NFC vs NFD)", lambda x: unicodedata.normalize("NFC", x)), ("surrounding spaces", str.strip),
+             ("how a number is written (ids are matched as written: JSON numbers are not converted, so 1 and 1.0, or "
+              "1 and \"01\", are different ids)", _as_number)]
     for form, same in forms:
         seen = {same(w) for w in wanted}
         unmatched = (i for ids in others for i in ids if i not in wanted)
@@ -168,9 +179,10 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
         if look_alike:
             problems.append(f"ids that differ only in {look_alike}")
         if on_mismatch == "error":
-            fix = (f"compare on the {len(common)} shared ids with --on-mismatch intersect" if common
-                   else "no id is shared by every file, so --on-mismatch intersect would compare nothing")
-            raise InputError("the systems do not cover the same rows: " + "; ".join(problems) + f". Fix the files, or {fix}")
+            fix = (f"Fix the files, or compare on the {len(common)} shared ids with --on-mismatch intersect." if common
+                   else "No id is in every file, so --on-mismatch intersect would leave nothing to compare: fix the "
+                        "files.")
+            raise InputError("the systems do not cover the same rows: " + "; ".join(problems) + f". {fix}")
         notes += problems + [f"compared on the {len(common)} ids every file has"]
     ids = [i for i in order if i in common]
     if not ids:
