@@ -21,9 +21,9 @@ from radmetrics.types import (
 )
 
 log = logging.getLogger(__name__)
-#: marks `score`'s "the judge gave no answer" and "answers cut" warnings: a caller that says them per system
-#: (compare) filters them out
-FAILED_CALLS_RECORD = "radmetrics_failed_calls"
+#: marks the warnings counted over every row given ("the judge gave no answer", "answers cut", "candidate reports
+#: were empty"): a caller that says them per system (compare, whose rows are every system's stacked) filters them out
+PER_SYSTEM_RECORD = "radmetrics_said_per_system"
 
 
 #: cell texts that spreadsheets, R (`write.csv`), pandas (`astype(str)`) and SQL exports write for a missing value;
@@ -147,7 +147,7 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         judgments[i].details["empty_candidate"] = True
     if empty_candidates:
         log.warning("%d candidate reports were empty: judged as written (an empty report counts against its "
-                    "generator; details.empty_candidate)", len(empty_candidates))
+                    "generator; details.empty_candidate)", len(empty_candidates), extra={PER_SYSTEM_RECORD: True})
     return judgments  # type: ignore[return-value]
 
 
@@ -271,12 +271,12 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0],
-                    extra={FAILED_CALLS_RECORD: True})
+                    extra={PER_SYSTEM_RECORD: True})
     cut = sum(answer_was_cut(j.reason) for j in judgments)
     if cut:  # the mean covers fewer rows: say why, and what helps (review 16)
         log.warning("%s: the judge's answer reached the token limit (max_new_tokens=%d) for %d of %d rows; they are "
                     "unscored: pass a GenerationConfig with a higher max_new_tokens", system.name,
-                    config.max_new_tokens, cut, len(judgments), extra={FAILED_CALLS_RECORD: True})
+                    config.max_new_tokens, cut, len(judgments), extra={PER_SYSTEM_RECORD: True})
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),
                        fingerprint=fingerprint(system, the_judge, config), scoring_system=system)

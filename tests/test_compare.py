@@ -389,6 +389,12 @@ def test_compare_on_the_bundled_data_scores_empty_candidates_and_exits_2_when_a_
     # every output is written, then the command says GREEN gave B no result, and exits 2 (as meta-eval does)
     assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
+    # review 24 (L3): after rouge-score set up Python's default log format, warnings read "WARNING:radmetrics.runner:
+    # 1 candidate reports were empty ..." without naming the system; now plain, as `score` prints them, and per system
+    assert "WARNING:" not in run.stderr and "candidate reports were empty" not in run.stderr
+    assert run.stderr.splitlines()[0] == ("Note: A: 1 candidate report(s) are empty: scored as written (an empty "
+                                          "report counts against A)")
+    assert "\ngreen: no judge answer (judge call failed) for 8 of B's rows;" in run.stderr
     assert run.stderr.strip().splitlines()[-1] == (f"Error: 1 of 3 metrics gave no result for some system (green: B); "
                                                    f"{out} has the others and per_row.csv says why.")
     results = _strict_json((out / "results.json").read_text())
@@ -488,7 +494,7 @@ def test_a_metric_failing_with_a_long_reason_keeps_it_whole_in_files_and_cuts_it
     assert _strict_json((out / "results.json").read_text())["metrics"][str(module)]["error"] == full
     assert {r["unscored_reason"] for r in _per_row(out) if r["metric"] == str(module)} == {f"metric failed: {full}"}
     # screen: the log line, the progress line and the table note end with "…" after a whole word
-    log = next(line for line in run.stderr.splitlines() if line.startswith("WARNING") and "long_failure" in line)
+    log = next(line for line in run.stderr.splitlines() if line.startswith(f"metric {module} failed: "))
     progress = next(line for line in run.stderr.splitlines() if line.startswith(f"  {module}: n/a ("))
     for line, limit in ((log, 300), (progress, 300)):
         shown = line.split(": ", 1)[1] if line is log else line.split(" n/a (", 1)[1].removesuffix(")")

@@ -205,6 +205,11 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
         markers += ["null" for gone in missing if gone]
         # review 24 (M1): so does a number, list or object where a report should be
         others = [type(t).__name__ for t, gone in zip(texts, missing) if not gone and not isinstance(t, str)]
+        empty = sum(isinstance(t, str) and not t.strip() and isinstance(ref_by_id[i], str) and bool(ref_by_id[i].strip())
+                    for i, t in zip(ids, texts))
+        if empty:  # as `score` says it, with the system named (review 24 L3)
+            notes.append(f"{name}: {empty} candidate report(s) are empty: scored as written (an empty report counts "
+                         f"against {name})")
         for found, what in ((markers, "missing-value markers"), (others, "not text")):
             if found:
                 notes.append(f"{name}: {len(found)} candidate(s) are {what} ({', '.join(sorted(set(found)))}), "
@@ -364,14 +369,14 @@ _LEFT_OUT = [
 
 
 @contextlib.contextmanager
-def _per_system_failed_calls():
-    """`score` warns of judge calls that failed (and of answers cut at the token limit) counted over the rows it was
-    given, here every system's together; compare says it per system instead (one line, not two)."""
-    from radmetrics.runner import FAILED_CALLS_RECORD
+def _said_per_system():
+    """`score` warns of judge calls that failed, answers cut at the token limit and empty candidates counted over the
+    rows it was given, here every system's together; compare says them per system instead."""
+    from radmetrics.runner import PER_SYSTEM_RECORD
     from radmetrics.runner import log as runner_log
 
     def keep(record: logging.LogRecord) -> bool:
-        return not getattr(record, FAILED_CALLS_RECORD, False)
+        return not getattr(record, PER_SYSTEM_RECORD, False)
 
     runner_log.addFilter(keep)
     try:
@@ -414,7 +419,7 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     result = CompareResult(ids, names, {}, {}, settings, list(notes))
     for metric in metrics:
         # all systems in one call: the judge batches and de-duplicates across them
-        with _per_system_failed_calls():  # reasons name a row by its id (the stacked list's index is no row's)
+        with _said_per_system():  # reasons name a row by its id (the stacked list's index is no row's)
             run = run_metric(metric, list(references) * len(names), [c for s in names for c in systems[s]],
                              {**judge_kwargs, "row_labels": [f"id {i}" for _ in names for i in ids]})
         per_system = {}
