@@ -239,6 +239,30 @@ def test_meta_eval_ensemble_members_with_several_judges_are_checked_before_judgi
     assert "failed" not in metrics["average(green@ja+bleu-2)"] and metrics["average(green@ja+bleu-2)"]["kendall_tau_b"]
 
 
+def test_a_plain_mean_of_members_on_different_scales_says_so(tmp_path):
+    """Review 24 (L6): `--ensemble mean:green,green_ec` averaged GREEN (0..1) with error counts (0..5) without a word:
+    the mean was the error count's. A note now says so and names `average:`, which z-scores the members."""
+    # GREEN 0..1 beside counts 0..5: spreads 1 and 5, five times apart; one scale (VERT by two judges), or a
+    # member that ranks nothing (the same score on every row), is not noted
+    note = targets.mixed_scales_note("mean(green+green_ec)", {"green": [0.0, 0.5, 1.0, None], "green_ec": [0, 5, 2, 1]})
+    assert note == ("mean(green+green_ec): its members' scores spread over different ranges (green 0 to 1, green_ec 0 "
+                    "to 5), so the plain mean mostly follows green_ec; average:green,green_ec z-scores each member first")
+    assert targets.mixed_scales_note("m", {"vert@a": [0.2, 1.0], "vert@b": [0.5, 1.0]}) is None
+    assert targets.mixed_scales_note("m", {"a": [0.1, 0.9], "b": [3.0, 3.0]}) is None
+    # end to end: ROUGE-L (0..1) and a count of missing words (0..50 on these reports)
+    words = f"{REPO / 'tests' / 'fixtures' / 'missing_words'}:higher_is_better=false"
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", "rouge-l", "-m", words, "--ensemble",
+                  f"mean:rouge-l,{words}", "--ensemble", f"average:rouge-l,{words}", "--resamples", "20",
+                  "-o", tmp_path / "r")
+    assert run.returncode == 0, run.stderr[-3000:]
+    expected = (f"mean(rouge-l+{words}): its members' scores spread over different ranges (rouge-l 0.0345 to 1, {words} "
+                f"0 to 50), so the plain mean mostly follows {words}; average:rouge-l,{words} z-scores each member first")
+    assert f"> **Warning:** {expected}\n" in run.stdout  # once: the average of z-scores is not noted
+    assert run.stdout.count("spread over different ranges") == 1
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["ensembles"][f"mean(rouge-l+{words})"]["note"] == expected and expected in results["warnings"]
+
+
 def test_a_linear_ensemble_that_cannot_be_fitted_says_why_before_any_work(tmp_path):
     """Review finding: `--split 18 --ensemble linear:rouge-l,bleu-2` on 20 rows left 2 training rows; every row was
     then "unscored: a member metric is unscored for this row" (both members had scored every row), exit 0."""

@@ -110,6 +110,9 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
         if ens.method == "mean":
             scores = targets.plain_average(columns)
             details[ens.name] = {"method": "mean of the oriented member scores (VERT Sec. 4.1.2)", "members": ens.members}
+            note = targets.mixed_scales_note(ens.name, {m: by_name[m].scores for m in ens.members})
+            if note:
+                details[ens.name]["note"] = note
         elif ens.method == "average":
             scores = targets.zscore_average(columns)
             details[ens.name] = {"method": "mean of z-scored, oriented member scores", "members": ens.members}
@@ -231,6 +234,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         out["metrics"][run.name] = entry
     if ensemble_details:
         out["ensembles"] = ensemble_details
+        out["warnings"] += [e["note"] for e in ensemble_details.values() if e.get("note")]
     raters = targets.inter_rater(data, "total" if target == "total" else "significant")
     if raters and target != "per-category":
         rows = {name: _correlations(raters[name], raters[f"others of {name}"], test, resamples, seed)

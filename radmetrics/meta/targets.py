@@ -96,6 +96,25 @@ def plain_average(columns: Sequence[Sequence[float | None]]) -> list[float | Non
     return [None if any(v is None for v in row) else float(np.mean(row)) for row in zip(*columns, strict=True)]
 
 
+#: a plain mean follows the member whose scores spread widest: at 3 times another's spread (max − min over the rows)
+#: the narrower member carries a quarter of the say or less, and `mean:` says so (review 24: GREEN, 0..1, averaged
+#: with GREEN-EC's error counts, 0..5, was GREEN-EC alone)
+MEAN_SPREAD_RATIO = 3.0
+
+
+def mixed_scales_note(name: str, columns: dict[str, Sequence[float | None]]) -> str | None:
+    """The line that says a plain-mean ensemble's members are on different scales (their ranges of scores, member ->
+    scores, spread MEAN_SPREAD_RATIO times apart or more), or None."""
+    ranges = {m: (min(vals), max(vals)) for m, col in columns.items() if (vals := [v for v in col if v is not None])}
+    spread = {m: high - low for m, (low, high) in ranges.items()}
+    if len(spread) < 2 or min(spread.values()) <= 0 or max(spread.values()) < MEAN_SPREAD_RATIO * min(spread.values()):
+        return None  # a constant member ranks nothing either way
+    widest = max(spread, key=spread.get)
+    shown = ", ".join(f"{m} {low:.3g} to {high:.3g}" for m, (low, high) in ranges.items())
+    return (f"{name}: its members' scores spread over different ranges ({shown}), so the plain mean mostly follows "
+            f"{widest}; average:{','.join(columns)} z-scores each member first")
+
+
 def zscore_average(columns: Sequence[Sequence[float | None]]) -> list[float | None]:
     """Mean of z-scored columns per row (already oriented so that higher = better); None where any is missing."""
     m = np.asarray([[np.nan if v is None else v for v in col] for col in columns], dtype=float)
