@@ -62,6 +62,24 @@ def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, 
     )
 
 
+def check_pair_columns(reference: str | None, candidate: str | None, where: str = "") -> None:
+    """One column for both the reference and the candidate would judge every report against itself."""
+    if reference is not None and reference == candidate:
+        raise InputError(f"{where}the reference and the candidate would both be read from column '{reference}', so "
+                         "every report would be judged against itself; name two different columns with "
+                         "--reference-column and --candidate-column")
+
+
+def other_pair_columns(columns: Iterable[str], chosen: Iterable[str | None], reference_column: str | None,
+                       candidate_column: str | None) -> tuple[str, ...]:
+    """The columns not `chosen` whose names also mean a reference (or a candidate) where that column was picked by
+    name rather than given: ``ground_truth`` beside ``reference``, ``prediction`` beside ``candidate``."""
+    aliases = {a for kind, given in ((REFERENCE_ALIASES, reference_column), (CANDIDATE_ALIASES, candidate_column))
+               if not given for a in kind}
+    chosen = set(chosen)
+    return tuple(c for c in columns if c not in chosen and c.lower().strip() in aliases)
+
+
 def pick_pair_columns(columns: Iterable[str], reference_column: str | None, candidate_column: str | None,
                       path: Path) -> tuple[str, str, tuple[str, ...]]:
     """(reference column, candidate column, the other alias columns present and not used): a file with both
@@ -69,18 +87,18 @@ def pick_pair_columns(columns: Iterable[str], reference_column: str | None, cand
     columns = list(columns)
     ref = _pick(columns, REFERENCE_ALIASES, reference_column, "reference", path)
     cand = _pick(columns, CANDIDATE_ALIASES, candidate_column, "candidate", path)
-    aliases = {a for kind, given in ((REFERENCE_ALIASES, reference_column), (CANDIDATE_ALIASES, candidate_column))
-               if not given for a in kind}
-    unused = tuple(c for c in columns if c not in (ref, cand) and c.lower().strip() in aliases)
-    return ref, cand, unused
+    check_pair_columns(ref, cand, f"{path}: ")
+    return ref, cand, other_pair_columns(columns, (ref, cand), reference_column, candidate_column)
 
 
-def unused_columns_note(path: str | os.PathLike, reference: str, candidate: str, unused: tuple[str, ...],
-                        choose: str = "pass --reference-column / --candidate-column to choose") -> str:
-    """The line that says which alias columns were read and which were not (two exports merged into one file:
-    the wrong pair must not be scored or trained on without a word)."""
-    return (f"Note: {path} also has {', '.join(repr(c) for c in unused)}, not read (reading reference = "
-            f"'{reference}', candidate = '{candidate}'); {choose}")
+def columns_read_line(path: str | os.PathLike, reference: str, candidate: str, unused: tuple[str, ...],
+                      choose: str = "pass --reference-column / --candidate-column to choose") -> str:
+    """The line that says which columns are read, and which other columns could have been (two exports merged
+    into one file: the wrong pair must not be scored or trained on without a word)."""
+    line = f"Reading {path}: reference = '{reference}', candidate = '{candidate}'"
+    if unused:
+        line += f"; the file also has {', '.join(repr(c) for c in unused)}, not read ({choose})"
+    return line
 
 
 #: first bytes of files people pass by mistake (compressed, spreadsheets, databases, images, Arrow/Parquet)

@@ -253,6 +253,31 @@ def test_ids_written_as_other_numbers_are_named_in_plain_sentences(tmp_path):
         load_systems({"A": a, "D": d})
 
 
+def test_plausible_columns_not_read_are_named_and_one_column_for_both_is_refused(tmp_path):
+    """Review 24 (L11): a file with reference, ground_truth, prediction and candidate columns was read from
+    reference/candidate without a word of the others; `--reference-column candidate --candidate-column candidate`
+    (each report judged against itself) was accepted."""
+    rows = [{"id": i, "reference": f"ref {i}", "ground_truth": f"gt {i}", "prediction": f"p {i}",
+             "candidate": f"a {i}"} for i in range(4)]
+    a = _write(tmp_path / "a.jsonl", rows)
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in range(4)])
+    run = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", "bleu-4", "--resamples", "20",
+                       "-o", tmp_path / "cmp")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stderr.splitlines()[0] == (f"Note: A: {a} also has 'ground_truth', 'prediction', not read (reading "
+                                          "reference = 'reference', candidate = 'candidate'); pass --reference-column "
+                                          "/ --candidate-column to choose")
+    assert f"{b} also has" not in run.stderr
+    for flags, where in ((["--reference-column", "candidate", "--candidate-column", "candidate"], ""),
+                         (["--reference-column", "candidate"], f"{a}: ")):
+        same = _compare_cli(tmp_path, "-s", f"A={a}", "-s", f"B={b}", "-m", "bleu-4", *flags, "-o", tmp_path / "c2")
+        assert same.returncode == 2 and same.stderr.strip().splitlines() == [
+            f"Error: {where}the reference and the candidate would both be read from column 'candidate', so every "
+            "report would be judged against itself; name two different columns with --reference-column and "
+            "--candidate-column"], same.stderr
+        assert not (tmp_path / "c2").exists()
+
+
 # -- end to end -----------------------------------------------------------------------------------------------------
 def _strict_json(text):
     def no_nan(name):

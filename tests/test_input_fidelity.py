@@ -507,12 +507,23 @@ def test_a_file_with_two_reference_or_candidate_columns_says_which_were_not_read
     with FakeOpenAIServer(analysis_for) as server:
         out = score(server, src, tmp_path / "o.jsonl", tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
-        assert "reference = 'reference', candidate = 'candidate'" in out.stderr
-        assert "also has 'gt_report', 'Prediction', not read" in out.stderr
+        # review 24 (L11): on the line that names the columns read, not on a line of its own
+        assert (f"Reading {src}: reference = 'reference', candidate = 'candidate'; the file also has 'gt_report', "
+                "'Prediction', not read (pass --reference-column / --candidate-column to choose)\n") in out.stderr
         chosen = score(server, src, tmp_path / "o2.jsonl", tmp_path, "--reference-column", "gt_report",
                        "--candidate-column", "candidate")
         assert chosen.returncode == 0, chosen.stderr[-3000:]
         assert "not read" not in chosen.stderr
+        # one column for both: every report judged against itself, refused before any work (review 24 L11)
+        asked = len(server.requests)
+        for flags, where in ((["--reference-column", "candidate", "--candidate-column", "candidate"], ""),
+                             (["--reference-column", "candidate"], f"{src}: ")):
+            same = score(server, src, tmp_path / "o3.jsonl", tmp_path, *flags)
+            assert same.returncode == 2 and same.stderr.strip().splitlines() == [
+                f"Error: {where}the reference and the candidate would both be read from column 'candidate', so every "
+                "report would be judged against itself; name two different columns with --reference-column and "
+                "--candidate-column"], same.stderr
+        assert len(server.requests) == asked and not (tmp_path / "o3.jsonl").exists()
     got = read_jsonl(tmp_path / "o2.jsonl")
     assert [r["reference"] for r in got] == ["left effusion", "heart normal"]  # input columns echoed as they were
     assert [r["gt_report"] for r in got] == ["old reference a", "old reference b"]

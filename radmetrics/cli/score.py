@@ -110,11 +110,12 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally
     from radmetrics.errors import optional_import
-    from radmetrics.io import (AtomicFile, check_output_path, check_output_safe, check_text_file, clean_stale_tmp,
-                               summary_path, unused_columns_note)
+    from radmetrics.io import (AtomicFile, check_output_path, check_output_safe, check_pair_columns, check_text_file,
+                               clean_stale_tmp, columns_read_line, summary_path)
     from radmetrics.runner import build_judge, fingerprint
     from radmetrics.streaming import OrderedPartWriter, RunningSummary, open_pairs
 
+    check_pair_columns(reference_column, candidate_column)  # a report judged against itself: before any work
     # before anything is loaded or asked: never overwrite the input, never write through a link
     check_output_safe(output_path, input_path, judge_flags.options.get("path"), cache=judge_flags.cache_files())
     system = radmetrics.get_scoring_system(metric, **judge_flags.system_options)
@@ -146,11 +147,8 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
                        "are asked again)")
     config = judge_flags.config()
     pairs = open_pairs(input_path, reference_column, candidate_column)
-    click.echo(f"Reading {input_path}: reference = '{pairs.reference_column}', "
-               f"candidate = '{pairs.candidate_column}'", err=True)
-    if pairs.also_found:
-        click.echo(unused_columns_note(input_path, pairs.reference_column, pairs.candidate_column, pairs.also_found),
-                   err=True)
+    click.echo(columns_read_line(input_path, pairs.reference_column, pairs.candidate_column, pairs.also_found),
+               err=True)
     fp = fingerprint(system, the_judge, config)
     stat = os.stat(input_path)
     identity = {"input": os.path.abspath(input_path), "size": stat.st_size, "mtime": stat.st_mtime_ns,

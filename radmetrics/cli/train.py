@@ -20,12 +20,12 @@ def _load_pairs_source(path: str):
 
     if Path(path).is_dir():
         return datasets.load_from_disk(path)
-    from radmetrics.io import read_pairs, unused_columns_note
+    from radmetrics.io import columns_read_line, read_pairs
 
     pairs = read_pairs(path)
     if pairs.also_found:
-        click.echo(unused_columns_note(path, pairs.reference_column, pairs.candidate_column, pairs.also_found,
-                                       choose="rename the columns to train on another pair"), err=True)
+        click.echo(columns_read_line(path, pairs.reference_column, pairs.candidate_column, pairs.also_found,
+                                     choose="rename the columns to train on another pair"), err=True)
     rows = [r for i, r in enumerate(pairs.rows) if i not in pairs.bad_rows]
     if pairs.bad_rows:  # a training set cannot hold a row without its text: left out, and said so
         click.echo(f"Warning: {len(pairs.bad_rows)} rows of {path} cannot be read and are left out (first: "

@@ -121,8 +121,9 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
     hold the same ids, on_mismatch="error" raises an InputError naming the differences; "intersect" keeps the ids
     every file has (the dropped ones are listed in `notes`). Files without the id column are matched by position,
     which needs equal row counts."""
-    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES
+    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, check_pair_columns, other_pair_columns
 
+    check_pair_columns(reference_column, candidate_column)
     if len(systems) < 2:
         raise InputError(f"compare needs at least two systems, got {len(systems)}")
     if on_mismatch not in {"error", "intersect"}:
@@ -155,6 +156,13 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
         cand = _column(rows, CANDIDATE_ALIASES, candidate_column, "candidate", path)
         ref = _column(rows, REFERENCE_ALIASES, reference_column, "reference", path,
                       required=ref_rows is None and name == next(iter(all_rows)))
+        check_pair_columns(ref, cand, f"{path}: ")
+        unread = other_pair_columns(dict.fromkeys(k for r in rows for k in r), (cand, ref, id_column),
+                                    reference_column, candidate_column)
+        if unread:  # review 24 (L11): two exports merged into one file, read without a word
+            reading = (f"reference = '{ref}', " if ref else "") + f"candidate = '{cand}'"
+            notes.append(f"{name}: {path} also has {', '.join(map(repr, unread))}, not read (reading {reading}); pass "
+                         "--reference-column / --candidate-column to choose")
         tables[name] = (ids, {i: r.get(cand) for i, r in zip(ids, rows)},
                         {i: r.get(ref) for i, r in zip(ids, rows)} if ref else {})
     if ref_rows is not None:
