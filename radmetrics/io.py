@@ -6,9 +6,11 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -593,6 +595,39 @@ def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed
+
+
+def _file_stamps(path: Path) -> dict[str, tuple[int, int, int]]:
+    """Each regular file at or under PATH (links not followed) -> (inode, size, mtime): what tells a rewrite."""
+    if path.is_symlink() or not path.exists():
+        return {}
+    found = [str(path)] if path.is_file() else [os.path.join(top, name) for top, _, names in os.walk(path)
+                                                  for name in names]
+    stamps = {}
+    for name in found:
+        st = os.lstat(name)
+        if stat.S_ISREG(st.st_mode):
+            stamps[name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return stamps
+
+
+@contextmanager
+def owner_only(path: str | os.PathLike) -> Iterator[None]:
+    """Outputs written inside are readable by their owner only (files 0600, folders 0700), as `score`'s results and
+    the response cache: they hold report texts and judge answers (review 24: other commands' outputs followed the
+    umask). PATH is the output file or folder: what is created while inside is private from its first byte (umask
+    077); a file already at or under PATH that the block rewrites in place is narrowed at the end; the rest of a
+    folder is left as it was. Only around writing: the umask is the process's."""
+    path = Path(path)
+    before = _file_stamps(path)
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+        for name, stamp in _file_stamps(path).items():
+            if before.get(name) not in (None, stamp):  # rewritten in place: it kept its old mode
+                os.chmod(name, stat.S_IMODE(os.lstat(name).st_mode) & 0o700)
 
 
 class AtomicFile:

@@ -533,3 +533,49 @@ def test_python_dash_m_radmetrics_is_the_command(tmp_path):
                           "-o", tmp_path / "out.jsonl"],
                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert_one_line_error(bad, "absent.jsonl")
+
+
+# -- review 24 (L9): one file-mode policy for every output that holds report texts ---------------------------------
+def _modes(folder):
+    import stat
+
+    return {str(p.relative_to(folder)): stat.S_IMODE(p.stat().st_mode) for p in [folder, *folder.rglob("*")]}
+
+
+@pytest.fixture
+def umask_022():
+    """The commands inherit this umask: what they would write 0644 under."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_every_command_output_holding_report_texts_is_readable_by_its_owner_only(tmp_path, umask_022):
+    """`score` wrote its results 0600 (like the cache), while compare, preference-eval, data convert / transform
+    (and meta-eval, rexamine: their own tests) followed the umask (0644): the same report texts, two policies.
+    Now every such output is readable by its owner only; a file of the user's in the folder keeps its mode."""
+    cmp, pref = tmp_path / "cmp", tmp_path / "pref"
+    assert cli("compare", "-s", f"A={SAMPLE_PAIRS}", "-s", f"B={_SYSTEM_B}", "-m", "bleu-4", "--resamples", "20",
+               "-o", cmp).returncode == 0
+    assert cli("preference-eval", "-i", FIXTURES / "preference" / "preferences.jsonl", "-m", "rouge-l",
+               "--resamples", "20", "-o", pref).returncode == 0
+    rexval, standardized = tmp_path / "rexval", tmp_path / "std"
+    assert cli("data", "convert", "rexval", FIXTURES / "rexval", "-o", rexval).returncode == 0
+    # the replay file has no standardization answers: every row fails (exit 1), and the dataset is still written
+    transform = cli("data", "transform", "standardize", "-i", rexval, "--column", "reference", "-o", standardized,
+                    "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl")
+    assert transform.returncode == 1 and "Traceback" not in transform.stderr, transform.stderr[-2000:]
+    for folder, wrote in ((cmp, {"results.json", "per_row.csv", "report.html", "forest.png"}),
+                          (pref, {"results.json", "per_pair.csv", "summary.md"}),
+                          (rexval, {"README.md", "state.json"}), (standardized, {"state.json"})):
+        modes = _modes(folder)
+        assert wrote <= set(modes), (folder, modes)
+        assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077} == {}, folder
+    # a file written before (0644) and rewritten in place is narrowed too; the user's own file is left as it was
+    (rexval / "README.md").chmod(0o644)
+    (rexval / "my_notes.txt").write_text("mine")
+    (rexval / "my_notes.txt").chmod(0o644)
+    assert cli("data", "convert", "rexval", FIXTURES / "rexval", "-o", rexval, "--overwrite").returncode == 0
+    modes = _modes(rexval)
+    assert modes.pop("my_notes.txt") == 0o644 and modes["README.md"] == 0o600
+    assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077 and name != "."} == {}

@@ -261,6 +261,8 @@ def test_a_plain_mean_of_members_on_different_scales_says_so(tmp_path):
     assert run.stdout.count("spread over different ranges") == 1
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     assert results["ensembles"][f"mean(rouge-l+{words})"]["note"] == expected and expected in results["warnings"]
+    # review 24 (L9): the report holds every report's scores: readable by its owner only, as score's results
+    assert {p.name: oct(p.stat().st_mode) for p in (tmp_path / "r").iterdir() if p.stat().st_mode & 0o077} == {}
 
 
 def test_a_linear_ensemble_that_cannot_be_fitted_says_why_before_any_work(tmp_path):

@@ -46,6 +46,8 @@ def test_rexamine_run_end_to_end(tmp_path):
     assert sum(p.startswith(STANDARDIZE_PROMPT.split("{report}")[0]) for p in prompts) == 2
     data = [json.loads(line) for line in (out / "rexamine_data.jsonl").read_text().splitlines()]
     written = {d["id"]: d for d in data}["au-3"]
+    # every reference and judge text: readable by its owner only, as score's results (review 24 L9)
+    assert {p.name: oct(p.stat().st_mode) for p in [out, *out.iterdir()] if p.stat().st_mode & 0o077} == {}
     assert written["reference_standardized"].startswith("Findings: Cardiomegaly. Mild congestion.")
     assert written["candidate"].endswith("New nodule.") and written["provenance"]["judge"]["model"] == "judge-x"
     results = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(c))

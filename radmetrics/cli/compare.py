@@ -95,7 +95,10 @@ def compare_command(system_files, references, metrics, output, id_column, refere
                      **judge_flags.score_kwargs(), system_options=judge_flags.system_options,
                      resamples=resamples, seed=seed, confidence=confidence,
                      alpha=alpha, notes=aligned.notes, on_metric=progress)
-    paths = write_outputs(result, output)
+    from radmetrics.io import owner_only
+
+    with owner_only(output):  # every report text's score and reason: readable by you only, as score's results
+        paths = write_outputs(result, output)
     print_tables(result)
     click.echo("Wrote " + ", ".join(str(p) for p in paths.values()), err=True)
     missing = missing_results(result)

@@ -115,8 +115,11 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
     for run in runs:
         if run.error:
             click.echo(f"meta-eval: {run.name} failed: {run.error}", err=True)
-    folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
-                          split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
+    from radmetrics.io import owner_only
+
+    with owner_only(output):  # per-report scores and reasons: readable by you only, as score's results
+        folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
+                              split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
     import json
@@ -289,7 +292,10 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     out = out.add_column("step_attempts", [r.attempts for r in results], feature=datasets.Value("int64"))
     out = out.add_column("step_failure", [r.reason for r in results])
     out = out.add_column("step_details", [json.dumps(r.details) if r.details else None for r in results])
-    out.save_to_disk(output)
+    from radmetrics.io import owner_only
+
+    with owner_only(output):  # every report and the judge's rewrite: readable by you only, as score's results
+        out.save_to_disk(output)
     failed = sum(r.output is None for r in results)
     click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
                f"wrote {output}")
@@ -452,14 +458,6 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
     per_pair = results.pop("per_pair")
-    folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
-    columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
-    with (folder / "per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, columns)
-        writer.writeheader()
-        writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
     lines = [f"# Preference accuracy ({results['n_pairs']} pairs; {results['rule']})", "",
              "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]
     for name, m in results["metrics"].items():
@@ -482,7 +480,18 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
     unscored = sum(row["outcome"] == "unscored" for row in per_pair)
     if unscored:
         lines += ["", f"{unscored} pair-metric results had an unscored side (counted as wrong): per_pair.csv says why."]
-    (folder / "summary.md").write_text("\n".join(lines) + "\n")
+    from radmetrics.io import owner_only
+
+    folder = Path(output)
+    with owner_only(folder):  # per-pair scores and reasons: readable by you only, as score's results
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
+        columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
+        with (folder / "per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, columns)
+            writer.writeheader()
+            writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
+        (folder / "summary.md").write_text("\n".join(lines) + "\n")
     click.echo("\n".join(lines))
     click.echo(f"Report: {folder}")
     failed = [name for name, m in results["metrics"].items() if m["error"]]

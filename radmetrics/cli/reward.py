@@ -109,8 +109,11 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
                           batch_size=batch_size, generation_seconds=generation_seconds, settings=settings)
     data = report.to_dict()
     if output_path:  # its folder made if missing: the sampling and judging are not thrown away at the last step
+        from radmetrics.io import owner_only
+
         Path(output_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        with owner_only(output_path):  # completions and their judgments: readable by you only
+            Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     print_report(data, output_path)
 
 

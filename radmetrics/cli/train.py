@@ -230,7 +230,10 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
                              f"problem: {problems[0] if problems else 'none reported'})")
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
+        from radmetrics.io import owner_only
+
+        with owner_only(out / "pairs.jsonl"):  # the teacher's reports: readable by you only, as score's results
+            (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
     else:
         raise click.UsageError("give --references (the teacher writes pairs) or --pairs")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)

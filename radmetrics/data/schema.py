@@ -115,9 +115,11 @@ def render_card(template_fields: dict[str, str]) -> str:
 
 def save_dataset(dataset, out_dir: str | Path, card_fields: dict[str, str]) -> Path:
     """save_to_disk plus the dataset card (README.md) beside the data."""
-    out = Path(out_dir)
-    dataset.save_to_disk(str(out))
     from radmetrics.hub_cards import card_with_marker
+    from radmetrics.io import owner_only
 
-    (out / "README.md").write_text(card_with_marker(render_card(card_fields)), encoding="utf-8")
+    out = Path(out_dir)
+    with owner_only(out):  # the expert data's reports (credentialed data among them): readable by you only
+        dataset.save_to_disk(str(out))
+        (out / "README.md").write_text(card_with_marker(render_card(card_fields)), encoding="utf-8")
     return out
