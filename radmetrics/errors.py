@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import re
 from collections.abc import Iterable
 from types import ModuleType
@@ -292,3 +293,15 @@ def optional_import(module: str, extra: str | None = None, purpose: str | None =
         if missing == "radmetrics":
             raise
         raise MissingExtraError(missing, extra if missing == module.split(".")[0] else None, purpose) from e
+
+
+def require_installed(module: str, extra: str | None = None, purpose: str | None = None) -> None:
+    """`module` is installed, or MissingExtraError as from `optional_import`; found without importing it, for checks
+    before long work that must take a second, not the seconds a heavy library (torch under sentence-transformers)
+    takes to import. The library is imported where it is used."""
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # a finder that refuses the name, as in an environment without it
+        found = None
+    if found is None:
+        raise MissingExtraError(module, extra, purpose)

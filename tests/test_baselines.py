@@ -6,11 +6,13 @@ reach: their adapters are tested at the library's seam — a stand-in module wit
 is put where the library is imported from, and the test checks the call, the key picked and the direction."""
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import types
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO, SAMPLE
 
 from radmetrics.meta.runs import run_metric
 
@@ -66,7 +68,79 @@ def test_meteor_equals_nltk_and_says_what_it_needs_offline():
         pass
     failed = run_metric("meteor", REFS, CANDS)
     assert failed.error == ("RuntimeError: METEOR needs nltk's WordNet corpus, which is not installed here "
-                            "(python -m nltk.downloader wordnet)") and failed.scores == [None] * 4
+                            "(python -m nltk.downloader wordnet; or set NLTK_DATA to a folder holding "
+                            "corpora/wordnet)") and failed.scores == [None] * 4
+
+
+# -- what a baseline downloads is checked before any judging -----------------------------------------------------
+def _without_wordnet(tmp_path) -> dict[str, str]:
+    """An environment in which nltk finds no WordNet: NLTK_DATA an empty folder, HOME (~/nltk_data) another; nltk's
+    other places (under sys.prefix, /usr/share, ...) cannot be moved, so a WordNet installed there skips the test."""
+    import nltk.data
+
+    home = os.path.expanduser("~")
+    fixed = [p for p in nltk.data.path if not p.startswith(home) and p not in os.environ.get("NLTK_DATA", "")]
+    try:
+        nltk.data.find("corpora/wordnet", paths=fixed)
+        pytest.skip("WordNet is installed where NLTK_DATA and HOME cannot hide it")
+    except LookupError:
+        pass
+    (tmp_path / "empty_nltk_data").mkdir()
+    return {"NLTK_DATA": str(tmp_path / "empty_nltk_data"), "HOME": str(tmp_path)}
+
+
+_UNCACHED_BERT = "radmetrics-test/bert-never-downloaded"
+_COMMANDS = {  # each runs a judge metric (green) with the baseline, judged by the server at {url}
+    "compare": ["compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}"],
+    "meta-eval": ["meta-eval", "-d", str(FIXTURES / "rexval")],
+    "preference-eval": ["preference-eval", "-i", str(FIXTURES / "preference" / "preferences.jsonl")],
+    "rexamine": ["rexamine", "-i", str(FIXTURES / "rexamine" / "sites.jsonl")],  # its data steps judge too
+}
+
+
+@pytest.mark.parametrize("command, baseline", [("compare", "meteor"), ("meta-eval", "meteor"),
+                                               ("compare", "bertscore"), ("meta-eval", "bertscore"),
+                                               ("preference-eval", "bertscore"), ("rexamine", "meteor")])
+def test_a_baseline_that_needs_a_download_stops_the_run_before_any_judging(command, baseline, tmp_path):
+    """Review 24 (M5): `meta-eval -m green -m bertscore -m meteor` offline asked the judge every row (hours with a 7B
+    judge), then both baselines failed: bertscore's model was not in the Hugging Face cache, METEOR's WordNet not
+    installed. Now each is checked first, like an evaluate module that cannot load: one line with the fix, exit 2,
+    no request to the judge."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    if baseline == "meteor":
+        env, spec = {**os.environ, **_without_wordnet(tmp_path)}, "meteor"
+        expected = ["METEOR needs nltk's WordNet corpus", "python -m nltk.downloader wordnet"]
+    else:
+        env, spec = {**os.environ, "HF_HUB_OFFLINE": "1"}, f"bertscore:model_type={_UNCACHED_BERT}"
+        expected = [f"The bertscore model '{_UNCACHED_BERT}' is not in the local Hugging Face cache",
+                    f"hf download {_UNCACHED_BERT}", "-m bertscore:model_type=FOLDER"]
+    with FakeOpenAIServer(analysis_for) as server:
+        run = subprocess.run([sys.executable, "-m", "radmetrics.cli", *_COMMANDS[command], "-m", "green", "-m", spec,
+                              "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x", "--no-cache",
+                              "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, env=env,
+                             timeout=300)
+        assert server.requests == []  # not one row judged
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert all(needle in error for needle in expected), error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_baseline_option_is_checked_before_any_judging():
+    """A misspelt option, a library's model to name (er2score): said before the run, not as its n/a afterwards."""
+    from radmetrics.errors import RadmetricsError
+    from radmetrics.meta.runs import check_loadable
+
+    with pytest.raises(RadmetricsError, match="baseline 'bertscore' has no option modle_type; options: batch_size"):
+        check_loadable("bertscore:modle_type=x")
+    with pytest.raises(RadmetricsError, match="er2score needs its trained model: -m er2score:model="):
+        check_loadable("er2score")
+    with pytest.raises(RadmetricsError, match="The er2score model folder .* holds no model"):
+        check_loadable(f"er2score:model={FIXTURES}")
+    for ready in ("bleu-4", "rouge-l:use_stemmer=true"):
+        check_loadable(ready)
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,9 @@ class Baseline:
     #: the score of an empty candidate when the library cannot be given one, or a function of the settings that
     #: gives it (None: the library scores "" itself)
     empty_candidate: float | Callable[[dict[str, Any]], float] | None = None
+    #: settings -> None; raises RadmetricsError, in about a second and before any judging, when something the scorer
+    #: needs is not here (its library, a model or corpus to download): a whole judge run must not come first
+    check: Callable[[dict[str, Any]], None] | None = None
 
 
 _REGISTRY: dict[str, Baseline] = {}
@@ -86,19 +89,33 @@ def get_baseline(spec: str) -> Baseline:
     return _REGISTRY[name]
 
 
-def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]):
-    """Per-pair scores of a named baseline. An empty candidate is scored as its library scores an empty hypothesis
-    (or `Baseline.empty_candidate`); an empty or missing reference, or a missing candidate, is unscored with the
-    reason (meta.runs.score_library_pairs)."""
-    from radmetrics.meta.runs import MetricRun, score_library_pairs
-
+def _settings(spec: str) -> tuple[Baseline, dict[str, Any]]:
+    """The baseline a spec names and its settings (defaults, then the spec's options); an unknown option is named."""
     name, options = _split(spec)
     baseline = get_baseline(name)
     unknown = set(options) - set(baseline.options)
     if unknown:
         raise RadmetricsError(f"baseline '{name}' has no option {', '.join(sorted(unknown))}; options: "
                               f"{', '.join(sorted(baseline.options)) or 'none'}")
-    settings = {**baseline.options, **options}
+    return baseline, {**baseline.options, **options}
+
+
+def check_baseline(spec: str) -> None:
+    """What fails in seconds fails now, not after the judge metrics of the same run: an unknown option, a missing
+    library, model or corpus (`Baseline.check`). Loads no model."""
+    baseline, settings = _settings(spec)
+    if baseline.check is not None:
+        baseline.check(settings)
+
+
+def run_baseline(spec: str, references: Sequence[Any], candidates: Sequence[Any]):
+    """Per-pair scores of a named baseline. An empty candidate is scored as its library scores an empty hypothesis
+    (or `Baseline.empty_candidate`); an empty or missing reference, or a missing candidate, is unscored with the
+    reason (meta.runs.score_library_pairs)."""
+    from radmetrics.meta.runs import MetricRun, score_library_pairs
+
+    baseline, settings = _settings(spec)
+    name = baseline.name
 
     def call(refs: list[str], cands: list[str]):
         values = baseline.score_pairs(refs, cands, settings)
@@ -147,6 +164,25 @@ register_baseline(Baseline("rouge-l", True, {"library": "rouge-score", "call": '
                                              "value": "ROUGE-L F-measure"}, _rouge_l, {"use_stemmer": False}))
 
 
+_NO_WORDNET = ("METEOR needs nltk's WordNet corpus, which is not installed here (python -m nltk.downloader wordnet; "
+               "or set NLTK_DATA to a folder holding corpora/wordnet)")
+
+
+def _check_meteor(options: dict[str, Any]) -> None:
+    """nltk and its WordNet corpus are findable (nltk.data.find: a lookup on disk, nothing downloaded or loaded)."""
+    from radmetrics.errors import require_installed
+
+    require_installed("nltk", "baselines", "by the meteor baseline")
+    if options.get("wordnet") is not None:  # a WordNet given from Python
+        return
+    import nltk.data
+
+    try:
+        nltk.data.find("corpora/wordnet")  # the folder, or corpora/wordnet.zip
+    except LookupError:
+        raise RadmetricsError(_NO_WORDNET) from None
+
+
 def _meteor(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
     from nltk.translate.meteor_score import meteor_score
 
@@ -157,8 +193,7 @@ def _meteor(references: list[str], candidates: list[str], options: dict[str, Any
 
             wordnet.ensure_loaded()
         except LookupError:
-            raise RuntimeError("METEOR needs nltk's WordNet corpus, which is not installed here "
-                               "(python -m nltk.downloader wordnet)") from None
+            raise RuntimeError(_NO_WORDNET) from None
     # nltk's METEOR takes pre-tokenized text; whitespace tokens as in evaluate's meteor module for nltk >= 3.6.5
     return [meteor_score([r.split()], c.split(), **extra) for r, c in zip(references, candidates)]
 
@@ -166,4 +201,4 @@ def _meteor(references: list[str], candidates: list[str], options: dict[str, Any
 register_baseline(Baseline("meteor", True, {"library": "nltk", "call": "nltk.translate.meteor_score.meteor_score",
                                             "value": "METEOR (alpha 0.9, beta 3, gamma 0.5)",
                                             "needs": "the WordNet corpus (nltk.download('wordnet'))"},
-                           _meteor, {"wordnet": None}))
+                           _meteor, {"wordnet": None}, check=_check_meteor))

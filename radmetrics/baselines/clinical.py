@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from radmetrics.baselines import Baseline, register_baseline
-from radmetrics.errors import optional_import
+from radmetrics.errors import RadmetricsError, optional_import
 
 
 def _bertscore(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -34,6 +34,16 @@ def _bertscore(references: list[str], candidates: list[str], options: dict[str, 
                                 rescale_with_baseline=options["rescale_with_baseline"],
                                 batch_size=options["batch_size"], verbose=False)
     return [float(v) for v in f1.tolist()]
+
+
+def _check_bertscore(options: dict[str, Any]) -> None:
+    """bert-score is installed and its model is a local folder, in the Hugging Face cache, or downloadable now
+    (the checks a judge model gets, `check_hub_model`): nothing imported beyond huggingface_hub, nothing loaded."""
+    from radmetrics.errors import require_installed
+    from radmetrics.judge.preflight import check_hub_model
+
+    require_installed("bert_score", "baselines", "by the bertscore baseline")
+    check_hub_model(str(options["model_type"]), what="bertscore model", flag="-m bertscore:model_type=FOLDER")
 
 
 def _bertscore_empty(options: dict[str, Any]) -> float:
@@ -64,7 +74,8 @@ register_baseline(Baseline(
      "source": "model and layer of RadCliQ-v1's BERTScore (rajpurkarlab/CXR-Report-Metric)",
      "empty_candidate": "bert-score's: raw F1 0, rescaled with the model's baseline"},
     _bertscore, {"model_type": "distilroberta-base", "num_layers": 5, "lang": "en", "idf": False,
-                 "rescale_with_baseline": True, "batch_size": 64}, empty_candidate=_bertscore_empty))
+                 "rescale_with_baseline": True, "batch_size": 64}, empty_candidate=_bertscore_empty,
+    check=_check_bertscore))
 
 
 def _radgraph_f1(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -138,6 +149,15 @@ def _radcliq_v1(references: list[str], candidates: list[str], options: dict[str,
     return [float(v) for v in scores]
 
 
+def _check_er2score(options: dict[str, Any]) -> None:
+    if not options["model"]:
+        raise RadmetricsError("er2score needs its trained model: -m er2score:model=<folder or Hub id> "
+                              "(radmetrics train er2score writes one)")
+    from radmetrics.judge.preflight import check_hub_model
+
+    check_hub_model(str(options["model"]), what="er2score model", flag="-m er2score:model=FOLDER")
+
+
 def _er2score(references: list[str], candidates: list[str], options: dict[str, Any]):
     if not options["model"]:
         raise ValueError("er2score needs its trained model: -m er2score:model=<folder or Hub id> "
@@ -154,7 +174,7 @@ register_baseline(Baseline(
     "er2score", True,
     {"library": "radmetrics.er2score", "call": "MultiRewardModel.load(model).score(references, candidates)",
      "value": "sum of per-criterion rewards (per-criterion rewards kept as extra columns)"},
-    _er2score, {"model": None, "base_model": None, "batch_size": 8}))
+    _er2score, {"model": None, "base_model": None, "batch_size": 8}, check=_check_er2score))
 
 
 register_baseline(Baseline(

@@ -68,14 +68,15 @@ def compare_command(system_files, references, metrics, output, id_column, refere
                            on_mismatch)
     for note in aligned.notes:
         click.echo(f"Note: {note}", err=True)
-    from radmetrics.cli.data import check_judges, load_baseline, split_metric_names
+    from radmetrics.cli.data import check_judges, split_metric_names
+    from radmetrics.meta.runs import check_loadable
 
     # what fails in seconds fails before the judging, as in meta-eval: a metric name no evaluate module answers to
-    # (a typo), a judge that cannot be reached (or no server named). A module that loads and then fails on the
-    # rows is an n/a with its reason, the other metrics kept.
-    judge_metrics, modules = split_metric_names(metrics)
-    for module in modules:
-        load_baseline(module)
+    # (a typo), a baseline whose model or corpus is not here, a judge that cannot be reached (or no server named).
+    # A metric that loads and then fails on the rows is an n/a with its reason, the other metrics kept.
+    judge_metrics, others = split_metric_names(metrics)
+    for spec in others:
+        check_loadable(spec)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
                f"{len(metrics)} metric(s).", err=True)

@@ -74,13 +74,13 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
         optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta import targets
     from radmetrics.meta.report import Ensemble, write_report
-    from radmetrics.meta.runs import run_metric
+    from radmetrics.meta.runs import check_loadable, run_metric
 
     ensemble_specs = [Ensemble.parse(e) for e in ensembles]
     split_size = _split_size(split)
 
     # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
-    judge_metrics, modules = split_metric_names(metrics)
+    judge_metrics, others = split_metric_names(metrics)
     if Path(output).exists() and not Path(output).is_dir():
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
@@ -92,8 +92,8 @@ def meta_eval_command(metrics, dataset, dataset_name, output, target, split, spl
             raise RadmetricsError(f"--ensemble {ens.name}: --split {split} leaves {len(train_rows)} training rows "
                                   f"and the fit needs at least {needed}; hold out fewer rows, or leave "
                                   "--split out for 5-fold cross-validation")
-    for module in modules:
-        load_baseline(module)
+    for spec in others:
+        check_loadable(spec)
     labels = _judge_labels(judge_flags.judges)
     check_ensemble_members(ensemble_specs, metrics, judge_metrics, labels)
     if judge_metrics:
@@ -178,15 +178,12 @@ def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
 
 
 def split_metric_names(metrics) -> tuple[list[str], list[str]]:
-    """(radmetrics scoring systems, evaluate modules to load); radmetrics' own baselines need neither."""
+    """(radmetrics scoring systems: their judge is checked; the others, named baselines and evaluate modules: each
+    checked with `meta.runs.check_loadable`)."""
     import radmetrics
-    from radmetrics import baselines
-    from radmetrics.meta.runs import EvaluateSpec
 
     known = set(radmetrics.list_scoring_systems())
-    judge_metrics = [m for m in metrics if m in known]
-    modules = [EvaluateSpec.parse(m).module for m in metrics if m not in known and not baselines.is_baseline(m)]
-    return judge_metrics, modules
+    return [m for m in metrics if m in known], [m for m in metrics if m not in known]
 
 
 def load_meta_eval_data(dataset: str, dataset_name: str | None):
@@ -194,27 +191,6 @@ def load_meta_eval_data(dataset: str, dataset_name: str | None):
     from radmetrics.data import open_expert_dataset
 
     return open_expert_dataset(dataset_name or "rexval", dataset, f"--dataset {dataset}")
-
-
-def load_baseline(module: str) -> None:
-    """Load an evaluate module now, in seconds, rather than fail after the judge metrics ran; a name that is
-    not loadable but close to a radmetrics metric is most likely a typo of it."""
-    import difflib
-
-    import radmetrics
-    from radmetrics import baselines
-    from radmetrics.errors import RadmetricsError
-    from radmetrics.meta.report import load_evaluate_module
-    from radmetrics.plugins import plugin_install_hint
-
-    try:
-        load_evaluate_module(module)
-    except RadmetricsError as e:
-        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
-        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
-        install = plugin_install_hint(module)
-        hint = f" {install}" if install else f" Did you mean radmetrics' '{close[0]}'?" if close else ""
-        raise RadmetricsError(f"{e}{hint}") from e
 
 
 def check_judges(names, backend: str, judge: str | None, options) -> None:
@@ -451,9 +427,11 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
 
     rows = read_preferences(input_path)
     # what can fail in seconds fails before the judging: unknown metrics, an unreachable judge
-    judge_metrics, modules = split_metric_names(metrics)
-    for module in modules:
-        load_baseline(module)
+    from radmetrics.meta.runs import check_loadable
+
+    judge_metrics, others = split_metric_names(metrics)
+    for spec in others:
+        check_loadable(spec)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))

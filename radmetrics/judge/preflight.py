@@ -97,13 +97,10 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
     options = options or {}
     if backend == "transformers":
         # a missing library first: a base install was told to download the 7B judge, then that torch is missing
-        import importlib.util
-
-        from radmetrics.errors import MissingExtraError
+        from radmetrics.errors import require_installed
 
         for module in ("torch", "transformers"):
-            if importlib.util.find_spec(module) is None:
-                raise MissingExtraError(module, "transformers", "for the transformers backend")
+            require_installed(module, "transformers", "for the transformers backend")
     if backend in ("transformers", "vllm") and model:
         check_hub_model(model, revision=options.get("revision"), **({"flag": model_flag} if model_flag else {}))
     elif backend == "openai":

@@ -48,7 +48,7 @@ def load_evaluate_module(name: str):
         raise RadmetricsError(
             f"baseline '{name}' could not be loaded through evaluate ({type(e).__name__}: {first[:300]}). "
             "Offline (no network, or HF_HUB_OFFLINE=1), evaluate's Hub modules must already be in its cache: use "
-            "radmetrics' own baselines (rouge-l, bleu-2, bleu-4, meteor, ...: `radmetrics list`), a local module "
+            "radmetrics' own baselines (rouge-l, bleu-2, bleu-4 need no download: `radmetrics list`), a local module "
             "folder, or run once with network.") from e
 
 

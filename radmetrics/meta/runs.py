@@ -296,3 +296,29 @@ def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
             pass
         return MetricRun.failed(spec, len(references), f"{type(e).__name__}: {message}",
                                 True if direction is None else direction)
+
+
+def check_loadable(spec: str) -> None:
+    """A baseline's or evaluate module's metric can run, checked in seconds before any judging (a run's judge metrics
+    may take hours): an evaluate module loads; a named baseline has its library and what it downloads (model,
+    corpus; `baselines.check_baseline`). Radmetrics' own judge metrics are checked by `runner.preflight_judge`.
+    Raises RadmetricsError, one line with the fix; a name close to a radmetrics metric is most likely its typo."""
+    import difflib
+
+    import radmetrics
+    from radmetrics import baselines
+    from radmetrics.meta.report import load_evaluate_module
+    from radmetrics.plugins import plugin_install_hint
+
+    if baselines.is_baseline(spec):
+        baselines.check_baseline(spec)
+        return
+    module = EvaluateSpec.parse(spec).module
+    try:
+        load_evaluate_module(module)
+    except RadmetricsError as e:
+        ours = set(radmetrics.list_scoring_systems()) | set(baselines.list_baselines())
+        close = difflib.get_close_matches(module, ours, n=1, cutoff=0.6)
+        install = plugin_install_hint(module)
+        hint = f" {install}" if install else f" Did you mean radmetrics' '{close[0]}'?" if close else ""
+        raise RadmetricsError(f"{e}{hint}") from e
