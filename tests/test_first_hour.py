@@ -490,6 +490,31 @@ def test_setup_mistakes_are_one_line_errors_before_any_request(tmp_path):
     assert not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize("args, flag", [
+    (["score", "-m", "green", "-i", "-", "-o", "OUT.jsonl"], "'--input' / '-i'"),
+    (["score", "-m", "green", "-i", _PAIRS, "--replay", "-", "-o", "OUT.jsonl"], "'--replay'"),
+    (["reward-check", "-m", "green", "-i", "-", "--completions"], "'--input' / '-i'"),
+    (["compare", "-s", "A=-", "-s", f"B={_SYSTEM_B}", "-m", "bleu-4", "-o", "OUT"], "--system A=-"),
+    (["compare", "-s", f"A={_PAIRS}", "-r", "-", "-m", "bleu-4", "-o", "OUT"], "'--references' / '-r'"),
+    (["meta-eval", "-d", "-", "-m", "bleu-4", "-o", "OUT"], "--dataset"),
+    (["preference-eval", "-i", "-", "-m", "bleu-4", "-o", "OUT"], "'--input' / '-i'"),
+    (["rexamine", "-i", "-", "-m", "bleu-4", "-o", "OUT"], "'--input' / '-i'"),
+    (["data", "transform", "standardize", "-i", "-", "-o", "OUT"], "'--input' / '-i'"),
+    (["data", "convert", "rexval", "-", "-o", "OUT"], "'SOURCE'"),
+    (["train", "er2score", "--base", "b", "--pairs", "-", "-o", "OUT"], "'--pairs'"),
+], ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None)
+def test_standard_input_as_a_file_is_refused_in_one_line_saying_what_to_do(args, flag, tmp_path):
+    """Review 24 (L7): `score -i -` said "Input file not found: -" (and `data transform -i -` "Path '-' does not
+    exist"), as if a file named '-' were missing; a pipeline user is told that standard input is not read and what to
+    do instead."""
+    args = [str(tmp_path / a) if a.startswith("OUT") else a for a in args]
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", *args], input="{}\n", cwd=tmp_path,
+                         capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+    line = assert_one_line_error(run, flag, "standard input ('-') is not supported", "write the data to a file first")
+    assert "not found" not in line and "does not exist" not in line
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
 def test_training_never_writes_over_a_folder_that_holds_something(tmp_path):
     """Review 12 R5: `train judge -o DIR` run twice replaced the first judge (adapter/, merged/) without a word,
     where `data convert` asks for --overwrite. Refused before any work; --overwrite goes on to the next check."""

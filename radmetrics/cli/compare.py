@@ -5,8 +5,9 @@ import os
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
+from radmetrics.cli.input_paths import INPUT_FILE, STDIN_REFUSED
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import ALPHA, CONFIDENCE, RESAMPLES, SEED
 from radmetrics.errors import InputError
 
@@ -17,6 +18,8 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
         name, sep, path = value.partition("=")
         if not sep or (os.path.isfile(value) and not os.path.isfile(path)):  # runs/lr=0.1.jsonl is a file
             name, path = os.path.basename(value).rsplit(".", 1)[0], value
+        if path == "-":
+            raise InputError(f"--system {value}: {STDIN_REFUSED}")
         if name in systems:
             raise InputError(f"two systems are named '{name}'; name them with --system NAME=FILE")
         systems[name] = path
@@ -27,7 +30,7 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--system", "-s", "system_files", multiple=True, required=True, metavar="NAME=FILE",
               help="A system's candidates (JSONL/CSV with id and candidate columns); repeat for each system. "
                    "Without NAME= the system is named after the file (sysA.jsonl: sysA).")
-@click.option("--references", "-r", default=None, type=click.Path(dir_okay=False),
+@click.option("--references", "-r", default=None, type=INPUT_FILE,
               help="File with id and reference columns (default: the first system's file).")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline (bleu-4, rouge-l, ...) or evaluate module (name:key:opt=v).")

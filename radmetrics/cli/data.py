@@ -5,8 +5,9 @@ from pathlib import Path
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
+from radmetrics.cli.input_paths import EXISTING_INPUT, INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import RESAMPLES, SEED
 from radmetrics.data import CONVERTERS
 
@@ -18,7 +19,7 @@ def data_group() -> None:
 
 @data_group.command("convert")
 @click.argument("name", type=click.Choice(sorted(CONVERTERS)))
-@click.argument("source", type=click.Path(exists=True))
+@click.argument("source", type=EXISTING_INPUT)
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Folder to write (new or empty).")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset and card.")
 def convert_command(name: str, source: str, output: str, overwrite: bool) -> None:
@@ -188,8 +189,12 @@ def split_metric_names(metrics) -> tuple[list[str], list[str]]:
 
 def load_meta_eval_data(dataset: str, dataset_name: str | None):
     """The expert dataset: a converted folder, original files (converted on the fly) or a Hub id."""
+    from radmetrics.cli.input_paths import STDIN_REFUSED
     from radmetrics.data import open_expert_dataset
+    from radmetrics.errors import InputError
 
+    if dataset == "-":
+        raise InputError(f"--dataset: {STDIN_REFUSED}")
     return open_expert_dataset(dataset_name or "rexval", dataset, f"--dataset {dataset}")
 
 
@@ -204,7 +209,7 @@ def check_judges(names, backend: str, judge: str | None, options) -> None:
 
 @data_group.command("transform")
 @click.argument("step", type=click.Choice(["standardize", "inject", "green-modify"]))
-@click.option("--input", "-i", "input_path", required=True, type=click.Path(exists=True),
+@click.option("--input", "-i", "input_path", required=True, type=EXISTING_INPUT,
               help="JSONL/CSV of reports, or a converted dataset folder.")
 @click.option("--column", default="reference", show_default=True, help="The report column to transform.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
@@ -399,7 +404,7 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
 
 
 @click.command("preference-eval")
-@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--input", "-i", "input_path", required=True, type=INPUT_FILE,
               help="JSONL/CSV rows: reference, candidate_a, candidate_b, preferred (a|b)[, confidence].")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")

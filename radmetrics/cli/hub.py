@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from radmetrics.cli.input_paths import EXISTING_FILE
+
 
 @click.group("hub")
 def hub_group() -> None:
@@ -18,11 +20,11 @@ def hub_group() -> None:
 @click.option("--type", "repo_type", type=click.Choice(["model", "dataset"]), default="model", show_default=True)
 @click.option("--public", is_flag=True, help="Public repository (private by default).")
 @click.option("--gated", type=click.Choice(["auto", "manual"]), default=None)
-@click.option("--training", type=click.Path(exists=True, dir_okay=False),
+@click.option("--training", type=EXISTING_FILE,
               help="training.json of `radmetrics train judge`: renders the model card.")
 @click.option("--overwrite-card", is_flag=True,
               help="Replace a README.md written by hand (in FOLDER with --training, and on the Hub).")
-@click.option("--eval", "eval_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--eval", "eval_files", multiple=True, type=EXISTING_FILE,
               help="lm-eval results_*.json or meta-eval results.json: evaluation table and model-index "
                    "(with or without --training; without it the folder's card is updated).")
 @click.option("--eval-dataset", "eval_dataset", multiple=True,
@@ -80,7 +82,7 @@ def _training_summary(path: str) -> dict:
 @click.option("--namespace", required=True, help="User or organization owning the Spaces.")
 @click.option("--public", is_flag=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="Where to build the Space folders.")
-@click.option("--wheel", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--wheel", type=EXISTING_FILE, default=None,
               help="radmetrics wheel to ship in each Space (default: built from this checkout).")
 @click.option("--radmetrics-source", default=None,
               help="Instead of a wheel: a pip URL the Space installs radmetrics from, e.g. "

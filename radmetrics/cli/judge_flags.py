@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.errors import InputError
 
 
@@ -106,7 +107,7 @@ def judge_flags(cache: bool = True, system_options: bool = True, backend_default
         click.option("--judge", "-j", default=None, multiple=several_judges,
                      help="Judge model id or path (default: the metric's published judge)"
                           + ("; repeat to grade several judges in one run." if several_judges else ".")),
-        click.option("--replay", type=click.Path(dir_okay=False), default=None,
+        click.option("--replay", type=INPUT_FILE, default=None,
                      help="Recorded {prompt, response} JSONL; implies --backend replay."),
         click.option("--revision", default=None, help="Model revision (commit, tag or branch) of the judge."),
         click.option("--base-url", default=None, help="OpenAI-compatible server URL (backend openai)."),

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FILE
+from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.output_paths import OUTPUT_FILE
 from radmetrics.errors import InputError
 
 
@@ -30,7 +31,7 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
 @click.option("--metric", "-m", required=True,
               help="Scoring system used as the reward (see `radmetrics list`), or er2score (then --judge is the "
                    "trained ER2Score folder or Hub id).")
-@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--input", "-i", "input_path", required=True, type=INPUT_FILE,
               help="JSONL/CSV: a prompt and a reference column (with --policy), or prompt, completion and "
                    "reference columns (with --completions).")
 @click.option("--policy", default=None, help="Base policy (model id or folder) to sample completions from.")

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import click
 
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
+from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
 
 @click.command("rexamine")
-@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--input", "-i", "input_path", required=True, type=INPUT_FILE,
               help="JSONL/CSV: id, site, reference[, reference_standardized][, candidate][, expert_errors].")
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
-from radmetrics.cli.output_paths import OUTPUT_FILE
+from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
+from radmetrics.cli.output_paths import OUTPUT_FILE
 
 if TYPE_CHECKING:
     from radmetrics.io import Record
@@ -73,7 +74,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 
 @click.command("score")
 @click.option("--metric", "-m", required=True, help="Scoring system, e.g. green (see `radmetrics list`).")
-@click.option("--input", "-i", "input_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--input", "-i", "input_path", required=True, type=INPUT_FILE,
               help="JSONL or CSV with reference and candidate columns (aliases accepted).")
 @click.option("--output", "-o", "output_path", required=True, type=OUTPUT_FILE,
               help="Results file: .jsonl (one JSON object per row), .csv or .parquet.")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
+from radmetrics.cli.input_paths import EXISTING_FILE, EXISTING_INPUT
 from radmetrics.cli.output_paths import OUTPUT_FOLDER
 from radmetrics.io import check_new_folder
 
@@ -76,11 +77,11 @@ def require_training_extra(command: str) -> None:
 @train_group.command("judge")
 @click.option("--base", "base_model", default=None, help="Base model id or folder.")
 @click.option("--recipe", type=click.Choice(["vert", "green"]), default=None)
-@click.option("--data", "data_path", required=True, type=click.Path(exists=True),
+@click.option("--data", "data_path", required=True, type=EXISTING_INPUT,
               help="vert: converted dataset with expert_score (e.g. rate_eval); green: pairs to analyse.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML of settings.")
+@click.option("--config", "config_path", type=EXISTING_FILE, help="YAML of settings.")
 @click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
 @click.option("--epochs", type=float, default=None, help="Training epochs.")
 @click.option("--learning-rate", type=float, default=None, help="Learning rate.")
@@ -89,7 +90,7 @@ def require_training_extra(command: str) -> None:
 @click.option("--batch-size", type=int, default=None, help="Examples per optimizer step.")
 @click.option("--teacher-backend", default="transformers", help="green recipe: the teacher judge's backend.")
 @click.option("--teacher", default=None, help="green recipe: teacher model (or --teacher-replay).")
-@click.option("--teacher-replay", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--teacher-replay", type=EXISTING_FILE, default=None,
               help="green recipe: recorded teacher answers ({prompt, response} JSONL) instead of a live teacher.")
 @click.option("--teacher-base-url", default=None,
               help="green recipe: an OpenAI-compatible server serving --teacher (implies --teacher-backend openai; "
@@ -166,9 +167,9 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
 @click.option("--system", type=click.Choice(["radcliq", "mrscore"]), default="radcliq", show_default=True,
               help="Scoring system: N reward outputs (6 RadCliQ, 7 MRScore). Teacher generation (--references) "
                    "uses the A.2 RadCliQ prompt; MRScore needs --pairs.")
-@click.option("--references", "references_path", type=click.Path(exists=True), default=None,
+@click.option("--references", "references_path", type=EXISTING_INPUT, default=None,
               help="Ground-truth reports (JSONL/CSV with a reference column): the teacher writes pairs.")
-@click.option("--pairs", "pairs_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--pairs", "pairs_path", type=EXISTING_FILE, default=None,
               help="Or ready pairs (JSONL of build_pairs rows).")
 @click.option("--teacher-backend", default="openai")
 @click.option("--teacher", default=None)
