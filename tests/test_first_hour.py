@@ -401,9 +401,17 @@ def test_data_convert_and_transform_never_write_over_a_folder_that_holds_somethi
 
 # -- 6. --summary offline: before the judging, one line -------------------------------------------------------------
 def test_summary_model_missing_offline_fails_before_judging(tmp_path):
+    """Review 24 (L8): the line came after ~11 s of importing sentence-transformers (and torch) for nothing: the
+    cache is looked up first now. The CLI runs as `radmetrics` does, and says at exit what it had imported."""
     replay = SAMPLE / "green_replay.jsonl"
-    run = cli("score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay", replay, "-o", tmp_path / "o.jsonl", "--summary")
+    report = ("import atexit, sys; atexit.register(lambda: print('imported:', sorted(m for m in ('torch', "
+              "'sentence_transformers', 'transformers', 'sklearn') if m in sys.modules), file=sys.stderr)); "
+              "from radmetrics.cli import main; sys.argv[0] = 'radmetrics'; main()")
+    run = subprocess.run([sys.executable, "-c", report, "score", "-m", "green", "-i", SAMPLE_PAIRS, "--replay",
+                          replay, "-o", tmp_path / "o.jsonl", "--summary"], cwd=tmp_path, capture_output=True,
+                         text=True, env=os.environ.copy(), timeout=120)
     assert_one_line_error(run, "summary model 'sentence-transformers/paraphrase-mpnet-base-v2'", "--summary-model")
+    assert "imported: []" in run.stderr, run.stderr
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o.jsonl.summary.json").exists()
 
 

@@ -124,15 +124,19 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     clean_stale_tmp(output_path)
     check_output_path(output_path)  # before any judging: a wrong extension must not cost a run
     if summary:  # checked before any judging, not after it
-        for module in ("sklearn", "sentence_transformers", "scipy"):
-            optional_import(module, "summary", "by --summary")
+        from radmetrics.errors import require_installed
         from radmetrics.green.summary import DEFAULT_SUMMARY_MODEL
         from radmetrics.judge.preflight import check_hub_model
 
+        summary_modules = ("sklearn", "sentence_transformers", "scipy")
+        for module in summary_modules:
+            require_installed(module, "summary", "by --summary")
         # the embedding model too (for systems that summarize): offline and uncached, say so now, not after
-        # every row was judged
+        # every row was judged, and before importing sentence-transformers (about 10 s with torch; review 24, L8)
         if "summary" in getattr(system, "aggregate_options", ()):
             check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag="--summary-model")
+        for module in summary_modules:  # installed but broken (a torch that does not load): said now too
+            optional_import(module, "summary", "by --summary")
     if engine == "ray":
         optional_import("ray", "ray", "by --engine ray")
     the_judge = build_judge(judge_flags.backend, judge_flags.model, judge_flags.options, judge_flags.cache, system,
