@@ -612,3 +612,90 @@ def test_every_command_output_holding_report_texts_is_readable_by_its_owner_only
     modes = _modes(rexval)
     assert modes.pop("my_notes.txt") == 0o644 and modes["README.md"] == 0o600
     assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077 and name != "."} == {}
+
+
+def _listing(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize("command", sorted(_STAT_COMMANDS))
+def test_a_report_never_overwrites_a_results_json_it_did_not_write(command, tmp_path):
+    """Review 24 M6: a report command given a folder that held the user's own results.json printed "holds an earlier
+    report; this run replaces it" and replaced it. Now refused before any work (the input is not even read)."""
+    out = tmp_path / "userdir"
+    out.mkdir()
+    (out / "results.json").write_text('{"my": "results"}')
+    (out / "notes.txt").write_text("precious")
+    run = cli(*_STAT_COMMANDS[command], "-o", out, cwd=tmp_path)
+    assert_one_line_error(run, f"--output {out} holds results.json, which no radmetrics {command} report there wrote",
+                          "pass --overwrite")
+    assert _listing(out) == ["notes.txt", "results.json"] and (out / "results.json").read_text() == '{"my": "results"}'
+
+
+def test_compare_with_overwrite_replaces_the_users_results_json_and_keeps_their_other_files(tmp_path):
+    out = tmp_path / "userdir"
+    out.mkdir()
+    (out / "results.json").write_text('{"my": "results"}')
+    (out / "notes.txt").write_text("precious")
+    run = cli(*_STAT_COMMANDS["compare"], "--resamples", "0", "-o", out, "--overwrite", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"Note: --overwrite: this run replaces results.json in {out}." in run.stderr
+    assert _listing(out) == ["forest.png", "notes.txt", "per_row.csv", "report.html", "results.json"]
+    assert (out / "notes.txt").read_text() == "precious"
+    record = json.loads((out / "results.json").read_text())["radmetrics_report"]
+    assert record == {"command": "compare", "files": ["forest.png", "per_row.csv", "report.html", "results.json"]}
+
+
+def test_a_rerun_replaces_its_own_earlier_report_whole_and_nothing_else(tmp_path):
+    """Review 24 M6: the earlier report's files this run does not write (a plot of a metric it no longer has) go,
+    so the folder never holds two reports; the user's files there, even ones named like a report's, stay."""
+    out = tmp_path / "report"
+    meta_eval = ["meta-eval", "-d", FIXTURES / "rexval", "--resamples", "20", "-o", out]
+    first = cli(*meta_eval, "-m", "rouge-l", "-m", "bleu-2", cwd=tmp_path)
+    assert first.returncode == 0 and "earlier report" not in first.stderr, first.stderr[-2000:]
+    assert (out / "scatter_bleu-2.png").exists()
+    (out / "notes.txt").write_text("precious")
+    second = cli(*meta_eval, "-m", "rouge-l", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert f"Note: {out} holds an earlier report; this run replaces it." in second.stderr
+    assert _listing(out) == ["notes.txt", "per_sample.csv", "report.html", "results.json", "scatter_rouge-l.png",
+                             "summary.md"]
+    assert json.loads((out / "results.json").read_text())["radmetrics_report"]["files"] == [
+        "per_sample.csv", "report.html", "results.json", "scatter_rouge-l.png", "summary.md"]
+    assert (out / "notes.txt").read_text() == "precious"
+    # a file named like a plot the earlier report did not write is the user's: refused, not overwritten
+    (out / "scatter_bleu-2.png").write_bytes(b"mine")
+    assert_one_line_error(cli(*meta_eval, "-m", "bleu-2", cwd=tmp_path), "holds scatter_bleu-2.png", "--overwrite")
+    assert (out / "scatter_bleu-2.png").read_bytes() == b"mine"
+
+
+def test_compare_into_a_meta_eval_report_folder_is_refused_and_overwrite_replaces_that_report(tmp_path):
+    """Review 24 M6: compare into a finished meta-eval report's folder replaced results.json, report.html and left
+    summary.md, per_sample.csv and the scatter plots: one folder, two reports contradicting each other."""
+    out = tmp_path / "me1"
+    first = cli("meta-eval", "-m", "rouge-l", "-d", FIXTURES / "rexval", "--resamples", "20", "-o", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (out / "notes.txt").write_text("precious")
+    meta_eval_report = {p.name: p.read_bytes() for p in out.iterdir()}
+    compare = [*_STAT_COMMANDS["compare"], "--resamples", "0", "-o", out]
+    assert_one_line_error(cli(*compare, cwd=tmp_path), f"--output {out} holds a radmetrics meta-eval report",
+                          "pass --overwrite")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == meta_eval_report
+    run = cli(*compare, "--overwrite", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"Note: --overwrite: {out}'s meta-eval report is replaced by this compare report." in run.stderr
+    assert _listing(out) == ["forest.png", "notes.txt", "per_row.csv", "report.html", "results.json"]
+
+
+def test_a_report_record_never_removes_a_file_the_command_does_not_write(tmp_path):
+    """results.json names the files of the report; one edited or copied by hand that names another file (or one
+    outside the folder) removes nothing but the command's own outputs."""
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (tmp_path / "outside.txt").write_text("keep")
+    (out / "notes.txt").write_text("keep")
+    record = {"command": "compare", "files": ["results.json", "notes.txt", "../outside.txt", str(tmp_path / "outside.txt")]}
+    (out / "results.json").write_text(json.dumps({"radmetrics_report": record}))
+    run = cli(*_STAT_COMMANDS["compare"], "--resamples", "0", "-o", out, cwd=tmp_path)
+    assert run.returncode == 0 and "holds an earlier report" in run.stderr, run.stderr[-2000:]
+    assert (out / "notes.txt").read_text() == "keep" and (tmp_path / "outside.txt").read_text() == "keep"

@@ -121,3 +121,19 @@ def test_compare_writes_the_same_numbers_as_one_html_page(tmp_path):
         assert cell_text(pair["difference"]) in html and cell_text(pair["p_value"]) in html
     assert "no-such-module-xyz: not computed" in html
     assert html.count('src="data:image/png;base64,') == 1 and "<script" not in html
+
+
+def test_compare_html_says_win_tie_loss_is_from_each_pairs_first_system(tmp_path):
+    """Review 24 L10: the pairs table said win/tie/loss is "from A's side" for every pair; for the B − C row it is
+    from B's side (the pair's first system), and counts follow the metric's direction."""
+    from radmetrics.meta.compare import compare, write_outputs
+
+    refs = [f"no effusion. small nodule {i}." for i in range(6)]
+    systems = {"A": [f"no effusion. nodule {i}." for i in range(6)], "B": [f"effusion {i}." for i in range(6)],
+               "C": [f"no effusion. small nodule {i}." for i in range(6)]}
+    result = compare(systems, refs, ["rouge-l"], [f"r{i}" for i in range(6)], resamples=0, seed=0)
+    html = write_outputs(result, tmp_path / "cmp")["html"].read_text()
+    assert "from A's side" not in html
+    assert "first system (column A) scored better / the same / worse (higher is better)" in html
+    (b_c,) = [p for p in result.to_dict()["metrics"]["rouge-l"]["pairs"] if (p["a"], p["b"]) == ("B", "C")]
+    assert (b_c["win"], b_c["loss"]) == (0, 6)  # B's side: C, a copy of the references, beats B on every row

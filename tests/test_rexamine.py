@@ -206,3 +206,25 @@ def test_rexamine_disagreements_leave_out_rank_agreement_and_constant_metrics(tm
     run = rexamine_cli("-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "o2", cwd=tmp_path)
     listed = json.loads((tmp_path / "o2" / "results.json").read_text())["largest_disagreements"]["rouge-l"]
     assert sorted(d["id"] for d in listed) == ["r0", "r1"] and all(d["rank_gap"] != 0 for d in listed)
+
+
+def test_rexamine_reruns_from_its_own_rexamine_data_into_the_same_folder(tmp_path):
+    """rexamine_data.jsonl is written "to re-run": read back as the input of a run into the same folder it is the
+    earlier report's own file, replaced with the rest of that report (review 24 M6), and the user's notes stay."""
+    rows = [json.loads(line) for line in (FIXTURES / "rexamine" / "sites.jsonl").read_text().splitlines()]
+    complete = [r for r in rows if r.get("reference_standardized") and r.get("candidate")]  # no judge needed
+    src = tmp_path / "sites.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in complete))
+    out = tmp_path / "rex"
+    first = rexamine_cli("-i", src, "-m", "bleu-2", "-m", "rouge-l", "--resamples", "20", "-o", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (out / "notes.txt").write_text("precious")
+    again = rexamine_cli("-i", out / "rexamine_data.jsonl", "-m", "rouge-l", "--resamples", "20", "-o", out,
+                         cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"Note: {out} holds an earlier report; this run replaces it." in again.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["fig3_spearman.png", "notes.txt", "per_row.csv",
+                                                     "results.json", "rexamine_data.jsonl", "summary.md"]
+    data = [json.loads(line) for line in (out / "rexamine_data.jsonl").read_text().splitlines()]
+    assert [d["id"] for d in data] == [r["id"] for r in complete]
+    assert json.loads((out / "results.json").read_text())["radmetrics_report"]["command"] == "rexamine"

@@ -6,8 +6,8 @@ import os
 import click
 
 from radmetrics.cli.input_paths import INPUT_FILE, STDIN_REFUSED
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, OVERWRITE_REPORT, check_report_folder
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import ALPHA, CONFIDENCE, RESAMPLES, SEED
 from radmetrics.errors import InputError
 
@@ -35,7 +35,8 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline (bleu-4, rouge-l, ...) or evaluate module (name:key:opt=v).")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
-              help="Folder for results.json, per_row.csv, forest.png.")
+              help="Folder for results.json, per_row.csv, forest.png, report.html.")
+@OVERWRITE_REPORT
 @click.option("--id-column", default="id", show_default=True, help="Column that matches rows across files.")
 @click.option("--reference-column", default=None)
 @click.option("--candidate-column", default=None)
@@ -50,8 +51,9 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--confidence", default=0.95, show_default=True, type=CONFIDENCE,
               help="Level of the bootstrap intervals. Each interval stands alone (not corrected across pairs): "
                    "whether a pair differs is the test's call at --alpha.")
-def compare_command(system_files, references, metrics, output, id_column, reference_column, candidate_column,
-                    on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha, confidence) -> None:
+def compare_command(system_files, references, metrics, output, overwrite, id_column, reference_column,
+                    candidate_column, on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha,
+                    confidence) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
     references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT.
 
@@ -59,7 +61,7 @@ def compare_command(system_files, references, metrics, output, id_column, refere
     the other results are kept; the command then exits with code 2, as meta-eval does. So it does when the judge
     gave no answer for some rows (a failed call, not an unreadable answer): a rerun asks only those; and when answers
     ran into the token limit (raise --max-new-tokens)."""
-    note_replaced_report(output)
+    check_report_folder(output, "compare", overwrite)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it

@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 
 from radmetrics.cli.input_paths import EXISTING_INPUT, INPUT_FILE
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, OVERWRITE_REPORT, check_report_folder
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import RESAMPLES, SEED
 from radmetrics.data import CONVERTERS
 
@@ -49,6 +49,7 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
               help="Which converter reads original files (rexval, radeval, rate_eval, refisco; default rexval). "
                    "Converted folders and Hub datasets name themselves.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Report folder.")
+@OVERWRITE_REPORT
 @click.option("--target", type=click.Choice(["score", "significant", "total", "per-category"]), default="score",
               show_default=True, help="Expert judgment to grade against: the dataset's expert_score, significant "
               "errors, significant + insignificant errors (GREEN Table 6, ER²Score Table 2), or per error category.")
@@ -61,14 +62,14 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
 @judge_flags(several_judges=True, shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap and randomization tests.")
-def meta_eval_command(metrics, dataset, dataset_name, output, target, split, split_seed, ensembles,
+def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target, split, split_seed, ensembles,
                       judge_flags: JudgeFlags, resamples, seed) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
     summary.md and a self-contained report.html to OUTPUT.
 
     A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
     metrics are kept; the command then exits with code 2."""
-    note_replaced_report(output)
+    check_report_folder(output, "meta-eval", overwrite)
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
@@ -409,20 +410,19 @@ def push_command(folder: str, repo_id: str, public: bool, gated: str | None, ove
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
-              help="Folder for results.json and summary.md.")
+              help="Folder for results.json, per_pair.csv and summary.md.")
+@OVERWRITE_REPORT
 @judge_flags(shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for the CI.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
-def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags, resamples, seed) -> None:
+def preference_eval_command(input_path, metrics, output, overwrite, judge_flags: JudgeFlags, resamples, seed) -> None:
     """Preference accuracy (GREEN Table 7): how often each METRIC prefers the candidate the experts preferred.
     Writes results.json, per_pair.csv (each pair's scores, outcome and why a side is unscored) and summary.md.
 
     A metric that fails (judge unreachable, ...) is reported with its reason and the others are kept; the
     command then exits with code 2, as meta-eval and compare do."""
-    note_replaced_report(output)
+    check_report_folder(output, "preference-eval", overwrite)
     import csv
-    import json
-    from pathlib import Path
 
     from radmetrics.errors import RadmetricsError, optional_import
 
@@ -464,17 +464,18 @@ def preference_eval_command(input_path, metrics, output, judge_flags: JudgeFlags
     if unscored:
         lines += ["", f"{unscored} pair-metric results had an unscored side (counted as wrong): per_pair.csv says why."]
     from radmetrics.io import owner_only
+    from radmetrics.meta.report_folder import ReportWriter
 
-    folder = Path(output)
-    with owner_only(folder):  # per-pair scores and reasons: readable by you only, as score's results
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "results.json").write_text(json.dumps(results, indent=2, allow_nan=False, default=str))
+    with owner_only(Path(output)):  # per-pair scores and reasons: readable by you only, as score's results
+        report = ReportWriter(output, "preference-eval")  # replaces an earlier preference-eval report there whole
         columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
-        with (folder / "per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
+        with report.path("per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, columns)
             writer.writeheader()
             writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
-        (folder / "summary.md").write_text("\n".join(lines) + "\n")
+        report.path("summary.md").write_text("\n".join(lines) + "\n")
+        report.finish(results)
+    folder = report.folder
     click.echo("\n".join(lines))
     click.echo(f"Report: {folder}")
     failed = [name for name, m in results["metrics"].items() if m["error"]]

@@ -61,8 +61,19 @@ OUTPUT_FOLDER = OutputPath(folder=True)
 OUTPUT_FILE = OutputPath(folder=False)
 
 
-def note_replaced_report(folder: str) -> None:
-    """Say that a report folder already holds a report this run will replace (review 12: a meta-eval re-run with a
-    typo in -m replaced a finished judge report without a word)."""
-    if (Path(folder).expanduser() / "results.json").is_file():
-        click.echo(f"Note: {folder} holds an earlier report; this run replaces it.", err=True)
+#: --overwrite of the report commands (compare, meta-eval, preference-eval, rexamine)
+OVERWRITE_REPORT = click.option(
+    "--overwrite", is_flag=True,
+    help="Write into a folder that holds files this report would overwrite and that no earlier report of this "
+         "command wrote there (your own results.json, another command's report, which is then replaced whole).")
+
+
+def check_report_folder(folder: str, command: str, overwrite: bool) -> None:
+    """Before any work: refuse a report folder whose files the report would overwrite without having written them
+    (review 24 M6), and say when an earlier report of the command is replaced (review 12: a meta-eval re-run with
+    a typo in -m replaced a finished judge report without a word)."""
+    from radmetrics.meta.report_folder import check_report_folder as check
+
+    note = check(folder, command, overwrite)
+    if note:
+        click.echo(f"Note: {note}", err=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 from radmetrics.cli.input_paths import INPUT_FILE
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, OVERWRITE_REPORT, check_report_folder
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, note_replaced_report
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
 
@@ -15,18 +15,19 @@ from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 @click.option("--metric", "-m", "metrics", multiple=True, required=True,
               help="radmetrics metric, named baseline or evaluate module; repeatable.")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Report folder.")
+@OVERWRITE_REPORT
 @click.option("--expert-column", default="expert_errors", show_default=True,
               help="Expert error count per candidate (higher = worse), for Table 3/4 and Fig. 3.")
 @judge_flags(shared_answers=True)
 @click.option("--alpha", default=0.05, show_default=True, type=ALPHA, help="Family-wise α (Bonferroni).")
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap.")
-def rexamine_command(input_path, metrics, output, expert_column, judge_flags: JudgeFlags, alpha, resamples,
+def rexamine_command(input_path, metrics, output, overwrite, expert_column, judge_flags: JudgeFlags, alpha, resamples,
                      seed) -> None:
     """Score every candidate against its original and its standardized reference with each METRIC, per site:
     paired t-tests (Bonferroni), means ± std, Spearman with experts, largest disagreements. Missing standardized
     references and candidates are written through the judge with ReXamine-Global's App. A prompts."""
-    note_replaced_report(output)
+    check_report_folder(output, "rexamine", overwrite)
     from radmetrics.errors import optional_import
     from radmetrics.meta.rexamine_run import run_rexamine
 

@@ -5,13 +5,12 @@ and cache, one judge call list per metric for all systems together; baselines by
 `CompareResult`, a plain data structure: per system mean [bootstrap CI] and scored/unscored counts, per pair of
 systems mean difference [paired bootstrap CI], paired approximate-randomization p, Holm-adjusted p across the
 pairs of each metric, win/tie/loss. `load_systems` reads candidate files and matches rows by id;
-`write_outputs` writes results.json (strict JSON), per_row.csv and forest.png. Statistics: compare_stats.py.
+`write_outputs` writes results.json (strict JSON), per_row.csv, forest.png and report.html. Statistics: compare_stats.py.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -450,12 +449,12 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
 
 # -- outputs -------------------------------------------------------------------------------------------------
 def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
-    """results.json (strict JSON), per_row.csv (long format: id, system, metric, score, unscored_reason) and
-    forest.png in `folder`; returns their paths."""
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"results": out / "results.json", "per_row": out / "per_row.csv", "forest": out / "forest.png"}
-    paths["results"].write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str))
+    """results.json (strict JSON), per_row.csv (long format: id, system, metric, score, unscored_reason),
+    forest.png and report.html in `folder`, replacing an earlier compare report there whole; returns their paths."""
+    from radmetrics.meta.report_folder import ReportWriter
+
+    report = ReportWriter(folder, "compare")
+    paths = {"per_row": report.path("per_row.csv"), "forest": report.path("forest.png")}
     with paths["per_row"].open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["id", "system", "metric", "score", "unscored_reason"])
@@ -466,9 +465,10 @@ def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
                     writer.writerow([row_id, system, metric, "" if score is None else repr(float(score)),
                                      "" if score is not None else (run.reasons[i] or "unscored")])
     forest_plot(result, paths["forest"])
-    paths["html"] = out / "report.html"
-    paths["html"].write_text(to_html(compare_report(result), out), encoding="utf-8")
-    return paths
+    paths["html"] = report.path("report.html")
+    paths["html"].write_text(to_html(compare_report(result), report.folder), encoding="utf-8")
+    paths["results"] = report.finish(result.to_dict())
+    return {key: paths[key] for key in ("results", "per_row", "forest", "html")}
 
 
 def compare_report(result: CompareResult) -> Report:
@@ -499,7 +499,9 @@ def compare_report(result: CompareResult) -> Report:
               pr.get("p_value"), pr.get("p_holm"), f"{pr.get('win')} / {pr.get('tie')} / {pr.get('loss')}",
               "; ".join(filter(None, [pr.get("better") or pr.get("reason") or "no significant difference",
                                       pr.get("note")]))] for pr in entry["pairs"]],
-            note="win/tie/loss counts the rows both systems scored, from A's side.", numeric={2, 4, 5}))
+            # per pair, from the side of its first system: for the B − C row B's wins, not A's (review 24 L10)
+            note="win / tie / loss: of the rows both systems of a pair scored, those where the pair's first system "
+                 f"(column A) scored better / the same / worse ({direction} is better).", numeric={2, 4, 5}))
     return report
 
 

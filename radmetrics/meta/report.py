@@ -9,7 +9,6 @@ with its reason; the metrics that finished are kept.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -457,39 +456,24 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
 
 
 #: the plots a meta-eval report writes (their names follow its metrics)
-PLOT_PATTERNS = ("scatter_*.png", "error_counts_*.png", "per_site.png")
-
-
-def _remove_old_plots(folder: Path) -> None:
-    """A folder that holds an earlier meta-eval report: its plots go, so that none of a metric this run does not
-    have is left beside the new report as if it were part of it. Only in a folder with a report's results.json."""
-    try:
-        earlier = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(earlier, dict) or "metrics" not in earlier:
-        return
-    for pattern in PLOT_PATTERNS:
-        for old in folder.glob(pattern):
-            old.unlink(missing_ok=True)
-
-
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
                  resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
                  split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    _remove_old_plots(folder)
+    """The report in `out_dir`, replacing an earlier meta-eval report there whole: none of its plots of a metric
+    this run does not have is left beside the new report as if it were part of it (review 10 F21)."""
+    from radmetrics.meta.report_folder import ReportWriter
+
+    report_files = ReportWriter(out_dir, "meta-eval")
+    folder = report_files.folder
     label = dataset_label(data, dataset_name or "expert dataset")
     results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
                       split_seed=split_seed, ensembles=ensembles)
     runs = results.pop("_runs")  # the ensembles included
     results["dataset"] = label
     results = strict_json_ready(results)
-    (folder / "results.json").write_text(json.dumps(results, indent=2, default=str, allow_nan=False))
     held = set(results["split"]["test_ids"]) if results.get("split") else None
     expert_target, _, _ = targets.expert_target(data, target)
-    with (folder / "per_sample.csv").open("w", newline="") as fh:
+    with report_files.path("per_sample.csv").open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["id", "split", "expert_score", "expert_target"] + [f"{r.name}" for r in runs]
                         + [f"{r.name}_reason" for r in runs])
@@ -498,7 +482,10 @@ def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name:
             writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert_target[i]]
                             + [r.scores[i] for r in runs] + [r.reasons[i] if r.reasons else None for r in runs])
     plots = _plots(runs, data, folder)
+    for name, _ in plots:
+        report_files.path(name)
     report = build_report(results, label, plots)
-    (folder / "summary.md").write_text(to_markdown(report))
-    (folder / "report.html").write_text(to_html(report, folder), encoding="utf-8")
+    report_files.path("summary.md").write_text(to_markdown(report))
+    report_files.path("report.html").write_text(to_html(report, folder), encoding="utf-8")
+    report_files.finish(results)
     return folder

@@ -232,26 +232,26 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
     disagreements = {m: rexamine.largest_disagreements(r, expert, rows) for m, r in original.items() if not r.error}
     results["largest_disagreements"] = {m: items for m, (items, _) in disagreements.items()}
     results["largest_disagreements_notes"] = {m: note for m, (_, note) in disagreements.items() if note}
-    folder = Path(output)
     from radmetrics.io import owner_only
+    from radmetrics.meta.report_folder import ReportWriter
 
     # every reference, standardized reference, candidate and judge text: readable by you only, as score's results
-    with owner_only(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "results.json").write_text(json.dumps(strict_json_ready(results), indent=2, allow_nan=False, default=str))
-        with (folder / "rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
+    with owner_only(Path(output)):
+        report = ReportWriter(output, "rexamine")  # replaces an earlier rexamine report there whole
+        with report.path("rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
             for row in rows:  # the data steps' outputs with their provenance, to re-run or read
                 fh.write(json.dumps({**row, "provenance": provenance}, default=str) + "\n")
-        with (folder / "per_row.csv").open("w", newline="", encoding="utf-8") as fh:
+        with report.path("per_row.csv").open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow(["id", "site", expert_column] + [f"{m}:{ref}" for m in metrics for ref in ("original", "standardized")])
             for i, row in enumerate(rows):
                 writer.writerow([row["id"], row["site"], "" if expert[i] is None else expert[i]]
                                 + [("" if run.scores[i] is None else run.scores[i])
                                    for m in metrics for run in (original[m], standardized[m])])
-        rexamine.fig3(spearman_original, spearman_standardized, folder / "fig3_spearman.png")
-        (folder / "summary.md").write_text(_summary(results))
-    return folder
+        rexamine.fig3(spearman_original, spearman_standardized, report.path("fig3_spearman.png"))
+        report.path("summary.md").write_text(_summary(results))
+        report.finish(strict_json_ready(results))
+    return report.folder
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
