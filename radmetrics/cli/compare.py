@@ -55,7 +55,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
                     candidate_column, on_mismatch, judge_flags: JudgeFlags, resamples, seed, alpha,
                     confidence) -> None:
     """Is system B better than system A, and significantly? Scores every system with every METRIC on the same
-    references; prints the tables and writes results.json, per_row.csv and forest.png to OUTPUT.
+    references; prints the tables and writes results.json, per_row.csv, forest.png and report.html to
+    OUTPUT.
 
     A metric that gives a system no result (it failed, or scored none of its rows) is reported with its reason and
     the other results are kept; the command then exits with code 2, as meta-eval does. So it does when the judge

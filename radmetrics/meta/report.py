@@ -455,7 +455,6 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
     return report
 
 
-#: the plots a meta-eval report writes (their names follow its metrics)
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
                  resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
                  split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
