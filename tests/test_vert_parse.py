@@ -47,6 +47,10 @@ HEAD = "[Overall Accuracy Score]:\n"
                  "(b) Missing a finding present in the reference: 1. Left pleural effusion.\n\n[Matched Findings]:\n"
                  "2. Cardiomegaly; atelectasis.\n\n[Overall Accuracy Score]:\n0.67", 0.67, "plain",
                  id="ft-whole-vert-answer"),
+    # review 24, left unfixed (parser 10): sizes before the score line, a worked line's arithmetic
+    pytest.param("vert_ft", "The nodule measures 1.5 vs 1.6 cm.\nScore: 0.8", 0.8, "plain", id="ft-sizes-then-score"),
+    pytest.param("vert_formula", HEAD + "Final score: 1 minus 0.2 = 0.8", 0.8, "worked", id="worked-in-words"),
+    pytest.param("vert_formula", HEAD + "Score = 3/(3+2*1+0.5*1) = 0.54", 0.54, "worked", id="worked-cut-not-rounded"),
 ])
 def test_score_as_written(system, text, score, written):
     judgment = radmetrics.get_scoring_system(system).parse(text)
@@ -336,6 +340,77 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     (HEAD + "0.85\nThe stenosis increased to 70%.", 0.85, None),
     (HEAD + "0.8\nFinal score = 1 - 0.2 = 0.8", 0.8, None),
     (HEAD + "0.67 (67%)", 0.67, None),
+    # review 24, left unfixed (parser 10). A whole number other than 0/1 after the score, where a scoring or revising
+    # word governs it, is a second score on no stated scale ("I'd give it a 7" kept 0.8), and "3 out of 5" one on
+    # another scale (kept 0.8) ...
+    (HEAD + "0.8\nHonestly I'd give it a 7 out of 10.", None, "gives more than one score (0.8, then '7 out of 10')"),
+    (HEAD + "0.8 ... Honestly I'd give it a 7 out of 10", None, "gives more than one score (0.8, then '7 out of 10')"),
+    (HEAD + "0.8\nI'd give it a 7.", None, "gives more than one score (0.8, then '7', a whole number not on VERT's 0-1 scale)"),
+    (HEAD + "0.8\nThe revised score is 7.", None, "(0.8, then '7', a whole number not on VERT's 0-1 scale)"),
+    (HEAD + "0.8\nFinal score: 8", None, "(0.8, then '8', a whole number not on VERT's 0-1 scale)"),
+    (HEAD + "0.8\nI lower it to 7.", None, "(0.8, then '7', a whole number not on VERT's 0-1 scale)"),
+    (HEAD + "0.8\nI would give it a 3 out of 5.", None, "gives more than one score (0.8, then '3 out of 5')"),
+    # ... while the score restated on another stated scale, hypotheticals, negations, counts, a finding's grade, a
+    # clinical number after a verb, a rubric definition and a fraction worked on keep the score
+    (HEAD + "0.8\nHonestly I'd give it an 8 out of 10.", 0.8, None),
+    (HEAD + "0.75\nScore: 7.5/10", 0.75, None),
+    (HEAD + "0.8\nScore: 7.5/10", None, "gives more than one score (0.8, then '7.5')"),
+    (HEAD + "0.8\nI would give it a 4 out of 5.", 0.8, None),
+    (HEAD + "0.75\nI'd give it a 3 out of 4.", 0.75, None),
+    (HEAD + "0.7\nI would give it a 9 if the nodule were reported.", 0.7, None),
+    (HEAD + "0.9\nI would not give it a 10.", 0.9, None),
+    (HEAD + "0.8\nThe score reflects 2 errors.", 0.8, None),
+    (HEAD + "0.8\nScore: 4 matched, 1 missed.", 0.8, None),
+    (HEAD + "0.8\nSeverity score: 2 (moderate).", 0.8, None),
+    (HEAD + "0.8\nGrade 2 effusion is described as grade 1.", 0.8, None),
+    (HEAD + "0.8\nBI-RADS 4 lesion.", 0.8, None),
+    (HEAD + "0.85\nThe stenosis increased to 70.", 0.85, None),
+    (HEAD + "0.8\nA score of 5 means a perfect match.", 0.8, None),
+    (HEAD + "0.57\nScore = 4/7 = 0.57", 0.57, None),
+    # the rubric band named before the score is read past (it was "no single number") when the score lies in it; a
+    # band set aside in the explanation is no second score
+    (HEAD + "High accuracy (0.75-0.89)\n0.85", 0.85, None),
+    (HEAD + "High accuracy (0.75–0.89)\n0.85", 0.85, None),
+    (HEAD + "**High accuracy (0.75–0.89)**\n**Score:** 0.85", 0.85, None),
+    (HEAD + "High accuracy (0.75–0.89): 0.85", 0.85, None),
+    (HEAD + "0.75–0.89: High accuracy\n0.8", 0.8, None),
+    (HEAD + "0.70\nModerate accuracy (0.50–0.74) rather than High accuracy (0.75–0.89).", 0.7, None),
+    (HEAD + "High accuracy (0.75–0.89)\n0.6", None, "gives 0.6 outside the band it names"),
+    (HEAD + "High accuracy (0.75–0.89)", None, "no single number"),
+    (HEAD + "0.75–0.89\n0.8", None, "no readable number"),
+    (HEAD + "High accuracy (0.75–0.89)\n0.85 or 0.8", None, "no readable number"),
+    (HEAD + "High accuracy (0.75–0.89)\n0.85\nOn reflection, 0.7.", None, "gives more than one score (0.85, then '0.7')"),
+    (HEAD + "Near-perfect agreement (0.90–1.00)\n1. The effusion is missed.", None, "a numbered list, not a score"),
+    (HEAD + "0.70\nThis is High accuracy (0.75–0.89).", None, "gives more than one score (0.7, then '0.75')"),
+    (HEAD + "0.70\nOn reflection, High accuracy (0.75–0.89) fits better.", None, "gives more than one score (0.7, "),
+    # sizes and clinical ratios are no scores: beside the score (they were second scores), on a line before a score
+    # line (it was "no single number"), or where the score goes ("The effusion is 0.5 cm." was 0.5, "0.6 cm" 0.6)
+    (HEAD + "0.85 (nodule 1.5 vs 1.6 cm)", 0.85, None),
+    (HEAD + "0.85 (nodule 1.5-1.6 cm)", 0.85, None),
+    (HEAD + "0.85\nThe cardiothoracic ratio of 0.6 is reported.", 0.85, None),
+    (HEAD + "The nodule measures 1.5 vs 1.6 cm.\nScore: 0.8", 0.8, None),
+    (HEAD + "The effusion is 0.5 cm.\n0.8", 0.8, None),
+    (HEAD + "I would rate it 0.8 given the 1.5 vs 1.6 cm nodule.", 0.8, None),
+    (HEAD + "The nodule is 1.5 vs 1.6 cm; score: 0.8", 0.8, None),
+    (HEAD + "The effusion is 0.5 cm.", None, "gives a measurement, not a score"),
+    (HEAD + "0.6 cm", None, "gives a measurement, not a score"),
+    (HEAD + "The nodule is 1.5 cm.\nThe report is good, 0.8.", None, "states no score (on its own line or after a scoring word)"),
+    (HEAD + "Compared with 2019, the nodule is 1.5 cm.\nScore: 0.8", None, "no single number"),
+    (HEAD + "0.8\nRevised: 0.6 - 5 mm nodule missed.", None, "gives more than one score (0.8, then '0.6')"),
+    (HEAD + "0.8\nRevised: 0.6 and 5 mm nodule missed.", None, "gives more than one score (0.8, then '0.6')"),
+    # a worked line is its result where its arithmetic checks out ("1 minus 0.2 = 0.8" after the score was a second
+    # score 0.2), and has no single reading where it does not ("= 0.7" was 0.7, "3/4 = 1" 1.0)
+    (HEAD + "0.8\nFinal score: 1 minus 0.2 = 0.8", 0.8, None),
+    (HEAD + "0.75\nScore = 1 - (0.15 + 0.1) = 0.75", 0.75, None),
+    (HEAD + "0.7\nScore = 1 - 0.15 * 2 = 0.7", 0.7, None),
+    (HEAD + "Final score: 1 minus 0.2 = 0.7", None, "its arithmetic does not check out"),
+    (HEAD + "Score = 3/4 = 1", None, "its arithmetic does not check out"),
+    (HEAD + "0.8\nFinal score: 1 minus 0.3 = 0.8", None, "whose arithmetic does not check out"),
+    (HEAD + "0.8\nFinal score = 1 - 0.3 = 0.8", None, "whose arithmetic does not check out"),
+    (HEAD + "0.8\nFinal score: 1 minus 0.4 = 0.6", None, "gives more than one score (0.8, then '0.4')"),
+    # a numbered list's first number is no score (both were 1.0)
+    (HEAD + "1) The effusion is missed.", None, "a numbered list, not a score"),
+    (HEAD + "1. The effusion is missed.\n2. The nodule is correct.", None, "a numbered list, not a score"),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""
@@ -369,6 +444,14 @@ def test_a_long_looping_answer_parses_in_linear_time():
     pytest.param("[Overall Accuracy Score]: 0.8 " + "1 " * 15_000, id="whole-numbers"),
     pytest.param("[Overall Accuracy Score]: 0.8 " + "I'd give it a 1 if it were perfect. " * 1_600,
                  id="governed-whole-numbers"),
+    pytest.param("[Overall Accuracy Score]: 0.8 " + "7 " * 15_000, id="whole-numbers-on-no-scale"),
+    pytest.param("[Overall Accuracy Score]: 0.8 " + "a" * 30_000 + " 1", id="letters-then-a-number"),
+    pytest.param("[Overall Accuracy Score]:\nHigh accuracy" + " " * 20_000 + "(0.75-0.89)\n0.8", id="band-then-blanks"),
+    pytest.param("[Overall Accuracy Score]: 0.8 " + "1.5 x " * 5_000, id="size-chain"),
+    pytest.param("[Overall Accuracy Score]: 0.8\n" + "1.5" + " \t" * 10_000 + "-" + " " * 10_000 + "y", id="size-blanks"),
+    pytest.param("[Overall Accuracy Score]: 0.8\n" + "Final score: 1 minus 0.2 = 0.8\n" * 1_000, id="worked-lines"),
+    pytest.param("[Overall Accuracy Score]: 0.8\nScore = " + "(1 - " * 10_000 + "0.2 = 0.8", id="worked-parentheses"),
+    pytest.param("[Overall Accuracy Score]:\n" + "The nodule is 1.5 cm.\n" * 3_000 + "Score: 0.8", id="lines-of-sizes"),
 ])
 def test_runs_of_blanks_parse_in_linear_time(text):
     """review 24: a looping judge's run of blanks took quadratic (the header: cubic) time in patterns with two
@@ -385,6 +468,26 @@ def test_runs_of_blanks_parse_in_linear_time(text):
         except VertParseError:
             pass
     assert time.perf_counter() - began < 2.0
+
+
+def test_a_looping_run_of_whole_numbers_costs_little_more_than_words():
+    """review 24: parser 9 looked at every whole number after the score for a word that governs it, and a looping
+    "1 1 1 ..." took ~20x as long as the same length of words. Only numbers with a word beside them are looked at
+    now (one pass of a pattern). Compared with words in the same run, so a loaded machine moves both."""
+    import time
+
+    from radmetrics.vert.parse import read_overall_score_with_form
+
+    def fastest(text: str) -> float:
+        times = []
+        for _ in range(3):
+            began = time.perf_counter()
+            read_overall_score_with_form(text)
+            times.append(time.perf_counter() - began)
+        return min(times)
+
+    head = "[Overall Accuracy Score]: 0.8 "
+    assert fastest(head + "1 " * 30_000) < 8 * fastest(head + "a " * 30_000) + 0.05
 
 
 def test_a_line_of_blanks_after_the_score_parses_in_linear_time():

@@ -20,7 +20,13 @@ from 1.0 for the missed effusion)", "each significant error reduces the score by
 identifies ... so it is rated below 1.0" keep 0.75 and the like (review 22, M1). A revision written as a whole number,
 a percentage or on a scale of 10 ("I'd give it a 1.", "The revised score is 1.", "60% is fairer.", "Final score: 6/10")
 is such a second score too, where a revising or scoring word governs it; "0.8 (80%)" and "8/10" restate the score,
-and "1 finding", "1. The effusion ...", "T12" explain it (parser version 9, review 24).
+and "1 finding", "1. The effusion ...", "T12" explain it (parser version 9, review 24). A whole number on no stated
+scale ("I'd give it a 7") or on another ("I'd give it a 3 out of 5") is such a second score; "8 out of 10" and "4/5"
+restate 0.8. Sizes and clinical ratios are no scores ("0.85 (nodule 1.5 vs 1.6 cm)", "cardiothoracic ratio of 0.6";
+"The effusion is 0.5 cm." gives no score); a line of sizes before the score line ("The nodule is 1.5 vs 1.6 cm.\nScore:
+0.8") and the rubric band named before the score ("High accuracy (0.75–0.89)\n0.85", a score outside it has no
+single reading) are read past; a worked answer's arithmetic must check out ("1 minus 0.2 = 0.8", also after the score;
+"1 minus 0.2 = 0.7" has no single reading) (parser version 10, review 24).
 
 An answer in GREEN's format instead of a score (its "[Clinically Significant Errors]" / "[Matched Findings]"
 sections, or its error items "(b) Missing a finding ...: 1. Left pleural effusion." however they are marked) gives
@@ -28,10 +34,11 @@ no score: the first count in it is not the judge's score (parser version 7, revi
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-PARSER_VERSION = "9"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "10"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -46,7 +53,10 @@ PARSER_VERSION = "9"  # 4: a second score after the first has no single reading 
 # Score (0-1):" a header, "= 0.85 → High accuracy" 0.85, and "1.0 minus 0.25" a deduction from the top (review 24);
 # 9: a revision written as a whole number, a percentage or x/10 ("I'd give it a 1", "60% is fairer", "Final score:
 # 6/10") is a second score where a revising or scoring word governs it; "0.8 (80%)", "8/10" restate the score, "1
-# finding", "1. The effusion ..." are explanation (review 24, left unfixed)
+# finding", "1. The effusion ..." are explanation (review 24, left unfixed); 10: a whole number on no stated scale ("I'd
+# give it a 7") or on another ("3 out of 5") after the score is a second score; sizes ("1.5 vs 1.6 cm", "0.5 cm") and
+# clinical ratios are no scores, a line of them or a rubric band before the score line is read past, a worked
+# answer's arithmetic must check out, also on a later line ("Final score: 1 minus 0.2 = 0.8" was unscored)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -76,6 +86,43 @@ _COUNT_BEFORE = re.compile(r"(?:\b(?:errors?|findings?|omissions?|discrepanc\w*|
 _RESULT_SIGN = re.compile(r"=|≈|→|->")
 _SCORE_LABEL = re.compile(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", re.I)
 _NOT_A_SCORE = re.compile(r"(?:n/?a\b|not\s+applicable|cannot|unable)", re.I)
+# the rubric band a score falls in (App. D.4's five), named before the score: "High accuracy (0.75–0.89)",
+# "0.75-0.89: High accuracy", "Rubric band: Moderate accuracy (0.50-0.74)"; a band needs its name, a bare "0.75–0.89"
+# is a range (review 24: the band's numbers were read as the score). Matched on a line's first `_BAND_CHARS`
+# characters (bounded: linear time)
+_BAND_NAME = r"(?:near[- ]?perfect|very[ \t]+poor|high|moderate|low|poor)[ \t]+(?:accuracy|agreement)"
+_BAND_FIRST = re.compile(
+    rf"(?:(?:rubric[ \t]+)?(?:band|range|category|level)[ \t*_]*[:\-–—]?[ \t*_]*)?"
+    rf"(?:(?P<name>{_BAND_NAME})[ \t*_]*(?:[:\-–—(][ \t*_(]*)?)?\(?(?P<low>\d*[.,]\d+|\d)[ \t]*(?:-|–|—|to)[ \t]*"
+    rf"(?P<high>\d*[.,]\d+|\d)(?![\d.,]*\d)\)?(?:[ \t*_]*(?:[:\-–—(][ \t*_]*)?(?P<named_after>{_BAND_NAME}))?"
+    rf"[ \t*_).:]*(?(name)|(?(named_after)|(?!)))", re.I)
+_BAND_CHARS = 120
+# ... and named as the band the score is not in: "Moderate accuracy (0.50–0.74) rather than High accuracy (0.75–0.89)"
+# (review 24: a second score)
+_BAND_SET_ASIDE = re.compile(rf"\b(?:instead[ \t]+of|rather[ \t]+than|not)[ \t]+(?:(?:the|a|an|in|within|into)[ \t]+)*"
+                             rf"(?:{_BAND_NAME})?[ \t*_]*(?:[:\-–—(][ \t*_(]*)?$", re.I)
+# a measurement, not a score: a size with its unit ("0.5 cm", "1.5-cm"), a pair or triple whose unit follows the last
+# number ("1.5 vs 1.6 cm", "1.5 x 1.2 x 0.8 cm", "1.5-1.6 cm"; not "0.6 - 5 mm nodule missed", nor "0.6 and 5 mm", where
+# 0.6 may be a revised score), or a clinical ratio named before it ("cardiothoracic ratio of 0.6")
+# (review 24: "(nodule 1.5 vs 1.6 cm)" and "cardiothoracic ratio of 0.6" were second scores, "0.6 cm" the score)
+_MEASURE_UNIT = r"(?:[ \t]*-)?[ \t]*(?:cm|mm|ml|cc|mg|kg|HU|years?|yrs?)\b"
+_MEASURE_AFTER = re.compile(rf"{_MEASURE_UNIT}|(?:(?:[ \t]*(?:vs\.?|versus|to|by|x|×)[ \t]*|[-–—])"
+                            rf"(?:\d+(?:[.,]\d+)?|[.,]\d+)){{1,2}}{_MEASURE_UNIT}", re.I)
+_MEASURED_BEFORE = re.compile(r"\b(?:(?:cardio-?thoracic|cardiac|C/?T)[ \t]+ratio|CTR|(?:LV)?EF|(?:left[ \t]+"
+                              r"ventricular[ \t]+)?ejection[ \t]+fraction|SUV[ \t]*(?:max)?)\b[ \t]*(?:(?:of|is|was|"
+                              r"=|:|at|about|around|approx\w*\.?|~|≈|measur\w*)[ \t]*)*$", re.I)
+#: how far around a later number `_is_explanation` reads (review 23, M2: bounded, so parsing stays linear)
+_LOOK_BACK, _LOOK_AHEAD = 80, 200
+# a list item's number: "1) The effusion ...", "1. The effusion ..."
+_NUMBERED_ITEM = re.compile(r"(\d{1,2})([.)])[ \t]+[*_]*[^\W\d_]")
+# a result sign that leads to a number: "= 0.85", "= **0.85**"
+_LEADS_TO_NUMBER = re.compile(r"\s*(?:\*+\s*)?[-−]?[.,]?\d")
+# the text up to and including its last digit (greedy: one pass, linear)
+_THROUGH_LAST_DIGIT = re.compile(r"(?s).*\d")
+# a worked answer's arithmetic: numbers, the four operations (in signs or words) and parentheses
+_ARITH_TOKEN = re.compile(r"[ \t]*(?:(?P<num>\d+(?:[.,]\d+)?|[.,]\d+)|(?P<op>minus|plus|times|divided[ \t]+by|"
+                          r"[-−–+*/×x·÷()])(?![a-z])|(?P<other>[a-z]+|\S))", re.I)
+_OPERATION = {"minus": "-", "−": "-", "–": "-", "plus": "+", "times": "*", "×": "*", "x": "*", "·": "*", "÷": "/"}
 
 
 class VertParseError(ValueError):
@@ -107,39 +154,46 @@ def read_score_text(answer: str) -> tuple[float, str]:
         # "1. False report of a finding in the candidate: 0.", "**(b)** Missing ...: 1. Left pleural effusion.": the
         # item's number or count is no score (review 21, H4: read as 1.0)
         raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {lines[0][:60]!r}")
-    line = lines[0].strip(" *`_")
-    line = re.sub(_SCORE_LABEL, "", line)
-    line = line.strip(" *`_")
+    line = _unlabelled(lines[0])
     if _NOT_A_SCORE.match(line):
         raise VertParseError(f"[Overall Accuracy Score] gives no score: {line[:60]!r}")
+    band, stated = _BAND_FIRST.match(line[:_BAND_CHARS]), False
+    if band and (re.search(r"\d", line[band.end():]) or len(lines) > 1):
+        # the rubric band the score falls in, named before it: "High accuracy (0.75–0.89)\n0.85",
+        # "High accuracy (0.75-0.89): 0.85" (review 24: unscored, "no single number")
+        rest = line[band.end():]
+        lines = [rest, *lines[1:]] if re.search(r"\d", rest) else lines[1:]
+        line, stated = _unlabelled(lines[0]), True
+    while len(lines) > 1 and _only_measurements(line):
+        # an explanation line of sizes before the score line: "The nodule measures 1.5 vs 1.6 cm.\nScore: 0.8"
+        # (review 24: "no single number"); the score must then be stated as one (a score line, or after a scoring word),
+        # as after a band
+        lines = lines[1:]
+        line, stated = _unlabelled(lines[0]), True
+    value, form = _read_score_line(line, lines[1:], stated)
+    if band and not _band_holds(value, band):
+        raise VertParseError(f"[Overall Accuracy Score] gives {value:g} outside the band it names "
+                             f"({band.group(0).strip()[:40]!r}): no single reading")
+    return value, form
+
+
+def _unlabelled(line: str) -> str:
+    """The line without markdown and a leading score label ("**Score:** 0.8" is "0.8")."""
+    return re.sub(_SCORE_LABEL, "", line.strip(" *`_")).strip(" *`_")
+
+
+def _read_score_line(line: str, later: list[str], stated: bool) -> tuple[float, str]:
+    """The score on its line (first line with a number, after any band or measurements), checked against the rest."""
     if _RESULT_SIGN.search(line):  # a worked answer: the result is the number after the last "=" (or "≈")
-        # ... that leads to a number: "= 0.85 → High accuracy" is 0.85 (review 24, M3: unscored)
-        signs = list(_RESULT_SIGN.finditer(line))
-        sign = next((m for m in reversed(signs) if re.match(r"\s*(?:\*+\s*)?[-−]?[.,]?\d", line[m.end():])), signs[-1])
-        result = _RESULT_SIGN.split(line[sign.end():])[0]
-        last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", result)
-        if not last:
-            raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
-        if _COUNT_BEFORE.search(line[:sign.end()]):  # "M = 4, S = 0, I = 0"
-            raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
-        first, form = last, "worked"
-        after = last.string[last.end():]
+        first, after = _worked_result(line)
+        form = "worked"
     else:
         first = re.match(rf"({_NUMBER})(?!\d)", line)
         form = "plain"
+        if first and _is_numbered_item(line, later, stated):
+            raise VertParseError(f"[Overall Accuracy Score] gives a numbered list, not a score: {line[:60]!r}")
         if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
-            numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
-            if len(numbers) != 1:
-                raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
-            first, form = numbers[0], "in-sentence"
-            if _COUNT_BEFORE.search(line, 0, first.start()):  # "Clinically significant errors: 0"
-                raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
-            if any(_is_green_item(text) for text in lines[1:]):
-                # "(e) Mentioning ...: 0." then "(c) ...: 1.": GREEN's error counts, whose first was read as the
-                # score (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1). A later line
-                # counts only in GREEN's shape, the count right after the item's colon: a numbered reason that
-                # mentions a number ("1) It omits the 5 mm nodule.") leaves the score as written (review 20, F1)
-                raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {line[:60]!r}")
+            first, form = _number_in_sentence(line, later, stated), "in-sentence"
         after = line[first.end():]
         scale = _SCALE_AFTER.match(after)
         if scale and _to_float(scale.group(1)) == _SCALE_TOP:  # "0.7/1", "0.8 out of 1.0": VERT's own scale
@@ -152,8 +206,10 @@ def read_score_text(answer: str) -> tuple[float, str]:
                                  f"percentage): {line[:60]!r}")
     if _COUNT_WORD.match(after):
         raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
+    if _is_measurement(first.string, first.start(1), first.end(1)):  # "0.6 cm", "The effusion is 0.5 cm." (review 24)
+        raise VertParseError(f"[Overall Accuracy Score] gives a measurement, not a score: {line[:60]!r}")
     token = first.group(1)
-    _check_no_other_score(_to_float(token), after, lines[1:])
+    _check_no_other_score(_to_float(token), after, later)
     if form == "worked":
         pass
     elif "," in token:
@@ -161,6 +217,224 @@ def read_score_text(answer: str) -> tuple[float, str]:
     elif re.match(r"[-−]?[.]", token):
         form = "leading-point"
     return _to_float(token), form
+
+
+def _is_numbered_item(line: str, later: list[str], stated: bool) -> bool:
+    """Whether the line opens a numbered list ("1) The effusion is missed.", "1. The effusion ..." then "2. ..."), or,
+    after a band or sizes, is an item at all: its number is no score (review 24: "Near-perfect agreement
+    (0.90–1.00)\n1. The effusion is missed." would be 1.0)."""
+    item = _NUMBERED_ITEM.match(line)
+    if not item:
+        return False
+    following = f"{int(item.group(1)) + 1}"
+    return (item.group(2) == ")" or stated
+            or bool(later and re.match(rf"[ \t>*_-]*{following}[.)][ \t]", later[0])))
+
+
+def _worked_result(line: str) -> tuple[re.Match[str], str]:
+    """A worked answer's result (the number after the last "=" that leads to a number; "= 0.85 → High accuracy" is
+    0.85: review 24, M3) and the text after it. Its arithmetic must check out ("1 minus 0.2 = 0.7" has no single
+    reading: review 24)."""
+    signs = list(_RESULT_SIGN.finditer(line))
+    # each sign reads a bounded slice after it: a looping "= = = ..." stays linear
+    sign = next((m for m in reversed(signs) if _LEADS_TO_NUMBER.match(line[m.end():m.end() + 40])), signs[-1])
+    result = _RESULT_SIGN.split(line[sign.end():])[0]
+    last = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)(?!{_OPERATOR})", result)
+    if not last:
+        raise VertParseError(f"worked score {line[:60]!r} does not end in a number")
+    if _COUNT_BEFORE.search(line[:sign.end()]):  # "M = 4, S = 0, I = 0"
+        raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
+    if sign.group() in "=≈" and 0 <= _to_float(last.group(1)) <= 1:  # out of range is unscored for that
+        chain = line[max(0, sign.start() - _LOOK_AHEAD):sign.start()]
+        if _arithmetic(chain, last.group(1))[0] is False:
+            raise VertParseError(f"worked score {line[:60]!r}: its arithmetic does not check out, no single reading")
+    return last, last.string[last.end():]
+
+
+def _number_in_sentence(line: str, later: list[str], stated: bool) -> re.Match[str]:
+    """The one number in a sentence that gives the score ("I would rate it 0.85."); sizes beside it are explanation
+    where a scoring word governs it ("I would rate it 0.8 given the 1.5 vs 1.6 cm nodule.": review 24)."""
+    numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
+    if len(numbers) != 1 or stated:
+        numbers = [m for m in numbers if not _is_measurement(line, m.start(1), m.end(1))]
+        if len(numbers) != 1 or not _SCORE_GOVERNS.search(_lead(line[:numbers[0].start()])):
+            if stated:  # "The nodule is 1.5 cm.\nThe report is good, 0.8.": no score stated as one
+                raise VertParseError(f"[Overall Accuracy Score] states no score (on its own line or after a scoring "
+                                     f"word) after the band or sizes before it: {line[:60]!r}")
+            raise VertParseError(f"[Overall Accuracy Score] has no single number: {line[:60]!r}")
+    first = numbers[0]
+    if _COUNT_BEFORE.search(line, 0, first.start()):  # "Clinically significant errors: 0"
+        raise VertParseError(f"[Overall Accuracy Score] gives a count, not a score: {line[:60]!r}")
+    if any(_is_green_item(text) for text in later):
+        # "(e) Mentioning ...: 0." then "(c) ...: 1.": GREEN's error counts, whose first was read as the score
+        # (review 19: a GREEN analysis answering the vert_ft prompt scored 0 or 1). A later line counts only in
+        # GREEN's shape, the count right after the item's colon: a numbered reason that mentions a number ("1) It
+        # omits the 5 mm nodule.") leaves the score as written (review 20, F1)
+        raise VertParseError(f"the answer lists GREEN's error items with counts, not a score: {line[:60]!r}")
+    return first
+
+
+def _band_holds(value: float, band: re.Match[str]) -> bool:
+    low, high = sorted((_to_float(band.group("low")), _to_float(band.group("high"))))
+    return low <= value <= high
+
+
+def _is_measurement(text: str, start: int, end: int) -> bool:
+    """Whether the number at text[start:end] is a size or a clinical ratio (bounded windows: linear time)."""
+    return bool(_MEASURE_AFTER.match(text, end) or _MEASURED_BEFORE.search(text[max(0, start - 40):start]))
+
+
+def _only_measurements(line: str) -> bool:
+    """Whether every number on the line is a measurement ("The nodule measures 1.5 vs 1.6 cm.")."""
+    numbers = list(re.finditer(rf"(?<![\w.,])({_NUMBER})(?![\d.,]*\d)", line))
+    return bool(numbers) and all(_is_measurement(line, m.start(1), m.end(1)) for m in numbers)
+
+
+def _lead(before: str) -> str:
+    """The words before a number, back to the number before it, at most `_LOOK_BACK` characters (linear time)."""
+    before = before[-_LOOK_BACK:]
+    through_digit = _THROUGH_LAST_DIGIT.match(before)
+    return before[through_digit.end():] if through_digit else before
+
+
+def _arithmetic(chain: str, result: str) -> tuple[bool | None, list[tuple[int, int]]]:
+    """Whether a worked answer's steps ``chain`` (up to its last "=" or "≈") lead to ``result``: True where each step
+    that is plain arithmetic checks out (to the rounding of the number written), False where one does not, None
+    where no step is plain arithmetic ("Score = M/(M+2S) = 0.6", "max(0, 1 − 0.3) = 0.7"); and where the numbers of
+    the checked steps stand in ``chain``. "Final score: 1 minus 0.2 = 0.8" checks out, "1 minus 0.2 = 0.7" does not."""
+    bounds = [-1, *(m.start() for m in re.finditer(r"[=≈]", chain)), len(chain)]
+    sides = [_arithmetic_side(chain, bounds[k] + 1, bounds[k + 1], whole=k > 0) for k in range(len(bounds) - 1)]
+    try:
+        sides.append((_to_float(result), [], _decimals(result)))
+    except (VertParseError, ValueError):
+        return None, []
+    # each "=" says its sides are equal: each plain side is checked against the plain side before it, across a side that
+    # is not plain arithmetic ("3/5 = M/(M+2S) = 0.6")
+    sides = [side for side in sides if side is not None]
+    for left, right in zip(sides, sides[1:]):
+        if not (_written_as(left[0], right[0], right[2]) if right[2] is not None
+                else _written_as(right[0], left[0], left[2])):
+            return False, []
+    if len(sides) < 2:
+        return None, []
+    return True, [span for side in sides for span in side[1]]
+
+
+def _decimals(literal: str) -> int:
+    return len(re.split(r"[.,]", literal, maxsplit=1)[1]) if re.search(r"[.,]", literal) else 0
+
+
+def _written_as(computed: float, written: float, decimals: int | None) -> bool:
+    """Whether ``written`` (with that many decimals; None: computed too) is ``computed``, rounded or cut to its
+    decimals ("2/3 = 0.67", "2/3 = 0.666"); a whole number is never a rounding ("3/4 = 1" does not check out)."""
+    if not decimals:
+        return abs(computed - written) <= 1e-6
+    unit = 10.0 ** -decimals
+    return (abs(computed - written) <= unit / 2 + 1e-9
+            or abs(math.trunc(computed / unit + math.copysign(1e-9, computed)) * unit - written) <= 1e-9)
+
+
+def _arithmetic_side(chain: str, start: int, end: int, whole: bool):
+    """One side of a worked step, chain[start:end]: (value, spans of its numbers, rounding when it is one written
+    number) where it is plain arithmetic; the first side is the arithmetic it ends in ("Final score: 1 minus 0.2")."""
+    tokens = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup), m.end(m.lastgroup))
+              for m in _ARITH_TOKEN.finditer(chain, start, end)]
+    if not whole:  # the arithmetic after a label's colon, and it must compute something; not "Score (0-1) = 0.8"
+        cut = max((k for k, token in enumerate(tokens) if token[0] == "other"), default=-1)
+        if cut >= 0 and tokens[cut][1] != ":":
+            return None
+        tokens = tokens[cut + 1:]
+        if not any(kind == "op" for kind, *_ in tokens):
+            return None
+    if not tokens or any(kind == "other" for kind, *_ in tokens):
+        return None
+    value = _evaluate(tokens)
+    if value is None:
+        return None
+    decimals = _decimals(tokens[0][1]) if len(tokens) == 1 else None  # one written number
+    return value, [(s, e) for kind, _, s, e in tokens if kind == "num"], decimals
+
+
+def _evaluate(tokens: list) -> float | None:
+    """The value of plain arithmetic (numbers, + - * /, parentheses), or None where it is not that."""
+    try:
+        ops = [_OPERATION.get(text.lower(), "/" if text.lower().startswith("divided") else text) if kind == "op"
+               else _to_float(text) for kind, text, *_ in tokens]
+    except (VertParseError, ValueError):  # "1,000": no single reading
+        return None
+    position = 0
+
+    def take(*wanted):
+        nonlocal position
+        if position < len(ops) and ops[position] in wanted and isinstance(ops[position], str):
+            position += 1
+            return ops[position - 1]
+        return None
+
+    def factor():
+        nonlocal position
+        if take("-"):
+            return -factor()
+        if take("("):
+            inner = expression()
+            if not take(")"):
+                raise ValueError
+            return inner
+        if position < len(ops) and isinstance(ops[position], float):
+            position += 1
+            return ops[position - 1]
+        raise ValueError
+
+    def term():
+        value = factor()
+        while operation := take("*", "/"):
+            right = factor()
+            value = value * right if operation == "*" else value / right
+        return value
+
+    def expression():
+        value = term()
+        while operation := take("+", "-"):
+            right = term()
+            value = value + right if operation == "+" else value - right
+        return value
+
+    try:
+        value = expression()
+    except (ValueError, ZeroDivisionError, RecursionError):
+        return None
+    return value if position == len(ops) else None
+
+
+def _worked_operands(text: str, value: float) -> set[tuple[int, int]]:
+    """The numbers of a worked line after the score that works it out ("0.8" then "Final score: 1 minus 0.2 = 0.8"):
+    explanation where its arithmetic checks out; no single reading where it does not (review 24: unscored, 0.2
+    read as a second score). Each line reads a bounded window before its result: linear time."""
+    spans, offset = set(), 0
+    for line in text.split("\n"):
+        if "=" in line or "≈" in line:
+            spans |= {(offset + s, offset + e) for s, e in _worked_line_operands(line, value)}
+        offset += len(line) + 1
+    return spans
+
+
+def _worked_line_operands(line: str, value: float) -> list[tuple[int, int]]:
+    sign = next((m for m in reversed(list(_RESULT_SIGN.finditer(line)))
+                 if _LEADS_TO_NUMBER.match(line[m.end():m.end() + 40])), None)
+    if sign is None or sign.group() not in "=≈":
+        return []
+    result = re.match(rf"\s*(?:\*+\s*)?({_NUMBER})(?![\d.,]*\d)", line[sign.end():sign.end() + 40])
+    try:
+        if not result or abs(_to_float(result.group(1)) - value) > _SAME_SCORE:
+            return []
+    except (VertParseError, ValueError):
+        return []
+    start = max(0, sign.start() - _LOOK_AHEAD)
+    checked, spans = _arithmetic(line[start:sign.start()], result.group(1))
+    if checked is False:
+        raise VertParseError(f"[Overall Accuracy Score] {value:g} is worked out as {line.strip()[:60]!r}, whose "
+                             f"arithmetic does not check out: no single reading")
+    return [(start + s, start + e) for s, e in spans]
 
 
 # GREEN's error items (App. A.1: "(a) <Error Type>: <The number of errors>. <Error 1>; ..."), marked as judges mark
@@ -291,11 +565,14 @@ _RANGE = re.compile(r"(?<![\w.,])(\d*[.,]\d+|\d+)\s*(?:-|–|—|to)\s*(\d*[.,]\
 # finding", "1. The effusion ...", "T12", "scale of 0-1", "80% of findings"); the same score restated ("0.8 (80%)",
 # "8/10") is no other score (review 24, left unfixed: "0.9" then "I'd give it a 1.", "The revised score is 1.", "60%
 # is fairer.", "Final score: 6/10" kept the first score)
-_WHOLE = re.compile(r"(?<![\w.,/\-−–—])(?:(\d{1,3}(?:[.,]\d+)?)[ \t]*(?:%|percent\b)"
-                    r"|(\d{1,2}(?:[.,]\d+)?)[ \t]*(?:/|out[ \t]+of\b)[ \t]*10(?!\w|[.,]\d)"
-                    r"|([01])(?!\w|[.,]\d|[ \t]*(?:%|percent\b|[/*×+]|[-−–—][ \t]*[\d(.]|"
-                    r"(?:to|or|and|of|out[ \t]+of|minus|times|x)[ \t]+[\d(.])))",
-                    re.I)
+# A whole number other than 0 or 1 ("I'd give it a 7") is a score on a scale the judge does not state; "3 out of 5"
+# states its scale (review 24, left unfixed: both kept the first score). A fraction that is worked on ("4/7 = 0.57")
+# is arithmetic, not a score.
+_WHOLE = (r"(?<![\w.,/\-−–—])(?:(?P<percent>\d{1,3}(?:[.,]\d+)?)[ \t]*(?:%|percent\b)"
+                    r"|(?P<numerator>\d{1,2}(?:[.,]\d+)?)[ \t]*(?:/|out[ \t]+of\b)[ \t]*(?P<denominator>\d{1,3})"
+                    r"(?!\w|[.,]\d|[ \t]*(?:[=≈→*/×+]|->))"
+                    r"|(?P<whole>\d{1,3})(?!\w|[.,]\d|[ \t]*(?:%|percent\b|[/*×+]|[-−–—][ \t]*[\d(.]|"
+                    r"(?:to|or|and|of|out[ \t]+of|minus|times|x)[ \t]+[\d(.])))")
 # ... governed by a score label or a scoring verb before it: "Final score: 6/10", "The revised score is 1", "a score
 # of 1", "I'd give it a 1", "it deserves 60%"
 _SCORE_STATEMENT_BEFORE = re.compile(
@@ -304,6 +581,9 @@ _SCORE_STATEMENT_BEFORE = re.compile(
     r"(?:(?:is|=|:|of|would\s+be|should\s+be|becomes)[ \t*_]*)?(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$"
     r"|\b(?:give|assign|rate|award|score|deserves?|merits?|warrants?|earns?)\s+(?:(?:it|this|that|the|report|"
     r"candidate|a|an|only|just|score|rating|grade|of)\s+)*(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
+# ... and "Score: 0.8" inside a sentence: the score among sizes on one line ("The nodule is 1.5 vs 1.6 cm; score: 0.8")
+_SCORE_GOVERNS = re.compile(rf"{_SCORE_STATEMENT_BEFORE.pattern}|\b(?:score|rating|grade)[ \t*_]*(?:is\b|=|:)"
+                            rf"[ \t*_]*$", re.I)
 # ... or by a revising word right before it ("On second thought, 7/10.", "Actually, 1.") that it closes the clause of
 _REVISING_LEAD = re.compile(rf"(?:{_REVISING_WORDS.pattern})[ \t,:;~≈*_(-]*(?:(?:about|approx\w*\.?|around|"
                             r"roughly|~|≈)\s*)*$", re.I)
@@ -320,6 +600,15 @@ _REVISING_AFTER = re.compile(
 _NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never)|n['’]t)\s+(?:\w+\s+)?$", re.I)
 _DEFINITION_AFTER = re.compile(r"[ \t*_)]*(?:means|indicates|denotes|represents|corresponds|stands\s+for|is\s+(?:given|"
                                r"for|only|defined|assigned)\b|=\s*[a-z])", re.I)
+# Only such a number with a word that could govern it is looked at: a letter between it and the number before it on
+# its line (the last letter or digit before it is a letter, at most `_LOOK_BACK` characters back), or right after it. Found in one pass of the pattern, a looping "1 1
+# 1 ..." costs no work per number (review 24: 20x slower than before parser 9)
+_WHOLE_NEAR_WORDS = re.compile(rf"(?P<lead>[^\W\d_](?:[^\w\n]|_){{0,{_LOOK_BACK - 1}}}?)?(?P<number>{_WHOLE})"
+                               rf"(?(lead)|(?=[ \t*_)]*[^\W\d_]))", re.I)
+# ... but a finding's grade or stage is none: "Grade 2 effusion", "BI-RADS 4 lesion", "stage 3 disease" ("Grade: 1" and
+# a bare "Grade 1" may restate the score)
+_CLINICAL_GRADE_BEFORE = re.compile(r"\b(?:grade|stage|type|class|level|[A-Z-]*RADS)[ \t]+$", re.I)
+_WORD_AFTER = re.compile(r"[ \t]+(?:\([^()\n]{0,30}\)[ \t]+)?[^\W\d_]")
 # ... or it is where the score goes to: "I lower it from 80% to 60%", "the score drops from 0.8 to 60%" (the number
 # before "to" restates the score)
 _FROM_SCORE_TO_BEFORE = re.compile(
@@ -340,11 +629,14 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
     text = "\n".join([after, *later])
     # a band that holds the score; not "from 0.8 to 0.6", which goes from the score to another (review 23, H2: "I
     # reduce it from 0.8 to 0.6" kept 0.8)
-    bands = {(m.start(g), m.end(g)) for m in _RANGE.finditer(text) if _in_range(value, m)
+    bands = {(m.start(g), m.end(g)) for m in _RANGE.finditer(text)
+             if (_in_range(value, m) or _BAND_SET_ASIDE.search(text, max(0, m.start() - 50), m.start()))
              and not (_FROM_BEFORE.search(text, max(0, m.start() - 8), m.start())
                       and abs(_to_float(m.group(1)) - value) <= _SAME_SCORE)
              and not _COUNT_WORD.match(text, m.end())  # "0.6 – 1 significant error" is no band (review 24)
+             and not _UNIT_AFTER.match(text, m.end())  # nor "0.6 - 5 mm nodule missed" (a size: review 24)
              for g in (1, 2)}
+    bands |= _worked_operands(text, value)  # "Final score: 1 minus 0.2 = 0.8" works out the score (review 24)
     candidates = [(m.group(0), m.start(), m.end()) for m in _DECIMAL.finditer(text)]
     candidates += [(m.group(1), 0, 0) for line in later if (m := _ZERO_ONE_LINE.match(line))]
     for token, start, end in candidates:
@@ -352,26 +644,29 @@ def _check_no_other_score(value: float, after: str, later: list[str]) -> None:
             other = _to_float(token)
         except (VertParseError, ValueError):
             continue
-        if abs(other - value) <= _SAME_SCORE:
+        if abs(other - value) <= _SAME_SCORE or (end and _restated_on_its_scale(text, end, other, value)):
             continue
         if end and _is_explanation(text, start, end, value, other, bands):
             continue
         raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
                              f"{token!r}): no single reading")
-    for m in _WHOLE.finditer(text):
+    for m in _WHOLE_NEAR_WORDS.finditer(text):
         try:
-            other = (_to_float(m.group(1)) / 100 if m.group(1) else _to_float(m.group(2)) / 10 if m.group(2)
-                     else float(m.group(3)))
-        except (VertParseError, ValueError):
+            other = (_to_float(m["percent"]) / 100 if m["percent"] else float(m["whole"]) if m["whole"]
+                     else _to_float(m["numerator"]) / int(m["denominator"]))
+        except (VertParseError, ValueError, ZeroDivisionError):
             continue
-        if abs(other - value) > _SAME_SCORE and _is_whole_revision(text, m.start(), m.end(), value, other, bands,
-                                                                   whole=bool(m.group(3))):
+        zero_one = m["whole"] is not None and other <= 1
+        if (m["whole"] and _CLINICAL_GRADE_BEFORE.search(text, max(0, m.start("number") - 20), m.start("number"))
+                and _WORD_AFTER.match(text, m.end("number"))):
+            continue  # "Grade 2 effusion", "BI-RADS 4 lesion": a finding's grade, not a score
+        if abs(other - value) > _SAME_SCORE and _is_whole_revision(text, m.start("number"), m.end("number"), value,
+                                                                   other, bands, whole=zero_one):
+            unstated = ", a whole number not on VERT's 0-1 scale" if m["whole"] and not zero_one else ""
             raise VertParseError(f"[Overall Accuracy Score] gives more than one score ({value:g}, then "
-                                 f"{m.group(0)!r}): no single reading")
+                                 f"{m['number']!r}{unstated}): no single reading")
 
 
-#: how far around a later number `_is_explanation` reads (review 23, M2: bounded, so parsing stays linear)
-_LOOK_BACK, _LOOK_AHEAD = 80, 200
 
 
 def _is_explanation(text: str, start: int, end: int, value: float, other: float, bands: set[tuple[int, int]]) -> bool:
@@ -393,7 +688,7 @@ def _is_explanation(text: str, start: int, end: int, value: float, other: float,
     if _REVISING_WORDS.search(text, sentence_start, sentence_end):
         return False
     if (_HYPOTHETICAL_AFTER.match(text, end) or _DEDUCTION_AFTER.match(text, end)
-            or _DEDUCTION_BEFORE.search(line_before)):
+            or _DEDUCTION_BEFORE.search(line_before) or _is_measurement(text, start, end)):
         return True
     if _BESIDE_BEFORE.search(before):  # "0.7 instead of 1.0", "Confidence: 0.9"
         return True
@@ -420,10 +715,11 @@ def _is_whole_revision(text: str, start: int, end: int, value: float, other: flo
     line_before = _line_before(text, start)
     # the governing words come after the last number before this one (none of these patterns reads a digit): a
     # looping "1 1 1 ..." is then read in constant time per number
-    lead = line_before[max(line_before.rfind(digit) for digit in "0123456789") + 1:]
+    lead = _lead(line_before)
 
     def measured() -> bool:  # a band's end, a count or a size: what the revising verb leads to is no score
-        return bool((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end))
+        return bool((start, end) in bands or _COUNT_WORD.match(text, end) or _UNIT_AFTER.match(text, end)
+                    or _is_measurement(text, start, end))
 
     if "from" in line_before and (moved := _FROM_SCORE_TO_BEFORE.search(line_before)):
         scale = (moved.group(2) or "").lower()
@@ -442,6 +738,12 @@ def _is_whole_revision(text: str, start: int, end: int, value: float, other: flo
                 or (_REVISING_LEAD.search(lead) and _CLAUSE_END_AFTER.match(text, end)))
     return (bool(governed) and not _DEFINITION_AFTER.match(text, end)
             and not _is_explanation(text, start, end, value, other, bands))
+
+
+def _restated_on_its_scale(text: str, end: int, other: float, value: float) -> bool:
+    """Whether a number with its scale written after it is the score restated: "7.5/10" after 0.75."""
+    scale = _SCALE_AFTER.match(text, end)
+    return bool(scale) and _to_float(scale.group(1)) > 0 and abs(other / _to_float(scale.group(1)) - value) <= _SAME_SCORE
 
 
 def _in_range(value: float, match: re.Match[str]) -> bool:
