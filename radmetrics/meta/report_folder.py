@@ -69,8 +69,10 @@ def check_report_folder(folder: str | Path, command: str, overwrite: bool) -> st
     foreign = sorted(p.name for p in out.iterdir() if is_output(command, p.name) and p.name not in own)
     if foreign and not overwrite:
         them = "it" if len(foreign) == 1 else "them"
+        older = " (a report of radmetrics before it recorded its files counts as not written by it)" \
+            if "results.json" in foreign else ""
         raise InputError(f"--output {folder} holds {_listed(foreign)}, which no radmetrics {command} report there "
-                         f"wrote: this run would overwrite {them}. Choose a new folder, or pass --overwrite")
+                         f"wrote{older}: this run would overwrite {them}. Choose a new folder, or pass --overwrite")
     if foreign:
         return f"--overwrite: this run replaces {_listed(foreign)} in {folder}."
     return f"{folder} holds an earlier report; this run replaces it." if earlier else None
