@@ -156,9 +156,14 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
     model = MultiRewardModel.new(str(build_tiny_base(tmp_path / "base")), CRITERIA["radcliq"])
     folder = model.save(tmp_path / "er2")
     out = tmp_path / "er2-report"
-    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}", "-m", "er2score",
+    # er2score without its model is refused before any work (review 24 M5: checked up front, not an n/a after)
+    refused = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}", "-m", "er2score",
+                      "-o", tmp_path / "refused")
+    assert refused.returncode == 2 and "er2score needs its trained model" in refused.stderr, refused.stderr[-3000:]
+    assert not (tmp_path / "refused").exists()
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}",
                   "--target", "per-category", "--resamples", "50", "-o", out)
-    assert run.returncode == 2 and "1 of 2 metrics failed (er2score)" in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     entry = results["metrics"][f"er2score:model={folder}"]
     assert "failed" not in entry and set(entry["criteria"]) == set(CRITERIA["radcliq"])
@@ -173,8 +178,6 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
     assert entry["per_category"]["a"]["kendall_tau_b"]["value"] == pytest.approx(expected, abs=1e-6)
     assert [float(r[f"er2score:model={folder}"]) for r in rows] == pytest.approx([s["er2score"] for s in scores],
                                                                                  abs=1e-5)
-    # er2score without its model is an n/a that says what to pass
-    assert "er2score needs its trained model" in results["metrics"]["er2score"]["failed"]
 
 
 def test_preference_accuracy_end_to_end(tmp_path):
