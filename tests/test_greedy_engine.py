@@ -88,9 +88,12 @@ def test_drafted_steps_give_the_same_answers_as_generate(tiny_judge, options, co
     monkeypatch.setattr(greedy_engine, "DRAFT_MAX_ROWS", 10**6)
     prompts = _green_prompts()
     generation = radmetrics.GenerationConfig(**config)
+    # Drafts are checked on the host-synced path only (on CUDA a step runs in a graph, no host check per step):
+    # pinned to the CPU, so a machine with a GPU tests them too.
     reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False,
-                                     max_batch_size=3)
-    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", **options)
+                                     max_batch_size=3, device="cpu")
+    engine = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", device="cpu",
+                                  **options)
     expected = reference.generate(prompts, generation, progress=False)
     with caplog.at_level("DEBUG", logger="radmetrics.judge.greedy_engine"):
         assert engine.generate(prompts, generation, progress=False) == expected
@@ -198,7 +201,10 @@ def test_rows_sharing_stems_answer_as_generate(kv_heads, prefix, options, device
     prefill_stems = greedy_engine._SlotEngine._prefill_stems
     monkeypatch.setattr(greedy_engine._SlotEngine, "_prefill_stems", lambda self, stems, fresh: (
         levels.append(1 + max(n.level for n in stems)), prefill_stems(self, stems, fresh))[1])
-    common = dict(max_new_tokens=16, min_new_tokens=16, eos_token_id=2, pad_token_id=2, prefill_chunk_tokens=64,
+    # On CUDA the stems' keys/values must fit in one prefill chunk's memory (`_SlotEngine._stems_fit`; ~200 tokens
+    # here), else rows are prefilled whole: 64-token chunks (many passes, on CPU) would turn sharing off there.
+    common = dict(max_new_tokens=16, min_new_tokens=16, eos_token_id=2, pad_token_id=2,
+                  prefill_chunk_tokens=64 if device == "cpu" else 512,
                   prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None, **options)
     got = greedy_engine.greedy_generate(model, rows, **common)
     assert levels and (max(levels) >= 3 or options.get("max_rows", 99) < 5)  # stems really shared
