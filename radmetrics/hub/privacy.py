@@ -52,12 +52,11 @@ def restricted_reasons(folder: str | Path) -> list[str]:
         hit = _RESTRICTED_CARD.search(card.read_text(encoding="utf-8", errors="replace"))
         if hit:
             reasons.append(f"its card (README.md) says '{hit.group(0)}'")
-    names, unreadable = _dataset_names(folder)
+    names, named, unreadable = _dataset_names(folder)
     restricted = sorted(filter(_names_credentialed_data, names))
     if restricted:
         reasons.append(f"its rows come from {', '.join(restricted)} (PhysioNet credentialed data)")
-    named = [] if restricted else _data_files_named_credentialed(folder)  # one reason is enough to refuse
-    if named:
+    if named and not restricted:  # one reason is enough to refuse
         more = len(named) - 1
         reasons.append(f"{named[0]} is named after PhysioNet credentialed data"
                        + (f" (and {more} other data file{'s' if more > 1 else ''})" if more else ""))
@@ -209,13 +208,14 @@ def _uploaded(folder: Path) -> list[Path]:
     return [files[name] for name in filter_repo_objects(list(files), ignore_patterns=list(DEFAULT_IGNORE_PATTERNS))]
 
 
-def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
+def _dataset_names(folder: Path) -> tuple[set[str], list[str], list[str]]:
     """Values of the `dataset` column (our schema's provenance; or "dataset_name"...: _is_dataset_key) in a
     save_to_disk folder (Dataset or DatasetDict), in every data file under it that a push uploads (JSON, JSON
     Lines, CSV/TSV/.txt, Parquet, Arrow, YAML, XML, SQLite, a notebook's outputs, a file with no suffix by its
-    content; compressed or not) and in its Hive partitions (dataset=...); and the data files that could not be
-    read."""
+    content; compressed or not) and in its Hive partitions (dataset=...); the data files named after credentialed
+    data (_named_credentialed); and the data files that could not be read. One pass over the uploaded files."""
     names: set[str] = set()
+    named: list[str] = []
     unreadable: list[str] = []
     if (folder / "state.json").exists() or (folder / "dataset_dict.json").exists():
         import datasets
@@ -229,30 +229,26 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str]]:
         except Exception:  # noqa: BLE001 - review 21, M3: Arrow files missing or corrupt were a traceback
             unreadable.append("the saved dataset (save_to_disk)")
     for path in _uploaded(folder):
-        names.update(_partition_values(path.relative_to(folder)))
+        relative = path.relative_to(folder)
+        names.update(_partition_values(relative))
         kind = _data_kind(path)
         if kind is None:
             continue
+        if _named_credentialed(relative):
+            named.append(relative.as_posix())
         try:
             _column_values(path, *kind, names)
         except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
-            unreadable.append(str(path.relative_to(folder)))
-    return names, unreadable
+            unreadable.append(str(relative))
+    return names, named, unreadable
 
 
-def _data_files_named_credentialed(folder: Path) -> list[str]:
-    """The data files under FOLDER whose name or folders name credentialed data (rexval.csv,
-    mimic_cxr/train.jsonl): a file of rows with no provenance column is still the dataset its name says, and a
-    name is what a user who copied it would have kept (review 24: rexval.csv with no dataset column went public)."""
-    named = []
-    for path in _uploaded(folder):
-        relative = path.relative_to(folder)
-        if _data_kind(path) is None:
-            continue
-        stems = [*relative.parts[:-1], relative.name.split(".")[0]]  # train.jsonl.gz -> train
-        if any(stem and _names_credentialed_data(stem) for stem in stems):
-            named.append(relative.as_posix())
-    return named
+def _named_credentialed(relative: Path) -> bool:
+    """Whether a data file's name or folders name credentialed data (rexval.csv, mimic_cxr/train.jsonl): a file of
+    rows with no provenance column is still the dataset its name says, and a name is what a user who copied it
+    would have kept (review 24: rexval.csv with no dataset column went public)."""
+    stems = [*relative.parts[:-1], relative.name.split(".")[0]]  # train.jsonl.gz -> train
+    return any(stem and _names_credentialed_data(stem) for stem in stems)
 
 
 def _partition_values(relative: Path) -> set[str]:
