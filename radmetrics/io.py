@@ -36,21 +36,28 @@ class PairFile:
     also_found: tuple[str, ...] = ()
 
 
+def alias_column(columns: Iterable[str], aliases: tuple[str, ...]) -> str | None:
+    """The column named as one of `aliases` (the first alias wins), else None: a column named exactly so wins over
+    one that differs in case or surrounding spaces (two tools' exports)."""
+    columns = list(columns)
+    for alias in aliases:
+        if alias in columns:
+            return alias
+    lowered: dict[str, str] = {}
+    for c in columns:
+        lowered.setdefault(c.lower().strip(), c)  # the first spelling seen, not the last
+    return next((lowered[alias] for alias in aliases if alias in lowered), None)
+
+
 def _pick(columns: Iterable[str], aliases: tuple[str, ...], wanted: str | None, kind: str, path: Path) -> str:
     columns = list(columns)
     if wanted:
         if wanted not in columns:
             raise InputError(f"{path}: no column '{wanted}' for the {kind}; columns are: {', '.join(columns)}")
         return wanted
-    for alias in aliases:  # a column named exactly so wins over one that differs in case (two tools' exports)
-        if alias in columns:
-            return alias
-    lowered: dict[str, str] = {}
-    for c in columns:
-        lowered.setdefault(c.lower().strip(), c)  # the first spelling seen, not the last
-    for alias in aliases:
-        if alias in lowered:
-            return lowered[alias]
+    found = alias_column(columns, aliases)
+    if found is not None:
+        return found
     other = next((sep for sep in (";", "|", "\t") if len(columns) == 1 and sep in columns[0]), None)
     if other == "\t":
         hint = ("; the header holds tabs between names: the file looks tab-separated: name it .tsv (radmetrics "
@@ -72,14 +79,21 @@ def check_pair_columns(reference: str | None, candidate: str | None, where: str 
                          "--reference-column and --candidate-column")
 
 
+def other_alias_columns(columns: Iterable[str], chosen: Iterable[str | None], aliases: Iterable[str]
+                        ) -> tuple[str, ...]:
+    """The columns not `chosen` whose names are among `aliases`, in any case: the other columns a column picked by
+    name could have been read from (``ground_truth`` beside ``reference``)."""
+    aliases, chosen = set(aliases), set(chosen)
+    return tuple(c for c in columns if c not in chosen and c.lower().strip() in aliases)
+
+
 def other_pair_columns(columns: Iterable[str], chosen: Iterable[str | None], reference_column: str | None,
                        candidate_column: str | None) -> tuple[str, ...]:
     """The columns not `chosen` whose names also mean a reference (or a candidate) where that column was picked by
     name rather than given: ``ground_truth`` beside ``reference``, ``prediction`` beside ``candidate``."""
-    aliases = {a for kind, given in ((REFERENCE_ALIASES, reference_column), (CANDIDATE_ALIASES, candidate_column))
-               if not given for a in kind}
-    chosen = set(chosen)
-    return tuple(c for c in columns if c not in chosen and c.lower().strip() in aliases)
+    return other_alias_columns(columns, chosen, [a for kind, given in ((REFERENCE_ALIASES, reference_column),
+                                                                       (CANDIDATE_ALIASES, candidate_column))
+                                                 if not given for a in kind])
 
 
 def pick_pair_columns(columns: Iterable[str], reference_column: str | None, candidate_column: str | None,
@@ -93,11 +107,12 @@ def pick_pair_columns(columns: Iterable[str], reference_column: str | None, cand
     return ref, cand, other_pair_columns(columns, (ref, cand), reference_column, candidate_column)
 
 
-def columns_read_line(path: str | os.PathLike, reference: str, candidate: str, unused: tuple[str, ...],
+def columns_read_line(path: str | os.PathLike, reference: str, candidate: str | None, unused: tuple[str, ...],
                       choose: str = "pass --reference-column / --candidate-column to choose") -> str:
     """The line that says which columns are read, and which other columns could have been (two exports merged
-    into one file: the wrong pair must not be scored or trained on without a word)."""
-    line = f"Reading {path}: reference = '{reference}', candidate = '{candidate}'"
+    into one file: the wrong pair must not be scored or trained on without a word). No `candidate`: a file of
+    reports alone (`data transform`)."""
+    line = f"Reading {path}: reference = '{reference}'" + (f", candidate = '{candidate}'" if candidate else "")
     if unused:
         line += f"; the file also has {', '.join(repr(c) for c in unused)}, not read ({choose})"
     return line

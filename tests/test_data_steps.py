@@ -173,3 +173,36 @@ def test_transform_sends_no_missing_value_marker_warns_on_replaced_bytes_and_can
     assert json.loads(chained[0]["provenance_1"])["step"] == "standardize"
     assert json.loads(chained[0]["provenance"])["step"] == "green-modify" and chained["step_attempts"][0] == 1
 
+
+
+def test_transform_names_the_other_reference_columns_it_did_not_read(tmp_path):
+    """A file of two exports merged (``ground_truth`` and ``GT_Report`` beside ``reference``) was transformed from
+    one of them without a word, where `score` and `compare` name the others; naming the column silences it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from openai_server import FakeOpenAIServer
+
+    src = tmp_path / "merged.jsonl"
+    src.write_text("".join(json.dumps({"ground_truth": f"old {i}", "reference": f"Effusion {i}.",
+                                       "GT_Report": f"older {i}", "candidate": f"model {i}"}) + "\n" for i in range(2)))
+
+    def transform(*args):
+        return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "transform", "standardize",
+                               "-i", str(src), *map(str, args), "--backend", "openai", "--base-url", server.base_url,
+                               "--judge", "x", "--no-cache"], capture_output=True, text=True, cwd=tmp_path,
+                              env=os.environ.copy())
+
+    with FakeOpenAIServer(lambda prompt: "Findings: done.\n\nImpression: done.") as server:
+        run = transform("-o", tmp_path / "std")
+        prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
+        assert run.returncode == 0 and "2/2 rows done" in run.stdout, run.stderr[-2000:]
+        assert sorted(p.rsplit("\n", 1)[-1] for p in prompts) == ["Effusion 0.", "Effusion 1."]
+        # the line `train` prints, through the same helper; the candidate column is no reference: not named
+        assert (f"Reading {src}: reference = 'reference'; the file also has 'ground_truth', 'GT_Report', not read "
+                "(pass --column to choose)\n") in run.stderr
+        chosen = transform("--column", "ground_truth", "-o", tmp_path / "gt")
+    assert chosen.returncode == 0 and "2/2 rows done" in chosen.stdout, chosen.stderr[-2000:]
+    assert "not read" not in chosen.stderr

@@ -212,7 +212,8 @@ def check_judges(names, backend: str, judge: str | None, options) -> None:
 @click.argument("step", type=click.Choice(["standardize", "inject", "green-modify"]))
 @click.option("--input", "-i", "input_path", required=True, type=EXISTING_INPUT,
               help="JSONL/CSV of reports, or a converted dataset folder.")
-@click.option("--column", default="reference", show_default=True, help="The report column to transform.")
+@click.option("--column", default=None, help="The report column to transform [default: the reference column, by "
+              "any name `score` reads for it: reference, ground_truth, gt_report, ...].")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER,
               help="Dataset folder to write (new or empty).")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing its dataset.")
@@ -234,7 +235,7 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
 
     from radmetrics.data import steps
     from radmetrics.errors import InputError
-    from radmetrics.io import ICONV_HINT, NOT_UTF8
+    from radmetrics.io import ICONV_HINT, NOT_UTF8, columns_read_line
 
     step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
     unknown = sorted(set(judge_flags.system_options) - set(step_options))
@@ -245,7 +246,9 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     from radmetrics.data import check_dataset_output
 
     check_dataset_output(output, overwrite, input_path)  # before the judge work, not after it
-    data, column, skipped = _transform_input(Path(input_path), column)
+    data, column, skipped, unused = _transform_input(Path(input_path), column)
+    if unused:  # two exports merged into one file: the wrong column must not be transformed without a word
+        click.echo(columns_read_line(input_path, column, None, unused, choose="pass --column to choose"), err=True)
     sent = [i for i in range(len(data)) if i not in skipped]
     the_judge = judge_flags.build_judge()
     config = judge_flags.config()
@@ -312,8 +315,9 @@ def _keep_earlier_step_columns(data, names: list[str]):
     return data.rename_columns({n: f"{n}_{suffix}" for n in earlier})
 
 
-def _transform_input(source, column: str):
-    """(the rows as a datasets.Dataset, the column read, {row: why it has no report to send}). A file is read
+def _transform_input(source, column: str | None):
+    """(the rows as a datasets.Dataset, the column read, {row: why it has no report to send}, the other reference
+    columns not read). No column given: the reference column, picked as `score` picks it. A file is read
     as `score` reads it: an unreadable line, bytes that are not UTF-8 and an empty or non-text report are kept as
     rows with the reason and never sent (else the judge is asked about the text "None" or a replaced byte, and
     the row passes for done)."""
@@ -322,7 +326,8 @@ def _transform_input(source, column: str):
     import datasets
 
     from radmetrics.errors import InputError
-    from radmetrics.io import REFERENCE_ALIASES, Records, check_regular_file, check_text_file
+    from radmetrics.io import (REFERENCE_ALIASES, Records, alias_column, check_regular_file, check_text_file,
+                               other_alias_columns)
 
     problems: dict[int, str] = {}
     if source.is_dir():
@@ -351,8 +356,10 @@ def _transform_input(source, column: str):
         columns = list(records.columns)
         if not columns:
             raise InputError(f"{source}: no readable row ({problems[0]})")
-    if column == "reference" and column not in columns:  # the default reads any reference spelling, as score does
-        column = next((c for alias in REFERENCE_ALIASES for c in columns if c.lower().strip() == alias), column)
+    unused: tuple[str, ...] = ()
+    if column is None:  # any reference spelling, picked as score picks it; the other such columns are named
+        column = alias_column(columns, REFERENCE_ALIASES) or "reference"
+        unused = other_alias_columns(columns, (column,), REFERENCE_ALIASES)
     if column not in columns:
         raise InputError(f"{source}: no column '{column}' to transform; columns are: {', '.join(columns)} "
                          "(--column NAME)")
@@ -376,7 +383,7 @@ def _transform_input(source, column: str):
         # `score`'s rule: None, NaN, a number, blank or a missing-value marker ("NA") is no report to send
         if i not in problems and (why := row_problem(text, column)):
             problems[i] = f"{where[i]}: {why}"
-    return data, column, problems
+    return data, column, problems, unused
 
 
 @data_group.command("push")
