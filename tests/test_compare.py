@@ -278,6 +278,25 @@ def test_plausible_columns_not_read_are_named_and_one_column_for_both_is_refused
         assert not (tmp_path / "c2").exists()
 
 
+def test_a_references_file_with_other_reference_columns_says_which_were_not_read(tmp_path):
+    """The --references file of two merged exports (``ground_truth`` beside ``reference``) was read from one of
+    them without a word, where a system's file names the others; naming the column silences it."""
+    refs = _write(tmp_path / "refs.jsonl", [{"id": i, "ground_truth": f"gt {i}", "reference": f"ref {i}",
+                                             "candidate": f"x {i}"} for i in range(4)])
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "candidate": f"a {i}"} for i in range(4)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in range(4)])
+    args = ("-s", f"A={a}", "-s", f"B={b}", "-r", refs, "-m", "bleu-4", "--resamples", "20")
+    run = _compare_cli(tmp_path, *args, "-o", tmp_path / "cmp")
+    assert run.returncode == 0, run.stderr[-3000:]
+    # the candidate column of a references file is no reference: not named
+    note = (f"--references: {refs} also has 'ground_truth', not read (reading reference = 'reference'); pass "
+            "--reference-column to choose")
+    assert f"Note: {note}\n" in run.stderr and "also has" not in run.stderr.replace(note, "")
+    assert note in json.loads((tmp_path / "cmp" / "results.json").read_text())["notes"]
+    chosen = _compare_cli(tmp_path, *args, "--reference-column", "ground_truth", "-o", tmp_path / "gt")
+    assert chosen.returncode == 0 and "not read" not in chosen.stderr, chosen.stderr[-3000:]
+
+
 # -- end to end -----------------------------------------------------------------------------------------------------
 def _strict_json(text):
     def no_nan(name):

@@ -62,6 +62,12 @@ def _column(rows: list[dict[str, Any]], aliases: tuple[str, ...], wanted: str | 
     return found
 
 
+def _not_read(name: str, path: Path, unread: tuple[str, ...], reading: str, flags: str) -> str:
+    """The note on a file's other reference/candidate columns, which were not read."""
+    return (f"{name}: {path} also has {', '.join(map(repr, unread))}, not read (reading {reading}); pass {flags} to "
+            "choose")
+
+
 def _ids(rows: list[dict[str, Any]], id_column: str | None, path: Path) -> list[str]:
     if id_column is None:
         return [f"row-{i}" for i in range(len(rows))]
@@ -120,7 +126,8 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
     hold the same ids, on_mismatch="error" raises an InputError naming the differences; "intersect" keeps the ids
     every file has (the dropped ones are listed in `notes`). Files without the id column are matched by position,
     which needs equal row counts."""
-    from radmetrics.io import CANDIDATE_ALIASES, REFERENCE_ALIASES, check_pair_columns, other_pair_columns
+    from radmetrics.io import (CANDIDATE_ALIASES, REFERENCE_ALIASES, check_pair_columns, other_alias_columns,
+                               other_pair_columns)
 
     check_pair_columns(reference_column, candidate_column)
     if len(systems) < 2:
@@ -160,13 +167,17 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
                                     reference_column, candidate_column)
         if unread:  # review 24 (L11): two exports merged into one file, read without a word
             reading = (f"reference = '{ref}', " if ref else "") + f"candidate = '{cand}'"
-            notes.append(f"{name}: {path} also has {', '.join(map(repr, unread))}, not read (reading {reading}); pass "
-                         "--reference-column / --candidate-column to choose")
+            notes.append(_not_read(name, path, unread, reading, "--reference-column / --candidate-column"))
         tables[name] = (ids, {i: r.get(cand) for i, r in zip(ids, rows)},
                         {i: r.get(ref) for i, r in zip(ids, rows)} if ref else {})
     if ref_rows is not None:
         ref_ids = _ids(ref_rows, None if by_position else id_column, ref_path)
         ref_col = _column(ref_rows, REFERENCE_ALIASES, reference_column, "reference", ref_path)
+        unread = other_alias_columns(dict.fromkeys(k for r in ref_rows for k in r), (ref_col, id_column),
+                                     () if reference_column else REFERENCE_ALIASES)
+        if unread:  # as a system's file: the references read from one of two merged exports are named
+            notes.append(_not_read("--references", ref_path, unread, f"reference = '{ref_col}'",
+                                   "--reference-column"))
         ref_by_id = {i: r.get(ref_col) for i, r in zip(ref_ids, ref_rows)}
         order, ref_source = ref_ids, "--references"
     else:
