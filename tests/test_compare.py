@@ -297,6 +297,21 @@ def test_a_references_file_with_other_reference_columns_says_which_were_not_read
     assert chosen.returncode == 0 and "not read" not in chosen.stderr, chosen.stderr[-3000:]
 
 
+def test_compare_reads_the_columns_score_reads(tmp_path):
+    """compare picked columns its own way (case-folded, the last spelling winning): in a file with 'Candidate' and
+    'prediction' it read 'Candidate' where score reads 'prediction', so one file gave two commands two systems."""
+    from radmetrics.io import read_pairs
+
+    rows = [{"id": i, "Reference": f"R {i}", "gt_report": f"g {i}", "Candidate": f"C {i}", "prediction": f"p {i}"}
+            for i in range(3)]
+    a = _write(tmp_path / "a.jsonl", rows)
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"b {i}"} for i in range(3)])
+    aligned = load_systems({"A": a, "B": b})
+    read = read_pairs(a)
+    assert (read.reference_column, read.candidate_column) == ("gt_report", "prediction")
+    assert aligned.candidates["A"] == ["p 0", "p 1", "p 2"] and aligned.references == ["g 0", "g 1", "g 2"]
+
+
 # -- end to end -----------------------------------------------------------------------------------------------------
 def _strict_json(text):
     def no_nan(name):

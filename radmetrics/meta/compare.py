@@ -54,8 +54,9 @@ def _column(rows: list[dict[str, Any]], aliases: tuple[str, ...], wanted: str | 
         if required:
             raise InputError(f"{path}: no column '{wanted}' for the {kind}; columns are: {', '.join(columns)}")
         return None
-    lowered = {c.lower().strip(): c for c in columns}
-    found = next((lowered[a] for a in aliases if a in lowered), None)
+    from radmetrics.io import alias_column
+
+    found = alias_column(columns, aliases)  # as score picks: a file is read alike by both commands
     if found is None and required:
         raise InputError(f"{path}: no {kind} column (expected one of {', '.join(aliases)}); columns are: "
                          f"{', '.join(columns)}")
