@@ -76,13 +76,13 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
         optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta import targets
     from radmetrics.meta.report import Ensemble, write_report
-    from radmetrics.meta.runs import check_loadable, run_metric
+    from radmetrics.meta.runs import check_metrics_loadable, run_metric
 
     ensemble_specs = [Ensemble.parse(e) for e in ensembles]
     split_size = _split_size(split)
 
     # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
-    judge_metrics, others = split_metric_names(metrics)
+    judge_metrics, _ = split_metric_names(metrics)
     if Path(output).exists() and not Path(output).is_dir():
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
@@ -94,8 +94,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
             raise RadmetricsError(f"--ensemble {ens.name}: --split {split} leaves {len(train_rows)} training rows "
                                   f"and the fit needs at least {needed}; hold out fewer rows, or leave "
                                   "--split out for 5-fold cross-validation")
-    for spec in others:
-        check_loadable(spec)
+    check_metrics_loadable(metrics)
     labels = _judge_labels(judge_flags.judges)
     check_ensemble_members(ensemble_specs, metrics, judge_metrics, labels)
     if judge_metrics:
@@ -181,7 +180,7 @@ def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
 
 def split_metric_names(metrics) -> tuple[list[str], list[str]]:
     """(radmetrics scoring systems: their judge is checked; the others, named baselines and evaluate modules: each
-    checked with `meta.runs.check_loadable`)."""
+    checked with `meta.runs.check_loadable`, by `meta.runs.check_metrics_loadable`)."""
     import radmetrics
 
     known = set(radmetrics.list_scoring_systems())
@@ -439,11 +438,10 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
 
     rows = read_preferences(input_path)
     # what can fail in seconds fails before the judging: unknown metrics, an unreachable judge
-    from radmetrics.meta.runs import check_loadable
+    from radmetrics.meta.runs import check_metrics_loadable
 
-    judge_metrics, others = split_metric_names(metrics)
-    for spec in others:
-        check_loadable(spec)
+    check_metrics_loadable(metrics)
+    judge_metrics, _ = split_metric_names(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))

@@ -10,7 +10,7 @@ from typing import Any
 from radmetrics.errors import InputError, JudgeError
 from radmetrics.meta import rexamine
 from radmetrics.meta.html_report import shorten
-from radmetrics.meta.runs import MetricRun, run_metric
+from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 
 
 def _expert_values(rows: list[dict[str, Any]], column: str, path: Any) -> list[float | None]:
@@ -121,16 +121,6 @@ def _unscored_note(metric: str, rows: list[dict[str, Any]], scores: list, reason
             f"its tests")
 
 
-def _check_metrics(metrics: list[str]) -> None:
-    """Baselines and evaluate modules can run (a model or corpus to download, a typo), before the judge writes rows."""
-    import radmetrics
-    from radmetrics.meta.runs import check_loadable
-
-    for metric in metrics:
-        if metric not in radmetrics.list_scoring_systems():
-            check_loadable(metric)
-
-
 def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: dict[str, Any]) -> None:
     """The judge the data steps and the judge metrics need is reachable, in seconds, before any work."""
     import radmetrics
@@ -182,7 +172,7 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
                     "config": GenerationConfig(max_new_tokens=max_new_tokens)}
     if system_options:
         judge_kwargs["system_options"] = dict(system_options)
-    _check_metrics(metrics)
+    check_metrics_loadable(metrics)  # a model or corpus to download, a typo: before the judge writes rows
     _check_judges(rows, metrics, judge_kwargs)
     provenance = _write_missing(rows, judge_kwargs, max_new_tokens, echo)
     warnings = _step_warnings(rows)

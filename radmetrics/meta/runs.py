@@ -298,6 +298,19 @@ def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
                                 True if direction is None else direction)
 
 
+def check_metrics_loadable(metrics: Sequence[str]) -> None:
+    """Every metric of a run that is not one of radmetrics' judge metrics can run (`check_loadable`), in seconds and
+    before any judging (review 24 M5: a baseline that cannot load was an n/a after every row was judged). The one
+    pre-check of compare, meta-eval, preference-eval and rexamine, from the CLI and from Python; the judge metrics'
+    judge is checked by `runner.preflight_judge`."""
+    import radmetrics
+
+    judge_metrics = set(radmetrics.list_scoring_systems())
+    for spec in metrics:
+        if spec not in judge_metrics:
+            check_loadable(spec)
+
+
 def check_loadable(spec: str) -> None:
     """A baseline's or evaluate module's metric can run, checked in seconds before any judging (a run's judge metrics
     may take hours): an evaluate module loads; a named baseline has its library and what it downloads (model,
