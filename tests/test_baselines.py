@@ -361,3 +361,26 @@ def test_evaluate_modules_take_a_key_and_options():
     assert corpus_key.scores == pytest.approx([2 / 3, 2 / 3])
     missing = run_metric(f"{module}:rougeL", refs, cands)
     assert "has no output 'rougeL'; its outputs: overlap, scores" in missing.error
+
+
+@pytest.mark.parametrize("entry", ["radmetrics.compare", "preference_accuracy"])
+@pytest.mark.parametrize("spec, expected", [
+    ("er2score", "er2score needs its trained model: -m er2score:model="),
+    (f"bertscore:model_type={_UNCACHED_BERT}", f"The bertscore model '{_UNCACHED_BERT}' is not in the local Hugging "
+                                               "Face cache and HF_HUB_OFFLINE=1 forbids downloading it")])
+def test_the_python_api_checks_its_metrics_before_any_judging(entry, spec, expected, fake_judge, monkeypatch):
+    """The CLI's pre-check (review 24 M5) from Python too: radmetrics.compare and preference_accuracy with a judge
+    metric beside a baseline that cannot load judged every row, then gave the baseline an n/a. Now they raise the
+    CLI's one line before the judge gets a prompt."""
+    import radmetrics
+    from radmetrics.meta.preference import preference_accuracy
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    judge = {"backend": "fake", "cache": False, "progress": False}
+    rows = [{"reference": r, "candidate_a": c, "candidate_b": r, "preferred": "b"} for r, c in zip(REFS, CANDS)]
+    run = {"radmetrics.compare": lambda: radmetrics.compare({"A": CANDS, "B": REFS}, REFS, ["green", spec], **judge),
+           "preference_accuracy": lambda: preference_accuracy(rows, ["green", spec], judge)}[entry]
+    with pytest.raises(radmetrics.RadmetricsError) as raised:
+        run()
+    assert expected in str(raised.value) and "\n" not in str(raised.value)
+    assert fake_judge.calls == 0  # not one row judged

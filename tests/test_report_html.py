@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -110,7 +111,9 @@ def test_compare_writes_the_same_numbers_as_one_html_page(tmp_path):
 
     refs = [f"no effusion. small nodule {i}." for i in range(10)]
     systems = {"A": [f"no effusion. nodule {i}." for i in range(10)], "B": [f"effusion {i}." for i in range(10)]}
-    result = compare(systems, refs, ["rouge-l", "bleu-2", "no-such-module-xyz"], [f"r{i}" for i in range(10)],
+    # a metric that loads and then fails is "not computed" (one that cannot load stops compare before it runs)
+    broken = str(Path(__file__).parent / "fixtures" / "broken_metric")
+    result = compare(systems, refs, ["rouge-l", "bleu-2", broken], [f"r{i}" for i in range(10)],
                      resamples=200, seed=0)
     paths = write_outputs(result, tmp_path / "cmp")
     html = paths["html"].read_text()
@@ -119,7 +122,7 @@ def test_compare_writes_the_same_numbers_as_one_html_page(tmp_path):
         assert f"{metric}: systems" in html and f"{metric}: pairs" in html
         pair = data["metrics"][metric]["pairs"][0]
         assert cell_text(pair["difference"]) in html and cell_text(pair["p_value"]) in html
-    assert "no-such-module-xyz: not computed" in html
+    assert "broken_metric: not computed: RuntimeError: scorer weights not found" in html
     assert html.count('src="data:image/png;base64,') == 1 and "<script" not in html
 
 

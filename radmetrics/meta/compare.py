@@ -21,7 +21,7 @@ from typing import Any
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html
-from radmetrics.meta.runs import MetricRun, run_metric
+from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 from radmetrics.types import answer_was_cut, judge_call_failed
 
 log = logging.getLogger(__name__)
@@ -412,7 +412,9 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     """Score each system's candidates against the shared references with every metric and compare them.
 
     systems: name -> candidates in the order of `references` (see `load_systems` for files matched by id).
-    A metric that fails entirely gives "n/a" cells with its reason; the other metrics are kept.
+    A metric that cannot load (a typo, a baseline whose model or corpus is not here, er2score without model=)
+    raises RadmetricsError before any judging, with the CLI's one line; one that loads and then fails gives "n/a"
+    cells with its reason, and the other metrics are kept.
     on_metric(name, result_so_far) is called after each metric (progress, partial outputs)."""
     names = list(systems)
     if len(names) < 2:
@@ -423,6 +425,7 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
             raise InputError(f"system '{name}' has {len(systems[name])} candidates for {n} references")
     if not metrics:
         raise InputError("name at least one metric")
+    check_metrics_loadable(metrics)
     ids = [str(i) for i in ids] if ids is not None else [f"row-{i}" for i in range(n)]
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": judge_options or {}, "cache": cache,
                     "progress": progress}

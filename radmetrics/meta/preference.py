@@ -13,7 +13,7 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
-from radmetrics.meta.runs import MetricRun, run_metric
+from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 
 
 def read_preferences(path: str | Path) -> list[dict[str, Any]]:
@@ -111,7 +111,9 @@ def _reason(run: MetricRun, i: int) -> str | None:
 def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judge_kwargs: dict[str, Any],
                         resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The accuracy of each metric with its CI, ties, unscored pairs and, when rows have a confidence, the
-    accuracy and pair count per level (GREEN Fig. 5); `per_pair` holds every pair's scores, outcome and reasons."""
+    accuracy and pair count per level (GREEN Fig. 5); `per_pair` holds every pair's scores, outcome and reasons.
+    A metric that cannot load raises RadmetricsError before any judging; one that fails on the rows is an error."""
+    check_metrics_loadable(metrics)
     refs = [r["reference"] for r in rows]
     prefers_a = [str(r["preferred"]).strip().lower() == "a" for r in rows]
     confidence = [confidence_level(r.get("confidence"), f"row {n}") for n, r in enumerate(rows, 1)]  # None: not given
