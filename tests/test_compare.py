@@ -768,3 +768,24 @@ def test_an_infinite_score_is_unscored_not_a_significant_difference(tmp_path):
     assert pair["p_value"] >= 2 / 2**5 and pair["significant"] is False, pair  # exact test: p >= 0.0625
     unscored = [row for row in _per_row(out) if row["system"] == "A" and row["id"] == "1"]
     assert "returned inf (not a finite score)" in json.dumps(unscored), unscored
+
+
+def test_write_outputs_checks_its_report_folder_as_the_cli_does(tmp_path):
+    """compare refused a folder holding files no compare report wrote (review 24 M6); write_outputs, the Python way to
+    write its report, replaced them. Now it refuses before writing anything, with the CLI's line; overwrite=True
+    replaces them."""
+    from radmetrics.meta.compare import compare, write_outputs
+
+    refs = [f"no effusion. small nodule {i}." for i in range(4)]
+    systems = {"A": [f"no effusion. nodule {i}." for i in range(4)], "B": [f"effusion {i}." for i in range(4)]}
+    result = compare(systems, refs, ["rouge-l"], resamples=0)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.json").write_text('{"my": "numbers"}')
+    with pytest.raises(InputError, match="holds results.json, which no radmetrics compare report there "
+                                         "wrote.*pass --overwrite"):
+        write_outputs(result, out)
+    assert [p.name for p in out.iterdir()] == ["results.json"] and "my" in (out / "results.json").read_text()
+    paths = write_outputs(result, out, overwrite=True)
+    assert json.loads(paths["results"].read_text())["radmetrics_report"]["command"] == "compare"
+    write_outputs(result, out)  # its own earlier report is replaced without overwrite, as in the CLI

@@ -228,3 +228,26 @@ def test_rexamine_reruns_from_its_own_rexamine_data_into_the_same_folder(tmp_pat
     data = [json.loads(line) for line in (out / "rexamine_data.jsonl").read_text().splitlines()]
     assert [d["id"] for d in data] == [r["id"] for r in complete]
     assert json.loads((out / "results.json").read_text())["radmetrics_report"]["command"] == "rexamine"
+
+
+def test_rexamine_from_python_checks_its_report_folder_before_any_work(tmp_path):
+    """The CLI refused a folder holding files no rexamine report wrote (review 24 M6); run_rexamine, its Python entry,
+    overwrote them. Now it refuses them first, with the CLI's line, and overwrite=True replaces them."""
+    from radmetrics.meta.rexamine_run import run_rexamine
+
+    rows = tmp_path / "sites.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"r{i}", "site": site, "reference": f"no effusion {i}.",
+                                        "reference_standardized": f"Findings: no effusion {i}.",
+                                        "candidate": f"small effusion {i}.", "expert_errors": i % 3}) + "\n"
+                            for i, site in enumerate(["US", "US", "AU", "AU"])))
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.json").write_text('{"my": "numbers"}')
+    with pytest.raises(radmetrics.InputError, match="holds results.json, which no radmetrics rexamine report there "
+                                                    "wrote.*pass --overwrite"):
+        run_rexamine(rows, ["bleu-2"], out, resamples=20, echo=lambda _: None)
+    assert [p.name for p in out.iterdir()] == ["results.json"] and "my" in (out / "results.json").read_text()
+    notes = []
+    run_rexamine(rows, ["bleu-2"], out, overwrite=True, resamples=20, echo=notes.append)
+    assert f"Note: --overwrite: this run replaces results.json in {out}." in notes
+    assert json.loads((out / "results.json").read_text())["radmetrics_report"]["command"] == "rexamine"

@@ -105,7 +105,7 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     from radmetrics.io import owner_only
 
     with owner_only(output):  # every report text's score and reason: readable by you only, as score's results
-        paths = write_outputs(result, output)
+        paths = write_outputs(result, output, overwrite)  # checked again: the folder may have changed since
     print_tables(result)
     click.echo("Wrote " + ", ".join(str(p) for p in paths.values()), err=True)
     missing = missing_results(result)

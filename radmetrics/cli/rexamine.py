@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from radmetrics.cli.input_paths import INPUT_FILE
-from radmetrics.cli.output_paths import OUTPUT_FOLDER, OVERWRITE_REPORT, check_report_folder
+from radmetrics.cli.output_paths import OUTPUT_FOLDER, OVERWRITE_REPORT
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.stat_options import ALPHA, RESAMPLES, SEED
 
@@ -27,13 +27,10 @@ def rexamine_command(input_path, metrics, output, overwrite, expert_column, judg
     """Score every candidate against its original and its standardized reference with each METRIC, per site:
     paired t-tests (Bonferroni), means ± std, Spearman with experts, largest disagreements. Missing standardized
     references and candidates are written through the judge with ReXamine-Global's App. A prompts."""
-    check_report_folder(output, "rexamine", overwrite)
-    from radmetrics.errors import optional_import
     from radmetrics.meta.rexamine_run import run_rexamine
 
-    for module in ("scipy", "matplotlib"):
-        optional_import(module, "meta", "by rexamine")
-    folder = run_rexamine(input_path, list(metrics), output, expert_column=expert_column,
+    # run_rexamine checks the report folder (with --overwrite) and the extras first, before any work
+    folder = run_rexamine(input_path, list(metrics), output, overwrite=overwrite, expert_column=expert_column,
                           backend=judge_flags.backend, judge=judge_flags.model, judge_options=judge_flags.options,
                           cache=judge_flags.cache, max_new_tokens=judge_flags.max_new_tokens,
                           system_options=judge_flags.system_options, alpha=alpha, resamples=resamples, seed=seed,

@@ -463,11 +463,14 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
 
 
 # -- outputs -------------------------------------------------------------------------------------------------
-def write_outputs(result: CompareResult, folder: str | Path) -> dict[str, Path]:
+def write_outputs(result: CompareResult, folder: str | Path, overwrite: bool = False) -> dict[str, Path]:
     """results.json (strict JSON), per_row.csv (long format: id, system, metric, score, unscored_reason),
-    forest.png and report.html in `folder`, replacing an earlier compare report there whole; returns their paths."""
-    from radmetrics.meta.report_folder import ReportWriter
+    forest.png and report.html in `folder`, replacing an earlier compare report there whole; returns their paths.
+    A folder holding another command's report or files no compare report wrote (your own results.json) is refused
+    before anything is written, as the CLI refuses it, unless `overwrite`."""
+    from radmetrics.meta.report_folder import ReportWriter, check_report_folder
 
+    check_report_folder(folder, "compare", overwrite)
     report = ReportWriter(folder, "compare")
     paths = {"per_row": report.path("per_row.csv"), "forest": report.path("forest.png")}
     with paths["per_row"].open("w", newline="", encoding="utf-8") as fh:

@@ -141,15 +141,26 @@ def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: 
             preflight_judge(backend, model, options, radmetrics.get_scoring_system(metric))
 
 
-def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, expert_column: str = "expert_errors",
+def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, overwrite: bool = False,
+                 expert_column: str = "expert_errors",
                  backend: str = "transformers", judge: str | None = None, judge_options: dict[str, Any] | None = None,
                  cache: Any = None, max_new_tokens: int = 1024, system_options: dict[str, Any] | None = None,
                  alpha: float = 0.05, resamples: int = 1000,
                  seed: int = 0, echo: Callable[[str], None] = print) -> Path:
+    """The ReXamine-Global run of `radmetrics rexamine`, writing its report folder `output`; returns the folder.
+    What fails in seconds fails first, as in the CLI: a folder holding files no rexamine report wrote (refused
+    unless `overwrite`), a missing extra, bad rows, a metric that cannot load, an unreachable judge."""
+    from radmetrics.errors import optional_import
     from radmetrics.meta.compare import _read_rows
     from radmetrics.meta.html_report import strict_json_ready
+    from radmetrics.meta.report_folder import check_report_folder
     from radmetrics.types import GenerationConfig
 
+    note = check_report_folder(output, "rexamine", overwrite)
+    if note:
+        echo(f"Note: {note}")
+    for module in ("scipy", "matplotlib"):
+        optional_import(module, "meta", "by rexamine")
     rows = _read_rows(Path(input_path))
     missing = [c for c in ("site", "reference") if not any(c in r for r in rows)]
     if missing:
