@@ -783,7 +783,7 @@ def test_write_outputs_checks_its_report_folder_as_the_cli_does(tmp_path):
     out.mkdir()
     (out / "results.json").write_text('{"my": "numbers"}')
     with pytest.raises(InputError, match="holds results.json, which no radmetrics compare report there "
-                                         "wrote.*pass --overwrite"):
+                                         "wrote.*pass --overwrite \\(overwrite=True from Python\\)"):
         write_outputs(result, out)
     assert [p.name for p in out.iterdir()] == ["results.json"] and "my" in (out / "results.json").read_text()
     paths = write_outputs(result, out, overwrite=True)

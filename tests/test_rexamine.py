@@ -244,7 +244,7 @@ def test_rexamine_from_python_checks_its_report_folder_before_any_work(tmp_path)
     out.mkdir()
     (out / "results.json").write_text('{"my": "numbers"}')
     with pytest.raises(radmetrics.InputError, match="holds results.json, which no radmetrics rexamine report there "
-                                                    "wrote.*pass --overwrite"):
+                                                    "wrote.*pass --overwrite \\(overwrite=True from Python\\)"):
         run_rexamine(rows, ["bleu-2"], out, resamples=20, echo=lambda _: None)
     assert [p.name for p in out.iterdir()] == ["results.json"] and "my" in (out / "results.json").read_text()
     notes = []

@@ -50,6 +50,10 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
+# The same refusal reaches a CLI user and a Python caller (write_outputs, run_rexamine): both ways of saying yes.
+_FROM_PYTHON = " (overwrite=True from Python)"
+
+
 def check_report_folder(folder: str | Path, command: str, overwrite: bool) -> str | None:
     """Before any work: may `command` write its report into `folder`? A new or empty folder, or one whose files it
     would not touch (`-o .` in a project), is fine (None); an earlier report of the same command is replaced (a
@@ -63,7 +67,7 @@ def check_report_folder(folder: str | Path, command: str, overwrite: bool) -> st
         if not overwrite:
             raise InputError(f"--output {folder} holds a radmetrics {earlier[0]} report: {command} would replace "
                              "part of it and leave the rest beside its own. Choose a new folder, or pass --overwrite "
-                             "to replace that report")
+                             f"to replace that report{_FROM_PYTHON}")
         return f"--overwrite: {folder}'s {earlier[0]} report is replaced by this {command} report."
     own = set(earlier[1]) if earlier else set()
     foreign = sorted(p.name for p in out.iterdir() if is_output(command, p.name) and p.name not in own)
@@ -72,7 +76,8 @@ def check_report_folder(folder: str | Path, command: str, overwrite: bool) -> st
         older = " (a report of radmetrics before it recorded its files counts as not written by it)" \
             if "results.json" in foreign else ""
         raise InputError(f"--output {folder} holds {_listed(foreign)}, which no radmetrics {command} report there "
-                         f"wrote{older}: this run would overwrite {them}. Choose a new folder, or pass --overwrite")
+                         f"wrote{older}: this run would overwrite {them}. Choose a new folder, or pass --overwrite"
+                         f"{_FROM_PYTHON}")
     if foreign:
         return f"--overwrite: this run replaces {_listed(foreign)} in {folder}."
     return f"{folder} holds an earlier report; this run replaces it." if earlier else None
