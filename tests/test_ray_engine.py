@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SAMPLE
+from conftest import PACKAGE, REPO, SAMPLE
 from tiny_judge import training_pairs
 
 import radmetrics
@@ -103,3 +103,68 @@ def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
                                                "as it comes; rerun to resume")
     assert again.returncode == 0 and len(server.requests) - asked <= 40 - 8, again.stderr[-3000:]
     assert len(out.read_text().splitlines()) == 40
+
+
+def _cli_on_a_cluster_started_in(folder, args, cwd, timeout=300):
+    """`radmetrics score ARGS` run in `cwd` on a local Ray cluster whose processes were started in `folder`, as
+    `ray start` in another directory leaves its workers there."""
+    code = (f"import os, ray, sys; os.chdir({str(folder)!r}); "
+            "ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); "
+            f"os.chdir({str(cwd)!r}); from radmetrics.cli import main; sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    return subprocess.run([sys.executable, "-c", code, "score", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_relative_paths_name_the_drivers_files_on_a_cluster_started_elsewhere(tmp_path):
+    """Review 26: the actors opened --replay and --cache as relative to their own folder, the one `ray start` ran
+    in: "Replay file not found" in a Ray traceback (exit 1), and a --cache created in the wrong folder."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir(), elsewhere.mkdir()
+    for name in ("pairs.jsonl", "green_replay.jsonl"):
+        (work / name).write_bytes((SAMPLE / name).read_bytes())
+    out = _cli_on_a_cluster_started_in(elsewhere, ["-m", "green", "-i", "pairs.jsonl", "-o", "o.jsonl", "--replay",
+                                                   "green_replay.jsonl", "--cache", "c.sqlite", "--engine", "ray",
+                                                   "--actors", "2", "--no-progress"], cwd=work)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(x) for x in (work / "o.jsonl").read_text().splitlines()]
+    assert [r["green"] for r in rows][:6] == pytest.approx([0.0, 1 / 6, 1 / 3, 0.5, 0.25, 0.75])
+    assert (work / "c.sqlite").is_file() and not (elsewhere / "c.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_more_actors_than_the_cluster_holds_is_refused_not_a_hang(tmp_path):
+    """Review 26: `--actors 3` on a 2-CPU cluster waited forever for the third actor, without a word."""
+    for name in ("pairs.jsonl", "green_replay.jsonl"):
+        (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
+    out = _cli_on_a_cluster_started_in(tmp_path, ["-m", "green", "-i", "pairs.jsonl", "-o", "o.jsonl", "--replay",
+                                                  "green_replay.jsonl", "--engine", "ray", "--actors", "3",
+                                                  "--no-progress"], cwd=tmp_path, timeout=120)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.strip().splitlines()[-1] == ("Error: --actors 3 needs 3 CPUs (one judge each, the cluster has no "
+                                                   "GPUs); the Ray cluster has 2: use --actors 2 or fewer, or add nodes")
+
+
+@pytest.mark.slow
+def test_an_actor_whose_judge_cannot_be_built_ends_the_run_in_one_line(tmp_path):
+    """Review 26: a judge the actors cannot build (its file missing on their node) ended the run with Ray's
+    traceback of ActorDiedError (exit 1); now one line with the actor's own error."""
+    replay = tmp_path / "answers.jsonl"
+    replay.write_bytes((SAMPLE / "green_replay.jsonl").read_bytes())
+    code = f"""
+import os, ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from radmetrics.errors import JudgeError
+from radmetrics.judge.ray_engine import RayShardedJudge
+judge = RayShardedJudge("replay", path={str(replay)!r}, actors=1)
+os.remove({str(replay)!r})  # built here, then gone before the actors load it
+try:
+    judge.generate(["a prompt"])
+except JudgeError as e:
+    print("JudgeError:", e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == ("JudgeError: a Ray actor failed: radmetrics.errors.JudgeError: "
+                                                   f"Replay file not found: {replay}")

@@ -85,7 +85,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--reference-column", default=None, help="Column holding the reference report.")
 @click.option("--candidate-column", default=None, help="Column holding the candidate report.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="ray: shard the judging across Ray Data actors (one judge per actor / GPU), cache shared.")
+              help="ray: shard the judging across Ray actors (one judge per actor / GPU), cache shared.")
 @click.option("--actors", default=2, show_default=True, type=click.IntRange(min=1), help="Ray actors (with --engine ray).")
 @click.option("--chunk-rows", default=4096, show_default=True, type=click.IntRange(min=1),
               help="Rows read, judged and written at a time (memory stays flat whatever the input's length).")

@@ -13,17 +13,23 @@ the driver's memory stays flat whatever the input's length.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from radmetrics.errors import JudgeError
 from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, cut_at_limit
 
 
 class _JudgeActor:
     """A Ray actor holding one judge (weights loaded once, kept across calls); answers batches of prompts."""
 
-    def __init__(self, backend: str, model: str | None, options: dict[str, Any], cache: Any):
+    def __init__(self, backend: str, model: str | None, options: dict[str, Any], cache: Any, cwd: str | None = None):
         from radmetrics.judge import get_judge
 
+        # relative paths (--replay, --judge FOLDER, --cache) as the driver read them: a worker of a cluster started
+        # elsewhere (`ray start`) runs in that command's folder, where they named nothing or another file
+        if cwd and os.path.isdir(cwd):
+            os.chdir(cwd)
         self.judge = get_judge(backend, model=model, cache=cache, **options)
 
     def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any]):
@@ -65,13 +71,28 @@ class RayShardedJudge:
         if self._pool is None:
             if not ray.is_initialized():
                 ray.init(include_dashboard=False, log_to_driver=False)
-            gpus = self.gpus_per_actor
-            if gpus is None:  # one judge per GPU when there is a GPU for each actor
-                gpus = 1 if ray.cluster_resources().get("GPU", 0) >= self.actors else 0
+            gpus = self._gpus_per_actor(ray.cluster_resources())
             actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(_JudgeActor)
             self._pool = [actor.remote(self.backend_name, self.model, self.options,
-                                       str(self.cache) if self.cache else False) for _ in range(self.actors)]
+                                       str(self.cache) if self.cache else False, os.getcwd())
+                          for _ in range(self.actors)]
         return self._pool
+
+    def _gpus_per_actor(self, resources: dict[str, float]) -> float:
+        """GPUs each actor takes (one per judge when the cluster has GPUs), refusing a pool the cluster cannot
+        hold: Ray waits forever for an actor it cannot place, so the run hung without a word."""
+        gpus, have_gpus, have_cpus = self.gpus_per_actor, resources.get("GPU", 0), resources.get("CPU", 0)
+        if gpus is None:
+            gpus = 1 if have_gpus else 0
+        if gpus and gpus * self.actors > have_gpus:
+            raise JudgeError(f"--actors {self.actors} needs {gpus * self.actors:g} GPUs (one judge per GPU); the Ray "
+                             f"cluster has {have_gpus:g}: use --actors {int(have_gpus // gpus)} or fewer, or add "
+                             "GPU nodes")
+        if not gpus and self.actors > have_cpus:
+            raise JudgeError(f"--actors {self.actors} needs {self.actors} CPUs (one judge each, the cluster has no "
+                             f"GPUs); the Ray cluster has {have_cpus:g}: use --actors {max(1, int(have_cpus))} or "
+                             "fewer, or add nodes")
+        return gpus
 
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
         from ray.util import ActorPool
@@ -86,10 +107,23 @@ class RayShardedJudge:
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
         # answers come back batch by batch as actors finish (no gathering of the whole run)
-        for indices, answers, failures, cuts in pool.map_unordered(
-                lambda actor, batch: actor.judge_batch.remote(batch[0], batch[1], config_dict), batches):
+        results = pool.map_unordered(lambda actor, batch: actor.judge_batch.remote(batch[0], batch[1], config_dict),
+                                     batches)
+        for indices, answers, failures, cuts in _reraised_in_one_line(results):
             for i, text, failure, cut in zip(indices, answers, failures, cuts):
                 texts[i] = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens, cut)
                 if on_result:
                     on_result(i, texts[i])
         return texts
+
+
+def _reraised_in_one_line(results):
+    """The batches' results; an actor that died (its judge could not be built: a judge folder or replay file missing
+    on its node, weights that do not fit) ends the run with the actor's own error line, not Ray's traceback of it."""
+    import ray.exceptions
+
+    try:
+        yield from results
+    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        raise JudgeError(f"a Ray actor failed: {lines[-1] if lines else type(e).__name__}") from None
