@@ -168,3 +168,28 @@ except JudgeError as e:
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == ("JudgeError: a Ray actor failed: radmetrics.errors.JudgeError: "
                                                    f"Replay file not found: {replay}")
+
+
+def test_a_ray_cluster_that_cannot_be_reached_is_named_in_one_line(tmp_path):
+    """Review 26 (5): RAY_ADDRESS naming an address where nothing listens ended in the Hub's advice ("Check the
+    network, the server URL or HF_ENDPOINT"), nothing about Ray. Ray's own wait is shortened here (its internal
+    retry settings, test only): by default it retries for minutes."""
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{free.getsockname()[1]}"
+    for name in ("pairs.jsonl", "green_replay.jsonl"):
+        (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), "RAY_ADDRESS": address, "RAY_NUM_REDIS_GET_RETRIES": "1",
+           "RAY_gcs_rpc_server_connect_timeout_s": "1", "RAY_py_gcs_connect_timeout_s": "2"}
+    out = subprocess.run([sys.executable, "-m", "radmetrics", "score", "-m", "green", "-i", "pairs.jsonl", "-o",
+                          "o.jsonl", "--replay", "green_replay.jsonl", "--engine", "ray", "--actors", "2",
+                          "--no-progress"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 2, out.stderr[-3000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [out.stderr.strip().splitlines()[-1]], out.stderr[-3000:]
+    assert errors[0] == (f"Error: cannot connect to the Ray cluster at {address} (RAY_ADDRESS): check that it runs "
+                         "(`ray status` on its head node; a cluster with token authentication also needs RAY_AUTH_MODE="
+                         "token and RAY_AUTH_TOKEN here), or unset RAY_ADDRESS to run on a local Ray instance")
+    assert "HF_ENDPOINT" not in out.stderr and "Traceback" not in out.stderr

@@ -70,7 +70,7 @@ class RayShardedJudge:
 
         if self._pool is None:
             if not ray.is_initialized():
-                ray.init(include_dashboard=False, log_to_driver=False)
+                _connect_to_ray(ray)
             gpus = self._gpus_per_actor(ray.cluster_resources())
             actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(_JudgeActor)
             self._pool = [actor.remote(self.backend_name, self.model, self.options,
@@ -115,6 +115,30 @@ class RayShardedJudge:
                 if on_result:
                     on_result(i, texts[i])
         return texts
+
+
+def _connect_to_ray(ray) -> None:
+    """ray.init (the cluster RAY_ADDRESS names, a local one already running, or a new local one); a cluster it cannot
+    reach ends the run with one line naming it and what to do, not the network advice of the Hub's errors. Ray's own
+    wait before giving up is left as it is (with nothing listening, minutes of retries: 20 tries of about 40 s in
+    Ray 2.60): no ray.init argument bounds it, and its retry settings are internal, not documented."""
+    address = os.environ.get("RAY_ADDRESS")
+    try:
+        ray.init(include_dashboard=False, log_to_driver=False)
+    except ConnectionError as e:  # Ray's "Failed to connect to Ray cluster at HOST:PORT"
+        raise JudgeError(_unreachable_cluster_line(address, str(e))) from None
+
+
+def _unreachable_cluster_line(address: str | None, ray_message: str) -> str:
+    found = ray_message.rsplit(" at ", 1)[-1] if " at " in ray_message else ray_message  # the address Ray tried
+    if address:
+        named = f"{address} (RAY_ADDRESS)" if address != "auto" else f"{found} (found by RAY_ADDRESS=auto)"
+        return (f"cannot connect to the Ray cluster at {named}: check that it runs (`ray status` on its head node; a "
+                "cluster with token authentication also needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN here), or unset "
+                "RAY_ADDRESS to run on a local Ray instance")
+    # no RAY_ADDRESS: Ray tried the local cluster it last recorded (one that has since stopped, most likely)
+    return (f"cannot connect to the Ray cluster at {found} (the local cluster Ray last recorded): check it with `ray "
+            "status`, or run `ray stop` so that the next run starts a local Ray instance")
 
 
 def _reraised_in_one_line(results):
