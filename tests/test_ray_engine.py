@@ -172,8 +172,8 @@ except JudgeError as e:
 
 def test_a_ray_cluster_that_cannot_be_reached_is_named_in_one_line(tmp_path):
     """Review 26 (5): RAY_ADDRESS naming an address where nothing listens ended in the Hub's advice ("Check the
-    network, the server URL or HF_ENDPOINT"), nothing about Ray. Ray's own wait is shortened here (its internal
-    retry settings, test only): by default it retries for minutes."""
+    network, the server URL or HF_ENDPOINT"), nothing about Ray, after minutes of Ray's retries (~14 minutes in Ray
+    2.60); one TCP try of the address now says it at once."""
     import socket
 
     with socket.socket() as free:  # a port nothing listens on once closed
@@ -181,11 +181,10 @@ def test_a_ray_cluster_that_cannot_be_reached_is_named_in_one_line(tmp_path):
         address = f"127.0.0.1:{free.getsockname()[1]}"
     for name in ("pairs.jsonl", "green_replay.jsonl"):
         (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
-    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), "RAY_ADDRESS": address, "RAY_NUM_REDIS_GET_RETRIES": "1",
-           "RAY_gcs_rpc_server_connect_timeout_s": "1", "RAY_py_gcs_connect_timeout_s": "2"}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent), "RAY_ADDRESS": address}
     out = subprocess.run([sys.executable, "-m", "radmetrics", "score", "-m", "green", "-i", "pairs.jsonl", "-o",
                           "o.jsonl", "--replay", "green_replay.jsonl", "--engine", "ray", "--actors", "2",
-                          "--no-progress"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+                          "--no-progress"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert out.returncode == 2, out.stderr[-3000:]
     errors = [line for line in out.stderr.splitlines() if line.startswith("Error:")]
     assert errors == [out.stderr.strip().splitlines()[-1]], out.stderr[-3000:]
