@@ -66,6 +66,23 @@ def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_j
     assert "per-round ratios: median (range)" in out.stdout
 
 
+@pytest.mark.slow
+def test_decode_profile_names_where_the_default_judge_spends_its_time(tmp_path):
+    """The profile prepared for a GPU session (benchmarks/decode_profile.py) runs end to end on the CPU preset: the
+    default judge timed, then profiled, its top operators and the figures a bandwidth floor needs."""
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "decode_profile.py"), "--preset", "cpu-tiny",
+                          "--n", "4", "--out-tokens", "4", "--top", "5", "--json", str(tmp_path / "p.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    figures = json.loads((tmp_path / "p.json").read_text())
+    assert figures["n"] == 4 and figures["seconds"] > 0 and figures["weights_gb"] > 0
+    assert figures["kv_mib_per_token"] == 2 * 2 * 1 * 64 * 4 / 2**20  # 2 layers x (k, v) x 1 KV head x 64 x fp32
+    ops = figures["top_ops"]
+    assert len(ops) == 5 and any(op["op"] == "aten::mm" for op in ops)
+    assert ops == sorted(ops, key=lambda op: -op["self_ms"]) and 0 < sum(op["share"] for op in ops) <= 1
+    assert "| operator | calls | self CPU ms | share |" in out.stdout
+
+
 def test_paired_ratios_pair_each_round_with_the_baseline_of_the_same_round():
     """A slow spell slows both sides of a round: ratios are taken round by round, not best against best."""
     ratios = judge_throughput.paired_ratios({judge_throughput.BASELINE: [10.0, 20.0, 12.0],
