@@ -74,15 +74,14 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
                            on_mismatch)
     for note in aligned.notes:
         click.echo(f"Note: {note}", err=True)
-    from radmetrics.cli.data import check_judges, split_metric_names
+    from radmetrics.cli.data import check_judges
     from radmetrics.meta.runs import check_metrics_loadable
 
     # what fails in seconds fails before the judging, as in meta-eval: a metric name no evaluate module answers to
     # (a typo), a baseline whose model or corpus is not here, a judge that cannot be reached (or no server named).
     # A metric that loads and then fails on the rows is an n/a with its reason, the other metrics kept.
     # (compare() checks the metrics again, for its Python callers: here they are checked before the judge is.)
-    check_metrics_loadable(metrics)
-    judge_metrics, _ = split_metric_names(metrics)
+    judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
                f"{len(metrics)} metric(s).", err=True)

@@ -82,7 +82,6 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     split_size = _split_size(split)
 
     # Everything that can fail in seconds fails before the long judge work: names, data, output, baselines, judge.
-    judge_metrics, _ = split_metric_names(metrics)
     if Path(output).exists() and not Path(output).is_dir():
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
@@ -94,7 +93,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
             raise RadmetricsError(f"--ensemble {ens.name}: --split {split} leaves {len(train_rows)} training rows "
                                   f"and the fit needs at least {needed}; hold out fewer rows, or leave "
                                   "--split out for 5-fold cross-validation")
-    check_metrics_loadable(metrics)
+    judge_metrics = check_metrics_loadable(metrics)
     labels = _judge_labels(judge_flags.judges)
     check_ensemble_members(ensemble_specs, metrics, judge_metrics, labels)
     if judge_metrics:
@@ -176,15 +175,6 @@ def _judge_labels(judges: tuple[str, ...]) -> dict[str | None, str | None]:
     if len(set(short.values())) < len(short):
         short = {j: j for j in judges}
     return short
-
-
-def split_metric_names(metrics) -> tuple[list[str], list[str]]:
-    """(radmetrics scoring systems: their judge is checked; the others, named baselines and evaluate modules: each
-    checked with `meta.runs.check_loadable`, by `meta.runs.check_metrics_loadable`)."""
-    import radmetrics
-
-    known = set(radmetrics.list_scoring_systems())
-    return [m for m in metrics if m in known], [m for m in metrics if m not in known]
 
 
 def load_meta_eval_data(dataset: str, dataset_name: str | None):
@@ -440,8 +430,7 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
     # what can fail in seconds fails before the judging: unknown metrics, an unreachable judge
     from radmetrics.meta.runs import check_metrics_loadable
 
-    check_metrics_loadable(metrics)
-    judge_metrics, _ = split_metric_names(metrics)
+    judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))

@@ -298,17 +298,18 @@ def run_metric(spec: str, references: Sequence[Any], candidates: Sequence[Any],
                                 True if direction is None else direction)
 
 
-def check_metrics_loadable(metrics: Sequence[str]) -> None:
+def check_metrics_loadable(metrics: Sequence[str]) -> list[str]:
     """Every metric of a run that is not one of radmetrics' judge metrics can run (`check_loadable`), in seconds and
     before any judging (review 24 M5: a baseline that cannot load was an n/a after every row was judged). The one
-    pre-check of compare, meta-eval, preference-eval and rexamine, from the CLI and from Python; the judge metrics'
-    judge is checked by `runner.preflight_judge`."""
+    pre-check of compare, meta-eval, preference-eval and rexamine, from the CLI and from Python. Returns the judge
+    metrics, in the order given: their judge is checked apart (`runner.preflight_judge`, the CLI's check_judges)."""
     import radmetrics
 
-    judge_metrics = set(radmetrics.list_scoring_systems())
+    scoring_systems = set(radmetrics.list_scoring_systems())
     for spec in metrics:
-        if spec not in judge_metrics:
+        if spec not in scoring_systems:
             check_loadable(spec)
+    return [m for m in metrics if m in scoring_systems]
 
 
 def check_loadable(spec: str) -> None:
