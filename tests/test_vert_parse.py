@@ -411,6 +411,12 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     # a numbered list's first number is no score (both were 1.0)
     (HEAD + "1) The effusion is missed.", None, "a numbered list, not a score"),
     (HEAD + "1. The effusion is missed.\n2. The nodule is correct.", None, "a numbered list, not a score"),
+    # a list's first item alone, or a score of 1 then a sentence: no single reading (was 1.0 with an error named)
+    (HEAD + "1. The effusion is missed.", None, "'1.' then a sentence is a list item or a score of 1"),
+    (HEAD + "1. **Perfect** match.", None, "no single reading"),
+    (HEAD + "1.\nThe report matches the reference.", 1.0, None),
+    (HEAD + "1.0. The report matches the reference.", 1.0, None),
+    (HEAD + "0. The report misses every finding.", 0.0, None),
 ])
 def test_only_the_score_the_judge_gave_is_read(text, score, reason):
     """Fidelity audit (VERT parser version 3): each of these gave a number the judge had not given as its score."""

@@ -38,7 +38,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "10"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "11"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -56,7 +56,9 @@ PARSER_VERSION = "10"  # 4: a second score after the first has no single reading
 # finding", "1. The effusion ..." are explanation (review 24, left unfixed); 10: a whole number on no stated scale ("I'd
 # give it a 7") or on another ("3 out of 5") after the score is a second score; sizes ("1.5 vs 1.6 cm", "0.5 cm") and
 # clinical ratios are no scores, a line of them or a rubric band before the score line is read past, a worked
-# answer's arithmetic must check out, also on a later line ("Final score: 1 minus 0.2 = 0.8" was unscored)
+# answer's arithmetic must check out, also on a later line ("Final score: 1 minus 0.2 = 0.8" was unscored); 11: a
+# score line "1. The effusion is missed." (a list's first item or a score of 1, then a sentence) has no single reading
+# (it was 1.0; session 22)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -192,6 +194,11 @@ def _read_score_line(line: str, later: list[str], stated: bool) -> tuple[float, 
         form = "plain"
         if first and _is_numbered_item(line, later, stated):
             raise VertParseError(f"[Overall Accuracy Score] gives a numbered list, not a score: {line[:60]!r}")
+        if first and _opens_like_first_item(line):
+            # "1. The effusion is missed.": a list's first item or a score of 1 then a sentence; the sentence often
+            # names an error, so reading 1.0 could be the wrong number (session 22; "1.0. ..." and "1" alone are read)
+            raise VertParseError(f"[Overall Accuracy Score] '1.' then a sentence is a list item or a score of 1: "
+                                 f"no single reading: {line[:60]!r}")
         if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
             first, form = _number_in_sentence(line, later, stated), "in-sentence"
         after = line[first.end():]
@@ -229,6 +236,13 @@ def _is_numbered_item(line: str, later: list[str], stated: bool) -> bool:
     following = f"{int(item.group(1)) + 1}"
     return (item.group(2) == ")" or stated
             or bool(later and re.match(rf"[ \t>*_-]*{following}[.)][ \t]", later[0])))
+
+
+def _opens_like_first_item(line: str) -> bool:
+    """"1. The effusion ..." / "1. **No** errors": written as a numbered list's first item ("1.0. ..." and "0. ..."
+    are not how lists start)."""
+    item = _NUMBERED_ITEM.match(line)
+    return bool(item and item.group(1) == "1" and item.group(2) == ".")
 
 
 def _worked_result(line: str) -> tuple[re.Match[str], str]:
