@@ -789,3 +789,37 @@ def test_write_outputs_checks_its_report_folder_as_the_cli_does(tmp_path):
     paths = write_outputs(result, out, overwrite=True)
     assert json.loads(paths["results"].read_text())["radmetrics_report"]["command"] == "compare"
     write_outputs(result, out)  # its own earlier report is replaced without overwrite, as in the CLI
+
+
+def count_evaluate_loads(monkeypatch) -> list[str]:
+    """The names evaluate.load is called with from now on (it still loads them): what a CLI run pays seconds for."""
+    import evaluate
+
+    loads: list[str] = []
+    real_load = evaluate.load
+
+    def counting_load(path, *args, **kwargs):
+        loads.append(str(path))
+        return real_load(path, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "load", counting_load)
+    return loads
+
+
+def test_compare_cli_loads_each_evaluate_module_once_to_check_it_and_once_to_run_it(tmp_path, monkeypatch):
+    """The CLI checked the metrics before the judges, then compare() checked them again: every evaluate module was
+    loaded twice before any scoring (seconds each). Now the CLI's check is the only one: one load to check, one to run."""
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+
+    rows = [("r1", "left pleural effusion", "right"), ("r2", "no acute disease", "disease"),
+            ("r3", "mild cardiomegaly", "edema")]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": r, "candidate": r} for i, r, _ in rows])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "reference": r, "candidate": c} for i, r, c in rows])
+    loads = count_evaluate_loads(monkeypatch)
+    run = CliRunner().invoke(cli, ["compare", "-s", f"A={a}", "-s", f"B={b}", "-m",
+                                   f"{MISSING_WORDS}:missing:higher_is_better=false", "-m", "rouge-l",
+                                   "--resamples", "50", "-o", str(tmp_path / "cmp")])
+    assert run.exit_code == 0, run.output[-3000:]
+    assert loads == [str(MISSING_WORDS)] * 2, loads  # rouge-l is radmetrics' own: no evaluate.load

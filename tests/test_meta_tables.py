@@ -378,3 +378,19 @@ def test_greens_variants_read_one_analysis_per_pair_even_with_no_cache(tmp_path)
         chats = [r for r in server.requests[before:] if r["path"].endswith("chat/completions")]
     prompts = [r["body"]["messages"][-1]["content"] for r in chats]
     assert len(prompts) == len(set(prompts)) == 20  # the fixture's 20 pairs, each asked once for three metrics
+
+
+def test_preference_eval_checks_each_metric_once(tmp_path, monkeypatch):
+    """The CLI checked the metrics before the judge, then preference_accuracy() checked them again: every evaluate
+    module was loaded twice before any scoring. Now the CLI's check is the only one: one load to check, one to run."""
+    from click.testing import CliRunner
+    from test_compare import MISSING_WORDS, count_evaluate_loads
+
+    from radmetrics.cli import cli
+
+    loads = count_evaluate_loads(monkeypatch)
+    run = CliRunner().invoke(cli, ["preference-eval", "-i", str(FIXTURES / "preference" / "preferences.jsonl"),
+                                   "-m", f"{MISSING_WORDS}:missing:higher_is_better=false", "--resamples", "50",
+                                   "-o", str(tmp_path / "pref")])
+    assert run.exit_code == 0, run.output[-3000:]
+    assert loads == [str(MISSING_WORDS)] * 2, loads

@@ -80,7 +80,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     # what fails in seconds fails before the judging, as in meta-eval: a metric name no evaluate module answers to
     # (a typo), a baseline whose model or corpus is not here, a judge that cannot be reached (or no server named).
     # A metric that loads and then fails on the rows is an n/a with its reason, the other metrics kept.
-    # (compare() checks the metrics again, for its Python callers: here they are checked before the judge is.)
+    # Checked here before the judge is, so compare() is told not to check them again (each check loads every
+    # evaluate module, seconds each).
     judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
@@ -100,7 +101,7 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     result = compare(aligned.candidates, aligned.references, list(metrics), aligned.ids,
                      **judge_flags.score_kwargs(), system_options=judge_flags.system_options,
                      resamples=resamples, seed=seed, confidence=confidence,
-                     alpha=alpha, notes=aligned.notes, on_metric=progress)
+                     alpha=alpha, notes=aligned.notes, on_metric=progress, metrics_checked=True)
     from radmetrics.io import owner_only
 
     with owner_only(output):  # every report text's score and reason: readable by you only, as score's results

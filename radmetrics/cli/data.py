@@ -433,7 +433,8 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
     judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
-    results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed))
+    results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed,
+                                                    metrics_checked=True))  # checked above, before the judges
     per_pair = results.pop("per_pair")
     lines = [f"# Preference accuracy ({results['n_pairs']} pairs; {results['rule']})", "",
              "| metric | accuracy [95% CI] | ties | unscored pairs |", "| --- | --- | ---: | ---: |"]

@@ -408,13 +408,16 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
             ids: Sequence[str] | None = None, *, backend: str = "transformers", judge: str | None = None,
             judge_options: dict[str, Any] | None = None, cache: Any = None, config: Any = None,
             system_options: dict[str, Any] | None = None, progress: bool = False, resamples: int = 1000,
-            seed: int = 0, confidence: float = 0.95, alpha: float = 0.05, notes: Sequence[str] = (), on_metric=None) -> CompareResult:
+            seed: int = 0, confidence: float = 0.95, alpha: float = 0.05, notes: Sequence[str] = (), on_metric=None,
+            metrics_checked: bool = False) -> CompareResult:
     """Score each system's candidates against the shared references with every metric and compare them.
 
     systems: name -> candidates in the order of `references` (see `load_systems` for files matched by id).
     A metric that cannot load (a typo, a baseline whose model or corpus is not here, er2score without model=)
     raises RadmetricsError before any judging, with the CLI's one line; one that loads and then fails gives "n/a"
-    cells with its reason, and the other metrics are kept.
+    cells with its reason, and the other metrics are kept. metrics_checked=True skips that check, for a caller that
+    has just made it with `check_metrics_loadable` (the CLI, which checks the metrics before the judges): each check
+    loads every evaluate module, seconds each.
     on_metric(name, result_so_far) is called after each metric (progress, partial outputs)."""
     names = list(systems)
     if len(names) < 2:
@@ -425,7 +428,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
             raise InputError(f"system '{name}' has {len(systems[name])} candidates for {n} references")
     if not metrics:
         raise InputError("name at least one metric")
-    check_metrics_loadable(metrics)
+    if not metrics_checked:
+        check_metrics_loadable(metrics)
     ids = [str(i) for i in ids] if ids is not None else [f"row-{i}" for i in range(n)]
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": judge_options or {}, "cache": cache,
                     "progress": progress}

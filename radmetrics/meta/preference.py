@@ -109,11 +109,13 @@ def _reason(run: MetricRun, i: int) -> str | None:
 
 
 def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judge_kwargs: dict[str, Any],
-                        resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+                        resamples: int = 1000, seed: int = 0, *, metrics_checked: bool = False) -> dict[str, Any]:
     """The accuracy of each metric with its CI, ties, unscored pairs and, when rows have a confidence, the
     accuracy and pair count per level (GREEN Fig. 5); `per_pair` holds every pair's scores, outcome and reasons.
-    A metric that cannot load raises RadmetricsError before any judging; one that fails on the rows is an error."""
-    check_metrics_loadable(metrics)
+    A metric that cannot load raises RadmetricsError before any judging; one that fails on the rows is an error.
+    metrics_checked=True skips that check, for a caller that has just made it (the CLI, before its judge check)."""
+    if not metrics_checked:
+        check_metrics_loadable(metrics)
     refs = [r["reference"] for r in rows]
     prefers_a = [str(r["preferred"]).strip().lower() == "a" for r in rows]
     confidence = [confidence_level(r.get("confidence"), f"row {n}") for n, r in enumerate(rows, 1)]  # None: not given
