@@ -192,3 +192,30 @@ def test_a_ray_cluster_that_cannot_be_reached_is_named_in_one_line(tmp_path):
                          "(`ray status` on its head node; a cluster with token authentication also needs RAY_AUTH_MODE="
                          "token and RAY_AUTH_TOKEN here), or unset RAY_ADDRESS to run on a local Ray instance")
     assert "HF_ENDPOINT" not in out.stderr and "Traceback" not in out.stderr
+
+
+CHECK_THE_CLUSTER = ("check that it runs (`ray status` on its head node; a cluster with token authentication also needs "
+                     "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN here), or unset RAY_ADDRESS to run on a local Ray instance")
+
+
+@pytest.mark.parametrize("line, expected", [
+    pytest.param(lambda e: e._unreachable_address_line("10.0.0.5:6379"),
+                 f"cannot connect to the Ray cluster at 10.0.0.5:6379 (RAY_ADDRESS): {CHECK_THE_CLUSTER}",
+                 id="nothing-listens-at-RAY_ADDRESS"),
+    pytest.param(lambda e: e._ray_init_failure_line("10.0.0.5:6379", "Failed to connect to Ray cluster at 10.0.0.5:6379"),
+                 f"cannot connect to the Ray cluster at 10.0.0.5:6379 (RAY_ADDRESS): {CHECK_THE_CLUSTER}",
+                 id="ray-init-gave-up-on-RAY_ADDRESS"),
+    pytest.param(lambda e: e._ray_init_failure_line("auto", "Failed to connect to Ray cluster at 10.0.0.7:6379"),
+                 f"cannot connect to the Ray cluster at 10.0.0.7:6379 (found by RAY_ADDRESS=auto): {CHECK_THE_CLUSTER}",
+                 id="auto"),
+    pytest.param(lambda e: e._ray_init_failure_line(None, "Failed to connect to Ray cluster at 127.0.0.1:6379"),
+                 "cannot connect to the Ray cluster at 127.0.0.1:6379 (the local cluster Ray last recorded): check it "
+                 "with `ray status`, or run `ray stop` so that the next run starts a local Ray instance",
+                 id="no-RAY_ADDRESS"),
+])
+def test_an_unreachable_cluster_line_is_built_from_what_each_path_knows(line, expected):
+    """The TCP probe knows only RAY_ADDRESS: its line takes that alone (it was given a placeholder Ray message that it
+    never read); a failed ray.init names the address from Ray's message where RAY_ADDRESS did not name it."""
+    from radmetrics.judge import ray_engine
+
+    assert line(ray_engine) == expected

@@ -125,11 +125,11 @@ def _connect_to_ray(ray) -> None:
     connection (5 s): nothing listening there is said at once; a cluster that answers is joined as before."""
     address = os.environ.get("RAY_ADDRESS")
     if address and not _listening(address):
-        raise JudgeError(_unreachable_cluster_line(address, "nothing listens there"))
+        raise JudgeError(_unreachable_address_line(address))
     try:
         ray.init(include_dashboard=False, log_to_driver=False)
     except ConnectionError as e:  # Ray's "Failed to connect to Ray cluster at HOST:PORT"
-        raise JudgeError(_unreachable_cluster_line(address, str(e))) from None
+        raise JudgeError(_ray_init_failure_line(address, str(e))) from None
 
 
 def _listening(address: str) -> bool:
@@ -147,13 +147,23 @@ def _listening(address: str) -> bool:
         return False
 
 
-def _unreachable_cluster_line(address: str | None, ray_message: str) -> str:
-    found = ray_message.rsplit(" at ", 1)[-1] if " at " in ray_message else ray_message  # the address Ray tried
+_CHECK_THE_CLUSTER = ("check that it runs (`ray status` on its head node; a cluster with token authentication also "
+                      "needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN here), or unset RAY_ADDRESS to run on a local Ray "
+                      "instance")
+
+
+def _unreachable_address_line(address: str) -> str:
+    """The cluster RAY_ADDRESS names cannot be reached: nothing listens there, or ray.init gave up on it."""
+    return f"cannot connect to the Ray cluster at {address} (RAY_ADDRESS): {_CHECK_THE_CLUSTER}"
+
+
+def _ray_init_failure_line(address: str | None, ray_message: str) -> str:
+    """ray.init could not connect: the address Ray tried (the end of its message) named with how it was chosen."""
+    found = ray_message.rsplit(" at ", 1)[-1] if " at " in ray_message else ray_message
+    if address == "auto":
+        return f"cannot connect to the Ray cluster at {found} (found by RAY_ADDRESS=auto): {_CHECK_THE_CLUSTER}"
     if address:
-        named = f"{address} (RAY_ADDRESS)" if address != "auto" else f"{found} (found by RAY_ADDRESS=auto)"
-        return (f"cannot connect to the Ray cluster at {named}: check that it runs (`ray status` on its head node; a "
-                "cluster with token authentication also needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN here), or unset "
-                "RAY_ADDRESS to run on a local Ray instance")
+        return _unreachable_address_line(address)
     # no RAY_ADDRESS: Ray tried the local cluster it last recorded (one that has since stopped, most likely)
     return (f"cannot connect to the Ray cluster at {found} (the local cluster Ray last recorded): check it with `ray "
             "status`, or run `ray stop` so that the next run starts a local Ray instance")
