@@ -140,3 +140,22 @@ def test_compare_html_says_win_tie_loss_is_from_each_pairs_first_system(tmp_path
     assert "first system (column A) scored better / the same / worse (higher is better)" in html
     (b_c,) = [p for p in result.to_dict()["metrics"]["rouge-l"]["pairs"] if (p["a"], p["b"]) == ("B", "C")]
     assert (b_c["win"], b_c["loss"]) == (0, 6)  # B's side: C, a copy of the references, beats B on every row
+
+
+def test_write_report_checks_its_report_folder_as_the_cli_does(tmp_path):
+    """meta-eval refused a folder holding files no meta-eval report wrote (review 24 M6); write_report, the Python way
+    to write its report, replaced them (a user's own results.json). Now it refuses before writing anything, with the
+    CLI's line, as compare's write_outputs does; overwrite=True replaces them."""
+    from radmetrics.errors import InputError
+
+    data, rows = expert_dataset()
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.json").write_text('{"my": "numbers"}')
+    with pytest.raises(InputError, match="holds results.json, which no radmetrics meta-eval report there "
+                                         "wrote.*pass --overwrite \\(overwrite=True from Python\\)"):
+        write_report(runs_for(rows), data, out, resamples=20)
+    assert [p.name for p in out.iterdir()] == ["results.json"] and "my" in (out / "results.json").read_text()
+    folder = write_report(runs_for(rows), data, out, resamples=20, overwrite=True)
+    assert json.loads((folder / "results.json").read_text())["radmetrics_report"]["command"] == "meta-eval"
+    write_report(runs_for(rows), data, out, resamples=20)  # its own earlier report is replaced without overwrite

@@ -119,7 +119,8 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
 
     with owner_only(output):  # per-report scores and reasons: readable by you only, as score's results
         folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
-                              split=split_size, split_seed=split_seed, ensembles=ensemble_specs)
+                              split=split_size, split_seed=split_seed, ensembles=ensemble_specs,
+                              overwrite=overwrite)  # checked again: the folder may have changed since
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
     import json

@@ -457,11 +457,14 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
 
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
                  resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
-                 split_seed: int = 0, ensembles: list[Ensemble] | None = None) -> Path:
+                 split_seed: int = 0, ensembles: list[Ensemble] | None = None, *, overwrite: bool = False) -> Path:
     """The report in `out_dir`, replacing an earlier meta-eval report there whole: none of its plots of a metric
-    this run does not have is left beside the new report as if it were part of it (review 10 F21)."""
-    from radmetrics.meta.report_folder import ReportWriter
+    this run does not have is left beside the new report as if it were part of it (review 10 F21). A folder holding
+    another command's report or files no meta-eval report wrote (your own results.json) is refused before anything is
+    written, as the CLI refuses it, unless `overwrite`."""
+    from radmetrics.meta.report_folder import ReportWriter, check_report_folder
 
+    check_report_folder(out_dir, "meta-eval", overwrite)
     report_files = ReportWriter(out_dir, "meta-eval")
     folder = report_files.folder
     label = dataset_label(data, dataset_name or "expert dataset")
