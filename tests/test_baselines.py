@@ -6,10 +6,12 @@ reach: their adapters are tested at the library's seam — a stand-in module wit
 is put where the library is imported from, and the test checks the call, the key picked and the direction."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REPO, SAMPLE
@@ -126,6 +128,118 @@ def test_a_baseline_that_needs_a_download_stops_the_run_before_any_judging(comma
     (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
     assert all(needle in error for needle in expected), error
     assert not (tmp_path / "out").exists()
+
+
+_CLINICAL_LIBRARIES = {"radgraph-f1": ("radgraph", "radgraph", "clinical"), "f1chexbert": ("f1chexbert", "f1chexbert",
+                                                                                         "clinical"),
+                       "ratescore": ("RaTEScore", "RaTEScore", "clinical"), "radcliq-v1": ("radeval", "RadEval", "radeval")}
+
+
+def test_a_clinical_baseline_without_its_library_stops_the_run_before_any_judging(tmp_path):
+    """radgraph-f1, f1chexbert, ratescore and radcliq-v1 had no pre-check: without their library compare judged every
+    row, then gave each an n/a. Now the library is looked for first (no import): one line naming the extra, exit 2."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    from radmetrics.errors import MissingExtraError
+    from radmetrics.meta.runs import check_loadable
+
+    missing = {name: lib for name, lib in _CLINICAL_LIBRARIES.items() if not _importable(lib[0])}
+    if not missing:
+        pytest.skip("every clinical library is installed here")
+    for name, (_, distribution, extra) in missing.items():
+        with pytest.raises(MissingExtraError) as raised:
+            check_loadable(name)
+        assert str(raised.value) == (f"{distribution} is not installed (needed by the {name} baseline): "
+                                     f'pip install "radmetrics[{extra}]"')
+    name = next(iter(missing))
+    with FakeOpenAIServer(analysis_for) as server:
+        run = subprocess.run([sys.executable, "-m", "radmetrics.cli", *_COMMANDS["compare"], "-m", "green", "-m", name,
+                              "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-x", "--no-cache",
+                              "-o", str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert server.requests == []  # not one row judged
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert f"needed by the {name} baseline" in error and "pip install" in error
+    assert not (tmp_path / "out").exists()
+
+
+_CHECK_SCRIPT = """
+import sys
+from radmetrics.meta.runs import check_loadable
+try:
+    check_loadable(sys.argv[1])
+    print("ready")
+except Exception as e:
+    print(type(e).__name__ + ": " + str(e))
+"""
+
+
+def _hub_cached_model(hub: Path, model: str) -> None:
+    """A model in a Hugging Face cache folder as huggingface_hub lays it out (refs/main -> snapshots/<commit>)."""
+    repo = hub / f"models--{model.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+
+
+def test_a_clinical_baselines_weights_must_be_here_offline(tmp_path):
+    """Offline (HF_HUB_OFFLINE=1) the clinical libraries cannot download their weights on first use: the check says
+    which and how to download them before any judging, where each library looks (f1chexbert 0.0.2, radgraph 0.1.18,
+    RaTEScore 0.6). The libraries are stand-in packages on the path (real folders, and radgraph's version in its
+    dist-info): the check imports none of them; appdirs, which both depend on, is a stand-in with its Linux rule."""
+    site, cache, hub = tmp_path / "site", tmp_path / "cache", tmp_path / "hub"
+    for package in ("f1chexbert", "radgraph", "RaTEScore"):
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text("raise ImportError('the check must not import the library')\n")
+    (site / "radgraph-0.1.18.dist-info").mkdir()
+    (site / "radgraph-0.1.18.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: radgraph\n"
+                                                                  "Version: 0.1.18\n")
+    (site / "appdirs.py").write_text("import os\ndef user_cache_dir(appname=None, *args, **kwargs):\n"
+                                     "    return os.path.join(os.environ['XDG_CACHE_HOME'], appname)\n")
+    hub.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "XDG_CACHE_HOME": str(cache),
+           "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+
+    def check(spec):
+        run = subprocess.run([sys.executable, "-c", _CHECK_SCRIPT, spec], capture_output=True, text=True, env=env,
+                             cwd=tmp_path, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return run.stdout.strip()
+
+    offline = "which is not here, and HF_HUB_OFFLINE=1 forbids downloading it"
+    assert check("f1chexbert") == ("RadmetricsError: The f1chexbert baseline needs the tokenizer and BERT config "
+                                   f"'bert-base-uncased', {offline}: `hf download bert-base-uncased` where there is "
+                                   "network")
+    _hub_cached_model(hub, "bert-base-uncased")
+    assert check("f1chexbert") == ("RadmetricsError: The f1chexbert baseline needs CheXbert's weights (chexbert.pth of "
+                                   f"StanfordAIMI/RRG_scorers), {offline}: `hf download StanfordAIMI/RRG_scorers "
+                                   f"chexbert.pth --local-dir {cache / 'chexbert'}` where there is network")
+    (cache / "chexbert").mkdir(parents=True)
+    (cache / "chexbert" / "chexbert.pth").write_bytes(b"weights")
+    assert check("f1chexbert") == "ready"
+
+    assert check("ratescore").startswith("RadmetricsError: The ratescore baseline needs the model (bert_model) "
+                                         f"'Angelakeke/RaTE-NER-Deberta', {offline}")
+    ner, encoder = tmp_path / "ner", tmp_path / "encoder"
+    ner.mkdir(), encoder.mkdir()
+    assert check(f"ratescore:bert_model={ner}:eval_model={encoder}") == "ready"  # local folders need no download
+
+    radgraph_cache = cache / "radgraph" / "0.1.18"
+    assert check("radgraph-f1") == ("RadmetricsError: The radgraph-f1 baseline needs the RadGraph model 'radgraph' "
+                                    f"(radgraph.tar.gz of StanfordAIMI/RRG_scorers), {offline}: `hf download "
+                                    f"StanfordAIMI/RRG_scorers radgraph.tar.gz --cache-dir {radgraph_cache}` where "
+                                    "there is network")
+    model_dir = radgraph_cache / "radgraph"
+    model_dir.mkdir(parents=True)
+    bert = {"bert": {"model_name": "microsoft/BiomedVLP-CXR-BERT-general"}}
+    (model_dir / "config.json").write_text(json.dumps({"dataset_reader": {"token_indexers": bert},
+                                                       "model": {"embedder": {"token_embedders": bert}}}))
+    assert check("radgraph-f1").startswith("RadmetricsError: The radgraph-f1 baseline needs the BERT model "
+                                           f"'microsoft/BiomedVLP-CXR-BERT-general', {offline}")
+    _hub_cached_model(hub, "microsoft/BiomedVLP-CXR-BERT-general")
+    assert check("radgraph-f1") == "ready"
 
 
 def test_a_baseline_option_is_checked_before_any_judging():

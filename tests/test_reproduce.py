@@ -3,7 +3,8 @@
 The commands are read from REPRODUCE.md itself (each ```bash block under a `### ` heading) and adapted only in
 what cannot exist here: fixture paths for the datasets, a real OpenAI-compatible server on 127.0.0.1 (answering
 like the fake judge) for every judge, a tiny untrained ER²Score model, fewer bootstrap resamples, and without the
-baselines whose downloads are not here (bertscore's model, METEOR's WordNet)."""
+baselines whose downloads or libraries are not here (bertscore's model, METEOR's WordNet, the clinical baselines'
+libraries and weights)."""
 from __future__ import annotations
 
 import json
@@ -50,6 +51,20 @@ def er2_model(tmp_path_factory):
     return MultiRewardModel.new(str(build_tiny_base(folder / "base")), CRITERIA["radcliq"]).save(folder / "er2")
 
 
+CLINICAL = ("radgraph-f1", "f1chexbert", "ratescore", "radcliq-v1")
+
+
+def _cannot_run_here(baseline: str) -> bool:
+    from radmetrics.baselines import check_baseline
+    from radmetrics.errors import RadmetricsError
+
+    try:
+        check_baseline(baseline)
+    except RadmetricsError:
+        return True
+    return False
+
+
 def adapt(command: str, server_url: str, er2: str, out: str, cache: str) -> list[str]:
     args = shlex.split(command)
     assert args[0] == "radmetrics"
@@ -61,9 +76,9 @@ def adapt(command: str, server_url: str, er2: str, out: str, cache: str) -> list
                .replace("data/rexamine_sites.jsonl", str(FIXTURES / "rexamine" / "sites.jsonl"))
                .replace("er2score:model=er2/", f"er2score:model={er2}").replace("$OPENAI_BASE_URL", server_url))
         fixed.append(arg)
-    # bertscore's model and METEOR's WordNet cannot be downloaded here, and a run stops before judging without them
-    # (test_baselines.py): left out
-    for needs_download in ("bertscore", "meteor"):
+    # bertscore's model and METEOR's WordNet cannot be downloaded here, nor can a clinical library be installed or its
+    # weights downloaded, and a run stops before judging without them (test_baselines.py): left out
+    for needs_download in ("bertscore", "meteor", *(m for m in CLINICAL if _cannot_run_here(m))):
         while needs_download in fixed:
             at = fixed.index(needs_download)
             assert fixed[at - 1] in ("-m", "--metric")

@@ -17,7 +17,12 @@ entities. A library that fails on "" leaves that row unscored with its error.
 
 bertscore accepts a local model folder (`bertscore:model_type=/path:num_layers=2:rescale_with_baseline=false`);
 the clinical scorers download their weights from the Hugging Face Hub on first use (StanfordAIMI/RRG_scorers,
-Angelakeke/RaTE-NER-Deberta, ...): offline without a cached copy they fail, as an "n/a" with the reason.
+Angelakeke/RaTE-NER-Deberta, ...). Before any judging (`Baseline.check`) each library must be installed, and what it
+downloads must be here when HF_HUB_OFFLINE=1 (or the Hub reachable): RaTEScore's two models and f1chexbert's
+bert-base-uncased in the Hugging Face cache, chexbert.pth and the RadGraph model in the folders those libraries keep
+them in (as f1chexbert 0.0.2 and radgraph 0.1.18 lay them out; a library without appdirs, or a radgraph without its
+version, is not looked into). RadCliQ-v1's downloads (RadEval's sub-metrics) are not checked ahead: offline without
+them it fails as an "n/a" with the reason.
 """
 from __future__ import annotations
 
@@ -78,6 +83,126 @@ register_baseline(Baseline(
     check=_check_bertscore))
 
 
+# -- what the clinical libraries download, checked before any judging -----------------------------------------
+_RRG_SCORERS = "StanfordAIMI/RRG_scorers"  # radgraph's and f1chexbert's weights
+
+
+def _check_download(found: bool, baseline: str, what: str, fetch: str) -> None:
+    """What `baseline`'s library downloads on first use is here (`found`), or can be downloaded now; else one line with
+    `fetch`, the command that downloads it. No request is sent: one TCP connect to the Hub when it is not here."""
+    import os
+
+    from radmetrics.judge.preflight import can_connect, hub_offline
+
+    if found:
+        return
+    if hub_offline():
+        raise RadmetricsError(f"The {baseline} baseline needs {what}, which is not here, and HF_HUB_OFFLINE=1 forbids "
+                              f"downloading it: {fetch} where there is network")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if not can_connect(endpoint):
+        raise RadmetricsError(f"The {baseline} baseline needs {what}, which is not here, and {endpoint} cannot be "
+                              f"reached (no network?): {fetch} where there is network")
+
+
+def _check_hub_model(model: str, baseline: str, what: str) -> None:
+    """A model the library loads with from_pretrained: a local folder, or in the Hugging Face cache."""
+    from pathlib import Path
+
+    from radmetrics.judge.preflight import hub_cached
+
+    found = Path(model).expanduser().is_dir() or hub_cached(model)
+    _check_download(found, baseline, f"{what} '{model}'", f"`hf download {model}`")
+
+
+def _user_cache_dir(app: str) -> str | None:
+    """The folder a library keeps its downloads in (appdirs, which radgraph and f1chexbert depend on); None without
+    appdirs: then where the library looks is not known here, and nothing is refused."""
+    try:
+        import appdirs
+    except ImportError:
+        return None
+    return appdirs.user_cache_dir(app)
+
+
+def _check_radgraph(options: dict[str, Any]) -> None:
+    """radgraph is installed; its model is unpacked in radgraph's cache (<user cache>/radgraph/<version>/<model_type>,
+    radgraph 0.1.18) or its archive downloaded there, and the BERT models its config names are in the HF cache."""
+    import importlib.metadata
+    import json
+    import os
+
+    from radmetrics.errors import require_installed
+
+    require_installed("radgraph", "clinical", "by the radgraph-f1 baseline")
+    root = _user_cache_dir("radgraph")
+    try:
+        cache = os.path.join(root, importlib.metadata.version("radgraph")) if root else None
+    except importlib.metadata.PackageNotFoundError:
+        cache = None
+    if cache is None:
+        return
+    model_type = str(options["model_type"])
+    model_dir = os.path.join(cache, model_type)
+    archive = f"{model_type}.tar.gz"
+    unpacked = os.path.isdir(model_dir) and bool(os.listdir(model_dir))
+    _check_download(unpacked or _in_hub_cache(_RRG_SCORERS, archive, cache), "radgraph-f1",
+                    f"the RadGraph model '{model_type}' ({archive} of {_RRG_SCORERS})",
+                    f"`hf download {_RRG_SCORERS} {archive} --cache-dir {cache}`")
+    try:
+        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as fh:
+            config = json.load(fh)
+        bert = {config["dataset_reader"]["token_indexers"]["bert"]["model_name"],
+                config["model"]["embedder"]["token_embedders"]["bert"]["model_name"]}
+    except (OSError, ValueError, KeyError, TypeError):  # not unpacked yet: radgraph reads it after unpacking
+        return
+    for model in sorted(bert):
+        _check_hub_model(model, "radgraph-f1", "the BERT model")
+
+
+def _in_hub_cache(repo: str, filename: str, cache_dir: str | None = None) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    return isinstance(try_to_load_from_cache(repo, filename, cache_dir=cache_dir), str)
+
+
+def _check_f1chexbert(options: dict[str, Any]) -> None:
+    """f1chexbert is installed; bert-base-uncased (its tokenizer and BERT config) is in the HF cache and chexbert.pth
+    in f1chexbert's cache (<user cache>/chexbert/chexbert.pth, f1chexbert 0.0.2)."""
+    import os
+
+    from radmetrics.errors import require_installed
+
+    require_installed("f1chexbert", "clinical", "by the f1chexbert baseline")
+    _check_hub_model("bert-base-uncased", "f1chexbert", "the tokenizer and BERT config")
+    cache = _user_cache_dir("chexbert")
+    if cache is not None:
+        _check_download(os.path.isfile(os.path.join(cache, "chexbert.pth")), "f1chexbert",
+                        f"CheXbert's weights (chexbert.pth of {_RRG_SCORERS})",
+                        f"`hf download {_RRG_SCORERS} chexbert.pth --local-dir {cache}`")
+
+
+#: RaTEScore 0.6's models when its options do not name others (RaTEScore.__init__'s defaults)
+_RATESCORE_MODELS = {"bert_model": "Angelakeke/RaTE-NER-Deberta", "eval_model": "FremyCompany/BioLORD-2023-C"}
+
+
+def _check_ratescore(options: dict[str, Any]) -> None:
+    """RaTEScore is installed and its two models (NER and synonym encoder) are local folders or in the HF cache."""
+    from radmetrics.errors import require_installed
+
+    require_installed("RaTEScore", "clinical", "by the ratescore baseline")
+    for option, default in _RATESCORE_MODELS.items():
+        _check_hub_model(str(options.get(option) or default), "ratescore", f"the model ({option})")
+
+
+def _check_radcliq_v1(options: dict[str, Any]) -> None:
+    from radmetrics.errors import require_installed
+
+    require_installed("radeval", "radeval", "by the radcliq-v1 baseline")
+
+
 def _radgraph_f1(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
     radgraph = optional_import("radgraph", "clinical", "by the radgraph-f1 baseline")
     scorer = radgraph.F1RadGraph(reward_level=options["reward_level"], model_type=options["model_type"])
@@ -88,7 +213,7 @@ def _radgraph_f1(references: list[str], candidates: list[str], options: dict[str
 register_baseline(Baseline(
     "radgraph-f1", True,
     {"library": "radgraph", "call": "radgraph.F1RadGraph(...)(refs=, hyps=)", "value": "per-report reward"},
-    _radgraph_f1, {"reward_level": "partial", "model_type": "radgraph"}))
+    _radgraph_f1, {"reward_level": "partial", "model_type": "radgraph"}, check=_check_radgraph))
 
 
 def _f1chexbert(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float | None]:
@@ -119,7 +244,7 @@ register_baseline(Baseline(
     {"library": "f1chexbert", "call": "f1chexbert.F1CheXbert()(hyps=[h], refs=[r])",
      "value": "F1 of CheXbert labels of the pair (5 observations by default)",
      "unscored": "pairs where neither report has a positive label (F1 undefined)"},
-    _f1chexbert, {"labels": 5, "average": "micro"}))
+    _f1chexbert, {"labels": 5, "average": "micro"}, check=_check_f1chexbert))
 
 
 def _ratescore(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -138,7 +263,7 @@ register_baseline(Baseline(
                         "value": "RaTEScore",
                         "empty_candidate": "0.5, RaTEScore's score for a candidate without entities"},
     _ratescore, {"bert_model": None, "eval_model": None, "batch_size": None, "use_gpu": None},
-    empty_candidate=0.5))
+    empty_candidate=0.5, check=_check_ratescore))
 
 
 def _radcliq_v1(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -181,4 +306,4 @@ register_baseline(Baseline(
     "radcliq-v1", False,
     {"library": "RadEval", "call": "radeval.metrics.RadCliQv1.radcliq.CompositeMetric().predict(refs, hyps)[1]",
      "value": "RadCliQ-v1 (estimated error count; lower is better)"},
-    _radcliq_v1, {}))
+    _radcliq_v1, {}, check=_check_radcliq_v1))
