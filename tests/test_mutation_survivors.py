@@ -1159,6 +1159,67 @@ def test_compressed_and_text_files_of_open_data_may_go_public(tmp_path):
                                             "other data file)"]
 
 
+_MARKDOWN_ROWS = "|    | id | dataset | reference |\n|---:|---:|:--------|:----------|\n|  0 |  1 | rexval  | r |\n"
+
+
+@pytest.mark.parametrize("name, data", [
+    pytest.param("rows.md", _MARKDOWN_ROWS, id="markdown-table"),  # pandas' df.to_markdown()
+    pytest.param("docs/sample.markdown", "# Rows\n\n" + json.dumps(_REXVAL_ROW) + "\n", id="markdown-json-lines"),
+    pytest.param("README.md", "# My data\n\n" + _MARKDOWN_ROWS, id="a-card-written-by-hand"),
+    pytest.param("rows.html", "<html><body><pre>\n" + json.dumps(_REXVAL_ROW) + "\n</pre></body></html>\n",
+                 id="html-json-lines"),
+    pytest.param("rows.htm.gz", _compressed("gzip", "<pre>\n" + json.dumps(_REXVAL_ROW) + "\n</pre>\n"),
+                 id="htm-gz"),
+    pytest.param("settings.toml", 'title = "x"\n[data]\ndataset = "rexval"\n', id="toml-key"),
+    pytest.param("rows.toml", '[[rows]]\nid = "1"\ndataset = "rexval"\nreference = "r"\n', id="toml-rows"),
+])
+def test_markdown_html_and_toml_files_are_read_for_rows(tmp_path, name, data):
+    """Markdown, HTML and TOML files were not taken for data: ReXVal rows in them went public unread. Markdown and
+    HTML are read as a .txt file is (a JSON value a line, a delimited table: a Markdown table's "|"), TOML as YAML
+    is (parsed, `dataset` keys however deep)."""
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
+    assert restricted_reasons(tmp_path) == ["its rows come from rexval (PhysioNet credentialed data)"]
+
+
+def test_hdf5_and_numpy_files_and_broken_toml_are_not_read_and_keep_the_folder_private(tmp_path):
+    """HDF5 and NumPy files (binary arrays, which may hold rows: `datasets` loads HDF5) went public unchecked; the
+    gate has no reader for them: each is named as a file it could not read, as an .xlsx is. So is TOML that does not
+    parse."""
+    import numpy as np
+
+    np.save(tmp_path / "rows.npy", np.array(["rexval", "r", "c"]))
+    assert restricted_reasons(tmp_path) == ["rows.npy could not be read to check where its rows come from"]
+    (tmp_path / "rows.npy").unlink()
+    np.savez(tmp_path / "rows.npz", dataset=np.array(["rexval"]))
+    assert restricted_reasons(tmp_path) == ["rows.npz could not be read to check where its rows come from"]
+    (tmp_path / "rows.npz").unlink()
+    (tmp_path / "data.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(504))  # HDF5's signature and superblock room
+    assert restricted_reasons(tmp_path) == ["data.h5 could not be read to check where its rows come from"]
+    (tmp_path / "data.h5").unlink()
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    assert restricted_reasons(tmp_path) == ["pyproject.toml could not be read to check where its rows come from"]
+
+
+def test_open_markdown_html_and_toml_files_and_radmetrics_own_card_may_go_public(tmp_path):
+    """What a model or Space folder holds as Markdown, HTML and TOML is read and passes: prose, a table of open data,
+    a pyproject.toml; and radmetrics' own card, unedited, whose evaluation table names ReXVal as the set the judge
+    was scored on (not where any row comes from)."""
+    from radmetrics.hub.cards import evaluation_table
+    from radmetrics.hub_cards import card_with_marker
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("It was trained on a private dataset.\nIt scores 0.7 on ReXVal.\n")
+    (tmp_path / "docs" / "open.md").write_text(_MARKDOWN_ROWS.replace("rexval", "radgraph"))
+    (tmp_path / "index.html").write_text("<table><tr><td>dataset</td></tr><tr><td>rexval</td></tr></table>\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "space"\ndependencies = ["gradio"]\n')
+    evaluation = [{"dataset": "rexval", "dataset_name": "ReXVal (lm-eval task rexval_judge)", "metric": "kendall_tau",
+                   "value": 0.5, "source": "lm-eval"}]
+    (tmp_path / "README.md").write_text(card_with_marker("# Judge\n\n" + evaluation_table(evaluation) + "\n"))
+    assert restricted_reasons(tmp_path) == []
+
+
 @pytest.mark.parametrize("value", ["RaTE-Eval", "rate-eval", "RATE EVAL", "mimic_cxr", "MIMIC CXR", "mimiccxr",
                                    "mimic_iv", "MIMIC-III", "mimic3", "rexval_v1", "ReXVal-1.0.0", "rexval2",
                                    "ReFISco", "physionet/mimic-cxr", "lab/rexval"])

@@ -134,6 +134,12 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 #: whose outputs may show rows (df.head()): the words they printed are read as names
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3")
 _NOTEBOOK_SUFFIXES = (".ipynb",)
+#: text a person reads, which may hold rows (df.to_markdown()'s table, JSON lines): read as a .txt file is, for a
+#: JSON value or a delimited table ("|") with a dataset column; prose is no header. radmetrics' own card, unedited,
+#: is not read so: its evaluation table names the expert set a judge was scored on, not where rows come from
+_MARKUP_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+#: read as YAML is (tomllib, or tomli before Python 3.11: where neither imports a TOML file counts as unreadable)
+_TOML_SUFFIXES = (".toml",)
 _OUTPUT_WORDS = re.compile(r"[\s<>|,;\"'`=(){}\[\]]+")
 #: read by their inner suffix (train.jsonl.gz), as the Hub and `datasets` load them (fsspec's spellings too:
 #: .gzip, .lzma, .zstd); each by the first module that imports (zstd is in the standard library only from
@@ -148,6 +154,8 @@ _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".od
                     # review 24: more spreadsheets and tables, and the rows a SQLite database holds beside it (its
                     # write-ahead log or rollback journal, which the read-only reader leaves out)
                     ".xlsm", ".xlsb", ".numbers", ".orc", ".avro", ".duckdb", ".lance", ".vortex", ".eval",
+                    # arrays and HDF5 files (datasets loads HDF5 too): binary, no reader for their rows here
+                    ".h5", ".hdf5", ".hdf", ".npy", ".npz",
                     *(f"{db}-{log}" for db in _SQLITE_SUFFIXES for log in ("wal", "journal")))
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", ".tab": "\t,;|", ".psv": "|,;\t", "": ",\t;|"}
@@ -185,7 +193,8 @@ def _data_kind(path: Path) -> tuple[str, str | None] | None:
     # a table under any other last suffix (train.jsonl.lz4, train.csv.bak) is data too: with no reader for that
     # suffix it is unreadable, never uploaded unread as "not data" (review 21, H1: train.jsonl.lzma went public);
     # so is a compressed or packed one under any later suffixes (review 24: train.jsonl.gz.part, data.zip.001)
-    if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _SQLITE_SUFFIXES + _NOTEBOOK_SUFFIXES + _OPAQUE_SUFFIXES
+    if (suffix in _TABLE_SUFFIXES + _YAML_SUFFIXES + _TOML_SUFFIXES + _MARKUP_SUFFIXES + _SQLITE_SUFFIXES
+            + _NOTEBOOK_SUFFIXES + _OPAQUE_SUFFIXES
             or inner in _TABLE_SUFFIXES
             or earlier.intersection(_TABLE_SUFFIXES + _OPAQUE_SUFFIXES + tuple(_DECOMPRESSORS))):
         return suffix, None
@@ -211,8 +220,8 @@ def _uploaded(folder: Path) -> list[Path]:
 def _dataset_names(folder: Path) -> tuple[set[str], list[str], list[str]]:
     """Values of the `dataset` column (our schema's provenance; or "dataset_name"...: _is_dataset_key) in a
     save_to_disk folder (Dataset or DatasetDict), in every data file under it that a push uploads (JSON, JSON
-    Lines, CSV/TSV/.txt, Parquet, Arrow, YAML, XML, SQLite, a notebook's outputs, a file with no suffix by its
-    content; compressed or not) and in its Hive partitions (dataset=...); the data files named after credentialed
+    Lines, CSV/TSV/.txt, Markdown and HTML as text, Parquet, Arrow, YAML, TOML, XML, SQLite, a notebook's outputs, a
+    file with no suffix by its content; compressed or not; HDF5 and NumPy files are unreadable) and in its Hive partitions (dataset=...); the data files named after credentialed
     data (_named_credentialed); and the data files that could not be read. One pass over the uploaded files."""
     names: set[str] = set()
     named: list[str] = []
@@ -232,7 +241,7 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str], list[str]]:
         relative = path.relative_to(folder)
         names.update(_partition_values(relative))
         kind = _data_kind(path)
-        if kind is None:
+        if kind is None or (kind[0] in _MARKUP_SUFFIXES and _rendered_card(path)):
             continue
         if _named_credentialed(relative):
             named.append(relative.as_posix())
@@ -241,6 +250,19 @@ def _dataset_names(folder: Path) -> tuple[set[str], list[str], list[str]]:
         except Exception:  # noqa: BLE001 - any data file the gate cannot read keeps the push private
             unreadable.append(str(relative))
     return names, named, unreadable
+
+
+def _rendered_card(path: Path) -> bool:
+    """A card radmetrics rendered and nobody edited since (its marker's hash matches its text)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    found = _CARD_MARKER.search(text)
+    if not found:
+        return False
+    body = text[: found.start()].rstrip("\n") + "\n"
+    return hashlib.sha256(body.encode()).hexdigest() == found.group(1)
 
 
 def _named_credentialed(relative: Path) -> bool:
@@ -328,6 +350,11 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
         names.update(_arrow_values(path, suffix, compression))
     elif suffix in _DELIMITED_SUFFIXES:
         names.update(_text_values(path, suffix, compression))
+    elif suffix in _MARKUP_SUFFIXES:
+        names.update(_text_values(path, "", compression))
+    elif suffix in _TOML_SUFFIXES:
+        with _open_text(path, compression) as fh:
+            names.update(_json_values(_toml_module().loads(fh.read())))
     elif suffix == "":
         names.update(_sniffed_values(path, compression))
     elif suffix in _SQLITE_SUFFIXES and compression is None:
@@ -350,6 +377,15 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
             names.update(_json_values(value))
     else:
         raise ValueError(f"no reader for {suffix or 'unknown'} data")
+
+
+def _toml_module():
+    """tomllib (Python 3.11+) or tomli, which reads the same TOML; ImportError without either: unreadable."""
+    try:
+        import tomllib
+    except ImportError:
+        import tomli as tomllib
+    return tomllib
 
 
 def _sidecar_words(path: Path) -> set[str]:
@@ -585,7 +621,8 @@ def _delimited_values_within_limit(path: Path, suffix: str, compression: str | N
                 # a row longer than the header starts with its index, which pandas (so `datasets`) sets aside: R's
                 # write.table writes row names under no header field (review 21, H1)
                 shift = max(len(row) - len(header), 0)
-                values.update(row[i + shift] for i in columns if i + shift < len(row) and row[i + shift])
+                # stripped: a Markdown table pads its cells ("| rexval  |")
+                values.update(row[i + shift].strip() for i in columns if i + shift < len(row) and row[i + shift].strip())
             return values
     return set()  # no dataset column: the rest is not read (a tokenizer's .txt files are not tables)
 
