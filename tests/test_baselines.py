@@ -7,6 +7,7 @@ is put where the library is imported from, and the test checks the call, the key
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -193,9 +194,10 @@ def test_a_clinical_baselines_weights_must_be_here_offline(tmp_path):
     for package in ("f1chexbert", "radgraph", "RaTEScore"):
         (site / package).mkdir(parents=True)
         (site / package / "__init__.py").write_text("raise ImportError('the check must not import the library')\n")
-    (site / "radgraph-0.1.18.dist-info").mkdir()
-    (site / "radgraph-0.1.18.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: radgraph\n"
-                                                                  "Version: 0.1.18\n")
+    for name, version in (("radgraph", "0.1.18"), ("f1chexbert", "0.0.2")):
+        (site / f"{name}-{version}.dist-info").mkdir()
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\n"
+                                                                       f"Version: {version}\n")
     (site / "appdirs.py").write_text("import os\ndef user_cache_dir(appname=None, *args, **kwargs):\n"
                                      "    return os.path.join(os.environ['XDG_CACHE_HOME'], appname)\n")
     hub.mkdir()
@@ -240,6 +242,16 @@ def test_a_clinical_baselines_weights_must_be_here_offline(tmp_path):
                                            f"'microsoft/BiomedVLP-CXR-BERT-general', {offline}")
     _hub_cached_model(hub, "microsoft/BiomedVLP-CXR-BERT-general")
     assert check("radgraph-f1") == "ready"
+
+    # a release whose download folder was not read here: its weights may well be in place, so nothing is refused
+    shutil.rmtree(model_dir)
+    shutil.rmtree(cache / "chexbert")
+    for name, old, new in (("radgraph", "0.1.18", "0.2.0"), ("f1chexbert", "0.0.2", "0.1.0")):
+        info = site / f"{name}-{old}.dist-info"
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {new}\n")
+        info.rename(site / f"{name}-{new}.dist-info")
+    assert check("radgraph-f1") == "ready"
+    assert check("f1chexbert") == "ready"
 
 
 def test_a_baseline_option_is_checked_before_any_judging():

@@ -20,8 +20,8 @@ the clinical scorers download their weights from the Hugging Face Hub on first u
 Angelakeke/RaTE-NER-Deberta, ...). Before any judging (`Baseline.check`) each library must be installed, and what it
 downloads must be here when HF_HUB_OFFLINE=1 (or the Hub reachable): RaTEScore's two models and f1chexbert's
 bert-base-uncased in the Hugging Face cache, chexbert.pth and the RadGraph model in the folders those libraries keep
-them in (as f1chexbert 0.0.2 and radgraph 0.1.18 lay them out; a library without appdirs, or a radgraph without its
-version, is not looked into). RadCliQ-v1's downloads (RadEval's sub-metrics) are not checked ahead: offline without
+them in (as f1chexbert 0.0.x and radgraph 0.1.x lay them out; another release, or a library without appdirs, is not looked
+into: its weights are not refused for a guess). RadCliQ-v1's downloads (RadEval's sub-metrics) are not checked ahead: offline without
 them it fails as an "n/a" with the reason.
 """
 from __future__ import annotations
@@ -115,14 +115,23 @@ def _check_hub_model(model: str, baseline: str, what: str) -> None:
     _check_download(found, baseline, f"{what} '{model}'", f"`hf download {model}`")
 
 
-def _user_cache_dir(app: str) -> str | None:
-    """The folder a library keeps its downloads in (appdirs, which radgraph and f1chexbert depend on); None without
-    appdirs: then where the library looks is not known here, and nothing is refused."""
+#: the library releases whose download folders were read (f1chexbert 0.0.2, radgraph 0.1.18): another release may
+#: keep its downloads elsewhere, and an offline run with its weights in place must not be refused for our guess
+_KNOWN_LAYOUTS = {"radgraph": "0.1.", "f1chexbert": "0.0."}
+
+
+def _user_cache_dir(app: str, distribution: str) -> str | None:
+    """The folder ``distribution`` keeps its downloads in (appdirs, which radgraph and f1chexbert depend on); None
+    without appdirs or for a release whose layout is not known here: then nothing is refused."""
+    import importlib.metadata
+
     try:
         import appdirs
-    except ImportError:
+
+        version = importlib.metadata.version(distribution)
+    except (ImportError, importlib.metadata.PackageNotFoundError):
         return None
-    return appdirs.user_cache_dir(app)
+    return appdirs.user_cache_dir(app) if version.startswith(_KNOWN_LAYOUTS[distribution]) else None
 
 
 def _check_radgraph(options: dict[str, Any]) -> None:
@@ -135,13 +144,10 @@ def _check_radgraph(options: dict[str, Any]) -> None:
     from radmetrics.errors import require_installed
 
     require_installed("radgraph", "clinical", "by the radgraph-f1 baseline")
-    root = _user_cache_dir("radgraph")
-    try:
-        cache = os.path.join(root, importlib.metadata.version("radgraph")) if root else None
-    except importlib.metadata.PackageNotFoundError:
-        cache = None
-    if cache is None:
+    root = _user_cache_dir("radgraph", "radgraph")
+    if root is None:
         return
+    cache = os.path.join(root, importlib.metadata.version("radgraph"))
     model_type = str(options["model_type"])
     model_dir = os.path.join(cache, model_type)
     archive = f"{model_type}.tar.gz"
@@ -177,7 +183,7 @@ def _check_f1chexbert(options: dict[str, Any]) -> None:
 
     require_installed("f1chexbert", "clinical", "by the f1chexbert baseline")
     _check_hub_model("bert-base-uncased", "f1chexbert", "the tokenizer and BERT config")
-    cache = _user_cache_dir("chexbert")
+    cache = _user_cache_dir("chexbert", "f1chexbert")
     if cache is not None:
         _check_download(os.path.isfile(os.path.join(cache, "chexbert.pth")), "f1chexbert",
                         f"CheXbert's weights (chexbert.pth of {_RRG_SCORERS})",
