@@ -7,8 +7,8 @@ is put where the library is imported from, and the test checks the call, the key
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import types
