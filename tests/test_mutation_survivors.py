@@ -1218,6 +1218,10 @@ def test_open_markdown_html_and_toml_files_and_radmetrics_own_card_may_go_public
                    "value": 0.5, "source": "lm-eval"}]
     (tmp_path / "README.md").write_text(card_with_marker("# Judge\n\n" + evaluation_table(evaluation) + "\n"))
     assert restricted_reasons(tmp_path) == []
+    # the card edited by its owner (a paragraph added): its evaluation table is results, not rows, all the same
+    card = tmp_path / "README.md"
+    card.write_text(card.read_text().replace("# Judge\n", "# Judge\n\nOur lab's judge, fine-tuned for chest CT.\n"))
+    assert restricted_reasons(tmp_path) == []
 
 
 @pytest.mark.parametrize("value", ["RaTE-Eval", "rate-eval", "RATE EVAL", "mimic_cxr", "MIMIC CXR", "mimiccxr",

@@ -159,6 +159,11 @@ _OPAQUE_SUFFIXES = (".zip", ".tar", ".tgz", ".7z", ".rar", ".xlsx", ".xls", ".od
                     *(f"{db}-{log}" for db in _SQLITE_SUFFIXES for log in ("wal", "journal")))
 #: delimiters tried on a header until one shows a dataset column (Excel writes ';' in much of Europe)
 _DELIMITERS = {".csv": ",;\t|", ".tsv": "\t,;|", ".txt": "\t,;|", ".tab": "\t,;|", ".psv": "|,;\t", "": ",\t;|"}
+#: how `_text_values` is told a file is Markdown or HTML: its tables are "|" tables, and one with a `metric` column
+#: is a table of results (a card's "| dataset | metric | value | source |", edited or not), naming the sets results
+#: were measured on, not where rows come from
+_MARKUP = ".md"
+_DELIMITERS[_MARKUP] = "|\t,;"
 #: what a file with no suffix holds, told by its first bytes (review 24: data/train holding JSON Lines went
 #: public): tables read by their reader; archives and compressed files with no suffix to say what is inside them
 #: are unreadable; anything else is text, read as a table or JSON (_text_values)
@@ -351,7 +356,7 @@ def _column_values(path: Path, suffix: str, compression: str | None, names: set[
     elif suffix in _DELIMITED_SUFFIXES:
         names.update(_text_values(path, suffix, compression))
     elif suffix in _MARKUP_SUFFIXES:
-        names.update(_text_values(path, "", compression))
+        names.update(_text_values(path, _MARKUP, compression))
     elif suffix in _TOML_SUFFIXES:
         with _open_text(path, compression) as fh:
             names.update(_json_values(_toml_module().loads(fh.read())))
@@ -616,6 +621,8 @@ def _delimited_values_within_limit(path: Path, suffix: str, compression: str | N
                     break
             else:
                 continue
+            if suffix == _MARKUP and any(name.strip().casefold() == "metric" for name in header):
+                return set()  # a results table (see _MARKUP), not rows
             values = set()
             for row in records:
                 # a row longer than the header starts with its index, which pandas (so `datasets`) sets aside: R's
