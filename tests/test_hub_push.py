@@ -262,3 +262,26 @@ def test_a_bad_repo_id_or_a_folder_with_no_dataset_is_one_line_and_no_request(hu
     out = hub_push(hub, empty, "lab/x")
     assert out.returncode == 2 and "holds no files" in out.stderr, out.stderr[-2000:]
     assert not hub.requests and not hub.repos
+
+
+def test_a_second_push_leaves_no_weights_of_the_first(hub, tmp_path):
+    """Review 27 (H1): upload_folder only adds, so a judge pushed again in shards kept the first push's
+    model.safetensors, which transformers loads before the new index: the old judge scored under the new card.
+    An adapter pushed over a merged judge likewise left both. A file added on the Hub by hand stays."""
+    single, sharded, adapter = tmp_path / "single", tmp_path / "sharded", tmp_path / "adapter"
+    for folder, names in ((single, ["model.safetensors"]),
+                          (sharded, ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                                     "model.safetensors.index.json"]),
+                          (adapter, ["adapter_model.safetensors", "adapter_config.json"])):
+        folder.mkdir()
+        for name in names + ["config.json"] * (folder != adapter):
+            (folder / name).write_text("{}")
+    assert hub_push(hub, single, "lab/judge").returncode == 0
+    (hub.folder("model", "lab/judge") / "notes.md").write_text("added on the Hub")
+    out = hub_push(hub, sharded, "lab/judge")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sorted(hub.files("model", "lab/judge")) == sorted(
+        ["config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+         "model.safetensors.index.json", "notes.md"])
+    assert hub_push(hub, adapter, "lab/judge").returncode == 0
+    assert sorted(hub.files("model", "lab/judge")) == ["adapter_config.json", "adapter_model.safetensors", "notes.md"]

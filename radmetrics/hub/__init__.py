@@ -14,6 +14,17 @@ from radmetrics.hub.privacy import PushRefused, check_public_allowed, written_by
 __all__ = ["PushRefused", "push_folder", "repo_visibility"]
 
 
+#: Files of an earlier push that a new one replaces whole: those the folder does not hold are deleted in the same
+#: commit. upload_folder only adds, and a judge pushed again in shards left the old model.safetensors, which
+#: transformers loads before the new index (review 27, H1: the old judge scored under the new card); an adapter
+#: pushed over a merged judge left both. Other files on the Hub (a hand-added notebook, results) are kept.
+STALE_FILES = {
+    "model": ["*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.gguf", "*.h5", "*.msgpack",
+              "*.safetensors.index.json", "*.bin.index.json", "adapter_config.json", "config.json"],
+    "dataset": ["*.arrow", "*.parquet", "state.json", "dataset_info.json", "dataset_dict.json"],
+}
+
+
 def repo_visibility(api, repo_id: str, repo_type: str) -> bool | None:
     """The repository's real visibility from the Hub API: True private, False public, None: no such repo."""
     from huggingface_hub.errors import RepositoryNotFoundError
@@ -91,7 +102,7 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         if remote is not None and remote != local and written_by_user(remote):
             ignore.append("README.md")
     commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
-                               ignore_patterns=ignore or None,
+                               ignore_patterns=ignore or None, delete_patterns=STALE_FILES.get(repo_type),
                                commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
     if gated:
         api.update_repo_settings(repo_id, repo_type=repo_type, gated=gated)
