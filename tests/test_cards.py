@@ -228,3 +228,18 @@ def test_hub_push_eval_takes_only_this_models_results_and_refuses_what_is_not_a_
         assert out.returncode == 0, out.stderr[-2000:]
         card = parsed_model_card((hub.folder("model", "lab/judge") / "README.md").read_text())
         assert {r.metric_type for r in card.data.eval_results} == {"green_kendall_tau_b", "green_spearman"}
+
+
+def test_an_lm_eval_run_with_limit_is_not_put_in_a_card(tmp_path, lm_eval_results):
+    """Review 27 (H2): `lm_eval --limit 6` graded 6 of ReXVal's 20 pairs, and `hub push --eval` published its numbers
+    in model-index as the ReXVal result. lm-eval writes the subset in `n-samples` and `config.limit`."""
+    data = json.loads(lm_eval_results.read_text())
+    limited = tmp_path / "results_limited.json"
+    limited.write_text(json.dumps({**data, "n-samples": {"rexval_judge": {"original": 20, "effective": 6}},
+                                   "config": {"model_args": "pretrained=lab/judge", "limit": 6.0}}))
+    with pytest.raises(RadmetricsError, match=r"graded 6 of the 20 documents of rexval_judge \(a --limit run\)"):
+        evaluations_from_files([limited])
+    full = tmp_path / "results_full.json"
+    full.write_text(json.dumps({**data, "n-samples": {"rexval_judge": {"original": 20, "effective": 20}},
+                                "config": {"model_args": "pretrained=lab/judge", "limit": None}}))
+    assert {e["metric"] for e in evaluations_from_files([full])} == {"kendall_tau", "mae_significant_errors", "unparsed"}

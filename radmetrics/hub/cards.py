@@ -67,6 +67,22 @@ def _lm_eval_model(data: dict[str, Any]) -> str | None:
     return None
 
 
+def _refuse_a_limited_run(path: str | Path, data: dict[str, Any]) -> None:
+    """An lm-eval run with --limit graded a subset (lm-eval: "REAL METRICS SHOULD NOT BE COMPUTED USING LIMIT");
+    its τ is not the dataset's and must not be published as it (review 27, H2)."""
+    counts = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
+    for task, n in counts.items():
+        if isinstance(n, dict) and isinstance(n.get("effective"), int) and isinstance(n.get("original"), int) \
+                and n["effective"] < n["original"]:
+            raise RadmetricsError(f"--eval {path}: lm-eval graded {n['effective']} of the {n['original']} documents "
+                                  f"of {task} (a --limit run): its numbers are not the dataset's. Rerun lm_eval "
+                                  "without --limit")
+    limit = (data.get("config") or {}).get("limit")
+    if limit not in (None, 0):
+        raise RadmetricsError(f"--eval {path}: an lm-eval run with --limit {limit} graded a subset: its numbers are "
+                              "not the dataset's. Rerun lm_eval without --limit")
+
+
 def evaluations_from_files(paths: list[str | Path], dataset_id: str | dict[str, str] | None = None,
                            pushed: tuple[str, str | Path] | None = None) -> list[dict[str, Any]]:
     """[{"task", "dataset", "dataset_name", "metric", "value", "source"}] from lm-eval results_*.json or
@@ -91,6 +107,7 @@ def evaluations_from_files(paths: list[str | Path], dataset_id: str | dict[str, 
             if graded is not None and not _judged_here(graded, target):
                 raise RadmetricsError(f"--eval {path} graded {graded}, not the model pushed ({target[0]}, "
                                       f"{target[1]}): its numbers are not this model's")
+            _refuse_a_limited_run(path, data)
             for task, metrics in data["results"].items():
                 prefix = next((p for p in sorted(TASK_DATASETS, key=len, reverse=True) if task.startswith(p)), None)
                 default_id, readable = TASK_DATASETS.get(prefix, (_metric_type(task), task))
