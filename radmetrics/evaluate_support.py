@@ -26,7 +26,8 @@ Loading options (evaluate.load("radmetrics/<metric>", ...)):
     Any other name is an error naming these.
 Args (compute):
     predictions (list of str): generated (candidate) reports; a value that is not text (a number, None) is
-        unscored with the reason, never judged as its text.
+        unscored with the reason, never judged as its text. One string instead of a list is an error (its
+        characters are no reports).
     references (list of str): reference reports, one per prediction (the same rule).
 Returns:
     <score key> (float; the metric's name, or e.g. radcliq_rubric_errors for radcliq_rubric, as its card says):
@@ -73,6 +74,9 @@ class JudgeMetric(evaluate.Metric):
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (kept as given, too: see `_compute`)."""
+        from radmetrics.runner import check_report_lists
+
+        check_report_lists(references, predictions, names=("references", "predictions"))
         super().add_batch(predictions=predictions, references=references, **kwargs)
         self._given[0].extend(predictions if predictions is not None else [])
         self._given[1].extend(references if references is not None else [])

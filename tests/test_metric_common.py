@@ -128,6 +128,27 @@ def test_numbers_given_to_a_module_are_unscored_as_radmetrics_score_leaves_them(
                                                        [None, "row 1: candidate is int, not text", None])
 
 
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_one_string_instead_of_a_list_is_refused_not_judged_per_character(name, fake_judge, monkeypatch):
+    """Review 27 (M2): compute(predictions="Heart normal.", references="Heart normal.") judged each character as a
+    report (13 judge calls, a mean over characters); radmetrics.score did the same."""
+    import evaluate
+
+    from radmetrics.errors import InputError
+
+    monkeypatch.chdir(PACKAGE.parent)
+    module = evaluate.load(str(MODULES[name].relative_to(PACKAGE.parent)), backend="fake", cache=False, progress=False)
+    with pytest.raises(InputError, match=r"is one str \('Heart normal.'\), not a list of reports"):
+        module.compute(predictions="Heart normal.", references="Heart normal.")  # same length: no mismatch error
+    with pytest.raises(InputError, match=r"predictions is one str \('Heart normal.'\), not a list of reports"):
+        module.compute(predictions="Heart normal.", references=[REFS[0]])
+    with pytest.raises(InputError, match="references is one str"):
+        module.compute(predictions=[CANDS[0]], references=REFS[0])
+    with pytest.raises(InputError, match="references is one str"):
+        radmetrics.score(name, "ab", "cd", backend="fake", cache=False, progress=False)
+    assert module.compute(predictions=[CANDS[0]], references=[REFS[0]])["num_unscored"] == 0
+
 def test_a_number_keeps_its_verdict_when_evaluate_hands_the_rows_in_another_order(fake_judge, monkeypatch):
     """Review 21 (M2): add("7", R1) then add_batch(["7", 7], [R2, R3]); evaluate 0.4.1 with datasets 3.0 hands
     _compute add_batch()'s rows first. Matched column by column, the predictions ("7", "7", "7") passed as in
