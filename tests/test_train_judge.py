@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import FIXTURES
@@ -117,3 +118,66 @@ def test_config_from_yaml_with_flag_overrides(tmp_path):
     config = JudgeSFTConfig.from_yaml(path, lora_r=4, epochs=None)
     assert (config.base_model, config.recipe, config.lora_r, config.learning_rate) == ("some/base", "green", 4, 0.001)
     assert config.lora_alpha == 64 and config.validation_fraction == 0.1  # VERT's defaults
+
+
+@pytest.mark.slow  # three CLI runs that train (~30 s)
+def test_an_interrupted_training_resumes_from_its_last_checkpoint(base, tmp_path):
+    """Review 27 (M1): a killed or interrupted `train judge` kept nothing it had trained (no checkpoints), said "a
+    rerun trains from the start", and the rerun was refused (the folder held an empty checkpoints/). Now a
+    checkpoint every `save_steps`; the same command resumes from the last one, and a rerun with other settings
+    does not take it over without --overwrite."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import SAMPLE
+
+    (tmp_path / "settings.yaml").write_text("save_steps: 2\n")
+
+    def command(*extra):
+        return [sys.executable, "-m", "radmetrics.cli", "train", "judge", "--base", str(base), "--recipe", "green",
+                "--data", str(SAMPLE / "pairs.jsonl"), "--teacher-replay", str(SAMPLE / "green_replay.jsonl"),
+                "-o", "out", "--config", "settings.yaml", "--max-steps", "24", "--lora-r", "4", "--lora-alpha", "8",
+                "--batch-size", "2", *extra]
+
+    first = subprocess.Popen(command(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "out" / "checkpoints").glob("checkpoint-*/trainer_state.json")):
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.05)
+    first.send_signal(signal.SIGTERM)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 143 and "the same command resumes from it" in err, err[-2000:]
+    assert not (tmp_path / "out" / "training.json").exists()
+
+    other = subprocess.run(command("--learning-rate", "0.001"), cwd=tmp_path, capture_output=True, text=True)
+    assert other.returncode == 2 and "holds the checkpoints of an interrupted training with other settings" in \
+        other.stderr, other.stderr[-2000:]
+
+    again = subprocess.run(command(), cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    step = int(re.search(r"Resumed the interrupted training from step (\d+)", again.stderr).group(1))
+    assert 2 <= step < 24
+    summary = json.loads((tmp_path / "out" / "training.json").read_text())
+    assert summary["resumed_from_step"] == step and len(summary["losses"]) == 24  # the whole curve
+    assert (tmp_path / "out" / "merged" / "config.json").exists() and not (tmp_path / "out" / "checkpoints").exists()
+
+
+def test_a_misspelt_config_setting_is_one_line_naming_the_valid_ones(tmp_path):
+    """Review 27: `train judge --config x.yaml` with `lora_rank: 4` was a TypeError traceback."""
+    import subprocess
+    import sys
+
+    from conftest import SAMPLE
+
+    (tmp_path / "x.yaml").write_text("lora_rank: 4\n")
+    (tmp_path / "list.yaml").write_text("- 4\n")
+    for name, expected in (("x.yaml", "Unknown --config x.yaml setting 'lora_rank'. Did you mean 'lora_r'?"),
+                           ("list.yaml", "--config list.yaml: not a mapping of settings")):
+        out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "train", "judge", "--base", "some/base",
+                              "--data", str(SAMPLE / "pairs.jsonl"), "--config", name, "-o", "out"],
+                             cwd=tmp_path, capture_output=True, text=True)
+        assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]

@@ -99,8 +99,11 @@ def require_training_extra(command: str) -> None:
 def train_judge_command(base_model, recipe, data_path, output, config_path, max_steps, epochs, learning_rate,
                         lora_r, lora_alpha, batch_size, teacher_backend, teacher, teacher_replay,
                         teacher_base_url, overwrite) -> None:
-    """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT."""
-    check_new_folder(output, overwrite, "trained judge")
+    """LoRA-fine-tune a judge; writes adapter/, merged/, training.json and loss_curve.png to OUTPUT. Interrupted,
+    the same command resumes from the last checkpoint (every 50 steps, `save_steps` in --config)."""
+    interrupted = _only_checkpoints(output)  # an interrupted run's folder: the same command resumes it
+    if not interrupted:
+        check_new_folder(output, overwrite, "trained judge")
     require_training_extra("train judge")
     from radmetrics.judge import get_judge
     from radmetrics.train.judge_sft import JudgeSFTConfig, green_examples, train_judge, vert_examples
@@ -151,15 +154,37 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
             click.echo(f"teacher answer dropped: {problem}", err=True)
         description = (f"{len(rows)} GREEN analyses by the teacher {describe_judge(judge.identity())} on the "
                        f"report pairs of `{Path(data_path).name}`")
-    note_interrupt(f"interrupted while training: nothing was written to {output}; a rerun trains from the start "
-                   "(teacher answers in the response cache are not asked again)")
+    if interrupted and not overwrite:
+        _check_same_run(output, config, rows)
+    note_interrupt(f"interrupted while training: the last checkpoint (every {config.save_steps} steps) is in "
+                   f"{output}/checkpoints; the same command resumes from it (teacher answers in the response cache "
+                   "are not asked again)")
     summary = train_judge(config, rows)
+    if summary.get("resumed_from_step"):
+        click.echo(f"Resumed the interrupted training from step {summary['resumed_from_step']}", err=True)
     summary["data_description"] = description
     summary["base_model_is_local"] = Path(config.base_model).expanduser().exists()  # the card's base_model
     with open(f"{output}/training.json", "w") as fh:
         json.dump(summary, fh, indent=2)
     click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
                f"adapter {summary['adapter']}; merged {summary['merged']}")
+
+
+def _only_checkpoints(output: str) -> bool:
+    """OUTPUT holds only what an interrupted `train judge` leaves: its checkpoints folder."""
+    folder = Path(output).expanduser()
+    return folder.is_dir() and [p.name for p in folder.iterdir()] == ["checkpoints"]
+
+
+def _check_same_run(output: str, config, rows: list[dict]) -> None:
+    """Checkpoints of a run with other settings or examples are not resumed, nor deleted without --overwrite."""
+    from radmetrics.errors import InputError
+    from radmetrics.train.judge_sft import resumable_checkpoint, run_key
+
+    folder = Path(output).expanduser() / "checkpoints"
+    if any(folder.glob("checkpoint-*")) and resumable_checkpoint(output, run_key(config, rows)) is None:
+        raise InputError(f"--output {output} holds the checkpoints of an interrupted training with other settings or "
+                         "data: rerun that command to resume it, choose a new folder, or pass --overwrite to start over")
 
 
 @train_group.command("er2score")

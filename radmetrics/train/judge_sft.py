@@ -42,12 +42,23 @@ class JudgeSFTConfig:
     max_length: int = 2048
     merge: bool = True
     quantize_4bit: str = "auto"  # "auto": QLoRA when a GPU and bitsandbytes are present
+    save_steps: int = 50  # a checkpoint (adapter + optimizer) every N steps: an interrupted run resumes from it
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> JudgeSFTConfig:
         import yaml
 
+        from dataclasses import fields
+
         values = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(values, dict):
+            raise InputError(f"--config {path}: not a mapping of settings (name: value lines)")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(values) - set(known), key=str)
+        if unknown:  # a misspelt setting was a TypeError traceback (review 27)
+            from radmetrics.errors import UnknownNameError
+
+            raise UnknownNameError(f"--config {path} setting", str(unknown[0]), known)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -139,7 +150,37 @@ DEFAULT_CHAT_TEMPLATE = ("{% for message in messages %}{{ '<|' + message['role']
                          "eos_token + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}")
 
 
+#: beside the checkpoints of a run: what it trains (settings and examples), so that only the same run resumes
+RUN_FILE = "radmetrics_run.json"
+
+
+def run_key(config: JudgeSFTConfig, rows: list[dict]) -> str:
+    """The settings (not where they are written) and the examples of a training run."""
+    import hashlib
+
+    settings = {k: v for k, v in asdict(config).items() if k != "output_dir"}
+    return hashlib.sha256(json.dumps([settings, rows], sort_keys=True).encode()).hexdigest()
+
+
+def resumable_checkpoint(output_dir: str | Path, key: str) -> Path | None:
+    """The last complete checkpoint an interrupted run of the same settings and examples left in OUTPUT/checkpoints
+    (review 27, M1: a killed training kept nothing and its rerun was refused). A checkpoint is complete when
+    trainer_state.json, written last, is there; one cut by kill -9 while being saved is passed over."""
+    folder = Path(output_dir) / "checkpoints"
+    try:
+        same_run = json.loads((folder / RUN_FILE).read_text()).get("key") == key
+    except (OSError, ValueError, AttributeError):
+        return None
+    done = [p for p in folder.glob("checkpoint-*") if (p / "trainer_state.json").is_file()
+            and p.name.split("-")[-1].isdigit()]
+    return max(done, key=lambda p: int(p.name.split("-")[-1])) if same_run and done else None
+
+
 def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
+    """Train; resumes from the last checkpoint an interrupted run of the same settings and examples left in
+    OUTPUT/checkpoints (starts over otherwise), and removes the checkpoints once the judge is saved."""
+    import shutil
+
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -150,6 +191,12 @@ def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
         raise InputError(f"need at least 2 training examples, got {len(rows)}")
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    key = run_key(config, rows)
+    resume = resumable_checkpoint(out, key)
+    if resume is None:  # another run's checkpoints (the CLI refuses them without --overwrite) or none
+        shutil.rmtree(out / "checkpoints", ignore_errors=True)
+    (out / "checkpoints").mkdir(exist_ok=True)
+    (out / "checkpoints" / RUN_FILE).write_text(json.dumps({"key": key}))
     rng = random.Random(config.seed)
     rows = rows[:]
     rng.shuffle(rows)
@@ -188,14 +235,14 @@ def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
         output_dir=str(out / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
         learning_rate=config.learning_rate, lr_scheduler_type="cosine", per_device_train_batch_size=config.batch_size,
         per_device_eval_batch_size=config.batch_size, logging_steps=1, eval_strategy="epoch" if val_rows else "no",
-        save_strategy="no", report_to=[], seed=config.seed, max_length=config.max_length, completion_only_loss=True,
+        save_strategy="steps", save_steps=config.save_steps, save_total_limit=1, report_to=[], seed=config.seed, max_length=config.max_length, completion_only_loss=True,
         use_cpu=not gpu, bf16=gpu, disable_tqdm=True,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
                          eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
                          processing_class=tokenizer, peft_config=lora)
-    trainer.train()
-    history = trainer.state.log_history
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    history = trainer.state.log_history  # restored from the checkpoint: a resumed run's curve is whole
     losses = [h["loss"] for h in history if "loss" in h]
     eval_losses = [h["eval_loss"] for h in history if "eval_loss" in h]
     adapter_dir = out / "adapter"
@@ -211,7 +258,10 @@ def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
     summary = {"config": asdict(config), "train_examples": len(train_rows), "validation_examples": len(val_rows),
                "losses": losses, "eval_losses": eval_losses, "quantized_4bit": quantized,
                "adapter": str(adapter_dir), "merged": str(merged_dir) if merged_dir else None}
+    if resume:
+        summary["resumed_from_step"] = int(resume.name.split("-")[-1])
     (out / "training.json").write_text(json.dumps(summary, indent=2))
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the judge is saved: they are no longer needed
     return summary
 
 
