@@ -2,6 +2,8 @@
 MRE loss on a tiny base model, per-criterion rewards, save/load."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from tiny_judge import build_tiny_base, training_pairs
 
@@ -122,3 +124,21 @@ def test_radcliq_pairs_follow_the_papers_sign_by_default_with_an_option():
     assert higher_is_better("mrscore") is True
     with pytest.raises(ValueError, match="unknown RadCliQ convention"):
         quality_scores("radcliq", dict.fromkeys(CRITERIA["radcliq"], 0), convention="negated")
+
+
+def test_a_missing_or_foreign_model_folder_is_one_line_through_evaluate(tmp_path, monkeypatch):
+    """Review 27 (L1): model="/nonexistent" was huggingface_hub's HFValidationError about repo-id characters, a folder
+    that is not an ER2Score model a bare FileNotFoundError on er2score_config.json."""
+    import evaluate
+
+    from radmetrics.errors import RadmetricsError
+
+    from conftest import PACKAGE
+
+    monkeypatch.chdir(PACKAGE.parent)
+    (tmp_path / "config.json").write_text("{}")
+    for model, expected in ((str(tmp_path / "nonexistent"), "is not a folder here (and is not a Hub id)"),
+                            (str(tmp_path), "is not an ER²Score model (no er2score_config.json)")):
+        er2 = evaluate.load("radmetrics/er2score/er2score.py", model=model)
+        with pytest.raises(RadmetricsError, match=re.escape(expected)):
+            er2.compute(predictions=["a"], references=["b"])

@@ -92,7 +92,14 @@ class MultiRewardModel:
         from transformers import AutoModel, AutoTokenizer
 
         torch = _torch()
-        folder = Path(folder) if Path(folder).exists() else Path(snapshot_download(str(folder)))
+        if not Path(folder).expanduser().exists():  # a missing folder in one line, not the Hub client's repo-id error
+            from radmetrics.judge.preflight import check_hub_model
+
+            check_hub_model(str(folder), what="ER²Score model", flag="model= (evaluate.load, er2score_reward) or --judge")
+        folder = Path(folder).expanduser() if Path(folder).expanduser().exists() else Path(snapshot_download(str(folder)))
+        if not (folder / CONFIG_FILE).is_file():  # review 27: a bare FileNotFoundError
+            raise RadmetricsError(f"'{folder}' is not an ER²Score model (no {CONFIG_FILE}): give the folder or Hub "
+                                  "repo `radmetrics train er2score` wrote")
         config = json.loads((folder / CONFIG_FILE).read_text())
         base = base_model or config["base_model"]
         # weights_only: a downloaded head file is data, never code to run (a pickle may carry any callable).
