@@ -285,7 +285,8 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     cut = sum(answer_was_cut(j.reason) for j in judgments)
     if cut:  # the mean covers fewer rows: say why, and what helps (review 16)
         log.warning("%s: the judge's answer reached the token limit (max_new_tokens=%d) for %d of %d rows; they are "
-                    "unscored: pass a GenerationConfig with a higher max_new_tokens", system.name,
+                    "unscored: raise max_new_tokens (config=GenerationConfig(max_new_tokens=...) in radmetrics.score, "
+                    "max_new_tokens= in evaluate.load)", system.name,
                     config.max_new_tokens, cut, len(judgments), extra={PER_SYSTEM_RECORD: True})
     return ScoreResult(judgments=judgments,
                        summary=aggregate(system, judgments, summary=summary, summary_model=summary_model),

@@ -690,7 +690,7 @@ def test_rows_whose_answer_was_cut_are_named_per_system_and_fail_the_run(tmp_pat
                            "-o", tmp_path / "out")
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.count("reached the token limit for 1 of A's rows") == 1
-    assert "pass a GenerationConfig" not in run.stderr  # the Python API's advice, pooled over both systems
+    assert "GenerationConfig" not in run.stderr  # the Python API's advice, pooled over both systems
     assert run.stderr.strip().splitlines()[-1] == (
         "Error: the judge's answer reached the token limit for some rows (green: A 1); their pairs left them out. "
         "Rerun with a higher --max-new-tokens; per_row.csv names the rows.")

@@ -148,7 +148,8 @@ def test_python_score_warns_of_cut_rows(caplog):
     assert result.scores[0] is None and result.scores[1] is not None
     assert [r.getMessage() for r in caplog.records if "token limit" in r.getMessage()] == [
         "green: the judge's answer reached the token limit (max_new_tokens=1024) for 1 of 2 rows; they are unscored: "
-        "pass a GenerationConfig with a higher max_new_tokens"]
+        "raise max_new_tokens (config=GenerationConfig(max_new_tokens=...) in radmetrics.score, max_new_tokens= in "
+        "evaluate.load)"]  # review 27 (L2): evaluate's option is named too
 
 
 def test_a_resumed_run_keeps_cut_rows_unscored_and_counts_what_it_read_back(tmp_path):
