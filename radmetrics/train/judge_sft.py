@@ -46,9 +46,9 @@ class JudgeSFTConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> JudgeSFTConfig:
-        import yaml
-
         from dataclasses import fields
+
+        import yaml
 
         values = yaml.safe_load(Path(path).read_text()) or {}
         if not isinstance(values, dict):
@@ -235,7 +235,8 @@ def train_judge(config: JudgeSFTConfig, rows: list[dict]) -> dict[str, Any]:
         output_dir=str(out / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
         learning_rate=config.learning_rate, lr_scheduler_type="cosine", per_device_train_batch_size=config.batch_size,
         per_device_eval_batch_size=config.batch_size, logging_steps=1, eval_strategy="epoch" if val_rows else "no",
-        save_strategy="steps", save_steps=config.save_steps, save_total_limit=1, report_to=[], seed=config.seed, max_length=config.max_length, completion_only_loss=True,
+        save_strategy="steps", save_steps=config.save_steps, save_total_limit=1, report_to=[], seed=config.seed,
+        max_length=config.max_length, completion_only_loss=True,
         use_cpu=not gpu, bf16=gpu, disable_tqdm=True,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(train_rows),
