@@ -182,6 +182,21 @@ def test_hand_written_card_is_never_overwritten_unless_asked(hub, rexval_folder,
     assert (hub.folder("model", "lab/judge") / "README.md").read_text() == rendered
 
 
+def test_a_judge_pushed_without_a_card_is_said(hub, tmp_path):
+    """Review 27, L4: `hub push` of a judge folder without --training uploaded it with no model card, silently; it
+    now says so and names the training.json `train judge` wrote beside it."""
+    model = tmp_path / "run" / "merged"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "run" / "training.json").write_text("{}")
+    out = hub_push(hub, model, "lab/bare")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (f"Note: {model} has no model card (README.md); pass --training {tmp_path / 'run' / 'training.json'} to "
+            "render one") in out.stderr
+    (model / "README.md").write_text("My own card.\n")
+    assert "no model card" not in hub_push(hub, model, "lab/bare").stderr
+
+
 def test_public_push_of_other_data(hub, tmp_path):
     import datasets
 
