@@ -109,7 +109,7 @@ class CutAnswer(str):
     def reason(self) -> str:
         at = f" (max_new_tokens={self.limit})" if self.limit else ""
         return (f"{CUT_REASON}{at} before it ended: what it says last may be cut (a list, a number); raise "
-                "--max-new-tokens")
+                "--max-new-tokens (max_new_tokens= in evaluate.load)")
 
 
 #: how the reason of a row whose answer ran into the token limit starts (`CutAnswer.reason`)

@@ -20,7 +20,7 @@ from radmetrics.types import CutAnswer, GenerationConfig
 REFS = ["Small left pleural effusion.", "Heart size normal. No effusion."]
 CANDS = ["Small left effusion.", "Heart size normal."]
 CUT = ("the judge's answer reached the token limit (max_new_tokens={}) before it ended: what it says last may be "
-       "cut (a list, a number); raise --max-new-tokens")
+       "cut (a list, a number); raise --max-new-tokens (max_new_tokens= in evaluate.load)")
 
 
 def test_an_answer_the_server_stopped_at_max_tokens_is_unscored_kept_and_asked_again(tmp_path):
