@@ -74,7 +74,7 @@ class JudgeMetric(evaluate.Metric):
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Add a batch of predictions and references (kept as given, too: see `_compute`)."""
-        from radmetrics.runner import check_report_lists
+        from radmetrics.io import check_report_lists
 
         check_report_lists(references, predictions, names=("references", "predictions"))
         super().add_batch(predictions=predictions, references=references, **kwargs)

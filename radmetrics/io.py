@@ -820,3 +820,12 @@ def check_new_folder(output: str | os.PathLike, overwrite: bool, holds: str) -> 
         shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
         raise InputError(f"--output {output} is not empty ({shown}): writing there would replace the {holds} it "
                          "holds. Choose a new folder, or pass --overwrite")
+
+
+def check_report_lists(references: Any, candidates: Any, names: tuple[str, str] = ("references", "candidates")) -> None:
+    """One report given where a list of reports is expected: a str is a sequence, and each of its characters was
+    judged as a report (review 27, M2)."""
+    for value, name in zip((references, candidates), names):
+        if isinstance(value, (str, bytes)):
+            raise InputError(f"{name} is one {type(value).__name__} ({value[:40]!r}), not a list of reports: pass "
+                             f"[{name[:-1]}] for one report, or a list")

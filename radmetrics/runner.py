@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.errors import InputError, JudgeError
+from radmetrics.io import check_report_lists
 from radmetrics.types import (
     CutAnswer,
     GenerationConfig,
@@ -59,15 +60,6 @@ def pair_problem(reference: Any, candidate: Any, generated: bool = False) -> str
     blank = isinstance(candidate, str) and not candidate.strip()
     written = generated and isinstance(candidate, str) and candidate.strip() in MISSING_MARKERS
     return row_problem(reference, "reference") or (None if blank or written else row_problem(candidate, "candidate"))
-
-
-def check_report_lists(references: Any, candidates: Any, names: tuple[str, str] = ("references", "candidates")) -> None:
-    """One report given where a list of reports is expected: a str is a sequence, and each of its characters was
-    judged as a report (review 27, M2)."""
-    for value, name in zip((references, candidates), names):
-        if isinstance(value, (str, bytes)):
-            raise InputError(f"{name} is one {type(value).__name__} ({value[:40]!r}), not a list of reports: pass "
-                             f"[{name[:-1]}] for one report, or a list")
 
 
 def check_lengths(references: Sequence[Any], candidates: Sequence[Any]) -> None:
