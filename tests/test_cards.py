@@ -243,3 +243,13 @@ def test_an_lm_eval_run_with_limit_is_not_put_in_a_card(tmp_path, lm_eval_result
     full.write_text(json.dumps({**data, "n-samples": {"rexval_judge": {"original": 20, "effective": 20}},
                                 "config": {"model_args": "pretrained=lab/judge", "limit": None}}))
     assert {e["metric"] for e in evaluations_from_files([full])} == {"kendall_tau", "mae_significant_errors", "unparsed"}
+    # a limit above the set's size (or 1.0, the whole of it) graded every document: what lm-eval counted decides
+    whole = tmp_path / "results_limit_above_size.json"
+    whole.write_text(json.dumps({**data, "n-samples": {"rexval_judge": {"original": 20, "effective": 20}},
+                                 "config": {"model_args": "pretrained=lab/judge", "limit": 100.0}}))
+    assert {e["metric"] for e in evaluations_from_files([whole])} == {"kendall_tau", "mae_significant_errors", "unparsed"}
+    unknown = tmp_path / "results_limit_uncounted.json"  # no n-samples: the limit may have cut the set
+    unknown.write_text(json.dumps({**{k: v for k, v in data.items() if k != "n-samples"},
+                                   "config": {"model_args": "pretrained=lab/judge", "limit": 6.0}}))
+    with pytest.raises(RadmetricsError, match=r"an lm-eval run with --limit 6.0 graded a subset"):
+        evaluations_from_files([unknown])

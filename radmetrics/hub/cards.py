@@ -71,14 +71,18 @@ def _refuse_a_limited_run(path: str | Path, data: dict[str, Any]) -> None:
     """An lm-eval run with --limit graded a subset (lm-eval: "REAL METRICS SHOULD NOT BE COMPUTED USING LIMIT");
     its τ is not the dataset's and must not be published as it (review 27, H2)."""
     counts = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
+    counted = False
     for task, n in counts.items():
-        if isinstance(n, dict) and isinstance(n.get("effective"), int) and isinstance(n.get("original"), int) \
-                and n["effective"] < n["original"]:
-            raise RadmetricsError(f"--eval {path}: lm-eval graded {n['effective']} of the {n['original']} documents "
-                                  f"of {task} (a --limit run): its numbers are not the dataset's. Rerun lm_eval "
-                                  "without --limit")
+        if isinstance(n, dict) and isinstance(n.get("effective"), int) and isinstance(n.get("original"), int):
+            counted = True
+            if n["effective"] < n["original"]:
+                raise RadmetricsError(f"--eval {path}: lm-eval graded {n['effective']} of the {n['original']} "
+                                      f"documents of {task} (a --limit run): its numbers are not the dataset's. Rerun "
+                                      "lm_eval without --limit")
+    # where lm-eval wrote what it graded, that decides (a --limit of 100 or 1.0 on 20 documents grades them all);
+    # else a limit may have cut the set
     limit = (data.get("config") or {}).get("limit")
-    if limit not in (None, 0):
+    if not counted and limit not in (None, 0):
         raise RadmetricsError(f"--eval {path}: an lm-eval run with --limit {limit} graded a subset: its numbers are "
                               "not the dataset's. Rerun lm_eval without --limit")
 
