@@ -92,11 +92,12 @@ class MultiRewardModel:
         from transformers import AutoModel, AutoTokenizer
 
         torch = _torch()
-        if not Path(folder).expanduser().exists():  # a missing folder in one line, not the Hub client's repo-id error
+        local = Path(folder).expanduser()
+        if not local.exists():  # a missing folder in one line, not the Hub client's repo-id error
             from radmetrics.judge.preflight import check_hub_model
 
             check_hub_model(str(folder), what="ER²Score model", flag="model= (evaluate.load, er2score_reward) or --judge")
-        folder = Path(folder).expanduser() if Path(folder).expanduser().exists() else Path(snapshot_download(str(folder)))
+        folder = local if local.exists() else Path(snapshot_download(str(folder)))
         if not (folder / CONFIG_FILE).is_file():  # review 27: a bare FileNotFoundError
             raise RadmetricsError(f"'{folder}' is not an ER²Score model (no {CONFIG_FILE}): give the folder or Hub "
                                   "repo `radmetrics train er2score` wrote")
