@@ -263,11 +263,7 @@ def _rendered_card(path: Path) -> bool:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    found = _CARD_MARKER.search(text)
-    if not found:
-        return False
-    body = text[: found.start()].rstrip("\n") + "\n"
-    return hashlib.sha256(body.encode()).hexdigest() == found.group(1)
+    return _unedited_marked_card(text) is True
 
 
 def _named_credentialed(relative: Path) -> bool:
@@ -679,12 +675,20 @@ def check_public_allowed(folder: str | Path, what: str) -> None:
             "redistribution; push it private (the default), optionally --gated.")
 
 
+def _unedited_marked_card(card_text: str) -> bool | None:
+    """None: no radmetrics marker; True: radmetrics' card, unedited (the marker's hash matches the text); False: edited."""
+    found = _CARD_MARKER.search(card_text)
+    if not found:
+        return None
+    body = card_text[: found.start()].rstrip("\n") + "\n"
+    return hashlib.sha256(body.encode()).hexdigest() == found.group(1)
+
+
 def written_by_user(card_text: str) -> bool:
     """True unless the card is radmetrics' own, unedited (marker hash matches), or a library's placeholder."""
-    found = _CARD_MARKER.search(card_text)
-    if found:
-        body = card_text[: found.start()].rstrip("\n") + "\n"
-        return hashlib.sha256(body.encode()).hexdigest() != found.group(1)
+    unedited = _unedited_marked_card(card_text)
+    if unedited is not None:
+        return not unedited
     return not any(hint in card_text for hint in _AUTO_CARD_HINTS)
 
 
