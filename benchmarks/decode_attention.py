@@ -197,9 +197,11 @@ def candidates(torch) -> dict:
                             seqlen_k=seqused)
             pre = efficient(q, prefix_k, prefix_v, None, None, None, case.rows, prefix_k.shape[1], 0.0, 0, True,
                             scale=case.scale)
-            lse_own, lse_pre = own[1][..., : case.rows], pre[1][..., : case.rows]  # padded to a multiple of 32
-            out = _merge(own[0].reshape(case.rows, case.heads, 1, case.dim),
-                         _as_rows_heads(lse_own, case.rows, case.heads),
+            # log-sum-exps: [sequences, heads, queries padded to 32] varlen (one query each: column 0), else
+            # [1, heads, rows padded to 32]
+            lse_own = own[1][:, :, 0].float().reshape(case.rows, case.heads, 1, 1)
+            lse_pre = pre[1][..., : case.rows]
+            out = _merge(own[0].reshape(case.rows, case.heads, 1, case.dim), lse_own,
                          pre[0].reshape(case.rows, case.heads, 1, case.dim),
                          _as_rows_heads(lse_pre, case.rows, case.heads))
             return out.transpose(1, 2).to(case.dtype)
