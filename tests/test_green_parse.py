@@ -388,3 +388,85 @@ def test_lists_and_detail_lines_under_counted_items_are_read_as_upstream_reads_t
         assert judgment.score is None and judgment.reason.startswith(reason)
     else:
         assert judgment.score == pytest.approx(expected) and judgment.reason is None, judgment.reason
+
+
+# -- review 28: a differential drift fuzzer (about 10,000 drifted answers against the official reading) found
+# counts dropped, never flagged: items on one line or after blank lines in marker forms the reader split or
+# continued only in the template's "(a) " form, and answers cut at the token limit inside a last section.
+def _items_with(marker, counts=(0, 2, 0, 1, 0, 3), sep="\n", colon=":"):
+    return sep.join(f"{marker(letter)}{label}{colon} {n}." + (" " + "; ".join(f"e{i}" for i in range(n)) + "." if n
+                                                               else "")
+                    for letter, label, n in zip("abcdef", _LABELS, counts))
+
+
+_MARKERS = {"square-brackets": lambda c: f"[{c}] ", "numbers": lambda c: f"({'abcdef'.index(c) + 1}) ",
+            "no-marker": lambda c: "", "parenthesis-dot": lambda c: f"({c}). ", "bold-loose": lambda c: f"**{c})** "}
+
+
+@pytest.mark.parametrize("marker", sorted(_MARKERS))
+@pytest.mark.parametrize("sep", ["  ", "\n\n"], ids=["one-line", "blank-lines"])
+def test_items_in_any_marker_form_on_one_line_or_after_blank_lines_all_count(marker, sep):
+    """Review 28: "[a] ...: 0.  [b] ...: 2. e0; e1.  [c] ..." on one line read (a) and counted (b)-(f) 0 (GREEN 1.0
+    for 2 matched findings and 6 significant errors); "[a]" items one per paragraph stopped at the first blank
+    line, the same loss. Only the template's "(a) " items were split or continued."""
+    text = (f"[Explanation]:\nx\n\n[Clinically Significant Errors]:\n{_items_with(_MARKERS[marker], sep=sep)}\n\n"
+            f"[Clinically Insignificant Errors]:\n{_items_with(_MARKERS[marker], (1, 0, 0, 0, 2, 0), sep)}\n\n"
+            "[Matched Findings]:\n2. f0; f1.")
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    assert judgment.reason is None and list(judgment.significant.values()) == [0, 2, 0, 1, 0, 3]
+    assert list(judgment.insignificant.values()) == [1, 0, 0, 0, 2, 0] and judgment.score == pytest.approx(2 / 8)
+
+
+_MATCHED_FIRST = ("[Explanation]:\nx\n\n[Matched Findings]:\n2. f0; f1.\n\n[Clinically Insignificant Errors]:\n"
+                  "None.\n\n[Clinically Significant Errors]:\n" + _items_with(lambda c: f"({c}) "))
+
+
+@pytest.mark.parametrize("cut", ["(c) Misidentification of a finding's anatomic location/position: 0.",
+                                 "(d) Misassessment of the severity of a finding: 1. e0",
+                                 "(d) Misassessment of the severity of a finding: 1. e0.\n"])
+def test_an_error_section_cut_before_its_last_category_is_unscored(cut):
+    """Review 28: sections out of order, the significant one last, and the answer cut at the token limit after
+    (c) or (d): the lost items counted 0 (0.5 read for 0.25). An error section that ends the output before (f)
+    may have been cut: unscored. The template's order (matched findings last) is not affected."""
+    text = _MATCHED_FIRST[:_MATCHED_FIRST.index(cut) + len(cut)]
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    assert judgment.score is None and "ends the output at item (" in judgment.reason
+    assert radmetrics.get_scoring_system("green").parse(_MATCHED_FIRST).score == pytest.approx(2 / 8)
+    # the insignificant section cut so: GREEN is read, the Formula score (which needs I) is not
+    swapped = _MATCHED_FIRST.replace("Insignificant", "@").replace("Clinically Significant", "Clinically Insignificant")
+    swapped = swapped.replace("@", "Significant")
+    cut_ins = radmetrics.get_scoring_system("green_formula").parse(swapped[:swapped.index(cut) + len(cut)])
+    assert cut_ins.score is None and "ends the output at item (" in cut_ins.reason
+
+
+@pytest.mark.parametrize("tail", ["- (", "(e", "E. Mentioning a compar"])
+def test_an_error_section_cut_after_a_blank_line_is_unscored(tail):
+    """Review 28: items one per paragraph, cut at the token limit just after a blank line: the piece of the next item
+    was dropped as text after the section, and the items before it read as complete."""
+    items = _items_with(lambda c: f"({c}) ", sep="\n\n")
+    text = _MATCHED_FIRST.split("[Clinically Significant Errors]:\n")[0] + "[Clinically Significant Errors]:\n" + \
+        items[:items.index("(e)")] + tail
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    assert judgment.score is None and "ends the output at item (d)" in judgment.reason
+    assert radmetrics.get_scoring_system("green").parse(text[:-len(tail)] + "Let me know if you need more.").score \
+        is not None  # a closing remark after the items is no cut
+
+
+@pytest.mark.parametrize("matched, expected", [
+    pytest.param("1. f0.\n2. f1.\n3. f", None, id="cut-mid-item"),
+    pytest.param("The matched findings are:\n1. f0.\n2. f1.\n3. pleural eff", None, id="cut-mid-item-after-intro"),
+    pytest.param("1. f0.\n2. f1.\n3. f2.", 0.6, id="ends-with-a-period"),
+    pytest.param("1. f0\n2. f1\n3. f2", 0.6, id="no-item-closed"),  # as the drift fixtures' numbered lists
+    pytest.param("1. f0.\n2. f1.\n3. f2\n\nLet me know if you need more.", 0.6, id="text-after-it"),
+])
+def test_a_numbered_matched_list_cut_mid_line_at_the_end_is_unscored(matched, expected):
+    """Review 28: a numbered matched-findings list cut at the token limit in the middle of an item read as the
+    items that came (2 read for the 3 the judge listed). Where every item but the last closes with "." and the last
+    ends the output without one, the list was cut: unscored. A list written without periods is read as it stands
+    (a cut there is caught by the backend's finish reason where it reports one)."""
+    text = _TWO_ERRORS.replace("[Matched Findings]:\n2. f0; f1", "[Matched Findings]:\n" + matched)
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None and "(cut off?)" in judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected), judgment.reason

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "6"  # 6: drifted item markers read or refused, never dropped (review 15 G1)
+PARSER_VERSION = "7"  # 7: items in any marker form split and continued; a last error section cut before (f) (review 28)
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -272,16 +272,16 @@ def _sections(text: str, headers: list[_Header], kind: str) -> list[tuple[str, _
     return out
 
 
-def _paragraphs(body: str, continues: re.Pattern[str]) -> tuple[str, bool, bool]:
+def _paragraphs(body: str, continues: re.Pattern[str]) -> tuple[str, bool, list[str]]:
     """The section's text: its first paragraph, plus later paragraphs that go on with items or a list
-    (official: the first paragraph only). Returns (text, a later paragraph was kept, one was dropped)."""
+    (official: the first paragraph only). Returns (text, a later paragraph was kept, the paragraphs dropped)."""
     parts = re.split(r"\n[ \t]*\n", body.strip())
     kept = [parts[0]]
     for part in parts[1:]:
         if not continues.match(part.strip()):
             break
         kept.append(part)
-    return "\n".join(kept), len(kept) > 1, len(kept) < len(parts)
+    return "\n".join(kept), len(kept) > 1, parts[len(kept):]
 
 
 # -- counts --------------------------------------------------------------------------------------------------
@@ -438,7 +438,33 @@ _NUMBER_MARK = re.compile(r"\(([1-6])\) ")
 _LATER_LOOSE_MARK = re.compile(r"(?<=\s)[-•*]*\s*\**\(?([a-fA-F])[.)]\**[ \t]*\**")
 #: a "(1)-(6)" item that gives a count ("(3) Misidentification ...: 1."), not an error's own number "(1) x"
 _COUNTED_NUMBER_ITEM = re.compile(r"^[ \t>*\-•]*\**\s*\([1-6]\) [^:\n]{3,120}:\s*\**\s*(?:\d|none\b|zero\b|n/?a\b)", re.I)
-_ITEM_START = re.compile(r"^[ \t>*\-•]*\**\s*(?:\([a-fA-F1-6]\)|[a-fA-F][.)]\s)|" + _BY_WORDING.pattern[1:], re.I)
+#: an item's marker in any form read above: "(a)", "( a )", "[a]", "a)", "a.", "(a).", "**b)**", "(1)"
+_ANY_MARK = r"(?:\(\s*[a-fA-F1-6]\s*\)\.?|\[\s*[a-fA-F1-6]\s*\]|(?<!\w)[a-fA-F1-6][.)])"
+#: where a paragraph goes on with items: a marker in any form, or a category's wording after one or none ("[b] ..."
+#: after a blank line ended the section: its items counted 0, review 28)
+_ITEM_START = re.compile(r"^[ \t>*\-•]*\**\s*(?:\(\s*[a-fA-F1-6]\s*\)|\[\s*[a-fA-F1-6]\s*\]|[a-fA-F][.)]\**\s)"
+                         r"|^[ \t>*\-•]*\**\s*(?:" + _ANY_MARK + r"\**\s*)?\**\s*(?:"
+                         + "|".join(_WORDING.values()) + ")", re.I)
+#: a category's wording with a count after its colon ("Missing a finding present in the reference: 2."): where a line
+#: holds two or more, each starts an item, whatever its marker
+_LABELLED_COUNT = re.compile(r"(?:" + "|".join(_WORDING.values()) + r")[^:\n]{0,120}?:\s*[*_]*\s*(?:\d|none\b|zero\b"
+                             r"|no\b|n/?a\b|(?:" + _WORD + r")\b)", re.I)
+_MARK_BEFORE = re.compile(r"[-*•]?\s*\**\s*" + _ANY_MARK + r"?\**\s*\Z")
+
+
+def _split_labelled(line: str) -> list[str]:
+    """A line holding several labelled counts ("[a] False report ...: 0.  [b] Missing a finding ...: 2. x; y"), cut
+    before each later one's marker; a line with one is returned whole. Review 28: only the template's "(a) " and
+    loose "a)" markers were split, so "[b]", "(2)", "(b)." or unmarked items later on a line were dropped (0)."""
+    starts = [m.start() for m in _LABELLED_COUNT.finditer(line)]
+    if len(starts) < 2:
+        return [line]
+    cuts = [0]
+    for start in starts[1:]:
+        cut = cuts[-1] + _MARK_BEFORE.search(line[cuts[-1]:start]).start()
+        if cut > cuts[-1] and line[cuts[-1]:cut].strip():
+            cuts.append(cut)
+    return [line[a:b] for a, b in zip(cuts, cuts[1:] + [len(line)], strict=True)]
 
 
 @dataclass
@@ -446,6 +472,8 @@ class _Item:
     key: str  # letter a-f, or digit 1-6 for "(1)-(6)" markers
     text: str  # from the marker to the end of the item
     leniency: str | None
+    #: the line held several items, cut by _split_labelled
+    split: bool = False
 
 
 def _loose_items(line: str, first: re.Match[str]) -> list[_Item]:
@@ -467,35 +495,14 @@ def _items(section: str) -> list[_Item]:
     item but whose marker or wording is none of them is no single reading (its count would be lost)."""
     items: list[_Item] = []
     others: list[str] = []  # lines that gave no item
-    for line in section.splitlines():
-        marks = [m for m in _OFFICIAL_MARK.finditer(line)
-                 if m.start() == 0 or line[m.start() - 1] in " \t*->•"]
-        # a marker later in the line starts another item only if an item's "label: count" follows it; so does a
-        # first marker inside a sentence ("Note: (a) could also apply." is no item)
-        labelled = [m for m in marks if re.match(r"\([a-f]\) [^:\n]{3,120}:", line[m.start():])]
-        at_start = marks and re.fullmatch(r"[ \t>*\-•]*\**\s*", line[:marks[0].start()])
-        cuts = [marks[0]] + [m for m in labelled if m is not marks[0]] if at_start else labelled
-        if cuts:
-            for i, m in enumerate(cuts):
-                end = cuts[i + 1].start() if i + 1 < len(cuts) else len(line)
-                items.append(_Item(m.group(1), line[m.start():end], "items-on-one-line" if len(cuts) > 1 else None))
-            continue
-        if marks:
-            continue
-        loose = _LOOSE_MARK.match(line)
-        if loose:
-            items += _loose_items(line, loose)
-            continue
-        bracketed = _BRACKETED_MARK.match(line)
-        if bracketed:
-            letter = next(g for g in bracketed.groups() if g).lower()
-            items.append(_Item(letter, line[bracketed.end():], "item-marker-form"))
-            continue
-        worded = _BY_WORDING.match(line)
-        if worded:
-            items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
-            continue
-        others.append(line)
+    splits = [_split_labelled(raw) for raw in section.splitlines()]
+    pieces = [(piece, len(split) > 1) for split in splits for piece in split]
+    for line, was_split in pieces:
+        before = len(items)
+        _line_items(line, items, others)
+        for item in items[before:]:
+            item.split = was_split
+    lines = [piece for piece, _ in pieces]
     _check_unread_items(others, items)
     if any(i.leniency in (None, "items-on-one-line") for i in items):
         # beside the template's "(a) " items, a loose "c) ..." / "A. ..." line is one item's detail ("c) Effusion:
@@ -508,15 +515,48 @@ def _items(section: str) -> list[_Item]:
         # present in the reference is the main error.") unless a count follows its colon
         items = [i for i in items if i.leniency != "category-wording" or re.match(
             r"[^:\n]*?(?::|\s[-–=])\s*\**\s*(?:\d|none\b|zero\b|n/?a\b|no\b|(?:" + _WORD + r")\b)", i.text, re.I)]
-    if any(i.key in LETTERS for i in items) and any(_COUNTED_NUMBER_ITEM.match(line) for line in section.splitlines()):
+    if any(i.key in LETTERS for i in items) and any(_COUNTED_NUMBER_ITEM.match(line) for line in lines):
         raise GreenParseError("items are marked both (a)-(f) and (1)-(6), each with counts: no single reading")
     if not any(i.key in LETTERS for i in items):
         numbered = []
-        for line in section.splitlines():
-            numbered += [_Item(m.group(1), line[m.start():], None) for m in _NUMBER_MARK.finditer(line)][:1]
+        for line, was_split in pieces:
+            numbered += [_Item(m.group(1), line[m.start():], None, was_split)
+                         for m in _NUMBER_MARK.finditer(line)][:1]
         if numbered:
             return numbered
     return [i for i in items if i.key in LETTERS]
+
+
+def _line_items(line: str, items: list[_Item], others: list[str]) -> None:
+    """The items of one line, appended to ``items``; a line that gives none goes to ``others``."""
+    marks = [m for m in _OFFICIAL_MARK.finditer(line)
+             if m.start() == 0 or line[m.start() - 1] in " \t*->•"]
+    # a marker later in the line starts another item only if an item's "label: count" follows it; so does a
+    # first marker inside a sentence ("Note: (a) could also apply." is no item)
+    labelled = [m for m in marks if re.match(r"\([a-f]\) [^:\n]{3,120}:", line[m.start():])]
+    at_start = marks and re.fullmatch(r"[ \t>*\-•]*\**\s*", line[:marks[0].start()])
+    cuts = [marks[0]] + [m for m in labelled if m is not marks[0]] if at_start else labelled
+    if cuts:
+        for i, m in enumerate(cuts):
+            end = cuts[i + 1].start() if i + 1 < len(cuts) else len(line)
+            items.append(_Item(m.group(1), line[m.start():end], "items-on-one-line" if len(cuts) > 1 else None))
+        return
+    if marks:
+        return
+    loose = _LOOSE_MARK.match(line)
+    if loose:
+        items += _loose_items(line, loose)
+        return
+    bracketed = _BRACKETED_MARK.match(line)
+    if bracketed:
+        letter = next(g for g in bracketed.groups() if g).lower()
+        items.append(_Item(letter, line[bracketed.end():], "item-marker-form"))
+        return
+    worded = _BY_WORDING.match(line)
+    if worded:
+        items.append(_Item(worded.lastgroup or "", line[worded.start(worded.lastgroup):], "category-wording"))
+        return
+    others.append(line)
 
 
 def _check_unread_items(lines: list[str], items: list[_Item]) -> None:
@@ -548,8 +588,9 @@ def _error_sentences(line: str) -> list[str]:
 
 
 def read_error_section(section: str, name: str, at_end: bool = False,
-                       leniency: list[str] | None = None) -> SectionCounts:
-    """Counts (a)-(f) of one error section. Raises GreenParseError where no single reading exists."""
+                       leniency: list[str] | None = None, ends_output: bool = False) -> SectionCounts:
+    """Counts (a)-(f) of one error section. Raises GreenParseError where no single reading exists. ``at_end``: the
+    section's text ends the output (not even a newline after it); ``ends_output``: nothing but blanks follows it."""
     leniency = [] if leniency is None else leniency
     counts = dict.fromkeys(LETTERS, 0)
     sentences: dict[str, list[str]] = {letter: [] for letter in LETTERS}
@@ -613,12 +654,18 @@ def read_error_section(section: str, name: str, at_end: bool = False,
             raise GreenParseError(f"{e} in line {line[:80]!r}") from None
         if item.leniency:
             leniency.append(item.leniency)
+        if item.split:
+            leniency.append("items-on-one-line")
         if letter in seen and seen[letter][0] != value:
             raise GreenParseError(f"[{name}] gives two counts for ({item.key}): {seen[letter][1]!r} and "
                                   f"{line[:60]!r}")
         seen[letter] = (value, line[:60])
         counts[letter] = value
         sentences[letter] = _error_sentences(line) if value else []
+    if ends_output and keys.index(items[-1].key) < len(keys) - 1:
+        # the template lists (a)-(f): a section that ends the output before (f) may have been cut at the token
+        # limit, its later items lost (counted 0). Review 28: sections out of order, the significant one last.
+        raise GreenParseError(f"[{name}] ends the output at item ({items[-1].key}), before ({keys[-1]}) (cut off?)")
     if text.startswith("No") and sum(counts.values()):
         raise GreenParseError(f"[{name}] starts with {text.split(chr(10))[0][:60]!r} but its items count errors")
     for line in text.splitlines():  # "Total: 3" under items that count 1
@@ -635,7 +682,18 @@ def read_error_section(section: str, name: str, at_end: bool = False,
 _NUMBERED_LINE = re.compile(rf"^(?:[-*•>]\s+)?\**{_ENUM}")
 
 
-def read_matched_findings(section: str, at_end: bool = False, leniency: list[str] | None = None) -> int:
+def _cut_item(paragraph: str) -> bool:
+    """What is left of an item where the output was cut: a piece of a marker ("-", "(c", "* c)", "- **("), or a marker
+    and the start of a category's wording ("E. Mentioning a compariso")."""
+    marker = re.match(r"[\W_]*(?:[a-fA-F1-6](?![A-Za-z])[\W_]*)?", paragraph.strip())
+    start = " ".join(paragraph.strip()[marker.end():].lower().split())
+    return not start or any(name.lower().startswith(start) for name in SUB_CATEGORIES.values())
+
+
+def read_matched_findings(section: str, at_end: bool = False, leniency: list[str] | None = None,
+                          mid_line: bool = False) -> int:
+    """The matched count. ``at_end``: the text ends the output (not even a newline after it); ``mid_line``: the
+    output ends in its last line (blanks may follow), where a list may have been cut."""
     leniency = [] if leniency is None else leniency
     text = section.strip()
     where = f"[{MATCHED}]"
@@ -700,6 +758,12 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
     numbers = [n for _, n, _ in numbered]
     if len(numbers) >= 2:
         if numbers == list(range(1, len(numbers) + 1)):
+            listed = [lines[i] for i, _, _ in numbered]
+            if mid_line and not stated and lines[-1] == listed[-1] and all(
+                    line.rstrip("* ").endswith(".") for line in listed[:-1]) and not _CLOSED.search(listed[-1]):
+                # the list is the count, every item but the last closed with ".", the last ending the output without
+                # one: cut at the token limit, items lost (review 28: 3 read for 5)
+                raise GreenParseError(f"{where}: the list ends the output mid-line at {lines[-1][:40]!r} (cut off?)")
             count = len(numbers)
             leniency.append("numbered-list")
         elif numbers[1:] == list(range(1, value + 1)):
@@ -727,6 +791,10 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
         if total and int(total.group(1)) != count:
             raise GreenParseError(f"{where} lists {count} but says {later[:40]!r}")
     return count
+
+
+#: a line that ends as a complete item or sentence ends ("."), or a closing code fence
+_CLOSED = re.compile(r"[.!?)\]*\"'»`]\s*$")
 
 
 # -- the analysis --------------------------------------------------------------------------------------------
@@ -771,11 +839,15 @@ def _one_section(text: str, headers: list[_Header], kind: str, leniency: list[st
             local.append("blank-line-in-section")
         # nothing after the section's text, not even a newline: a count there may have been cut off
         at_end = last and not dropped and body == body.rstrip()
+        # the output may have been cut inside this section (review 28): it ends here, or only a piece of a marker
+        # ("-", "(c", "E. Mentioning a compariso") follows after a blank line
+        ends_output = last and (not dropped or (len(dropped) == 1 and _cut_item(dropped[0])))
         if kind == "matched":
-            value = read_matched_findings(body_text, at_end, local)
+            mid_line = last and not dropped and "\n" not in body[len(body.rstrip()):]
+            value = read_matched_findings(body_text, at_end, local, mid_line)
             readings.append((value, value, local))
         else:
-            section = read_error_section(body_text, name, at_end, local)
+            section = read_error_section(body_text, name, at_end, local, ends_output)
             readings.append((tuple(section.counts.values()), section, local))
             value = sum(section.counts.values())
         if dropped:
