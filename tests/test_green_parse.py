@@ -470,3 +470,27 @@ def test_a_numbered_matched_list_cut_mid_line_at_the_end_is_unscored(matched, ex
         assert judgment.score is None and "(cut off?)" in judgment.reason
     else:
         assert judgment.score == pytest.approx(expected), judgment.reason
+
+
+def test_an_item_sentence_meaning_zero_is_zero_as_upstream_reads_it():
+    """Review 28: "(a) ...: There are no such errors." was unscored; the official code reads the missing count as 0,
+    which is what the judge meant. A sentence that goes on to name an error stays unscored."""
+    system = radmetrics.get_scoring_system("green")
+    zero = _TWO_ERRORS.replace("(b) Missing a finding present in the reference: 0.",
+                               "(b) Missing a finding present in the reference: There are no such errors.")
+    judgment = system.parse(zero)
+    assert judgment.score == pytest.approx(0.5) and "none-item" in judgment.details["leniency"]
+    hedged = zero.replace("no such errors.", "no such errors, but the effusion is missed.")
+    assert system.parse(hedged).score is None
+
+
+def test_a_reasoning_block_before_the_answer_is_not_read():
+    """Review 28: a reasoning model's "<think>" drafting with its own counts ("[Matched Findings]: 5.") made two
+    sections that disagree: unscored, where the official code reads the answer (its [Explanation]: split drops the
+    block). One left open is an answer cut while thinking."""
+    system = radmetrics.get_scoring_system("green")
+    draft = "<think>\nFirst pass. [Matched Findings]: 5. a; b; c; d; e\n[Clinically Significant Errors]: none\n</think>\n"
+    judgment = system.parse(draft + _TWO_ERRORS)
+    assert judgment.score == pytest.approx(0.5) and "reasoning-block" in judgment.details["leniency"]
+    cut = system.parse("<think>\nThe candidate misses [Matched Findings]: 2. f0; f1")
+    assert cut.score is None and "inside its <think> block" in cut.reason

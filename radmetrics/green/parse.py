@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "7"  # 7: items in any marker form split and continued; a last error section cut before (f) (review 28)
+PARSER_VERSION = "7"  # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -34,6 +34,8 @@ SUB_CATEGORIES = GREEN_NAMES
 
 #: Every rule by which this reader reads more than the official code, with the reason it is safe.
 LENIENCY = {
+    "reasoning-block": "a reasoning model's <think>...</think> block before the answer is not read (official: reads "
+                       "the headers inside it unless an [Explanation]: follows)",
     "template-echo": "the prompt's template was repeated before the answer; the last filled analysis is read "
                      "(official: reads the template's placeholders as zero counts)",
     "header-form": "a section header without brackets or in Markdown (**Matched Findings**:, ### ...)",
@@ -291,6 +293,10 @@ _WORD = "|".join(_WORDS)
 #: a none-word standing alone ("None.", "No errors.", "N/A"); "No mention of the effusion: 1." is a count of 1
 _NONE_ITEM = re.compile(r"(?:none|no(?:\s+errors?)?|nil|n/?a|not applicable|nothing)\s*(?:[.;,!]|[-–](?:\s|$)|$)", re.I)
 #: a whole section that says it has nothing: "0.", "None.", "No errors.", "(a)-(f): 0.", "N/A"
+#: an item's sentence meaning zero ("There are no such errors.", "No errors found."): the official code reads the
+#: missing count as 0, rightly; it was unscored (review 28)
+_NONE_SENTENCE = re.compile(r"(?:there (?:are|is|were) no\b|no (?:such |other |additional )?(?:errors?|mistakes?|"
+                            r"discrepanc\w*)\b|none (?:found|identified|noted|present|seen)\b)[^\d\n]*$", re.I)
 _ZERO_SECTION = re.compile(
     r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|not applicable|nothing\b|no\b|there (?:are|were|is) no\b"
     r"|\(?a\)?\s*(?:-|–|to|through)\s*\(?f\)?\s*:\s*(?:0|none|zero)\b"
@@ -405,7 +411,8 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
         _check_one_count(r, r[word.end():], where)
         leniency.append("count-word")
         return _WORDS[word.group(1).lower()]
-    if _NONE_ITEM.match(r):
+    if _NONE_ITEM.match(r) or (_NONE_SENTENCE.match(r) and not _EXCEPT.search(r)
+                               and not re.search(rf"\d|\b(?:{_WORD})\b", r, re.I)):
         leniency.append("none-item")
         return 0
     if official_value is not None:  # e.g. "(b) Missing ...: see below: 2. x" - read as upstream does
@@ -868,6 +875,20 @@ _FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for 
                0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20}
 
 
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+
+
+def _without_reasoning(text: str, leniency: list[str]) -> str:
+    """A reasoning model's "<think>...</think>" is its drafting, not its answer: its draft counts ("[Matched
+    Findings]: 5.") made two sections that disagree (review 28). One left open is an answer cut while thinking."""
+    answer = _THINK.sub("", text)
+    if re.search(r"<think>", answer, re.I):
+        raise GreenParseError("the output ends inside its <think> block, before an answer (cut off?)")
+    if answer != text:
+        leniency.append("reasoning-block")
+    return answer
+
+
 def parse_green(text: str) -> GreenAnalysis:
     """Parse one GREEN analysis; raises GreenParseError with the reason when it cannot be scored."""
     if not isinstance(text, str):
@@ -881,7 +902,7 @@ def parse_green(text: str) -> GreenAnalysis:
     if not shown.strip():
         raise GreenParseError("empty judge output")
     leniency: list[str] = ["invisible-or-full-width"] if shown != cleaned else []  # where the official may differ
-    cleaned = shown
+    cleaned = _without_reasoning(shown, leniency)
     analysis, headers = _choose_analysis(cleaned, leniency)
     kinds = {h.kind for h in headers}
     missing = [f"[{_KIND_NAME[k]}] section" for k in ("significant", "matched") if k not in kinds]
