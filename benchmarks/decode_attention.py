@@ -8,10 +8,10 @@ by ~40% (BENCHMARKS.md). This script times, for one layer and one step:
 
 - ``matmul``: the engine's matrix-product cascade (what CPU and fp32 runs use);
 - ``cudnn``: the engine's cuDNN cascade (its CUDA default in fp16/bf16 when every query head has its own KV head);
-- ``flash-varlen``: PyTorch's flash-attention kernel over the table laid out ``[rows, window, heads, dim]``, each
-  row's own columns given by offsets (``cum_seq_k``) and a count of filled columns (``seqused_k``), merged with the
+- ``varlen``: the engine's length-aware attention (``decode_attention="varlen"``, `_varlen_cascade_attention`):
+  the table laid out ``[rows, window, heads, dim]``, each row's own columns given as offsets and a count of filled
+  columns to PyTorch's flash-attention kernel (fp16/bf16; the memory-efficient kernel in fp32), merged with the
   prefix part by log-sum-exp: reads only filled columns, fixed shapes (graph-capturable);
-- ``efficient-varlen``: the memory-efficient kernel the same way (``seqlen_k``; it also runs in fp32);
 - ``flex``: ``torch.compile``d FlexAttention with a block mask of each row's columns (engine layout), its
   log-sum-exp merged with the prefix part; timed with the mask built beforehand and (``flex+mask``) within the step;
 
@@ -20,7 +20,8 @@ each checked against a float64 reference (max abs error), timed eagerly and, on 
 gives. A candidate the installed torch or device cannot run is listed with the reason, not left out.
 
     python benchmarks/decode_attention.py --preset gpu-7b --json attention.json   # ~1 min on one GPU
-    python benchmarks/decode_attention.py --preset cpu-tiny                        # matmul, efficient, flex (eager)
+    python benchmarks/decode_attention.py --preset gpu-7b --dtype float32 --only varlen   # the fp32 kernel
+    python benchmarks/decode_attention.py --preset cpu-tiny     # checks each candidate's output; CPU kernels only
 """
 from __future__ import annotations
 
@@ -93,45 +94,16 @@ def _mask(case):
     return ((cols >= case.start[:, None]) & (cols <= case.end[:, None]))[:, None, None]
 
 
-def _merge(out_own, lse_own, out_prefix, lse_prefix):
-    """One softmax over both parts from each part's output and log-sum-exp (all ``[rows, heads, 1, ...]``)."""
-    import torch
+def _slot_columns(torch, case):
+    """Each row's own columns as the engine gives them to its varlen attention (`greedy_engine.SlotColumns`): row
+    b's keys start at b * width + start[b] of the flattened table; end - start + 1 of them are filled."""
+    from radmetrics.judge.greedy_engine import SlotColumns
 
-    top = torch.maximum(lse_own, lse_prefix)
-    w_own, w_prefix = torch.exp(lse_own - top), torch.exp(lse_prefix - top)
-    return (w_own * out_own.float() + w_prefix * out_prefix.float()) / (w_own + w_prefix)
-
-
-def _prefix_part(torch, case):
-    """The prefix part as the cuDNN cascade computes it: one product for the whole batch; output and log-sum-exp
-    ``[rows, heads, 1, dim]`` / ``[rows, heads, 1, 1]``."""
-    group = case.heads // case.kv_heads
-    q = (case.query * case.scale).reshape(case.rows, case.kv_heads, group, case.dim)
-    q = q.transpose(0, 1).reshape(case.kv_heads, case.rows * group, case.dim)
-    s = torch.matmul(q, case.prefix_keys[0].transpose(1, 2)).float()  # [kv, rows*group, P]
-    lse = torch.logsumexp(s, -1)
-    out = torch.matmul(torch.softmax(s, -1).to(case.dtype), case.prefix_values[0]).float()
-    out = out.reshape(case.kv_heads, case.rows, group, case.dim).transpose(0, 1).reshape(case.rows, case.heads, 1,
-                                                                                         case.dim)
-    lse = lse.reshape(case.kv_heads, case.rows, group).transpose(0, 1).reshape(case.rows, case.heads, 1, 1)
-    return out, lse
-
-
-def _varlen_offsets(torch, case):
-    """Row b's own columns in the flattened ``[rows * width, kv_heads, dim]`` table start at b*width + start[b];
-    ``seqused`` of them are filled. The last offset is the table's end (only ``seqused`` are read)."""
     i32 = dict(dtype=torch.int32, device=case.device)
-    cum_k = torch.cat([torch.arange(case.rows, **i32) * case.width + case.start.to(torch.int32),
-                       torch.tensor([case.rows * case.width], **i32)])
-    cum_q = torch.arange(case.rows + 1, **i32)
-    seqused = (case.end - case.start + 1).to(torch.int32)
-    return cum_q, cum_k, seqused
-
-
-def _as_rows_heads(lse, rows: int, heads: int):
-    """A kernel's log-sum-exp (``[heads, total_q]`` varlen, or ``[1, heads, total_q]``) as ``[rows, heads, 1, 1]``."""
-    lse = lse.float().reshape(-1, heads, rows)[0] if lse.dim() == 3 else lse.float()
-    return lse.T.reshape(rows, heads, 1, 1)
+    key_starts = torch.cat([torch.arange(case.rows, **i32) * case.width + case.start.to(torch.int32),
+                            torch.tensor([case.rows * case.width], **i32)])
+    return SlotColumns(torch.arange(case.rows + 1, **i32), key_starts, (case.end - case.start + 1).to(torch.int32),
+                       case.width)
 
 
 def candidates(torch) -> dict:
@@ -158,54 +130,13 @@ def candidates(torch) -> dict:
         mask, prefix = _mask(case), (case.prefix_keys, case.prefix_values)
         return lambda: engine._cudnn_cascade_attention(case.query, case.keys, case.values, mask, prefix, case.scale)
 
-    def flash_varlen(case):
-        if case.device.type != "cuda" or case.dtype == torch.float32:
-            raise RuntimeError("flash attention runs on CUDA in fp16/bf16 only")
-        cum_q, cum_k, seqused = _varlen_offsets(torch, case)
-        k = case.keys_by_column.reshape(case.rows * case.width, case.kv_heads, case.dim)
-        v = case.values_by_column.reshape(case.rows * case.width, case.kv_heads, case.dim)
-        prefix_k, prefix_v = case.prefix_keys.transpose(1, 2), case.prefix_values.transpose(1, 2)  # [1, P, kv, d]
-        flash = torch.ops.aten._flash_attention_forward
-
-        def step():
-            q = case.query.reshape(case.rows, case.heads, case.dim)
-            own = flash(q, k, v, cum_q, cum_k, 1, case.width, 0.0, False, False, scale=case.scale,
-                        seqused_k=seqused)
-            pre = flash(q[None], prefix_k, prefix_v, None, None, case.rows, prefix_k.shape[1], 0.0, False, False,
-                        scale=case.scale)
-            out = _merge(own[0].reshape(case.rows, case.heads, 1, case.dim), _as_rows_heads(own[1], case.rows,
-                                                                                            case.heads),
-                         pre[0].reshape(case.rows, case.heads, 1, case.dim), _as_rows_heads(pre[1], case.rows,
-                                                                                            case.heads))
-            return out.transpose(1, 2).to(case.dtype)
-        return step
-
-    def efficient_varlen(case):
-        if case.device.type != "cuda":
-            raise RuntimeError("the memory-efficient kernel runs on CUDA only")
-        if case.heads != case.kv_heads:
-            raise RuntimeError("the memory-efficient kernel wants one KV head per query head")
-        cum_q, cum_k, seqused = _varlen_offsets(torch, case)
-        k = case.keys_by_column.reshape(1, case.rows * case.width, case.kv_heads, case.dim)
-        v = case.values_by_column.reshape(1, case.rows * case.width, case.kv_heads, case.dim)
-        prefix_k, prefix_v = case.prefix_keys.transpose(1, 2), case.prefix_values.transpose(1, 2)
-        efficient = torch.ops.aten._efficient_attention_forward
-
-        def step():
-            q = case.query.reshape(1, case.rows, case.heads, case.dim)
-            own = efficient(q, k, v, None, cum_q, cum_k, 1, case.width, 0.0, 0, True, scale=case.scale,
-                            seqlen_k=seqused)
-            pre = efficient(q, prefix_k, prefix_v, None, None, None, case.rows, prefix_k.shape[1], 0.0, 0, True,
-                            scale=case.scale)
-            # log-sum-exps: [sequences, heads, queries padded to 32] varlen (one query each: column 0), else
-            # [1, heads, rows padded to 32]
-            lse_own = own[1][:, :, 0].float().reshape(case.rows, case.heads, 1, 1)
-            lse_pre = pre[1][..., : case.rows]
-            out = _merge(own[0].reshape(case.rows, case.heads, 1, case.dim), lse_own,
-                         pre[0].reshape(case.rows, case.heads, 1, case.dim),
-                         _as_rows_heads(lse_pre, case.rows, case.heads))
-            return out.transpose(1, 2).to(case.dtype)
-        return step
+    def varlen(case):
+        # on CPU no kernel takes the offsets: the engine's masked stand-in (checks the offsets, times nothing useful)
+        columns = _slot_columns(torch, case)
+        # the table as the engine stores it for "varlen": [rows, width, kv_heads, dim], viewed [rows, kv_heads, ...]
+        keys, values = case.keys_by_column.transpose(1, 2), case.values_by_column.transpose(1, 2)
+        prefix = (case.prefix_keys, case.prefix_values)
+        return lambda: engine._varlen_cascade_attention(case.query, keys, values, prefix, columns, case.scale)
 
     def flex(case, build_mask_in_step: bool = False):
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -227,14 +158,12 @@ def candidates(torch) -> dict:
             mask = make_mask() if build_mask_in_step else prebuilt
             out_own, lse_own = compiled(case.query, case.keys, case.values, block_mask=mask, scale=case.scale,
                                         enable_gqa=case.heads != case.kv_heads, return_lse=True)
-            out_pre, lse_pre = _prefix_part(torch, SimpleNamespace(**{**vars(case), "prefix_keys": prefix[0],
-                                                                     "prefix_values": prefix[1]}))
-            out = _merge(out_own, lse_own[..., None].float(), out_pre, lse_pre)
+            out = engine._merged(out_own.float(), lse_own[..., None].float(),
+                                 *engine._prefix_part(case.query, prefix, case.scale))
             return out.transpose(1, 2).to(case.dtype)
         return step
 
-    return {"matmul": matmul, "cudnn": cudnn, "flash-varlen": flash_varlen, "efficient-varlen": efficient_varlen,
-            "flex": flex, "flex+mask": lambda case: flex(case, build_mask_in_step=True)}
+    return {"matmul": matmul, "cudnn": cudnn, "varlen": varlen, "flex": flex, "flex+mask": lambda case: flex(case, build_mask_in_step=True)}
 
 
 def timed(torch, step, case, iters: int) -> dict:

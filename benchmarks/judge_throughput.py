@@ -16,6 +16,8 @@ Contenders:
 * the default without stem sharing (``share_stems=False``): the presets' prompts judge several candidates against
   each reference (as a GRPO group or a comparison of systems does), and the engine computes what they share once;
   this row is the speed where every reference differs;
+* on CUDA, the default with length-aware decode attention (``decode_attention="varlen"``: only each row's filled
+  columns are read, through flash attention's per-row offsets), a candidate for the default once measured faster;
 * radmetrics' vLLM backend when `vllm` imports: **in its own process**, run before this process puts anything on
   the device (vLLM reserves most of a GPU's memory for itself), over the same weights saved to a folder.
 
@@ -79,6 +81,7 @@ TUNED = "radmetrics transformers, tuned"
 ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
 NO_DRAFTS = "radmetrics transformers, default without drafts (draft_tokens=0)"
 NO_STEMS = "radmetrics transformers, default without stem sharing (share_stems=False)"
+VARLEN = "radmetrics transformers, default with length-aware attention (decode_attention=varlen)"
 VLLM = "radmetrics vLLM backend (own process)"
 
 
@@ -350,6 +353,10 @@ def main() -> None:
     no_stems = TransformersJudge.from_objects(model, tok, name, share_stems=False)
     contenders[NO_STEMS] = lambda: no_stems.generate(prompts, config, progress=False)
     judges.append(no_stems)
+    if preset["device"] == "cuda":  # the length-aware kernels are CUDA's (on CPU a masked product stands in)
+        varlen = TransformersJudge.from_objects(model, tok, name, decode_attention="varlen")
+        contenders[VARLEN] = lambda: varlen.generate(prompts, config, progress=False)
+        judges.append(varlen)
     prompt_lengths = [len(default.encode(p)) for p in prompts]
 
     # Warm-up (kernels, allocator) on a few prompts for every contender.

@@ -171,6 +171,111 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
 
 @pytest.mark.parametrize("kv_heads,prefix,options", [
     (1, True, {}), (4, False, {}),
+    (4, True, {"max_rows": 2}),  # slots refilled (continuous batching)
+    (1, True, {"max_rows": 2, "reserve": 5}),  # continued in a second table
+    (4, True, {"max_rows": 16, "check_every": 3}),  # the tail buckets shrink: slots move
+    (1, True, {"draft_tokens": 2}),  # drafted steps (several inputs a row) attend over the masked windows
+])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not _cuda(), reason="no CUDA device: the CUDA kernels run where one is"))])
+def test_length_aware_decode_attention_answers_as_generate(kv_heads, prefix, options, device, caplog):
+    """decode_attention="varlen": the table is laid out [rows, width, KV heads, dim] and each row's own keys are
+    given to the attention as offsets and lengths into the flattened table (what the flash and memory-efficient
+    kernels take on CUDA; a masked product over the same offsets on CPU). Every answer equals generate's, through
+    refills, continuation, slot moves and drafted steps, and the varlen path really served the steps."""
+    import torch
+
+    model = _random_llama(kv_heads, device)
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randint(3, 300, (40,), generator=g).tolist()
+    rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
+    with torch.inference_mode():
+        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
+    served = []
+    varlen = greedy_engine._varlen_cascade_attention
+
+    def counted(*args):
+        served.append(args[4].used.shape[0])
+        return varlen(*args)
+
+    original = greedy_engine._varlen_cascade_attention
+    greedy_engine._varlen_cascade_attention = counted
+    try:
+        got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
+                                            pad_token_id=2, prefill_chunk_tokens=64, decode_attention="varlen",
+                                            prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
+                                            **options)
+    finally:
+        greedy_engine._varlen_cascade_attention = original
+    assert served and "unavailable" not in caplog.text
+    for row, new in zip(rows, got):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row], device=device), max_new_tokens=24, min_new_tokens=24,
+                                 do_sample=False, eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
+@pytest.mark.parametrize("kv_heads", [1, 4])
+@pytest.mark.parametrize("with_prefix", [True, False])
+def test_varlen_attention_equals_attention_over_each_rows_filled_columns(kv_heads, with_prefix):
+    """The length-aware attention reads row b's ``used[b]`` columns from ``key_starts[b]`` of the flattened
+    [rows * width, KV heads, dim] table (a free slot: its scratch column alone) and merges them with the shared
+    prefix by log-sum-exp: equal to attention over the prefix and exactly those columns."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    torch.manual_seed(kv_heads)
+    batch, heads, dim, width, n_prefix = 4, 4, 16, 12, 7 if with_prefix else 0
+    table_k = torch.randn(batch, width, kv_heads, dim)  # stored as the engine stores it
+    table_v = torch.randn(batch, width, kv_heads, dim)
+    query = torch.randn(batch, heads, 1, dim)
+    first, used = torch.tensor([3, 1, 0, 6]), torch.tensor([5, 11, 1, 2])  # row 2: a free slot (column 0)
+    columns = greedy_engine.SlotColumns(
+        torch.arange(batch + 1, dtype=torch.int32),
+        torch.cat([torch.arange(batch) * width + first, torch.tensor([batch * width])]).to(torch.int32),
+        used.to(torch.int32), width)
+    prefix = (torch.randn(1, kv_heads, n_prefix, dim), torch.randn(1, kv_heads, n_prefix, dim))
+    out = greedy_engine._varlen_cascade_attention(query, table_k.transpose(1, 2), table_v.transpose(1, 2),
+                                                  prefix if with_prefix else None, columns, dim**-0.5)
+    assert out.shape == (batch, 1, heads, dim)
+    for b in range(batch):
+        own = slice(int(first[b]), int(first[b] + used[b]))
+        keys = torch.cat([prefix[0][0], table_k[b, own].transpose(0, 1)], 1).repeat_interleave(heads // kv_heads, 0)
+        values = torch.cat([prefix[1][0], table_v[b, own].transpose(0, 1)], 1).repeat_interleave(heads // kv_heads,
+                                                                                                   0)
+        expected = scaled_dot_product_attention(query[b:b + 1], keys[None], values[None])  # [1, heads, 1, d]
+        torch.testing.assert_close(out[b], expected[0].transpose(0, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_varlen_attention_on_a_table_of_another_layout_falls_back_to_the_masked_product(caplog):
+    """A table not laid out [rows, width, KV heads, dim] (no view gives the kernels a row's columns in one run):
+    one warning, and this and later steps attend over the masked windows, with the same answers."""
+    import torch
+
+    class Module:
+        layer_idx = 0
+
+    torch.manual_seed(0)
+    batch, heads, dim, width = 2, 4, 8, 6
+    keys, values, query = torch.randn(batch, heads, width, dim), torch.randn(batch, heads, width, dim), torch.randn(
+        batch, heads, 1, dim)
+    allowed = torch.zeros(batch, 1, 1, width, dtype=torch.bool)
+    allowed[0, ..., 1:4] = True
+    allowed[1, ..., 2:6] = True
+    columns = greedy_engine.SlotColumns(torch.arange(3, dtype=torch.int32), torch.tensor([1, 8, 12], dtype=torch.int32),
+                                        torch.tensor([3, 4], dtype=torch.int32), width)
+    previous = greedy_engine._VARLEN_ATTENTION
+    try:
+        out, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed, slot_columns=columns)
+        assert greedy_engine._VARLEN_ATTENTION is False and "length-aware decode attention unavailable" in caplog.text
+    finally:
+        greedy_engine._VARLEN_ATTENTION = previous
+    masked, _ = greedy_engine.shared_prefix_attention(Module(), query, keys, values, allowed)
+    torch.testing.assert_close(out, masked)
+
+
+@pytest.mark.parametrize("kv_heads,prefix,options", [
+    (1, True, {}), (4, False, {}),
     (4, True, {"max_rows": 3}),  # waves of 3: stems shared within each wave, slots refilled
     (1, True, {"max_rows": 4, "reserve": 4}),  # answers outgrow the reserve: continued from left-aligned slots
     (1, False, {"max_rows": 16, "check_every": 3, "draft_tokens": 2}),

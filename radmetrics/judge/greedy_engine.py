@@ -82,6 +82,18 @@ class EnginePlan:
     cuda_graphs: bool = False
     #: prompt-lookup guesses checked per row and step (0: none); the host-synced path only (see prompt_lookup)
     draft_tokens: int = 0
+    #: how a decode step attends to the rows' own keys: "cascade" (a masked product over each slot's whole window
+    #: on CUDA, or cuDNN's fused kernel) or "varlen" (length-aware: only each row's filled columns; `DECODE_ATTENTION`)
+    decode_attention: str = "cascade"
+
+
+#: "cascade": the rows' own keys through one masked product over the slot windows (cuDNN's fused kernel on CUDA in
+#: fp16/bf16). "varlen": length-aware, each row's filled columns only, as offsets into a table laid out
+#: [rows, window, KV heads, dim] (flash attention in fp16/bf16 on CUDA; the memory-efficient kernel in fp32 on CUDA;
+#: a masked product on CPU, for tests). A decode step reads every slot's whole window with "cascade" (CUDA graphs
+#: need fixed shapes) though rows have filled ~60% of it (BENCHMARKS.md, session 21); "varlen" reads ~40% less.
+#: Not the default until measured faster on a GPU (benchmarks/decode_attention.py, judge_throughput.py gpu-7b).
+DECODE_ATTENTION = ("cascade", "varlen")
 
 
 def supports_engine(model: Any) -> bool:
@@ -248,6 +260,7 @@ def greedy_generate(
     draft_tokens: int | None = None,
     memory_budget_bytes: int | None = None,
     share_stems: bool = True,
+    decode_attention: str = "cascade",
     on_row_done: Callable[[int, list[int]], None] | None = None,
     on_plan: Callable[[EnginePlan], None] | None = None,
 ) -> list[list[int]]:
@@ -256,7 +269,10 @@ def greedy_generate(
     slot for (default ``max_new_tokens``); longer answers are continued in a second table. ``on_row_done(i,
     ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
     allocated. ``share_stems``: rows that begin alike past the prefix (one reference, several candidates) are
-    admitted together and their common tokens computed once (`shared_stems`)."""
+    admitted together and their common tokens computed once (`shared_stems`). ``decode_attention``: one of
+    `DECODE_ATTENTION`."""
+    if decode_attention not in DECODE_ATTENTION:
+        raise ValueError(f"decode_attention must be one of {', '.join(DECODE_ATTENTION)}, not {decode_attention!r}")
     n_prefix = prefix.length if prefix else 0
     own = [r[n_prefix:] for r in rows]
     if not rows:
@@ -279,6 +295,7 @@ def greedy_generate(
         plan.draft_tokens = draft_tokens
     if plan.cuda_graphs or plan.check_every != 1:
         plan.draft_tokens = 0  # drafts are looked up on the host: only where it reads the rows every step
+    plan.decode_attention = decode_attention
     if on_plan:
         on_plan(plan)
     results: list[list[int] | None] = [None] * len(rows)
@@ -305,7 +322,7 @@ def greedy_generate(
         longest = max(o.columns + (max_new_tokens - len(o.produced)) for o in overflow)
         plan2 = EnginePlan(rows=max(1, min(plan.rows, len(overflow))), window=longest,
                            prefill_chunk_tokens=plan.prefill_chunk_tokens, check_every=plan.check_every,
-                           cuda_graphs=False, draft_tokens=plan.draft_tokens)
+                           cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention)
         log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
         engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id,
                              prefix_ids, share_stems=share_stems)
@@ -355,9 +372,15 @@ class _SlotEngine:
         # column 0 is scratch: where inactive slots write (see _step_eager); rows use columns 1..W, and a step
         # that checks drafts writes up to draft_tokens columns past a row's next one
         width = W + 1 + plan.draft_tokens
-        self.cache = SlotCache([(torch.zeros(B, kv_heads, width, head_dim, dtype=dtype, device=dev),
-                                 torch.zeros(B, kv_heads, width, head_dim, dtype=dtype, device=dev))
-                                for _ in range(config.num_hidden_layers)])
+        self.varlen = plan.decode_attention == "varlen"
+
+        def table():
+            if self.varlen:  # stored [rows, width, kv_heads, dim]: a row's columns one run in memory (see
+                # `_varlen_cascade_attention`); indexed everywhere as the [rows, kv_heads, width, dim] view
+                return torch.zeros(B, width, kv_heads, head_dim, dtype=dtype, device=dev).transpose(1, 2)
+            return torch.zeros(B, kv_heads, width, head_dim, dtype=dtype, device=dev)
+
+        self.cache = SlotCache([(table(), table()) for _ in range(config.num_hidden_layers)])
         long = dict(dtype=torch.long, device=dev)
         self.tokens = torch.full((B,), pad, **long)  # next input token of each slot
         self.start = torch.zeros(B, **long)  # first own column (right-aligned in a chunk, or from column 1)
@@ -367,6 +390,9 @@ class _SlotEngine:
         self.state = torch.zeros(B, **long)  # FREE / ACTIVE / FINISHED / OVERFLOW
         self.columns = torch.arange(width, device=dev)
         self.offsets = torch.arange(1 + plan.draft_tokens, device=dev)  # a step's inputs: next token + drafts
+        # varlen attention: row b's columns start at b * width in the flattened table; one query per row
+        self.row_base = torch.arange(B + 1, device=dev) * width
+        self.query_starts = torch.arange(B + 1, dtype=torch.int32, device=dev)
         # counted tokens since the last check: [step, input of the step, slot]
         self.history = torch.full((max(1, plan.check_every), 1 + plan.draft_tokens, B), -1, **long)
         self.lookup = PromptLookup(prefix_ids or []) if plan.draft_tokens else None  # the shared prefix's index
@@ -693,18 +719,20 @@ class _SlotEngine:
         # inactive slots (free, finished, set aside) write into scratch column 0 and read only it: their output is
         # never used, and a set-aside row's last column stays intact until it is copied
         write = torch.where(active[:, None], end[:, None] + steps, 0)  # [b, q]
-        if self.plan.check_every == 1 and not self.plan.cuda_graphs:
+        varlen = self.varlen and drafts is None
+        if self.plan.check_every == 1 and not self.plan.cuda_graphs and not varlen:
             # CPU (a host check every step anyway): read only the columns some row has filled
             cols = int(write.max()) + 1
         else:
-            cols = self.cache.layers[0][0].shape[2]  # CUDA graphs: fixed shapes
+            cols = self.cache.layers[0][0].shape[2]  # CUDA graphs: fixed shapes; varlen: offsets into whole rows
         columns = self.columns[:cols]
         mask = ((columns >= self.start[:b, None, None]) & (columns <= write[:, :, None]) & active[:, None, None]) | (
             columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
+        extra = {"slot_columns": self._slot_columns(b, active, write[:, 0], cols)} if varlen else {}
         logits = self._decode_logits(dict(input_ids=inputs, attention_mask=mask[:, None],
                                           position_ids=self.position[:b, None] + steps,
-                                          shared_prefix_kv=self.prefix_kv, **{self.cache_name: self.cache}))
+                                          shared_prefix_kv=self.prefix_kv, **extra, **{self.cache_name: self.cache}))
         picks = self._pick(logits.float(), self.generated[:b, None] + steps)  # [b, q]
         kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.max_new, self.eos)
         valid = kept + 1
@@ -722,6 +750,16 @@ class _SlotEngine:
         self.end[:b] = torch.where(going, end + torch.where(overflow, kept, valid), end)
         self.position[:b] += torch.where(active, valid, 0)
         self.state[:b] = torch.where(finished, FINISHED, torch.where(overflow, OVERFLOW, state))
+
+    def _slot_columns(self, b: int, active, write, width: int) -> SlotColumns:
+        """Each row's own columns as the varlen kernels take them: where the row starts in the flattened table and
+        how many columns it has filled (its start..this step's column; an inactive slot: its scratch column 0).
+        Tensor ops only (graph-capturable)."""
+        torch = self.torch
+        first = torch.where(active, self.start[:b], 0)
+        used = torch.where(active, write - first + 1, 1)
+        key_starts = self.row_base[: b + 1] + torch.nn.functional.pad(first, (0, 1))  # the last: the table's end
+        return SlotColumns(self.query_starts[: b + 1], key_starts.to(torch.int32), used.to(torch.int32), width)
 
     def _decode_logits(self, inputs: dict):
         """A decode step's logits: through the lean forward (`lean_decode`) once it has matched the model's own
@@ -864,6 +902,18 @@ def accepted_tokens(picks, drafts, active, generated, max_new: int, eos):
     return kept, counted, finished
 
 
+@dataclass
+class SlotColumns:
+    """Where each row's own keys are for a length-aware (varlen) decode attention: the flattened table's rows
+    ``[rows * width, kv_heads, dim]``; row b's queries are ``query_starts[b]:query_starts[b + 1]`` (one each), its
+    keys the ``used[b]`` columns from ``key_starts[b]`` (int32, as the kernels take them)."""
+
+    query_starts: Any
+    key_starts: Any
+    used: Any
+    width: int
+
+
 class SlotCache:
     """The cache object the model's attention layers update during a decode step: each row's new key/value go
     to that row's own column (``end``) of a preallocated table; the whole current bucket is returned."""
@@ -916,15 +966,16 @@ SLOT_ATTENTION = "radmetrics_slot_attention"
 
 
 def shared_prefix_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                            shared_prefix_kv=None, **kwargs):
+                            shared_prefix_kv=None, slot_columns=None, **kwargs):
     """Decode attention over [shared prefix (one copy for the batch)] + [each row's own slots].
 
     The scores against the prefix are one matrix product for the whole batch instead of every row re-reading
     the same keys ("cascade" attention); one softmax runs over both parts as if the keys were contiguous.
     ``query``: ``[batch, heads, q, d]``, a row's next input and its drafts (q >= 1); ``attention_mask``:
     ``[batch, 1, q, slots]`` booleans (True = attend) over the own slots. The query heads that share a KV head
-    run as that head's query "positions" (no GQA expansion copy of the keys)."""
-    global _CUDNN_CASCADE
+    run as that head's query "positions" (no GQA expansion copy of the keys). ``slot_columns``
+    (`SlotColumns`, the engine's "varlen" decode attention): each row's own filled columns, read alone."""
+    global _CUDNN_CASCADE, _VARLEN_ATTENTION
     import torch
 
     batch, heads, n_q, dim = query.shape
@@ -938,6 +989,13 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
         attention_mask = causal.expand(batch, 1, n_q, cols)
     allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
     allowed = allowed[:, :, -n_q:]  # [batch, 1, q, S]
+    if slot_columns is not None and n_q == 1 and _VARLEN_ATTENTION is not False:
+        try:
+            return _varlen_cascade_attention(query, key, value, prefix_kv, slot_columns, scale), None
+        except RuntimeError as e:  # a kernel this build or shape does not have: the masked paths, from now on
+            _VARLEN_ATTENTION = False
+            log.warning("length-aware decode attention unavailable (%s); attending over whole slot windows",
+                        _first_line(e))
     if prefix_kv is not None and n_q == 1 and _use_cudnn_cascade(query, key, attention_mask):
         try:
             return _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale), None
@@ -1018,16 +1076,96 @@ def _cudnn_cascade_attention(query, key, value, attention_mask, prefix_kv, scale
     result = torch.ops.aten._scaled_dot_product_cudnn_attention(
         query, key, value, bias.expand(batch, heads, 1, n_own), True, 0.0, False, False, scale=scale)
     out_own, lse_own = result[0].float(), result[1].reshape(batch, heads, -1)[..., :1, None].float()
-    prefix_keys, prefix_values = prefix_kv  # [1, heads, P, d]
-    q_by_head = (query * scale).transpose(0, 1).reshape(heads, batch, dim)
-    s_prefix = torch.matmul(q_by_head, prefix_keys[0].transpose(1, 2)).float()  # [heads, batch, P]
-    lse_prefix = torch.logsumexp(s_prefix, -1).T[:, :, None, None]
-    out_prefix = torch.matmul(torch.softmax(s_prefix, -1).to(value.dtype), prefix_values[0]).float()
-    out_prefix = out_prefix.transpose(0, 1)[:, :, None]  # [batch, heads, 1, d]
+    out = _merged(out_own, lse_own, *_prefix_part(query, prefix_kv, scale))
+    return out.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
+
+
+def _prefix_part(query, prefix_kv, scale):
+    """The shared prefix's part of one decode step's attention: one product for the whole batch (each KV head's
+    query heads of every row as one run of queries). Output ``[batch, heads, 1, d]`` and log-sum-exp
+    ``[batch, heads, 1, 1]``, float32."""
+    import torch
+
+    batch, heads, _, dim = query.shape
+    prefix_keys, prefix_values = prefix_kv  # [1, kv_heads, P, d]
+    kv_heads = prefix_keys.shape[1]
+    group = heads // kv_heads
+    q = (query * scale).reshape(batch, kv_heads, group, dim).transpose(0, 1).reshape(kv_heads, batch * group, dim)
+    s_prefix = torch.matmul(q, prefix_keys[0].transpose(1, 2)).float()  # [kv_heads, batch*group, P]
+    lse = torch.logsumexp(s_prefix, -1)
+    out = torch.matmul(torch.softmax(s_prefix, -1).to(prefix_values.dtype), prefix_values[0]).float()
+    out = out.reshape(kv_heads, batch, group, dim).transpose(0, 1).reshape(batch, heads, 1, dim)
+    return out, lse.reshape(kv_heads, batch, group).transpose(0, 1).reshape(batch, heads, 1, 1)
+
+
+def _merged(out_own, lse_own, out_prefix, lse_prefix):
+    """Two parts' attention outputs as one softmax over both parts' keys, from each part's log-sum-exp."""
+    import torch
+
     top = torch.maximum(lse_own, lse_prefix)
     w_own, w_prefix = torch.exp(lse_own - top), torch.exp(lse_prefix - top)
-    out = (w_own * out_own + w_prefix * out_prefix) / (w_own + w_prefix)
-    return out.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
+    return (w_own * out_own + w_prefix * out_prefix) / (w_own + w_prefix)
+
+
+#: None until tried; False once a length-aware kernel failed in this process
+_VARLEN_ATTENTION: bool | None = None
+
+
+def _varlen_cascade_attention(query, key, value, prefix_kv, columns: SlotColumns, scale):
+    """Length-aware decode attention: each row's own keys are only its filled columns (``columns``), read by a
+    kernel that takes per-row offsets and lengths into the flattened table, then merged with the prefix part by
+    log-sum-exp. ``key``/``value``: the ``[batch, kv_heads, width, d]`` view of a table stored ``[rows, width,
+    kv_heads, d]`` (`_SlotEngine`), so ``[batch * width, kv_heads, d]`` is a view, not a copy.
+
+    CUDA fp16/bf16: PyTorch's flash attention (varlen, ``seqused_k``: only that many keys of a row are read).
+    CUDA fp32: the memory-efficient kernel (``seqlen_k``; one KV head per query head). CPU: a masked product over
+    the same offsets (no CPU kernel takes them; used by tests of the plumbing)."""
+    import torch
+
+    batch, heads, _, dim = query.shape
+    kv_heads, width = key.shape[1], columns.width
+    rows_k, rows_v = key.transpose(1, 2), value.transpose(1, 2)  # [batch, width, kv_heads, d]
+    if not (rows_k.is_contiguous() and rows_v.is_contiguous()):
+        raise RuntimeError("the slot table is not laid out [rows, width, kv_heads, dim]")
+    flat_k, flat_v = rows_k.reshape(batch * width, kv_heads, dim), rows_v.reshape(batch * width, kv_heads, dim)
+    q = query.reshape(batch, heads, dim)
+    if query.is_cuda and query.dtype in (torch.float16, torch.bfloat16):
+        result = torch.ops.aten._flash_attention_forward(
+            q, flat_k, flat_v, columns.query_starts, columns.key_starts, 1, width, 0.0, False, False, scale=scale,
+            seqused_k=columns.used)
+        out, lse = result[0], result[1]  # [batch, heads, d]; [heads, batch]
+    elif query.is_cuda:
+        if kv_heads != heads:
+            raise RuntimeError("the memory-efficient kernel takes one KV head per query head")
+        result = torch.ops.aten._efficient_attention_forward(
+            q[None], flat_k[None], flat_v[None], None, columns.query_starts, columns.key_starts, 1, width, 0.0, 0,
+            True, scale=scale, seqlen_k=columns.used)
+        out, lse = result[0][0], result[1][:, :, 0].T  # [1, batch, heads, d]; [batch, heads, 32 (padded)]
+    else:
+        out, lse = _varlen_reference(q, flat_k, flat_v, columns, scale)
+    out_own = out.float().reshape(batch, heads, 1, dim)
+    lse_own = lse.float().T.reshape(batch, heads, 1, 1)
+    if prefix_kv is not None:
+        out_own = _merged(out_own, lse_own, *_prefix_part(query, prefix_kv, scale))
+    return out_own.transpose(1, 2).to(query.dtype)  # [batch, 1, heads, d]
+
+
+def _varlen_reference(q, flat_k, flat_v, columns: SlotColumns, scale):
+    """What the varlen kernels compute, as masked products over the rows the offsets name: output ``[batch,
+    heads, d]``, log-sum-exp ``[heads, batch]``."""
+    import torch
+
+    batch, heads, dim = q.shape
+    kv_heads, width = flat_k.shape[1], columns.width
+    keys = flat_k.reshape(batch, width, kv_heads, dim).transpose(1, 2)  # [batch, kv_heads, width, d]
+    values = flat_v.reshape(batch, width, kv_heads, dim).transpose(1, 2)
+    first = (columns.key_starts[:-1] - torch.arange(batch, device=q.device) * width)[:, None, None, None]
+    cols = torch.arange(width, device=q.device)
+    allowed = (cols >= first) & (cols < first + columns.used[:, None, None, None])  # [batch, 1, 1, width]
+    grouped = (q * scale).reshape(batch, kv_heads, heads // kv_heads, dim)
+    scores = torch.matmul(grouped, keys.transpose(2, 3)).float().masked_fill(~allowed, float("-inf"))
+    out = torch.matmul(torch.softmax(scores, -1).to(values.dtype), values)  # [batch, kv_heads, group, d]
+    return out.reshape(batch, heads, dim), torch.logsumexp(scores, -1).reshape(batch, heads).T
 
 
 class _slot_attention:

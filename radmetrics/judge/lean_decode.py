@@ -45,7 +45,8 @@ class LeanDecoder:
         # the rotary function the attention module's own forward calls (a module global)
         self.rotate = sys.modules[type(self.body.layers[0].self_attn).__module__].apply_rotary_pos_emb
 
-    def __call__(self, *, input_ids, attention_mask, position_ids, shared_prefix_kv=None, **kwargs: Any):
+    def __call__(self, *, input_ids, attention_mask, position_ids, shared_prefix_kv=None, slot_columns=None,
+                 **kwargs: Any):
         cache = kwargs.get("cache", kwargs.get("past_key_values"))
         body = self.body
         hidden = body.embed_tokens(input_ids)
@@ -61,7 +62,7 @@ class LeanDecoder:
             query, key = self.rotate(query, key, cos, sin)
             key, value = cache.update(key, value, attn.layer_idx)
             out, _ = self.attention(attn, query, key, value, attention_mask, scaling=attn.scaling,
-                                    shared_prefix_kv=shared_prefix_kv)
+                                    shared_prefix_kv=shared_prefix_kv, slot_columns=slot_columns)
             hidden = residual + attn.o_proj(out.reshape(*x.shape[:-1], -1).contiguous())
             residual = hidden
             hidden = residual + layer.mlp(layer.post_attention_layernorm(hidden))

@@ -64,6 +64,10 @@ class TransformersOptions(BackendOptions):
     #: prompt-lookup guesses a CPU decode step checks per row (answers unchanged; used while few rows are left and
     #: only when measured faster); None: the engine's default (4), 0: never
     draft_tokens: int | None = None
+    #: how the engine's decode steps attend to each row's own keys: "cascade" (default: over each slot's whole
+    #: window) or "varlen" (length-aware: only the filled columns; CUDA kernels; not measured faster yet, see
+    #: greedy_engine.DECODE_ATTENTION). Answers unchanged up to kernels' rounding
+    decode_attention: str = "cascade"
 
 
 class TransformersJudge(JudgeBackend):
@@ -81,8 +85,11 @@ class TransformersJudge(JudgeBackend):
         # answer before it has seen any; then the p95 of answers so far)
         for name in ("chat_template", "max_batch_size", "max_batch_tokens", "max_input_tokens", "trust_remote_code",
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
-                     "cuda_graphs", "draft_tokens", "share_stems"):
+                     "cuda_graphs", "draft_tokens", "share_stems", "decode_attention"):
             setattr(self, name, getattr(settings, name))
+        if self.decode_attention not in ("cascade", "varlen"):
+            raise JudgeOptionError(f"Option 'decode_attention' of the transformers backend must be 'cascade' or "
+                                   f"'varlen', not {self.decode_attention!r}.")
         if self.draft_tokens is not None and self.draft_tokens < 0:
             raise JudgeOptionError(f"Option 'draft_tokens' of the transformers backend must be 0 (no drafts) or "
                                    f"more, not {self.draft_tokens}.")
@@ -335,7 +342,8 @@ class TransformersJudge(JudgeBackend):
                                     prefix=SharedPrefix(*prefix) if prefix else None,
                                     prefill_chunk_tokens=self.prefill_chunk_tokens, max_rows=rows, reserve=reserve,
                                     memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs,
-                                    draft_tokens=self.draft_tokens, share_stems=self.share_stems, on_row_done=done,
+                                    draft_tokens=self.draft_tokens, share_stems=self.share_stems,
+                                    decode_attention=self.decode_attention, on_row_done=done,
                                     on_plan=plans.append)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e):
