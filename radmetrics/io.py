@@ -612,6 +612,41 @@ def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+
+@contextmanager
+def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
+    """Write a folder (a dataset) whole: the block writes into a staging folder beside OUTPUT
+    (`.<name>.<pid>.staging`), which then becomes OUTPUT in one rename when OUTPUT is missing or empty, or has its
+    files moved in one by one (each rename atomic, the card last) when OUTPUT holds files (--overwrite). A kill or
+    Ctrl-C while writing leaves OUTPUT as it was, so the same command runs again (review 28: a kill during
+    save_to_disk left a folder with data and no card, or half a shard, which the rerun refused as not empty). An
+    error or interrupt removes the staging folder; one a kill left is removed by the next run for OUTPUT."""
+    import shutil
+
+    out = Path(output).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.*.staging"):
+        pid = stale.name[len(out.name) + 2 : -len(".staging")]
+        if pid.isdigit() and not _pid_alive(int(pid)) and stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = out.parent / f".{out.name}.{os.getpid()}.staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+        if out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+            out.rmdir()
+        if not out.exists() and not out.is_symlink():
+            os.rename(staging, out)
+            return
+        for entry in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):  # the card last
+            target = out / entry.name
+            if entry.is_dir() and target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)  # a DatasetDict's split folder: replaced whole
+            os.replace(entry, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
 def _file_stamps(path: Path) -> dict[str, tuple[int, int, int]]:
     """Each regular file at or under PATH (links not followed) -> (inode, size, mtime): what tells a rewrite."""
     if path.is_symlink() or not path.exists():

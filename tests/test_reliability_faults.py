@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from fake_judge import analysis_for
 from openai_server import FakeOpenAIServer
 
@@ -379,6 +379,96 @@ def test_outputs_are_atomic_paired_by_run_id_and_never_written_through_links(tmp
             assert kept.read_bytes() == before and not (tmp_path / "q.jsonl").exists()
         asked = len(server.requests)
     assert asked == 3  # the refused runs asked nothing
+
+
+
+def signal_while_writing(args, written, signum) -> subprocess.CompletedProcess:
+    """Run ARGS and send SIGNUM as soon as `written()` (a file of its output has appeared): while it writes them."""
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and not written():
+        time.sleep(0.001)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+
+
+def compare_args(tmp_path: Path, server_url: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={tmp_path / 'a.jsonl'}", "-s",
+            f"B={tmp_path / 'b.jsonl'}", "-m", "green", "--backend", "openai", "--base-url", server_url,
+            "--judge", "judge-model", "--cache", str(tmp_path / "cache.sqlite"), "-o", str(out)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+def test_a_report_interrupted_while_it_is_written_leaves_no_half_file_and_the_rerun_replaces_it(tmp_path, signum):
+    """Review 28: `compare` (and meta-eval, preference-eval, rexamine) wrote its report's files in place, results.json
+    last: a kill or Ctrl-C while writing left a truncated per_row.csv (0 bytes) and no results.json, and the same
+    command then refused the folder ("holds per_row.csv, which no radmetrics compare report there wrote"), after
+    Ctrl-C had said "rerun to resume". Now the files are staged and moved in, results.json last."""
+    rows = write_pairs(tmp_path / "a.jsonl", 40)
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps({"id": r["id"], "candidate": r["candidate"] + " b"}) + "\n"
+                                              for r in rows))
+    out = tmp_path / "report"
+    with FakeOpenAIServer(analysis_for) as server:
+        whole = run(compare_args(tmp_path, server.base_url, tmp_path / "whole"))  # judges and caches every row
+        assert whole.returncode == 0, whole.stderr[-3000:]
+        asked = len(server.requests)
+        stopped = signal_while_writing(with_ctrl_c(compare_args(tmp_path, server.base_url, out)),
+                                       lambda: any(p.is_file() for p in out.rglob("*")), signum)
+        assert stopped.returncode == (130 if signum == signal.SIGINT else -9), stopped.stderr[-3000:]
+        if signum == signal.SIGINT:
+            assert "Traceback" not in stopped.stderr and stopped.stderr.strip().splitlines()[-1].startswith(
+                "interrupted:"), stopped.stderr[-3000:]
+        assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]  # nothing half-written in view
+        again = run(compare_args(tmp_path, server.base_url, out))
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(server.requests) == asked  # every answer came from the cache
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (tmp_path / "whole").iterdir())
+    for name in ("per_row.csv", "results.json"):
+        assert (out / name).read_text() == (tmp_path / "whole" / name).read_text(), name
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("command", ["convert", "transform"])
+def test_a_dataset_interrupted_while_it_is_written_is_written_whole_by_the_rerun(tmp_path, command, signum):
+    """Review 28: `data convert` / `data transform` saved the dataset into -o in place: a kill during save_to_disk
+    left half a shard (or a dataset without its card) that loaded or looked like a dataset, and the same command was
+    refused ("--output ... is not empty"). Now it is written beside -o and renamed into place."""
+    import datasets
+
+    out = tmp_path / "ds"
+    if command == "convert":
+        args = [sys.executable, "-m", "radmetrics.cli", "data", "convert", "rexval", str(FIXTURES / "rexval"),
+                "-o", str(out)]
+        server = None
+    else:
+        src = tmp_path / "reports.jsonl"
+        src.write_text("".join(json.dumps({"id": i, "report": f"finding {i}: small left effusion."}) + "\n"
+                               for i in range(30)))
+        server = FakeOpenAIServer(analysis_for).__enter__()
+        args = [sys.executable, "-m", "radmetrics.cli", "data", "transform", "standardize", "-i", str(src),
+                "--column", "report", "--backend", "openai", "--base-url", server.base_url, "--judge", "judge-model",
+                "--cache", str(tmp_path / "cache.sqlite"), "-o", str(out)]
+        first = run([*args[:-1], str(tmp_path / "whole")])  # judges and caches every row
+        assert first.returncode == 0, first.stderr[-3000:]
+        asked = len(server.requests)
+    try:
+        def written():  # a file in -o, or in a folder beside it (not the first run's, not the cache)
+            return any(p.is_file() and p.parent != tmp_path and "whole" not in p.parts for p in tmp_path.rglob("*"))
+
+        stopped = signal_while_writing(with_ctrl_c(args), written, signum)
+        assert stopped.returncode == (130 if signum == signal.SIGINT else -9), stopped.stderr[-3000:]
+        assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.iterdir())
+        again = run(args)
+        assert again.returncode == 0, again.stderr[-3000:]
+        if server is not None:
+            assert len(server.requests) == asked  # every answer came from the cache
+    finally:
+        if server is not None:
+            server.__exit__(None, None, None)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".ds.")]  # no staging folder left
+    assert len(datasets.load_from_disk(str(out))) == (20 if command == "convert" else 30)
+    if command == "convert":
+        assert (out / "README.md").is_file()
 
 
 def test_an_output_over_the_response_cache_or_the_input_is_refused_before_any_work(tmp_path):

@@ -267,10 +267,12 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     out = out.add_column("step_attempts", [r.attempts for r in results], feature=datasets.Value("int64"))
     out = out.add_column("step_failure", [r.reason for r in results])
     out = out.add_column("step_details", [json.dumps(r.details) if r.details else None for r in results])
-    from radmetrics.io import owner_only
+    from radmetrics.io import owner_only, staged_folder
 
-    with owner_only(output):  # every report and the judge's rewrite: readable by you only, as score's results
-        out.save_to_disk(output)
+    # every report and the judge's rewrite: readable by you only, as score's results; staged: a kill while writing
+    # leaves no half dataset
+    with owner_only(output), staged_folder(output) as staging:
+        out.save_to_disk(str(staging))
     failed = sum(r.output is None for r in results)
     click.echo(f"{step}: {len(results) - failed}/{len(results)} rows done, {failed} failed (see step_failure); "
                f"wrote {output}")
@@ -463,14 +465,15 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
     from radmetrics.meta.report_folder import ReportWriter
 
     with owner_only(Path(output)):  # per-pair scores and reasons: readable by you only, as score's results
-        report = ReportWriter(output, "preference-eval")  # replaces an earlier preference-eval report there whole
-        columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
-        with report.path("per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, columns)
-            writer.writeheader()
-            writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
-        report.path("summary.md").write_text("\n".join(lines) + "\n")
-        report.finish(results)
+        # replaces an earlier preference-eval report there whole; staged: a kill while writing leaves no half report
+        with ReportWriter(output, "preference-eval") as report:
+            columns = ["id", "metric", "score_a", "score_b", "experts_prefer", "confidence", "outcome", "reason"]
+            with report.path("per_pair.csv").open("w", newline="", encoding="utf-8") as fh:
+                writer = csv.DictWriter(fh, columns)
+                writer.writeheader()
+                writer.writerows({k: "" if row[k] is None else row[k] for k in columns} for row in per_pair)
+            report.path("summary.md").write_text("\n".join(lines) + "\n")
+            report.finish(results)
     folder = report.folder
     click.echo("\n".join(lines))
     click.echo(f"Report: {folder}")

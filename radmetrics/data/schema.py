@@ -116,10 +116,12 @@ def render_card(template_fields: dict[str, str]) -> str:
 def save_dataset(dataset, out_dir: str | Path, card_fields: dict[str, str]) -> Path:
     """save_to_disk plus the dataset card (README.md) beside the data."""
     from radmetrics.hub_cards import card_with_marker
-    from radmetrics.io import owner_only
+    from radmetrics.io import owner_only, staged_folder
 
     out = Path(out_dir)
-    with owner_only(out):  # the expert data's reports (credentialed data among them): readable by you only
-        dataset.save_to_disk(str(out))
-        (out / "README.md").write_text(card_with_marker(render_card(card_fields)), encoding="utf-8")
+    # the expert data's reports (credentialed data among them): readable by you only; staged: a kill while writing
+    # leaves no dataset without its card
+    with owner_only(out), staged_folder(out) as staging:
+        dataset.save_to_disk(str(staging))
+        (staging / "README.md").write_text(card_with_marker(render_card(card_fields)), encoding="utf-8")
     return out

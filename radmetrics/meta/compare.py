@@ -475,22 +475,22 @@ def write_outputs(result: CompareResult, folder: str | Path, overwrite: bool = F
     from radmetrics.meta.report_folder import ReportWriter, check_report_folder
 
     check_report_folder(folder, "compare", overwrite)
-    report = ReportWriter(folder, "compare")
-    paths = {"per_row": report.path("per_row.csv"), "forest": report.path("forest.png")}
-    with paths["per_row"].open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["id", "system", "metric", "score", "unscored_reason"])
-        for metric, per_system in result.runs.items():
-            for system, run in per_system.items():
-                for i, row_id in enumerate(result.ids):
-                    score = run.scores[i]
-                    writer.writerow([row_id, system, metric, "" if score is None else repr(float(score)),
-                                     "" if score is not None else (run.reasons[i] or "unscored")])
-    forest_plot(result, paths["forest"])
-    paths["html"] = report.path("report.html")
-    paths["html"].write_text(to_html(compare_report(result), report.folder), encoding="utf-8")
-    paths["results"] = report.finish(result.to_dict())
-    return {key: paths[key] for key in ("results", "per_row", "forest", "html")}
+    with ReportWriter(folder, "compare") as report:  # staged: a kill while writing leaves no half report
+        paths = {"per_row": report.path("per_row.csv"), "forest": report.path("forest.png")}
+        with paths["per_row"].open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["id", "system", "metric", "score", "unscored_reason"])
+            for metric, per_system in result.runs.items():
+                for system, run in per_system.items():
+                    for i, row_id in enumerate(result.ids):
+                        score = run.scores[i]
+                        writer.writerow([row_id, system, metric, "" if score is None else repr(float(score)),
+                                         "" if score is not None else (run.reasons[i] or "unscored")])
+        forest_plot(result, paths["forest"])
+        paths["html"] = report.path("report.html")
+        paths["html"].write_text(to_html(compare_report(result), report.staging), encoding="utf-8")
+        paths["results"] = report.finish(result.to_dict())
+    return {key: report.folder / paths[key].name for key in ("results", "per_row", "forest", "html")}
 
 
 def compare_report(result: CompareResult) -> Report:

@@ -465,29 +465,29 @@ def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name:
     from radmetrics.meta.report_folder import ReportWriter, check_report_folder
 
     check_report_folder(out_dir, "meta-eval", overwrite)
-    report_files = ReportWriter(out_dir, "meta-eval")
-    folder = report_files.folder
-    label = dataset_label(data, dataset_name or "expert dataset")
-    results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
-                      split_seed=split_seed, ensembles=ensembles)
-    runs = results.pop("_runs")  # the ensembles included
-    results["dataset"] = label
-    results = strict_json_ready(results)
-    held = set(results["split"]["test_ids"]) if results.get("split") else None
-    expert_target, _, _ = targets.expert_target(data, target)
-    with report_files.path("per_sample.csv").open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["id", "split", "expert_score", "expert_target"] + [f"{r.name}" for r in runs]
-                        + [f"{r.name}_reason" for r in runs])
-        for i in range(len(data)):
-            part = "all" if held is None else ("test" if data[i]["id"] in held else "train")
-            writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert_target[i]]
-                            + [r.scores[i] for r in runs] + [r.reasons[i] if r.reasons else None for r in runs])
-    plots = _plots(runs, data, folder)
-    for name, _ in plots:
-        report_files.path(name)
-    report = build_report(results, label, plots)
-    report_files.path("summary.md").write_text(to_markdown(report))
-    report_files.path("report.html").write_text(to_html(report, folder), encoding="utf-8")
-    report_files.finish(results)
-    return folder
+    with ReportWriter(out_dir, "meta-eval") as report_files:  # staged: a kill while writing leaves no half report
+        staging = report_files.staging
+        label = dataset_label(data, dataset_name or "expert dataset")
+        results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
+                          split_seed=split_seed, ensembles=ensembles)
+        runs = results.pop("_runs")  # the ensembles included
+        results["dataset"] = label
+        results = strict_json_ready(results)
+        held = set(results["split"]["test_ids"]) if results.get("split") else None
+        expert_target, _, _ = targets.expert_target(data, target)
+        with report_files.path("per_sample.csv").open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["id", "split", "expert_score", "expert_target"] + [f"{r.name}" for r in runs]
+                            + [f"{r.name}_reason" for r in runs])
+            for i in range(len(data)):
+                part = "all" if held is None else ("test" if data[i]["id"] in held else "train")
+                writer.writerow([data[i]["id"], part, data[i]["expert_score"], expert_target[i]]
+                                + [r.scores[i] for r in runs] + [r.reasons[i] if r.reasons else None for r in runs])
+        plots = _plots(runs, data, staging)
+        for name, _ in plots:
+            report_files.path(name)
+        report = build_report(results, label, plots)
+        report_files.path("summary.md").write_text(to_markdown(report))
+        report_files.path("report.html").write_text(to_html(report, staging), encoding="utf-8")
+        report_files.finish(results)
+    return report_files.folder

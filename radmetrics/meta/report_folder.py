@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -80,13 +82,20 @@ def check_report_folder(folder: str | Path, command: str, overwrite: bool) -> st
                          f"{_FROM_PYTHON}")
     if foreign:
         return f"--overwrite: this run replaces {_listed(foreign)} in {folder}."
+    if earlier and is_incomplete(out):
+        return f"{folder} holds a report a run was stopped while writing; this run replaces it."
     return f"{folder} holds an earlier report; this run replaces it." if earlier else None
 
 
 class ReportWriter:
-    """Writes one command's report into its folder: `path(name)` for each file, then `finish(results)` writes
-    results.json (last, with the record of the report's files) and removes the earlier report's files this run
-    did not write. The earlier report is read when the writer is made, before its results.json is replaced."""
+    """Writes one command's report into its folder so that a kill or Ctrl-C at any moment leaves either the earlier
+    report, or a report its results.json marks as half-written, never new files beside an earlier results.json nor
+    a file cut short (review 28: a kill while writing left a truncated per_row.csv that the rerun then refused to
+    replace). `path(name)` is where to write each file: a staging folder inside the report folder; `finish(results)`
+    marks the report as being written, moves the staged files in (each rename is atomic), writes results.json last
+    (with the record of the report's files) and removes the earlier report's files this run did not write. Use it
+    as a context manager: an error or interrupt before `finish` removes the staging folder; one a kill left behind
+    is removed by the next writer. The earlier report is read when the writer is made."""
 
     def __init__(self, folder: str | Path, command: str):
         self.folder = Path(folder)
@@ -95,19 +104,78 @@ class ReportWriter:
         earlier = earlier_report(self.folder)
         self.earlier_files = earlier[1] if earlier else []
         self.written: list[str] = []
+        remove_stale_staging(self.folder)
+        self.staging = self.folder / f"{STAGING_PREFIX}{os.getpid()}"
+        if self.staging.exists():  # this process's own, from a writer that did not finish
+            shutil.rmtree(self.staging, ignore_errors=True)
+        self.staging.mkdir()
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.discard()
 
     def path(self, name: str) -> Path:
+        """Where to write the report's file `name` (in the staging folder until `finish`)."""
         assert is_output(self.command, name), f"{self.command} does not list {name} in OUTPUTS"
         self.written.append(name)
-        return self.folder / name
+        return self.staging / name
 
     def finish(self, results: dict[str, Any]) -> Path:
         files = sorted({*self.written, "results.json"})
-        path = self.path("results.json")
+        staged = self.path("results.json")
         record = {REPORT_KEY: {"command": self.command, "files": files}}
-        path.write_text(json.dumps({**record, **results}, indent=2, allow_nan=False, default=str))
+        staged.write_text(json.dumps({**record, **results}, indent=2, allow_nan=False, default=str))
+        # from here until the last rename, results.json says the report is half-written (and lists every file the
+        # folder may hold of either report), so a rerun of the command replaces it and no reader takes it as done
+        pending = {REPORT_KEY: {"command": self.command, "files": sorted({*files, *self.earlier_files}),
+                                INCOMPLETE: INCOMPLETE_TEXT.format(command=self.command)}}
+        _replace_with_text(self.folder / "results.json", json.dumps(pending, indent=2))
+        for name in files:
+            if name != "results.json" and (self.staging / name).is_file():
+                os.replace(self.staging / name, self.folder / name)
+        os.replace(staged, self.folder / "results.json")
         for name in sorted(set(self.earlier_files) - set(files)):
             stale = self.folder / name
             if stale.is_file() and not stale.is_symlink():  # a link or folder put there since is not ours
                 stale.unlink()
-        return path
+        self.discard()
+        return self.folder / "results.json"
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+#: the staging folder's name in a report folder, before the writing process's pid (hidden: no command's output)
+STAGING_PREFIX = ".radmetrics-report-staging."
+#: results.json's record key saying the report is being written (present only until the last rename)
+INCOMPLETE = "incomplete"
+INCOMPLETE_TEXT = ("this report is being written, or its run was stopped while writing it: run the same radmetrics "
+                   "{command} command again")
+
+
+def is_incomplete(folder: str | Path) -> bool:
+    """Whether the report in `folder` is one a run stopped while writing (its results.json holds only the record)."""
+    try:
+        record = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8")).get(REPORT_KEY)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(record, dict) and INCOMPLETE in record
+
+
+def remove_stale_staging(folder: Path) -> None:
+    """Staging folders a killed writer left in `folder` (their process is gone)."""
+    from radmetrics.io import _pid_alive
+
+    for staging in folder.glob(f"{STAGING_PREFIX}*"):
+        pid = staging.name[len(STAGING_PREFIX):]
+        if pid.isdigit() and not _pid_alive(int(pid)) and staging.is_dir() and not staging.is_symlink():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace_with_text(path: Path, text: str) -> None:
+    from radmetrics.io import AtomicFile
+
+    with AtomicFile(path) as fh:
+        fh.write(text)

@@ -238,20 +238,21 @@ def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path,
 
     # every reference, standardized reference, candidate and judge text: readable by you only, as score's results
     with owner_only(Path(output)):
-        report = ReportWriter(output, "rexamine")  # replaces an earlier rexamine report there whole
-        with report.path("rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
-            for row in rows:  # the data steps' outputs with their provenance, to re-run or read
-                fh.write(json.dumps({**row, "provenance": provenance}, default=str) + "\n")
-        with report.path("per_row.csv").open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["id", "site", expert_column] + [f"{m}:{ref}" for m in metrics for ref in ("original", "standardized")])
-            for i, row in enumerate(rows):
-                writer.writerow([row["id"], row["site"], "" if expert[i] is None else expert[i]]
-                                + [("" if run.scores[i] is None else run.scores[i])
-                                   for m in metrics for run in (original[m], standardized[m])])
-        rexamine.fig3(spearman_original, spearman_standardized, report.path("fig3_spearman.png"))
-        report.path("summary.md").write_text(_summary(results))
-        report.finish(strict_json_ready(results))
+        # replaces an earlier rexamine report there whole; staged: a kill while writing leaves no half report
+        with ReportWriter(output, "rexamine") as report:
+            with report.path("rexamine_data.jsonl").open("w", encoding="utf-8") as fh:
+                for row in rows:  # the data steps' outputs with their provenance, to re-run or read
+                    fh.write(json.dumps({**row, "provenance": provenance}, default=str) + "\n")
+            with report.path("per_row.csv").open("w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(["id", "site", expert_column] + [f"{m}:{ref}" for m in metrics for ref in ("original", "standardized")])
+                for i, row in enumerate(rows):
+                    writer.writerow([row["id"], row["site"], "" if expert[i] is None else expert[i]]
+                                    + [("" if run.scores[i] is None else run.scores[i])
+                                       for m in metrics for run in (original[m], standardized[m])])
+            rexamine.fig3(spearman_original, spearman_standardized, report.path("fig3_spearman.png"))
+            report.path("summary.md").write_text(_summary(results))
+            report.finish(strict_json_ready(results))
     return report.folder
 
 
