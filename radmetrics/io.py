@@ -612,7 +612,6 @@ def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
-
 @contextmanager
 def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
     """Write a folder (a dataset) whole: the block writes into a staging folder beside OUTPUT
@@ -646,6 +645,7 @@ def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
             os.replace(entry, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
 
 def _file_stamps(path: Path) -> dict[str, tuple[int, int, int]]:
     """Each regular file at or under PATH (links not followed) -> (inode, size, mtime): what tells a rewrite."""
