@@ -39,6 +39,29 @@ def _green_prompts(n_copies: int = 2) -> list[str]:
             for k in range(n_copies) for r, c, _ in pairs]
 
 
+def _rows_sharing_a_prefix(model, device: str):
+    """Six prompts of 1-60 own tokens after a 40-token shared prefix, and the prefix's KV cache."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randint(3, 300, (40,), generator=g).tolist()
+    rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
+    with torch.inference_mode():
+        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
+    return rows, past
+
+
+def _assert_answers_as_generate(model, rows, answers, device: str, n_tokens: int) -> None:
+    """Each answer equals `generate` on that prompt alone (no padding at all: the plainest reference)."""
+    import torch
+
+    for row, new in zip(rows, answers):
+        with torch.inference_mode():
+            out = model.generate(torch.tensor([row], device=device), max_new_tokens=n_tokens,
+                                 min_new_tokens=n_tokens, do_sample=False, eos_token_id=2, pad_token_id=2)
+        assert new == out[0, len(row):].tolist()
+
+
 @pytest.mark.parametrize("prefix_cache,options", [
     (True, {}),  # shipped defaults: the table sized by the engine
     (False, {}),
@@ -146,25 +169,15 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
     """GQA (1 KV head for 4 query heads) and multi-head KV, prompts sharing a long prefix, forced length. On CUDA
     (fp32, TF32 off) the engine runs as shipped there: decode steps replayed from CUDA graphs, host checks every
     8 steps; a graph that fails to capture would fall back to eager steps, so the test also requires none did."""
-    import torch
-
     model = _random_llama(kv_heads, device)
-    g = torch.Generator().manual_seed(0)
-    shared = torch.randint(3, 300, (40,), generator=g).tolist()
-    rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
-    with torch.inference_mode():
-        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
+    rows, past = _rows_sharing_a_prefix(model, device)
     finished, plans = [], []
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
                                         pad_token_id=2, prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
                                         prefill_chunk_tokens=64, on_row_done=lambda i, ids: finished.append(i),
                                         on_plan=plans.append, **options)
     assert sorted(finished) == list(range(len(rows)))
-    for row, new in zip(rows, got):  # one at a time, no padding at all: the plainest reference
-        with torch.inference_mode():
-            out = model.generate(torch.tensor([row], device=device), max_new_tokens=24, min_new_tokens=24,
-                                 do_sample=False, eos_token_id=2, pad_token_id=2)
-        assert new == out[0, len(row):].tolist()
+    _assert_answers_as_generate(model, rows, got, device, 24)
     if device == "cuda":
         assert plans[0].cuda_graphs and "capture failed" not in caplog.text
 
@@ -178,19 +191,13 @@ def test_engine_equals_generate_on_random_models(kv_heads, prefix, options, devi
 ])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not _cuda(), reason="no CUDA device: the CUDA kernels run where one is"))])
-def test_length_aware_decode_attention_answers_as_generate(kv_heads, prefix, options, device, caplog):
+def test_length_aware_decode_attention_answers_as_generate(kv_heads, prefix, options, device, caplog, monkeypatch):
     """decode_attention="varlen": the table is laid out [rows, width, KV heads, dim] and each row's own keys are
     given to the attention as offsets and lengths into the flattened table (what the flash and memory-efficient
     kernels take on CUDA; a masked product over the same offsets on CPU). Every answer equals generate's, through
     refills, continuation, slot moves and drafted steps, and the varlen path really served the steps."""
-    import torch
-
     model = _random_llama(kv_heads, device)
-    g = torch.Generator().manual_seed(0)
-    shared = torch.randint(3, 300, (40,), generator=g).tolist()
-    rows = [shared + torch.randint(3, 300, (int(n),), generator=g).tolist() for n in (5, 31, 12, 1, 60, 17)]
-    with torch.inference_mode():
-        past = returned_cache(model(input_ids=torch.tensor([shared], device=device), use_cache=True))
+    rows, past = _rows_sharing_a_prefix(model, device)
     served = []
     varlen = greedy_engine._varlen_cascade_attention
 
@@ -198,21 +205,12 @@ def test_length_aware_decode_attention_answers_as_generate(kv_heads, prefix, opt
         served.append(args[4].used.shape[0])
         return varlen(*args)
 
-    original = greedy_engine._varlen_cascade_attention
-    greedy_engine._varlen_cascade_attention = counted
-    try:
-        got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
-                                            pad_token_id=2, prefill_chunk_tokens=64, decode_attention="varlen",
-                                            prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None,
-                                            **options)
-    finally:
-        greedy_engine._varlen_cascade_attention = original
+    monkeypatch.setattr(greedy_engine, "_varlen_cascade_attention", counted)
+    got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
+                                        pad_token_id=2, prefill_chunk_tokens=64, decode_attention="varlen",
+                                        prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None, **options)
     assert served and "unavailable" not in caplog.text
-    for row, new in zip(rows, got):
-        with torch.inference_mode():
-            out = model.generate(torch.tensor([row], device=device), max_new_tokens=24, min_new_tokens=24,
-                                 do_sample=False, eos_token_id=2, pad_token_id=2)
-        assert new == out[0, len(row):].tolist()
+    _assert_answers_as_generate(model, rows, got, device, 24)
 
 
 @pytest.mark.parametrize("kv_heads", [1, 4])
