@@ -209,40 +209,47 @@ def test_length_aware_decode_attention_answers_as_generate(kv_heads, prefix, opt
     got = greedy_engine.greedy_generate(model, rows, max_new_tokens=24, min_new_tokens=24, eos_token_id=2,
                                         pad_token_id=2, prefill_chunk_tokens=64, decode_attention="varlen",
                                         prefix=greedy_engine.SharedPrefix(past, 40) if prefix else None, **options)
-    assert served and "unavailable" not in caplog.text
+    assert served and "unavailable" not in caplog.text and "capture failed" not in caplog.text
     _assert_answers_as_generate(model, rows, got, device, 24)
 
 
 @pytest.mark.parametrize("kv_heads", [1, 4])
 @pytest.mark.parametrize("with_prefix", [True, False])
-def test_varlen_attention_equals_attention_over_each_rows_filled_columns(kv_heads, with_prefix):
+@pytest.mark.parametrize("device,dtype", [("cpu", "float32"), *[pytest.param("cuda", d, marks=pytest.mark.skipif(
+    not _cuda(), reason="the flash (fp16/bf16) and memory-efficient (fp32) kernels: CUDA only"))
+    for d in ("float32", "bfloat16", "float16")]])
+def test_varlen_attention_equals_attention_over_each_rows_filled_columns(kv_heads, with_prefix, device, dtype):
     """The length-aware attention reads row b's ``used[b]`` columns from ``key_starts[b]`` of the flattened
     [rows * width, KV heads, dim] table (a free slot: its scratch column alone) and merges them with the shared
-    prefix by log-sum-exp: equal to attention over the prefix and exactly those columns."""
+    prefix by log-sum-exp: equal to attention over the prefix and exactly those columns (float32 reference)."""
     import torch
     from torch.nn.functional import scaled_dot_product_attention
 
     torch.manual_seed(kv_heads)
-    batch, heads, dim, width, n_prefix = 4, 4, 16, 12, 7 if with_prefix else 0
-    table_k = torch.randn(batch, width, kv_heads, dim)  # stored as the engine stores it
-    table_v = torch.randn(batch, width, kv_heads, dim)
-    query = torch.randn(batch, heads, 1, dim)
-    first, used = torch.tensor([3, 1, 0, 6]), torch.tensor([5, 11, 1, 2])  # row 2: a free slot (column 0)
+    batch, heads, dim, width, n_prefix = 4, 4, 64, 40, 7 if with_prefix else 0
+    low = getattr(torch, dtype)
+    table_k = torch.randn(batch, width, kv_heads, dim, device=device)  # stored as the engine stores it
+    table_v = torch.randn(batch, width, kv_heads, dim, device=device)
+    query = torch.randn(batch, heads, 1, dim, device=device)
+    first, used = torch.tensor([3, 1, 0, 26]), torch.tensor([25, 39, 1, 2])  # row 2: a free slot (column 0)
     columns = greedy_engine.SlotColumns(
-        torch.arange(batch + 1, dtype=torch.int32),
-        torch.cat([torch.arange(batch) * width + first, torch.tensor([batch * width])]).to(torch.int32),
-        used.to(torch.int32), width)
-    prefix = (torch.randn(1, kv_heads, n_prefix, dim), torch.randn(1, kv_heads, n_prefix, dim))
-    out = greedy_engine._varlen_cascade_attention(query, table_k.transpose(1, 2), table_v.transpose(1, 2),
-                                                  prefix if with_prefix else None, columns, dim**-0.5)
-    assert out.shape == (batch, 1, heads, dim)
+        torch.arange(batch + 1, dtype=torch.int32, device=device),
+        torch.cat([torch.arange(batch) * width + first, torch.tensor([batch * width])]).to(torch.int32).to(device),
+        used.to(torch.int32).to(device), width)
+    prefix = (torch.randn(1, kv_heads, n_prefix, dim, device=device), torch.randn(1, kv_heads, n_prefix, dim,
+                                                                                  device=device))
+    out = greedy_engine._varlen_cascade_attention(
+        query.to(low), table_k.to(low).transpose(1, 2), table_v.to(low).transpose(1, 2),
+        tuple(t.to(low) for t in prefix) if with_prefix else None, columns, dim**-0.5)
+    assert out.shape == (batch, 1, heads, dim) and out.dtype == low
+    tolerance = 1e-5 if dtype == "float32" else 3e-2
     for b in range(batch):
         own = slice(int(first[b]), int(first[b] + used[b]))
         keys = torch.cat([prefix[0][0], table_k[b, own].transpose(0, 1)], 1).repeat_interleave(heads // kv_heads, 0)
         values = torch.cat([prefix[1][0], table_v[b, own].transpose(0, 1)], 1).repeat_interleave(heads // kv_heads,
                                                                                                    0)
         expected = scaled_dot_product_attention(query[b:b + 1], keys[None], values[None])  # [1, heads, 1, d]
-        torch.testing.assert_close(out[b], expected[0].transpose(0, 1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(out[b].float(), expected[0].transpose(0, 1), rtol=tolerance, atol=tolerance)
 
 
 def test_varlen_attention_on_a_table_of_another_layout_falls_back_to_the_masked_product(caplog):

@@ -1118,8 +1118,8 @@ def _varlen_cascade_attention(query, key, value, prefix_kv, columns: SlotColumns
     kv_heads, d]`` (`_SlotEngine`), so ``[batch * width, kv_heads, d]`` is a view, not a copy.
 
     CUDA fp16/bf16: PyTorch's flash attention (varlen, ``seqused_k``: only that many keys of a row are read).
-    CUDA fp32: the memory-efficient kernel (``seqlen_k``; one KV head per query head). CPU: a masked product over
-    the same offsets (no CPU kernel takes them; used by tests of the plumbing)."""
+    CUDA fp32: the memory-efficient kernel (``seqlen_k``; one KV head per query head). Elsewhere (CPU; fp32 with
+    grouped KV heads): a masked product over the same offsets (no kernel takes them; it reads whole windows)."""
     import torch
 
     batch, heads, _, dim = query.shape
@@ -1134,9 +1134,7 @@ def _varlen_cascade_attention(query, key, value, prefix_kv, columns: SlotColumns
             q, flat_k, flat_v, columns.query_starts, columns.key_starts, 1, width, 0.0, False, False, scale=scale,
             seqused_k=columns.used)
         out, lse = result[0], result[1]  # [batch, heads, d]; [heads, batch]
-    elif query.is_cuda:
-        if kv_heads != heads:
-            raise RuntimeError("the memory-efficient kernel takes one KV head per query head")
+    elif query.is_cuda and kv_heads == heads:  # the memory-efficient kernel has no grouped KV heads
         result = torch.ops.aten._efficient_attention_forward(
             q[None], flat_k[None], flat_v[None], None, columns.query_starts, columns.key_starts, 1, width, 0.0, 0,
             True, scale=scale, seqlen_k=columns.used)
