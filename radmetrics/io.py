@@ -10,7 +10,7 @@ import stat
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -716,13 +716,18 @@ class AtomicFile:
             self.fh.close()
 
     def commit(self) -> None:
-        self.close_tmp()
-        os.replace(self.tmp, self.path)
+        try:
+            self.close_tmp()
+            os.replace(self.tmp, self.path)
+        except BaseException:  # a full disk at the flush/fsync, a failed rename: the temp goes, PATH is untouched
+            self.discard()
+            raise
         self.tmp = None
 
     def discard(self) -> None:
         if self.fh is not None and not self.fh.closed:
-            self.fh.close()
+            with suppress(OSError):  # its flush on close fails again on a full disk; the temp goes anyway
+                self.fh.close()
         if self.tmp is not None:
             self.tmp.unlink(missing_ok=True)
             self.tmp = None

@@ -96,6 +96,42 @@ def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path,
     assert scored["higher_is_better"] is False  # RadCliQ, the paper's sign: the score predicts errors
 
 
+def test_cli_er2score_writes_pairs_and_training_json_whole(fake_judge, tmp_path, monkeypatch):
+    """review 28: the teacher's pairs.jsonl and training.json were written in place (a kill mid-way left half a
+    file). They now go through a temp file renamed into place: a write that fails before the rename (fsync, the
+    last step before it, fails here as a full disk would) leaves neither a half file nor a temp file."""
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text("\n".join(json.dumps({"reference": r}) for r, _, _ in training_pairs()[:2]))
+    base = build_tiny_base(tmp_path / "base")
+    out = tmp_path / "er2"
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), "--references", str(refs),
+                                      "--teacher-backend", "fake", "--teacher", "t", "-o", str(out),
+                                      "--steps", "2", "--batch-size", "2"])
+    assert result.exit_code != 0
+    assert list(out.iterdir()) == []  # no pairs.jsonl, whole or half, and no temp file
+    monkeypatch.undo()
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps(p) for p in generate_pairs(radmetrics.get_judge("fake", cache=False),
+                                                                       [r for r, _, _ in training_pairs()[:2]])[0]))
+    monkeypatch.setattr(os, "fsync", disk_full)
+    result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), "--pairs", str(pairs), "-o", str(out),
+                                      "--steps", "2", "--batch-size", "2"])
+    assert result.exit_code != 0
+    assert not [p for p in out.rglob("*") if "training.json" in p.name]  # neither whole nor a temp part
+
+
 def test_mrscore_reward_model_has_seven_outputs(tmp_path):
     from radmetrics.er2score.model import MultiRewardModel
 

@@ -419,6 +419,39 @@ def test_reward_check_on_given_completions(fake_judge, tmp_path):
     assert "teach GRPO nothing" in result.output
 
 
+def test_reward_check_writes_its_report_whole(fake_judge, tmp_path, monkeypatch):
+    """review 28: check.json was written in place; a kill or a failed write mid-way left half a report. It now goes
+    through a temp file renamed over -o: a write that fails before the rename leaves the earlier report as it was
+    and no temp file behind (fsync, the last step before the rename, fails here as a full disk would)."""
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+
+    src = tmp_path / "completions.jsonl"
+    src.write_text("\n".join(json.dumps({"prompt": "A", "reference": "Normal chest.", "completion": c})
+                             for c in ["Normal chest.", "Small effusion."]))
+    out = tmp_path / "check.json"
+    out.write_text('{"earlier": "report"}')
+    args = ["reward-check", "-m", "green", "-i", str(src), "--completions", "--backend", "fake", "--no-cache",
+            "-o", str(out)]
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code != 0
+    assert out.read_text() == '{"earlier": "report"}' and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["check.json", "completions.jsonl"]
+    monkeypatch.undo()
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["completions"] == 2
+
+
 def test_reward_check_samples_the_policy(fake_judge, policy, tmp_path):
     import json
 

@@ -110,11 +110,11 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
                           batch_size=batch_size, generation_seconds=generation_seconds, settings=settings)
     data = report.to_dict()
     if output_path:  # its folder made if missing: the sampling and judging are not thrown away at the last step
-        from radmetrics.io import owner_only
+        from radmetrics.io import AtomicFile, owner_only
 
-        Path(output_path).parent.mkdir(parents=True, exist_ok=True)
-        with owner_only(output_path):  # completions and their judgments: readable by you only
-            Path(output_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        # all at once (a temp file renamed over it): a kill or a failed write leaves no half check.json
+        with owner_only(output_path), AtomicFile(output_path) as fh:  # completions and judgments: yours only
+            json.dump(data, fh, indent=2, default=str)
     print_report(data, output_path)
 
 

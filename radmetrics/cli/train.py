@@ -164,7 +164,9 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
         click.echo(f"Resumed the interrupted training from step {summary['resumed_from_step']}", err=True)
     summary["data_description"] = description
     summary["base_model_is_local"] = Path(config.base_model).expanduser().exists()  # the card's base_model
-    with open(f"{output}/training.json", "w") as fh:
+    from radmetrics.io import AtomicFile
+
+    with AtomicFile(Path(output) / "training.json") as fh:  # all at once: a kill leaves no half training.json
         json.dump(summary, fh, indent=2)
     click.echo(f"Trained on {summary['train_examples']} examples; final loss {summary['losses'][-1]:.4f}; "
                f"adapter {summary['adapter']}; merged {summary['merged']}")
@@ -256,10 +258,11 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
                              f"problem: {problems[0] if problems else 'none reported'})")
         out = Path(output)
         out.mkdir(parents=True, exist_ok=True)
-        from radmetrics.io import owner_only
+        from radmetrics.io import AtomicFile, owner_only
 
-        with owner_only(out / "pairs.jsonl"):  # the teacher's reports: readable by you only, as score's results
-            (out / "pairs.jsonl").write_text("\n".join(json.dumps(p) for p in pairs))
+        # the teacher's reports: readable by you only, as score's results; all at once (no half file after a kill)
+        with owner_only(out / "pairs.jsonl"), AtomicFile(out / "pairs.jsonl") as fh:
+            fh.write("\n".join(json.dumps(p) for p in pairs))
     else:
         raise click.UsageError("give --references (the teacher writes pairs) or --pairs")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
@@ -267,8 +270,10 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     model.higher_is_better = higher_is_better(system, radcliq_convention)
     losses = train_reward_model(model, pairs, steps=steps, batch_size=batch_size, lr=learning_rate, lam=lam)
     folder = model.save(output)
-    (folder / "training.json").write_text(json.dumps({"base_model": base_model, "system": system, "pairs": len(pairs),
-                                                      "radcliq_convention": radcliq_convention,
-                                                      "higher_is_better": model.higher_is_better,
-                                                      "steps": steps, "lambda": lam, "losses": losses}, indent=2))
+    from radmetrics.io import AtomicFile
+
+    with AtomicFile(folder / "training.json") as fh:  # all at once: a kill leaves no half training.json
+        json.dump({"base_model": base_model, "system": system, "pairs": len(pairs),
+                   "radcliq_convention": radcliq_convention, "higher_is_better": model.higher_is_better,
+                   "steps": steps, "lambda": lam, "losses": losses}, fh, indent=2)
     click.echo(f"ER2Score trained on {len(pairs)} pairs; loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved {folder}")
