@@ -105,7 +105,10 @@ class ErrorCounts:
 def _whole_count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{where} is not a number: {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:  # "two", "2 errors": ER²Score reads counts as numbers, so a word is no count (review 28)
+        raise ValueError(f"{where} is {value!r}, not a number: counts are written as digits (2, not 'two')") from None
     if not math.isfinite(number) or number < 0 or number != int(number):  # NaN, Infinity, 1e999, -1, 1.5
         raise ValueError(f"{where} = {value!r}: counts are whole numbers >= 0")
     return int(number)

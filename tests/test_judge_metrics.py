@@ -363,6 +363,10 @@ def test_radcliq_er2score_single_number_format():
     pytest.param(radcliq_json().replace('"omission": {"significant": 0', '"omission": {"significant": Infinity'),
                  "counts are whole numbers >= 0", id="json-infinity-literal-found-by-fuzzing"),
     pytest.param(radcliq_json({"omission": "NaN"}), "counts are whole numbers >= 0", id="nan"),
+    # review 28: a count in words was unscored with Python's "could not convert string to float: 'two'"
+    pytest.param(radcliq_json({"omission": "two"}), "omission.significant is 'two', not a number: counts are "
+                 "written as digits", id="count-in-words"),
+    pytest.param(radcliq_json({"omission": "2 errors"}), "not a number", id="count-with-words"),
     pytest.param(radcliq_json(drop="omission"), "category 'omission' missing", id="missing-category"),
     pytest.param('{"total_score": 3}', "no 'errors' object", id="no-errors"),
     pytest.param("", "no 'errors' object", id="empty"),
