@@ -86,6 +86,21 @@ def test_severity_spellings_judges_use_are_read_and_a_number_only_when_it_is_the
         assert judgment.details["retryable"] is True and "unknown clinical severity" in judgment.reason
 
 
+@pytest.mark.parametrize("label,severity", [
+    ("Actionable\u2013nonurgent error", 2), ("Actionable\u2014nonurgent error", 2), ("Not\u2011actionable", 1),
+    ("**Urgent error**", 3), ("__Emergent error__", 4), ("_Not actionable_", 1), ("*Urgent error.*", 3),
+    ("** Actionable\u2010nonurgent error **", 2), ("'Urgent error'", 3), ("\u201cEmergent error\u201d", 4),
+    ("**Urgent**", None), ("**Urgent error** (3)", None), ("**Urgent error*", None), ("Non\u2013actionable", None),
+    ("**Serious error**", None), ("**Urgent error** or emergent", None)])
+def test_a_severity_name_with_a_unicode_dash_or_in_markdown_emphasis_is_read_nothing_looser(label, severity):
+    """review 28: "Actionable–nonurgent error" and "**Urgent error**" were unscored and re-asked. Read when, the
+    dashes made "-" and the emphasis or quotes around it taken off, the label is one of the prompt's four names."""
+    judgment = FRS.parse(answer(("0", "[delete]", label)))
+    assert judgment.score == severity
+    if severity is None:
+        assert judgment.details["retryable"] is True and "unknown clinical severity" in judgment.reason
+
+
 def test_an_empty_list_is_no_corrections_and_an_empty_object_after_an_answer_is_reasked():
     """The official code accepts "[]" as no errors; "{...} ... final answer: {}" has no single reading (an empty
     {} was dropped as a mention wherever it stood: the first object's 3 was scored)."""

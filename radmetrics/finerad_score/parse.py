@@ -14,7 +14,7 @@ from typing import Any
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28)
 _EMPTY_LIST = re.compile(r"\s*(?:```(?:json)?\s*)?\[\s*\]\s*(?:```)?\s*")
 
 SEVERITY = {"not actionable": 1, "nonactionable": 1, "not actionable error": 1, "nonactionable error": 1,
@@ -61,6 +61,23 @@ def _severity_key(label: str) -> str:
     return key
 
 
+#: the prompt's four severity names, as _severity_key writes them
+OFFICIAL_SEVERITIES = ("emergent error", "urgent error", "actionable nonurgent error", "not actionable")
+_UNICODE_DASHES = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"))
+#: Markdown emphasis or quotes around the whole label: "**Urgent error**", "_Not actionable_", "'Urgent error'"
+_WRAPPED = re.compile(r"""(?:(?P<wrap>\*{1,3}|_{1,3}|["'`])|[\u2018\u201c])\s*(?P<label>[^*_"'`\u2018\u2019\u201c\u201d]+?)"""
+                      r"""\s*(?(wrap)(?P=wrap)|[\u2019\u201d])""")
+
+
+def _official_name(label: str) -> int | None:
+    """A label written with a Unicode dash ("Actionable–nonurgent error") or wrapped in Markdown emphasis or quotes
+    ("**Urgent error**"): read when what is inside is one of the prompt's four names, nothing looser (review 28)."""
+    text = label.translate(_UNICODE_DASHES).strip()
+    wrapped = _WRAPPED.fullmatch(text)
+    key = _severity_key(wrapped["label"] if wrapped else text)
+    return SEVERITY[key] if key in OFFICIAL_SEVERITIES else None
+
+
 def _severity(label: Any) -> int | None:
     """The paper's number for a severity label, read as the judge wrote it: case, hyphens, commas and the word
     order "nonurgent actionable" vary; a number beside the word counts only when it is the word's number."""
@@ -69,6 +86,9 @@ def _severity(label: Any) -> int | None:
         return 0
     if key in SEVERITY:
         return SEVERITY[key]
+    official = _official_name(str(label))
+    if official is not None:
+        return official
     raw = " ".join(str(label).strip().lower().rstrip(".").split())
     for pattern in _NUMBERED:
         match = pattern.fullmatch(raw)
