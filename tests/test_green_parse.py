@@ -417,6 +417,32 @@ def test_items_in_any_marker_form_on_one_line_or_after_blank_lines_all_count(mar
     assert list(judgment.insignificant.values()) == [1, 0, 0, 0, 2, 0] and judgment.score == pytest.approx(2 / 8)
 
 
+@pytest.mark.parametrize("header", ["__{}__:", "_{}_:", "__[{}]__:", "__{}:__", "**{}**:"])
+@pytest.mark.parametrize("marker", ["_({})_ ", "__({})__ ", "_{})_ ", "**({})** ", "({}) "])
+def test_headers_and_item_markers_in_underscore_emphasis_read_as_the_asterisk_forms(header, marker):
+    """Review 28: "__Clinically Significant Errors__:" headers and "_(b)_" item markers (Markdown's other
+    emphasis) were unscored; they are read as "**...**" is, with the same leniency names."""
+    def section(name, counts):
+        return header.format(name) + "\n" + _items_with(lambda c: marker.format(c), counts)
+
+    text = (f"{header.format('Explanation')}\nx\n\n{section('Clinically Significant Errors', (0, 2, 0, 1, 0, 3))}"
+            f"\n\n{section('Clinically Insignificant Errors', (1, 0, 0, 0, 2, 0))}\n\n"
+            f"{header.format('Matched Findings')}\n2. f0; f1.")
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    assert judgment.reason is None and list(judgment.significant.values()) == [0, 2, 0, 1, 0, 3]
+    assert list(judgment.insignificant.values()) == [1, 0, 0, 0, 2, 0] and judgment.score == pytest.approx(2 / 8)
+    asterisks = radmetrics.get_scoring_system("green").parse(text.replace("_", "*"))
+    assert judgment.details == asterisks.details
+
+
+def test_underscores_elsewhere_are_left_as_written():
+    from radmetrics.green.parse import _asterisk_emphasis
+
+    for text in ["Matched findings: _see below_", "2. _effusion_; f1.", "__init__: 1.", "snake_case_(b)_x",
+                 "_Clinically Significant Errors are listed_", "_(b) Missing a finding: 1._"]:
+        assert _asterisk_emphasis(text) == text
+
+
 _MATCHED_FIRST = ("[Explanation]:\nx\n\n[Matched Findings]:\n2. f0; f1.\n\n[Clinically Insignificant Errors]:\n"
                   "None.\n\n[Clinically Significant Errors]:\n" + _items_with(lambda c: f"({c}) "))
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-PARSER_VERSION = "7"  # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
+# 8: "__Header__:" and "_(b)_" read as the "**" forms; 7: items in any marker form split and continued; cut last
+# sections; <think> (review 28)
+PARSER_VERSION = "8"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -38,7 +40,7 @@ LENIENCY = {
                        "the headers inside it unless an [Explanation]: follows)",
     "template-echo": "the prompt's template was repeated before the answer; the last filled analysis is read "
                      "(official: reads the template's placeholders as zero counts)",
-    "header-form": "a section header without brackets or in Markdown (**Matched Findings**:, ### ...)",
+    "header-form": "a section header without brackets or in Markdown (**Matched Findings**:, __...__:, ### ...)",
     "blank-line-in-section": "items continue after a blank line (official: stops at the first blank line, "
                              "so later items count 0)",
     "items-on-one-line": "several (a)-(f) items on one line (official: reads only the first)",
@@ -53,7 +55,7 @@ LENIENCY = {
     "count-in-sentence": "the count is inside a sentence ('There are 2 matched findings')",
     "numbered-list": "matched findings as a numbered list 1..n, read as n (official: reads 1)",
     "enumerated-errors": "the errors of one item numbered 1..n, read as n (official: reads 1)",
-    "item-marker-form": "an item marker written 'a)', 'a.', '(A)' or '**(a)**' instead of '(a) '",
+    "item-marker-form": "an item marker written 'a)', 'a.', '(A)', '**(a)**' or '_(a)_' instead of '(a) '",
     "category-wording": "an item without its (a)-(f) marker, recognised by the category's wording",
 }
 
@@ -877,6 +879,19 @@ _FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for 
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 
+#: Markdown underscore emphasis around a header or an item marker ("__Matched Findings__:", "_(b)_"), the same
+#: emphasis as the "**" forms the readers take (review 28: unscored, official 0s); rewritten as those, one "*" for
+#: one "_", so every position in the text stays where it was
+_UNDERSCORE_HEADER = re.compile(r"^([ \t>#\-]*)(_{1,3})([ \t]*(?:\[[ \t]*)?(?:" + "|".join(_NAMES.values())
+                                + r")(?:[ \t]*\])?[ \t]*(?::(?=\2)|(?=\2[ \t]*(?::|$))))\2", re.I | re.M)
+_UNDERSCORE_MARK = re.compile(r"(?<!\S)(_{1,3})([ \t]*(?:\([ \t]*[a-fA-F1-6][ \t]*\)|\[[ \t]*[a-fA-F1-6][ \t]*\]"
+                              r"|[a-fA-F][.)])[ \t]*:?)\1(?=[ \t]|$)", re.M)
+
+
+def _asterisk_emphasis(text: str) -> str:
+    text = _UNDERSCORE_HEADER.sub(lambda m: m[1] + "*" * len(m[2]) + m[3] + "*" * len(m[2]), text)
+    return _UNDERSCORE_MARK.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text)
+
 
 def _without_reasoning(text: str, leniency: list[str]) -> str:
     """A reasoning model's "<think>...</think>" is its drafting, not its answer: its draft counts ("[Matched
@@ -902,7 +917,7 @@ def parse_green(text: str) -> GreenAnalysis:
     if not shown.strip():
         raise GreenParseError("empty judge output")
     leniency: list[str] = ["invisible-or-full-width"] if shown != cleaned else []  # where the official may differ
-    cleaned = _without_reasoning(shown, leniency)
+    cleaned = _without_reasoning(_asterisk_emphasis(shown), leniency)
     analysis, headers = _choose_analysis(cleaned, leniency)
     kinds = {h.kind for h in headers}
     missing = [f"[{_KIND_NAME[k]}] section" for k in ("significant", "matched") if k not in kinds]
