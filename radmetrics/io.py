@@ -612,6 +612,18 @@ def clean_stale_tmp(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+def remove_abandoned_staging(folder: Path, prefix: str, suffix: str = "") -> None:
+    """Staging folders ``<prefix><pid><suffix>`` in FOLDER whose writing process is gone (a kill left them); a
+    link, or a folder of a live process, is left alone."""
+    import glob
+    import shutil
+
+    for staging in folder.glob(f"{glob.escape(prefix)}*{glob.escape(suffix)}"):
+        pid = staging.name[len(prefix) : len(staging.name) - len(suffix)]
+        if pid.isdigit() and not _pid_alive(int(pid)) and staging.is_dir() and not staging.is_symlink():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 @contextmanager
 def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
     """Write a folder (a dataset) whole: the block writes into a staging folder beside OUTPUT
@@ -624,10 +636,7 @@ def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
 
     out = Path(output).expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out.parent.glob(f".{out.name}.*.staging"):
-        pid = stale.name[len(out.name) + 2 : -len(".staging")]
-        if pid.isdigit() and not _pid_alive(int(pid)) and stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
+    remove_abandoned_staging(out.parent, f".{out.name}.", ".staging")
     staging = out.parent / f".{out.name}.{os.getpid()}.staging"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()

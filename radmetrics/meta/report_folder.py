@@ -104,7 +104,9 @@ class ReportWriter:
         earlier = earlier_report(self.folder)
         self.earlier_files = earlier[1] if earlier else []
         self.written: list[str] = []
-        remove_stale_staging(self.folder)
+        from radmetrics.io import remove_abandoned_staging
+
+        remove_abandoned_staging(self.folder, STAGING_PREFIX)  # a killed writer's
         self.staging = self.folder / f"{STAGING_PREFIX}{os.getpid()}"
         if self.staging.exists():  # this process's own, from a writer that did not finish
             shutil.rmtree(self.staging, ignore_errors=True)
@@ -162,16 +164,6 @@ def is_incomplete(folder: str | Path) -> bool:
     except (OSError, ValueError, AttributeError):
         return False
     return isinstance(record, dict) and INCOMPLETE in record
-
-
-def remove_stale_staging(folder: Path) -> None:
-    """Staging folders a killed writer left in `folder` (their process is gone)."""
-    from radmetrics.io import _pid_alive
-
-    for staging in folder.glob(f"{STAGING_PREFIX}*"):
-        pid = staging.name[len(STAGING_PREFIX):]
-        if pid.isdigit() and not _pid_alive(int(pid)) and staging.is_dir() and not staging.is_symlink():
-            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _replace_with_text(path: Path, text: str) -> None:
