@@ -382,13 +382,35 @@ def test_outputs_are_atomic_paired_by_run_id_and_never_written_through_links(tmp
 
 
 
-def signal_while_writing(args, written, signum) -> subprocess.CompletedProcess:
-    """Run ARGS and send SIGNUM as soon as `written()` (a file of its output has appeared): while it writes them."""
-    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while proc.poll() is None and not written():
-        time.sleep(0.001)
-    proc.send_signal(signum)
+def paused_at_rename(args: list[str], pause_when: str, marker: Path) -> list[str]:
+    """The CLI (as `with_ctrl_c` runs it) with os.rename / os.replace patched to stop, the first time
+    `pause_when` (a Python expression of `src` and `dst`, the paths as text) holds, for two minutes before
+    renaming, after creating MARKER: a signal sent once MARKER exists lands at exactly that point of the write.
+    (Racing a poll against the write lost on a loaded CI machine: the files were in place before it looked.)"""
+    patch = ("import os, time, pathlib\n"
+             "def _pausing(rename):\n"
+             "    def pausing(src, dst, *a, **k):\n"
+             "        src, dst_ = os.fspath(src), os.fspath(dst)\n"
+             f"        if not pathlib.Path({str(marker)!r}).exists() and (lambda src, dst: {pause_when})(src, dst_):\n"
+             f"            pathlib.Path({str(marker)!r}).touch(); time.sleep(120)\n"
+             "        return rename(src, dst, *a, **k)\n"
+             "    return pausing\n"
+             "os.rename, os.replace = _pausing(os.rename), _pausing(os.replace)\n")
+    ctrl_c = with_ctrl_c(args)
+    return [ctrl_c[0], "-c", patch + ctrl_c[2], *ctrl_c[3:]]
+
+
+def signal_at_pause(args: list[str], pause_when: str, marker: Path, signum) -> subprocess.CompletedProcess:
+    """Run ARGS paused as `paused_at_rename` says and send SIGNUM there; fails if it never gets there."""
+    proc = subprocess.Popen(paused_at_rename(args, pause_when, marker), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reached = marker.exists()
+    proc.send_signal(signum if reached else signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=60)
+    assert reached, f"never reached the rename ({pause_when}): rc {proc.returncode}\n{stderr[-3000:]}"
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 
@@ -398,12 +420,24 @@ def compare_args(tmp_path: Path, server_url: str, out: Path) -> list[str]:
             "--judge", "judge-model", "--cache", str(tmp_path / "cache.sqlite"), "-o", str(out)]
 
 
+#: where in ReportWriter.finish the run is stopped: every file staged, nothing in the folder yet; or results.json
+#: already says "being written" and the staged files are being moved in
+REPORT_WRITE_POINTS = {"staged": "dst.endswith('results.json')",
+                       "moving": "'.radmetrics-report-staging.' in src and not src.endswith('results.json')"}
+
+
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
-def test_a_report_interrupted_while_it_is_written_leaves_no_half_file_and_the_rerun_replaces_it(tmp_path, signum):
+@pytest.mark.parametrize("point", sorted(REPORT_WRITE_POINTS))
+def test_a_report_interrupted_while_it_is_written_leaves_no_half_file_and_the_rerun_replaces_it(tmp_path, point,
+                                                                                                 signum):
     """Review 28: `compare` (and meta-eval, preference-eval, rexamine) wrote its report's files in place, results.json
     last: a kill or Ctrl-C while writing left a truncated per_row.csv (0 bytes) and no results.json, and the same
     command then refused the folder ("holds per_row.csv, which no radmetrics compare report there wrote"), after
-    Ctrl-C had said "rerun to resume". Now the files are staged and moved in, results.json last."""
+    Ctrl-C had said "rerun to resume". Now the files are staged and moved in, results.json first marked as being
+    written and replaced last: stopped before the moves, nothing is in view; during them, results.json says the
+    report is half-written and the rerun replaces it."""
+    from radmetrics.meta.report_folder import INCOMPLETE, REPORT_KEY, is_output
+
     rows = write_pairs(tmp_path / "a.jsonl", 40)
     (tmp_path / "b.jsonl").write_text("".join(json.dumps({"id": r["id"], "candidate": r["candidate"] + " b"}) + "\n"
                                               for r in rows))
@@ -412,15 +446,25 @@ def test_a_report_interrupted_while_it_is_written_leaves_no_half_file_and_the_re
         whole = run(compare_args(tmp_path, server.base_url, tmp_path / "whole"))  # judges and caches every row
         assert whole.returncode == 0, whole.stderr[-3000:]
         asked = len(server.requests)
-        stopped = signal_while_writing(with_ctrl_c(compare_args(tmp_path, server.base_url, out)),
-                                       lambda: any(p.is_file() for p in out.rglob("*")), signum)
+        stopped = signal_at_pause(compare_args(tmp_path, server.base_url, out), REPORT_WRITE_POINTS[point],
+                                  tmp_path / "paused", signum)
         assert stopped.returncode == (130 if signum == signal.SIGINT else -9), stopped.stderr[-3000:]
         if signum == signal.SIGINT:
             assert "Traceback" not in stopped.stderr and stopped.stderr.strip().splitlines()[-1].startswith(
                 "interrupted:"), stopped.stderr[-3000:]
-        assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]  # nothing half-written in view
+        in_view = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+        if point == "staged":
+            assert not in_view  # nothing half-written in view
+        else:
+            assert "results.json" in in_view and all(is_output("compare", name) for name in in_view), in_view
+            record = json.loads((out / "results.json").read_text())[REPORT_KEY]
+            assert INCOMPLETE in record and "run the same radmetrics compare command again" in record[INCOMPLETE]
+            assert not [name for name in in_view if name != "results.json"
+                        and (out / name).read_bytes() != (tmp_path / "whole" / name).read_bytes()]  # each whole
         again = run(compare_args(tmp_path, server.base_url, out))
         assert again.returncode == 0, again.stderr[-3000:]
+        if point == "moving":
+            assert "holds a report a run was stopped while writing; this run replaces it" in again.stderr
         assert len(server.requests) == asked  # every answer came from the cache
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (tmp_path / "whole").iterdir())
     for name in ("per_row.csv", "results.json"):
@@ -452,10 +496,8 @@ def test_a_dataset_interrupted_while_it_is_written_is_written_whole_by_the_rerun
         assert first.returncode == 0, first.stderr[-3000:]
         asked = len(server.requests)
     try:
-        def written():  # a file in -o, or in a folder beside it (not the first run's, not the cache)
-            return any(p.is_file() and p.parent != tmp_path and "whole" not in p.parts for p in tmp_path.rglob("*"))
-
-        stopped = signal_while_writing(with_ctrl_c(args), written, signum)
+        # stopped with the dataset (and its card) saved beside -o, just before the rename that puts it in place
+        stopped = signal_at_pause(args, "src.endswith('.staging')", tmp_path / "paused", signum)
         assert stopped.returncode == (130 if signum == signal.SIGINT else -9), stopped.stderr[-3000:]
         assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.iterdir())
         again = run(args)
