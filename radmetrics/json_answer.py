@@ -52,6 +52,30 @@ def _objects(text: str) -> list[tuple[str, bool]]:
     return found
 
 
+#: a reasoning model's drafting: "<think>...</think>" (GREEN reads past it the same way, review 28)
+_THINK_TAG = re.compile(r"<(/?)think>", re.I)
+
+
+def without_reasoning(text: str) -> str:
+    """The text outside a reasoning model's "<think>...</think>" drafting (review 29b: a draft object in it was read
+    as the answer when the output was cut before the answer, or made a second object beside the answer). A
+    "</think>" with no "<think>" closes drafting the chat template opened in the prompt (Qwen3, R1): what comes
+    before it is drafting too. One pass over the tags: linear time."""
+    pieces, position, opened = [], 0, False
+    for tag in _THINK_TAG.finditer(text):
+        if not tag[1] and not opened:
+            pieces.append(text[position:tag.start()])
+            opened = True
+        elif tag[1]:
+            if not opened:
+                pieces = []
+            opened, position = False, tag.end()
+    if opened:
+        raise AnswerError("the output ends inside its <think> block, before an answer (cut off?)", retryable=True)
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
 class JSONObject(dict):
     """A JSON object that also keeps every (key, value) pair in the order written, duplicates included
     (a dict keeps only the last value of a repeated key, silently)."""
@@ -105,8 +129,9 @@ def load_json_tolerant(text: str) -> Any:
     Python literal (single quotes).
 
     Every top-level {...} in the text is read, not just the first (a fidelity audit found an echoed output
-    template, or Example 5's "{}" named before the answer, read as the answer: 0 errors). Braces that hold no
-    "key: value" ("{report}") are prose; an empty {} before a non-empty object is a mention (an echoed example),
+    template, or Example 5's "{}" named before the answer, read as the answer: 0 errors). A reasoning model's
+    "<think>...</think>" is drafting, not read; one left open is an answer cut while thinking (AnswerError).
+    Braces that hold no "key: value" ("{report}") are prose; an empty {} before a non-empty object is a mention (an echoed example),
     one after it no single answer (a revision to "no errors"?); the same object written twice is one answer. Two different objects, an object cut off by the end of the output, or one
     that cannot be read beside one that can, have no single answer: AnswerError (retryable).
 
@@ -114,7 +139,7 @@ def load_json_tolerant(text: str) -> Any:
     judges copy them. Objects are JSONObject: `.pairs` keeps a repeated key's every value."""
     if not isinstance(text, str):
         raise AnswerError(f"judge output is {type(text).__name__}, not text", retryable=True)
-    objects = _objects(text)
+    objects = _objects(without_reasoning(text))
     if not objects:
         raise AnswerError("no JSON object in the output", retryable=True)
     answers, error = [], None

@@ -141,3 +141,11 @@ def test_report_score_lines_counts_problematic_lines_and_unknown_modes_are_refus
     assert scores == {"sum": 8.0, "max": 4.0, "lines": 3.0}
     with pytest.raises(RadmetricsError, match="report_score 'avg' is not one of sum, max, lines"):
         system.configure(report_score="avg")
+
+
+def test_a_draft_inside_an_open_reasoning_block_is_not_the_answer():
+    """Review 29b: an output cut while thinking ("<think>Draft: {...} hmm, actually") was scored with its draft."""
+    draft = '{"1": {"corrections": "add effusion", "clinical severity": "Urgent error", "comments": ""}}'
+    cut = FRS.parse(f"<think>Draft: {draft} hmm, actually line 1 is")
+    assert cut.score is None and "inside its <think> block" in cut.reason
+    assert FRS.parse(f"<think>Draft: {draft}</think>\n{draft}").parsed

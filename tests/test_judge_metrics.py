@@ -375,3 +375,16 @@ def test_radcliq_er2score_single_number_format():
 def test_radcliq_unreadable(text, reason):
     judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(text)
     assert judgment.score is None and reason in judgment.reason
+
+
+def test_radcliq_reasoning_block_is_drafting_and_one_left_open_is_unscored():
+    """Review 29b: a reasoning model's draft counts inside "<think>" were read as the answer when the output was cut
+    while thinking (a draft of 1 error scored 1), and a closed draft beside the answer made two objects (unscored)."""
+    rubric = radmetrics.get_scoring_system("radcliq_rubric")
+    draft, final = radcliq_json({"omission": 1}), radcliq_json({"omission": 2, "false_prediction": 1})
+    assert rubric.parse(f"<think>Draft: {draft}\nRe-check the omission.</think>\n{final}").score == 3.0
+    # the chat template opened the block in the prompt (Qwen3, R1): only "</think>" is in the output
+    assert rubric.parse(f"Draft: {draft}\nRe-check.\n</think>\n\n{final}").score == 3.0
+    cut = rubric.parse(f"<think>Draft: {draft}\nHmm, actually the omission should")
+    assert cut.score is None and "inside its <think> block" in cut.reason and cut.details["retryable"] is True
+

@@ -14,7 +14,8 @@ from typing import Any
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "5"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28)
+PARSER_VERSION = "6"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
+# drafting, one left open unscored (json_answer; review 29b: its draft was scored)
 _EMPTY_LIST = re.compile(r"\s*(?:```(?:json)?\s*)?\[\s*\]\s*(?:```)?\s*")
 
 SEVERITY = {"not actionable": 1, "nonactionable": 1, "not actionable error": 1, "nonactionable error": 1,

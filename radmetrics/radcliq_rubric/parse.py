@@ -12,7 +12,8 @@ from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "3"  # 3: an empty {} after an object is no single answer (json_answer)
+PARSER_VERSION = "4"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
+# drafting, one left open unscored (json_answer; review 29b: its draft was scored)
 
 
 @dataclass

@@ -59,7 +59,8 @@ class MRScoreSystem(ScoringSystem):
     name = "mrscore"
     score_key = "mrscore"
     prompt_version = "mrscore-er2score-A2-1"
-    parser_version = "3"  # 3: an empty {} after an object is no single answer (radmetrics.json_answer)
+    parser_version = "4"  # 3: an empty {} after an object is no single answer (radmetrics.json_answer); 4: a <think>
+    # block is drafting, one left open unscored (json_answer; review 29b: its draft was scored)
     evaluate_module = str(Path(__file__).with_name("mrscore.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
