@@ -102,6 +102,12 @@ class ErrorCounts:
         return {c.radcliq_key: int(counts.get(c.letter, 0)) for c in CATEGORIES}
 
 
+def _written_pairs(mapping: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """A judge's JSON object's pairs in the order written, a repeated key's every value included
+    (radmetrics.json_answer.JSONObject); a plain mapping's items."""
+    return list(getattr(mapping, "pairs", mapping.items()))
+
+
 def _whole_count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{where} is not a number: {value!r}")
@@ -136,13 +142,16 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
     (A.2's format elides the categories of reports 2 and 3 as "{...}").
     Raises ValueError naming the category that cannot be read."""
     by_key: dict[str, Any] = {}
-    for name, entry in errors.items():
+    written: dict[str, Any] = {}
+    # every (key, value) as written: a dict keeps only a repeated key's last value (review 29b: a category given
+    # twice with different counts was read with its last counts); the same key with the same value is one answer
+    for name, entry in _written_pairs(errors):
         key = _key(name)
         if key not in RADCLIQ_KEYS:
             raise ValueError(f"unknown category {name!r}")
-        if key in by_key:
+        if key in by_key and (by_key[key] != entry or written[key] != name):
             raise ValueError(f"category '{key}' given twice")
-        by_key[key] = entry
+        by_key[key], written[key] = entry, name
     significant, insignificant = {}, {}
     for key in RADCLIQ_KEYS:
         entry = by_key.get(key)
@@ -152,11 +161,12 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
             entry = 0
         if isinstance(entry, Mapping):
             kinds: dict[str, Any] = {}
-            for name, value in entry.items():
+            kind_written: dict[str, Any] = {}
+            for name, value in _written_pairs(entry):
                 kind = _COUNT_KEYS.get(_key(name))
-                if kind is None or kind in kinds:
+                if kind is None or (kind in kinds and (kinds[kind] != value or kind_written[kind] != name)):
                     raise ValueError(f"{key}: {'unknown' if kind is None else 'repeated'} count {name!r}")
-                kinds[kind] = value
+                kinds[kind], kind_written[kind] = value, name
             significant[key] = _whole_count(kinds.get("significant", 0), f"{key}.significant")
             insignificant[key] = _whole_count(kinds.get("insignificant", 0), f"{key}.insignificant")
         else:

@@ -388,3 +388,19 @@ def test_radcliq_reasoning_block_is_drafting_and_one_left_open_is_unscored():
     cut = rubric.parse(f"<think>Draft: {draft}\nHmm, actually the omission should")
     assert cut.score is None and "inside its <think> block" in cut.reason and cut.details["retryable"] is True
 
+
+def test_radcliq_a_category_or_count_repeated_with_other_counts_is_no_single_answer():
+    """Review 29b: JSON keeps a repeated key's last value, so a category written twice ("omission" 2, then
+    "omission" 0) was read with its last counts, silently; written twice the same, it is one answer."""
+    rubric = radmetrics.get_scoring_system("radcliq_rubric")
+    first = '"omission": {"significant": 2, "insignificant": 0}'
+    twice = radcliq_json().replace('"errors": {', '"errors": {' + first + ", ", 1)
+    judgment = rubric.parse(twice)
+    assert judgment.score is None and "category 'omission' given twice" in judgment.reason
+    same = radcliq_json({"omission": 2}).replace('"errors": {', '"errors": {' + first + ", ", 1)
+    assert rubric.parse(same).score == 2.0
+    count_twice = radcliq_json().replace('"omission": {"significant": 0', '"omission": {"significant": 1, "significant": 0')
+    assert rubric.parse(count_twice).score is None and "repeated count 'significant'" in rubric.parse(count_twice).reason
+    errors_twice = radcliq_json({"omission": 1})[:-1] + ', "errors": ' + json.dumps(json.loads(radcliq_json())["errors"]) + "}"
+    judgment = rubric.parse(errors_twice)
+    assert judgment.score is None and "'errors' is given 2 times" in judgment.reason

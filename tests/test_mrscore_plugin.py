@@ -48,6 +48,25 @@ def test_plugin_is_discovered_and_scores(plugin_env):
     assert out[3] == "no JSON object in the output"
 
 
+def test_reasoning_drafts_and_repeated_items_are_no_single_answer(plugin_env):
+    """Review 29b: an item marked twice ("grammar": 1 then "grammar": 0) was read with its last mark (JSON keeps the
+    last value), and a draft inside an open "<think>" (output cut while thinking) was scored."""
+    marks = {k: 0 for k in ITEM_KEYS}
+    answer = json.dumps({"Scoring": marks, "Final Score": 100})
+    twice = answer.replace('"Scoring": {', '"Scoring": {"completeness": 1, ', 1)
+    same = answer.replace('"Scoring": {', '"Scoring": {"completeness": "no", ', 1)
+    draft = json.dumps({"Scoring": {k: 1 for k in ITEM_KEYS}, "Final Score": 0})
+    code = (f"import radmetrics; s = radmetrics.get_scoring_system('mrscore');"
+            f"print(s.parse({twice!r}).reason); print(s.parse({same!r}).score);"
+            f"print(s.parse({'<think>draft ' + draft + ' hmm, grammar'!r}).reason);"
+            f"print(s.parse({'<think>draft ' + draft + '</think>' + answer!r}).score)")
+    out = run(code, plugin_env).splitlines()
+    assert out[0] == "item 'completeness' is marked more than once, differently: no single answer"
+    assert out[1] == "100.0"
+    assert out[2] == "the output ends inside its <think> block, before an answer (cut off?)"
+    assert out[3] == "100.0"
+
+
 def test_plugin_card_has_required_sections():
     card = (PLUGIN / "radmetrics_mrscore" / "README.md").read_text()
     required = re.findall(r"^## (.+)$", (HUB_CARDS / "metric.md").read_text(), re.M)

@@ -12,8 +12,9 @@ from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "4"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
-# drafting, one left open unscored (json_answer; review 29b: its draft was scored)
+PARSER_VERSION = "5"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
+# drafting, one left open unscored (json_answer; review 29b: its draft was scored); 5: a category, count or 'errors'
+# repeated with other values is no single answer (review 29b: read with its last value)
 
 
 @dataclass
@@ -31,6 +32,10 @@ def parse_radcliq(text: str) -> RubricJudgment:
                               details={"retryable": e.retryable})
     if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
         return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
+    given = [value for key, value in getattr(data, "pairs", data.items()) if key == "errors"]
+    if any(value != given[0] for value in given):  # a dict keeps the last of them (review 29b)
+        return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
+                              reason=f"'errors' is given {len(given)} times with different counts: no single answer")
     try:
         counts = read_radcliq_errors(data["errors"])
     except ValueError as e:

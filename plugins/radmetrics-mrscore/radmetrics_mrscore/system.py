@@ -55,12 +55,18 @@ def _flag(value: Any, key: str, weight: int) -> int:
     raise ValueError(f"item '{key}' = {value!r}: expected 0/1 (or its weight {weight})")
 
 
+def _pairs(obj: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """The object's (key, value) pairs as written, a repeated key's every value (radmetrics.json_answer.JSONObject)."""
+    return list(getattr(obj, "pairs", obj.items()))
+
+
 class MRScoreSystem(ScoringSystem):
     name = "mrscore"
     score_key = "mrscore"
     prompt_version = "mrscore-er2score-A2-1"
-    parser_version = "4"  # 3: an empty {} after an object is no single answer (radmetrics.json_answer); 4: a <think>
-    # block is drafting, one left open unscored (json_answer; review 29b: its draft was scored)
+    parser_version = "5"  # 3: an empty {} after an object is no single answer (radmetrics.json_answer); 4: a <think>
+    # block is drafting, one left open unscored (json_answer; review 29b); 5: an item or 'Scoring' repeated with
+    # another mark is no single answer (review 29b: read with its last mark)
     evaluate_module = str(Path(__file__).with_name("mrscore.py"))
 
     def build_prompt(self, reference: str, candidate: str) -> str:
@@ -83,11 +89,20 @@ class MRScoreSystem(ScoringSystem):
         scoring = data.get("Scoring")
         if not isinstance(scoring, dict):
             return radmetrics.Judgment.unscored("no 'Scoring' object in the output", raw=body)
+        if len({json.dumps(value, sort_keys=True, default=repr) for key, value in _pairs(data) if key == "Scoring"}) > 1:
+            return radmetrics.Judgment.unscored("'Scoring' is given more than once with different marks: no single "
+                                                "answer", raw=body, retryable=True)
         try:
             missing = [key for key, *_ in ITEMS if key not in scoring]
             if missing:
                 raise ValueError(f"items missing: {', '.join(missing)}")
             errors = {key: _flag(scoring[key], key, weight) for key, _, _, weight in ITEMS}
+            # a dict keeps a repeated item's last mark: an item marked twice, once 0 and once 1, has no single reading
+            # (review 29b: read with its last mark)
+            for key, value in _pairs(scoring):
+                weight = next((w for k, _, _, w in ITEMS if k == key), None)
+                if weight is not None and _flag(value, key, weight) != errors[key]:
+                    raise ValueError(f"item '{key}' is marked more than once, differently: no single answer")
         except ValueError as e:
             return radmetrics.Judgment.unscored(str(e), raw=body)
         details: dict[str, Any] = {"errors": errors, "analysis": data.get("Analysis")}
