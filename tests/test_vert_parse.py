@@ -507,3 +507,25 @@ def test_a_line_of_blanks_after_the_score_parses_in_linear_time():
     radmetrics.get_scoring_system("vert_ft").parse(text)
     assert time.perf_counter() - began < 2.0
     assert judgment.parsed and judgment.score == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("system, text, score, reason", [
+    # a draft score in closed drafting, and an answer that gives none (was the draft's 0.3)
+    ("vert", "<think>\n" + HEAD + "0.30\n</think>\nThe candidate misses the effusion.", None,
+     "no [Overall Accuracy Score]"),
+    # cut while thinking (was the draft's 0.3)
+    ("vert", "<think>\nLet me draft.\n" + HEAD + "0.30\nHmm, maybe that is too", None, "inside its <think> block"),
+    ("vert_ft", "<think>\n0.3 for now, but the effusion", None, "inside its <think> block"),
+    # the draft is not read beside the answer; "</think>" alone: the chat template opened the block (was unscored)
+    ("vert", "<think>\n" + HEAD + "0.30\n</think>\n" + HEAD + "0.80", 0.8, None),
+    ("vert", "Let me draft.\n" + HEAD + "0.30\nNo, the effusion matters less.\n</think>\n\n" + HEAD + "0.80", 0.8, None),
+    ("vert_ft", "<think>0.3? No.</think>\n0.8", 0.8, None),
+])
+def test_a_reasoning_blocks_draft_score_is_not_read(system, text, score, reason):
+    """Review 29b: a reasoning model's "<think>...</think>" is drafting, as for GREEN (review 28)."""
+    judgment = radmetrics.get_scoring_system(system).parse(text)
+    if reason is None:
+        assert judgment.parsed and judgment.score == pytest.approx(score)
+    else:
+        assert judgment.score is None and reason in judgment.reason
+

@@ -38,7 +38,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "11"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "12"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -58,7 +58,8 @@ PARSER_VERSION = "11"  # 4: a second score after the first has no single reading
 # clinical ratios are no scores, a line of them or a rubric band before the score line is read past, a worked
 # answer's arithmetic must check out, also on a later line ("Final score: 1 minus 0.2 = 0.8" was unscored); 11: a
 # score line "1. The effusion is missed." (a list's first item or a score of 1, then a sentence) has no single reading
-# (it was 1.0; session 22)
+# (it was 1.0; session 22); 12: a reasoning model's "<think>...</think>" is drafting, not read, and one left open is
+# unscored (its draft score was read; review 29b)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -772,9 +773,21 @@ def read_overall_score(text: str) -> float:
     return read_overall_score_with_form(text)[0]
 
 
+def _answer_after_reasoning(text: str) -> str:
+    """The text outside a reasoning model's "<think>...</think>": its draft "[Overall Accuracy Score]: 0.6" is no
+    score (review 29b: it was read when the answer after it gave none, or the output was cut while thinking)."""
+    from radmetrics.json_answer import AnswerError, without_reasoning
+
+    try:
+        return without_reasoning(text)
+    except AnswerError as error:
+        raise VertParseError(str(error)) from None
+
+
 def read_overall_score_with_form(text: str) -> tuple[float, str]:
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
+    text = _answer_after_reasoning(text)
     headers = list(_HEADER.finditer(text))
     if not headers:
         raise VertParseError("no [Overall Accuracy Score] in the output (truncated or another format)")
@@ -812,6 +825,9 @@ def read_bare_score(text: str) -> tuple[float, str]:
     """A fine-tuned VERT judge's answer (vert_ft): "0.7", "0,7", ".7", "Score: 0.7", "**0.70**"."""
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
+    text = _answer_after_reasoning(text)
+    if not text.strip():
+        raise VertParseError("no answer after the <think> block")
     head = text.strip().split("\n", 1)[0]
     if _HEADER.match(head):
         return read_overall_score_with_form(text)
