@@ -529,3 +529,18 @@ def test_a_reasoning_blocks_draft_score_is_not_read(system, text, score, reason)
     else:
         assert judgment.score is None and reason in judgment.reason
 
+
+@pytest.mark.parametrize("second", ["80%", "8/10", "1.4", "0.75-0.89", "~0.2 out of 5"])
+def test_a_second_score_we_cannot_read_is_no_single_reading(second):
+    """Review 29b: a later score section we cannot read was dropped and the readable one taken ("0.6", then
+    "[Overall Accuracy Score]: 80%" was 0.6): two scores, no single reading. An echoed template is no score."""
+    for text in (HEAD + "0.6\n\n" + HEAD + second, HEAD + second + "\n[Explanation]: one error.\n" + HEAD + "0.6"):
+        judgment = radmetrics.get_scoring_system("vert").parse(text)
+        assert judgment.score is None and "which cannot be read" in judgment.reason
+    template = (HEAD + "<Overall accuracy score between 0 and 1 given the total number of clinically significant "
+                "errors>\n\n" + HEAD + "0.6")
+    assert radmetrics.get_scoring_system("vert").parse(template).score == pytest.approx(0.6)
+    for same in ("80%", "**8/10**", "8 out of 10."):  # the score restated on another scale is one score
+        assert radmetrics.get_scoring_system("vert").parse(HEAD + "0.8\n\n" + HEAD + same).score == pytest.approx(0.8)
+    prose = "## Overall Accuracy Score\nThe candidate has 1 significant error.\n" + HEAD + "0.85"
+    assert radmetrics.get_scoring_system("vert").parse(prose).score == pytest.approx(0.85)

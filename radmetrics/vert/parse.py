@@ -11,7 +11,8 @@ Only what the judge gave as its score is read (parser version 3, after a fidelit
 error."); an empty score section is not read from the next section; a range or hedge ("0.75–0.89", "0.6 or 0.7"),
 a count or another scale ("1 out of 5", "1 significant error, so 0.5", "N/A (1 finding only)"), a second score
 after the first ("0.8, revised to 0.6", "0.7 (or 0.8)", "0.6, 0.7", "0.7" then "0.9" on the next line), and two
-headers that give different scores have no single reading and are unscored; "Score = 2/3 ≈ 0.67" is 0.67; "0.7/1"
+headers that give different scores, or one a score we cannot read ("80%", "8/10", "1.4"), have no single reading and
+are unscored; "Score = 2/3 ≈ 0.67" is 0.67; "0.7/1"
 and "0.8 out of 1.0" are VERT's scale written out, "1 (out of 5)" another scale (unscored; review 24). A
 revision is such a second score however it is worded ("0.75", then "I lower it to about 0.5" or "the final score is
 rounded down to 0.5"): the row is unscored, never given the score it revises (review 21, H4), also when it is
@@ -38,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "12"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "13"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -59,7 +60,8 @@ PARSER_VERSION = "12"  # 4: a second score after the first has no single reading
 # answer's arithmetic must check out, also on a later line ("Final score: 1 minus 0.2 = 0.8" was unscored); 11: a
 # score line "1. The effusion is missed." (a list's first item or a score of 1, then a sentence) has no single reading
 # (it was 1.0; session 22); 12: a reasoning model's "<think>...</think>" is drafting, not read, and one left open is
-# unscored (its draft score was read; review 29b)
+# unscored (its draft score was read; review 29b); 13: a second score section we cannot read ("80%", "8/10", "1.4")
+# beside one we can has no single reading (the readable one was taken; review 29b)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -114,6 +116,11 @@ _MEASURE_AFTER = re.compile(rf"{_MEASURE_UNIT}|(?:(?:[ \t]*(?:vs\.?|versus|to|by
 _MEASURED_BEFORE = re.compile(r"\b(?:(?:cardio-?thoracic|cardiac|C/?T)[ \t]+ratio|CTR|(?:LV)?EF|(?:left[ \t]+"
                               r"ventricular[ \t]+)?ejection[ \t]+fraction|SUV[ \t]*(?:max)?)\b[ \t]*(?:(?:of|is|was|"
                               r"=|:|at|about|around|approx\w*\.?|~|≈|measur\w*)[ \t]*)*$", re.I)
+#: a score section whose first line starts with a number ("80%", "8/10", "~0.8", "Score: 1.4"), not an echoed
+#: template's placeholder ("<Overall accuracy score between 0 and 1 ...>") nor a sentence
+_NUMBER_LED = re.compile(r"[\s>*_`~≈]*(?:(?:final[ \t]+)?score[ \t]*[:=][ \t*_`~≈]*)?[-−]?[.,]?\d", re.I)
+#: a score line that is a percentage or x/10 and nothing else: "80%", "**8/10**", "8 out of 10."
+_RESTATED = re.compile(r"[\s>*_`]*(\d{1,3}(?:\.\d+)?)[ \t]*(%|/[ \t]*10|out[ \t]+of[ \t]+10)[ \t*_`.]*$", re.I)
 #: how far around a later number `_is_explanation` reads (review 23, M2: bounded, so parsing stays linear)
 _LOOK_BACK, _LOOK_AHEAD = 80, 200
 # a list item's number: "1) The effusion ...", "1. The effusion ..."
@@ -793,7 +800,7 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
         raise VertParseError("no [Overall Accuracy Score] in the output (truncated or another format)")
     # every header's section up to the next "[Section]" line; a judge may restate the template (no number)
     # before answering, but two sections that give different scores have no single reading
-    readings, errors = [], []
+    readings, errors, unreadable = [], [], []
     for k, header in enumerate(headers):
         # up to the next header of any form, or the next "[Section]" line (review 17: a later "**Overall Accuracy
         # Score:** 0.6" was read inside the first section, which then failed and was dropped)
@@ -807,12 +814,31 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
             if "more than one score" in str(error):  # a section that gives two scores: no single reading
                 raise
             errors.append(error)
+            if _NUMBER_LED.match(answer):
+                unreadable.append((answer.strip().split("\n", 1)[0], error))
     if not readings:
         raise errors[-1]
+    unreadable = [(line, error) for line, error in unreadable if not _restates(line, readings[0][0])]
+    if unreadable:
+        # a score we cannot read ("80%", "8/10", "1.4", "0.75-0.89") beside one we can is a second score, not an
+        # echoed template ("<Overall accuracy score between 0 and 1 ...>", no number first): review 29b, the
+        # readable one was taken ("0.6" then "[Overall Accuracy Score]: 80%" was 0.6)
+        line, error = unreadable[0]
+        raise VertParseError(f"[Overall Accuracy Score] is given {len(readings) + len(unreadable)} times, once as "
+                             f"{line[:40]!r}, which cannot be read ({error}): no single reading")
     if len({value for value, _ in readings}) > 1:
         shown = ", ".join(f"{value:g}" for value, _ in readings)
         raise VertParseError(f"[Overall Accuracy Score] is given {len(readings)} times with different scores ({shown})")
     return readings[-1]
+
+
+def _restates(line: str, value: float) -> bool:
+    """Whether an unreadable score line is the score restated as a percentage or on a scale of 10 ("80%", "8/10"
+    beside 0.8): one score, written twice."""
+    written = _RESTATED.match(line)
+    if not written:
+        return False
+    return abs(_to_float(written[1]) / (100 if written[2] == "%" else 10) - value) <= _SAME_SCORE
 
 
 def check_range(value: float, written: str) -> None:
