@@ -206,3 +206,19 @@ def test_transform_names_the_other_reference_columns_it_did_not_read(tmp_path):
         chosen = transform("--column", "ground_truth", "-o", tmp_path / "gt")
     assert chosen.returncode == 0 and "2/2 rows done" in chosen.stdout, chosen.stderr[-2000:]
     assert "not read" not in chosen.stderr
+
+
+@pytest.mark.parametrize("verdict, plausible", [
+    ('{"plausible": true, "reason": "ok"}', True),
+    ('{"plausible": false, "reason": "thyroid on a chest X-ray"}', False),
+    # review 29b: bool() of a drifted value kept implausible injections ("false" and "no" are true strings)
+    ('{"plausible": "false", "reason": "thyroid on a chest X-ray"}', False),
+    ('```json\n{"plausible": "No", "reason": "thyroid"}\n```', False),
+    ('{"plausible": "yes", "reason": "ok"}', True),
+    ('{"plausible": 0, "reason": "thyroid"}', False),
+    ('{"plausible": "maybe", "reason": "unsure"}', False),
+    ('{"reason": "ok"}', False),
+    ('<think>{"plausible": true}</think>\n{"plausible": false, "reason": "thyroid"}', False),
+])
+def test_a_validation_verdict_is_plausible_only_when_it_says_so(verdict, plausible):
+    assert steps.read_plausibility(verdict)[0] is plausible

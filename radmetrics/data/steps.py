@@ -174,6 +174,25 @@ def _check_injection(text: str, k: int) -> tuple[dict[str, Any] | None, str | No
     return data, None
 
 
+#: how a validating judge writes its verdict: JSON true/false, or drifted into words ("false", "No") or 0/1
+_VERDICT_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def read_plausibility(verdict: Any) -> tuple[bool, str]:
+    """(plausible, reason) from the validation answer; anything but a clear yes is not plausible. Review 29b:
+    bool() of the value made '"plausible": "false"' (or "no") plausible, so an implausible injection was kept."""
+    try:
+        parsed = load_json_tolerant(verdict)
+    except AnswerError:
+        return False, "validation answer unreadable"
+    value = parsed.get("plausible") if isinstance(parsed, dict) else None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        value = _VERDICT_WORDS.get(str(value).strip(" *_.").lower(), value)
+    if not isinstance(value, bool):
+        return False, f"validation answer unreadable ('plausible' is {value!r}, not true or false)"
+    return value, str(parsed.get("reason", ""))
+
+
 def inject_errors(judge, reports: Sequence[str], error_type: str, k: int, modality: str = "unknown",
                   region: str = "unknown", max_attempts: int = 5, config: GenerationConfig | None = None,
                   validate: bool = True) -> list[StepResult]:
@@ -211,11 +230,7 @@ def inject_errors(judge, reports: Sequence[str], error_type: str, k: int, modali
                 modality=modality, region=region, report=checked[i]["modified report"],
                 modifications=json.dumps(checked[i]["changes detail"])) for i in order], config)
             for i, verdict in zip(order, verdicts):
-                try:
-                    parsed = load_json_tolerant(verdict)
-                    plausible, why = bool(parsed.get("plausible")), str(parsed.get("reason", ""))
-                except (AnswerError, AttributeError):
-                    plausible, why = False, "validation answer unreadable"
+                plausible, why = read_plausibility(verdict)
                 if not plausible:
                     last_reason[i] = f"judged implausible: {why}"
                     del checked[i]
