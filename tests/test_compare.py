@@ -593,6 +593,17 @@ def test_a_system_file_whose_path_holds_an_equals_sign_is_a_file_not_a_name(tmp_
     assert names == {"lr=0.1", "best"}
 
 
+def test_names_holding_brackets_or_colons_print_as_written_in_the_tables(tmp_path):
+    """Review 29a: the tables went through rich's markup and emoji codes. A system named "llama[ft]" printed as
+    "llama", one named "B[/]" (or a reason quoting a judge's "[/INST]") was a MarkupError traceback after the
+    results were written, and ":v:" in a name or an evaluate spec printed as an emoji. Now cells print as written."""
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i} x", "candidate": f"ref {i} y"} for i in range(3)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"ref {i} x"} for i in range(3)])
+    run = _compare_cli(tmp_path, "-s", f"llama[ft]={a}", "-s", f"B[/]:v:={b}", "-m", "rouge-l", "-o", tmp_path / "o")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "│ llama[ft] " in run.stdout and "│ B[/]:v: " in run.stdout and "llama[ft] − B[/]:v:" in run.stdout
+
+
 def test_rows_without_a_judge_answer_are_named_and_fail_the_run(tmp_path):
     """Review 14 (F3): rows whose judge call failed (no answer: a server error, a dropped connection) left their
     pairs without a word; compare printed "done", exit 0, and named a winner on the rows left. Now the progress

@@ -161,7 +161,7 @@ def print_report(data: dict[str, Any], output_path: str | None) -> None:
         summary.add_row("policy sampling (s)", fmt(data["generation_seconds"]))
     console.print(summary)
     if data["flat_group_share"] is not None and data["flat_group_share"] > 0.5:
-        console.print("[bold]Most groups have no reward spread: GRPO would get little signal. Try a higher "
-                      "temperature, larger groups, or a finer-grained metric.[/bold]")
+        console.print("Most groups have no reward spread: GRPO would get little signal. Try a higher "
+                      "temperature, larger groups, or a finer-grained metric.", style="bold")
     if output_path:
         console.print(f"Full report: {output_path}")
