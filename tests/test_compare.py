@@ -604,6 +604,17 @@ def test_names_holding_brackets_or_colons_print_as_written_in_the_tables(tmp_pat
     assert "│ llama[ft] " in run.stdout and "│ B[/]:v: " in run.stdout and "llama[ft] − B[/]:v:" in run.stdout
 
 
+def test_names_holding_dollar_signs_are_drawn_as_written_in_the_forest_plot(tmp_path):
+    """Review 29a: matplotlib read a name between two "$" as math: a system named "x$\\foo$" was a
+    ParseFatalException traceback while drawing forest.png, and no report file was written at all."""
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "reference": f"ref {i} x", "candidate": f"ref {i} y"} for i in range(3)])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "candidate": f"ref {i} x"} for i in range(3)])
+    run = _compare_cli(tmp_path, "-s", f"x$\\foo$={a}", "-s", f"a$b$={b}", "-m", "rouge-l", "-o", tmp_path / "o")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert (tmp_path / "o" / "forest.png").stat().st_size > 0
+    assert {r["system"] for r in _per_row(tmp_path / "o")} == {"x$\\foo$", "a$b$"}
+
+
 def test_rows_without_a_judge_answer_are_named_and_fail_the_run(tmp_path):
     """Review 14 (F3): rows whose judge call failed (no answer: a server error, a dropped connection) left their
     pairs without a word; compare printed "done", exit 0, and named a winner on the rows left. Now the progress

@@ -20,7 +20,8 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
-from radmetrics.meta.html_report import Report, Table, interval_text, short_label, strict_json_ready, to_html
+from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, strict_json_ready, text_as_written,
+                                         to_html)
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 from radmetrics.types import answer_was_cut, judge_call_failed
 
@@ -527,6 +528,7 @@ def compare_report(result: CompareResult) -> Report:
     return report
 
 
+@text_as_written
 def forest_plot(result: CompareResult, path: str | Path) -> Path:
     """One panel per metric: each pair's mean difference A − B with its paired bootstrap CI; filled markers
     are significant after Holm; pairs without a value are listed as n/a."""

@@ -8,6 +8,7 @@ content, so summary.md and report.html never disagree.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import math
 from dataclasses import dataclass, field
@@ -15,6 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.io import strict_json_ready  # noqa: F401 - the reports' strict JSON; defined beside the results writer
+
+
+def text_as_written(plot):
+    """A plot function whose labels (system, metric and site names) are drawn as written: matplotlib reads text
+    between two "$" as math, so a system named "x$\\foo$" was a ParseFatalException traceback before any report
+    file was written, and "a$b$" was drawn in italics without its "$" (review 29a)."""
+
+    @functools.wraps(plot)
+    def plain(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+
+    return plain
 
 
 @dataclass

@@ -18,8 +18,8 @@ import numpy as np
 
 from radmetrics.meta import stats, targets
 from radmetrics.meta.runs import MetricRun
-from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, shorten, strict_json_ready, to_html,
-                                         to_markdown)
+from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, shorten, strict_json_ready,
+                                         text_as_written, to_html, to_markdown)
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
@@ -287,6 +287,7 @@ def _top_reason(run: MetricRun) -> str:
     return f"most often: {shorten(reason, 160)} ×{count}"
 
 
+@text_as_written
 def _plots(runs: list[MetricRun], data, folder: Path) -> list[tuple[str, str]]:
     import matplotlib
 

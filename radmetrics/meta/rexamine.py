@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from radmetrics.meta.html_report import text_as_written
 from radmetrics.meta.runs import MetricRun
 
 
@@ -141,6 +142,7 @@ def _short(value: float) -> str:
     return f"{value:.3g}"
 
 
+@text_as_written
 def fig3(spearman_original: dict[str, dict[str, Any]], spearman_standardized: dict[str, dict[str, Any]], path) -> None:
     """Fig. 3: per metric, the per-site Spearman ρ with original (black) and standardized (blue) references."""
     import matplotlib
