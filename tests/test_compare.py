@@ -76,6 +76,18 @@ def test_paired_randomization_exact_hand_derived():
     assert cs.paired_randomization_p([0.5], [0.1]) is None
 
 
+def test_a_small_consistent_difference_on_large_scores_is_tested_not_called_identical():
+    """Review 29a: scores near 1000 (a perplexity, a 0-100 scale) where B is 0.005 higher on every row were "the
+    same" by numpy's default relative tolerance: p = 1 beside a CI excluding 0 and 0/0/8 wins. The exact test gives
+    2/2^8 (only all-same and all-flipped signs reach the observed mean); a difference below the tie tolerance is
+    still no difference."""
+    a = [1000.0 + i for i in range(8)]
+    b = [v + 0.005 for v in a]
+    assert cs.paired_randomization_p(a, b, resamples=1000) == pytest.approx(2 / 2**8)
+    assert cs.win_tie_loss(a, b) == {"win": 0, "tie": 0, "loss": 8}
+    assert cs.paired_randomization_p(a, [v + 1e-12 for v in a]) == 1.0
+
+
 def test_paired_randomization_sampled_matches_an_independent_loop():
     rng = np.random.default_rng(2)
     a = rng.uniform(0, 1, 40)
