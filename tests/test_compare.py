@@ -240,6 +240,21 @@ def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
         load_systems({"P": p1, "Q": p2})
 
 
+def test_a_blank_id_is_a_missing_id_not_one_id_shared_across_files(tmp_path):
+    """Review 29a: an empty id cell (CSV) or "" was the id "": A's second row and B's third row, both blank, were
+    compared as the same row, against A's second reference. A blank id is now a row without an id, as null is."""
+    a = tmp_path / "a.csv"
+    a.write_text("id,reference,candidate\n1,a b,a b\n,c d,c\n3,e f,e\n")
+    b = tmp_path / "b.csv"
+    b.write_text("id,candidate\n1,a\n3,c d\n,e f\n")
+    with pytest.raises(InputError, match=r"a.csv: 1 row\(s\) without 'id' \(a missing, null or blank id; first: row 2,"):
+        load_systems({"A": a, "B": b})
+    blank = _write(tmp_path / "blank.jsonl", [{"id": 0, "reference": "r", "candidate": "x"},
+                                              {"id": "  ", "reference": "r", "candidate": "y"}])
+    with pytest.raises(InputError, match="without 'id'"):
+        load_systems({"A": blank, "B": blank})
+
+
 def test_ids_written_as_other_numbers_are_named_in_plain_sentences(tmp_path):
     """Review 24 (L4): ids 1..4 in one file and 1.0..4.0 in the other share no id; the error read "Fix the files, or
     no id is shared by every file, so ..." and did not say why 1 and 1.0 differ."""

@@ -73,10 +73,12 @@ def _not_read(name: str, path: Path, unread: tuple[str, ...], reading: str, flag
 def _ids(rows: list[dict[str, Any]], id_column: str | None, path: Path) -> list[str]:
     if id_column is None:
         return [f"row-{i}" for i in range(len(rows))]
-    ids = [str(r.get(id_column)) if r.get(id_column) is not None else None for r in rows]
+    # a blank cell (CSV's empty id, "", NaN) is no id: two files' blank rows were matched as the same row "" (review 29a)
+    ids = [None if _blank_id(r.get(id_column)) else str(r.get(id_column)) for r in rows]
     missing = [i for i, v in enumerate(ids) if v is None]
     if missing:
-        raise InputError(f"{path}: {len(missing)} row(s) without '{id_column}' (first: row {missing[0]})")
+        raise InputError(f"{path}: {len(missing)} row(s) without '{id_column}' (a missing, null or blank id; first: "
+                         f"row {missing[0] + 1}, counting from 1)")
     from collections import Counter
 
     dupes = sorted(v for v, count in Counter(ids).items() if count > 1)
@@ -84,6 +86,11 @@ def _ids(rows: list[dict[str, Any]], id_column: str | None, path: Path) -> list[
         raise InputError(f"{path}: duplicate ids {', '.join(dupes[:5])}{' ...' if len(dupes) > 5 else ''}; "
                          "ids must be unique to match rows across systems")
     return ids  # type: ignore[return-value]
+
+
+def _blank_id(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or (isinstance(value, str)
+                                                                            and not value.strip())
 
 
 def _short(ids: Sequence[str]) -> str:
