@@ -135,6 +135,23 @@ def test_eight_systems_can_differ_significantly_at_the_default_resamples():
     assert cs.randomization_trials(0, 28, 0.05) == 0 and cs.randomization_trials(50000, 3, 0.05) == 50000
 
 
+def test_a_pair_with_few_rows_that_is_significant_never_says_it_cannot_be():
+    """Review 29a: "too few rows" was pairs x smallest p >= alpha, but Holm multiplies the largest p by 1: A - B on
+    6 rows (p = 2/64) behind two pairs on 20 rows (p = 2/1201) is significant at p_Holm = 0.031, and results.json said
+    beside it "the smallest p the test can give, 0.0312, is not significant after Holm across 3 pairs"."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    rng = np.random.default_rng(0)
+    # A scores rows 0-19, B rows 14-33, C all 34: A and B share 6 rows, each shares 20 with C
+    a = [0.9 + rng.normal(0, 0.01) if i < 20 else None for i in range(34)]
+    b = [0.5 + rng.normal(0, 0.01) if i >= 14 else None for i in range(34)]
+    runs = {"A": MetricRun("A", a, True), "B": MetricRun("B", b, True), "C": MetricRun("C", [0.1] * 34, True)}
+    a_b = analyse_metric(runs, resamples=1000)["pairs"][0]
+    assert (a_b["n_paired"], a_b["p_value"], a_b["p_holm"]) == (6, pytest.approx(2 / 64), pytest.approx(2 / 64))
+    assert a_b["significant"] and a_b["better"] == "A" and a_b["reason"] is None
+
+
 def test_an_interval_that_excludes_zero_beside_a_test_that_is_not_significant_has_a_note():
     """Review 14 (F7): with few rows the percentile bootstrap runs narrow, and the interval is not corrected across
     pairs: "[+0.015, +0.260]" beside "not significant" read as a contradiction. The pair now says the test decides;
