@@ -229,6 +229,43 @@ def test_preference_eval_stops_early_or_exits_2_when_a_metric_cannot_run(tmp_pat
 
 
 
+def test_preference_eval_exits_2_when_pairs_lost_their_judge_answer_or_a_metric_scored_none(tmp_path):
+    """Review 29a: a dropped connection for 3 of 12 judge calls counted those pairs as wrong: GREEN's accuracy read
+    0.50 instead of 1.00, exit 0 (compare exits 2 on failed calls); a metric that scored no pair read 0.00 [0.00,
+    0.00], exit 0. Both are now named in summary.md and fail the run; a rerun with the cache asks only those."""
+    rows = [{"id": i, "reference": f"Small left effusion {i}.", "candidate_a": f"Small left effusion {i}.",
+             "candidate_b": ("FAIL " if i < 3 else "") + f"Large right effusion {i}.", "preferred": "a"}
+            for i in range(6)]
+    src = tmp_path / "pref.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    failing = {"on": True}
+
+    def answer(prompt):
+        if failing["on"] and "FAIL" in prompt:
+            raise ConnectionError("dropped")
+        return analysis_for(prompt)
+
+    with FakeOpenAIServer(answer) as server:
+        args = ["preference-eval", "-i", src, "-m", "green", "--backend", "openai", "--base-url", server.base_url,
+                "--judge", "x", "--judge-option", "max_retries=0", "--resamples", "100", "--cache", tmp_path / "c.sqlite"]
+        run = run_cli(*args, "-o", tmp_path / "p")
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert "green: the judge gave no answer for 3 side(s) (judge call failed), counted as wrong pairs" in run.stderr
+        green = json.loads((tmp_path / "p" / "results.json").read_text())["metrics"]["green"]
+        assert green["accuracy"] == pytest.approx(0.5) and green["judge_calls_failed"] == 3
+        assert "Not the metric's own verdict: green: " in (tmp_path / "p" / "summary.md").read_text()
+        failing["on"] = False
+        again = run_cli(*args, "-o", tmp_path / "p2")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((tmp_path / "p2" / "results.json").read_text())["metrics"]["green"]["accuracy"] == 1.0
+    # every candidate empty: rouge-l unscores nothing, so use rows whose reference is empty (unscored on both sides)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("".join(json.dumps({**r, "reference": ""}) + "\n" for r in rows))
+    run = run_cli("preference-eval", "-i", empty, "-m", "rouge-l", "--resamples", "100", "-o", tmp_path / "e")
+    assert run.returncode == 2 and "rouge-l scored no pair (its accuracy 0.00 is every pair counted wrong)" in run.stderr, \
+        run.stderr[-2000:]
+
+
 def test_meta_eval_ensemble_members_with_several_judges_are_checked_before_judging(tmp_path):
     """Review finding: with two --judge, `--ensemble average:green,bleu-2` judged everything, then reported the
     ensemble "not run: green (name them with -m)" though green was named, and exited 0."""

@@ -461,6 +461,11 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
     unscored = sum(row["outcome"] == "unscored" for row in per_pair)
     if unscored:
         lines += ["", f"{unscored} pair-metric results had an unscored side (counted as wrong): per_pair.csv says why."]
+    # review 29a: a dropped connection lowered an accuracy (its pairs counted as wrong) with exit 0, and a metric
+    # that scored no pair read 0.00 [0.00, 0.00], exit 0; compare exits 2 on both
+    problems = _preference_problems(results["metrics"], results["n_pairs"], judge_flags.cache is not False)
+    if problems:
+        lines += ["", "Not the metric's own verdict: " + "; ".join(problems) + "."]
     from radmetrics.io import owner_only
     from radmetrics.meta.report_folder import ReportWriter
 
@@ -481,3 +486,24 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
     if failed:
         raise RadmetricsError(f"{len(failed)} of {len(results['metrics'])} metrics failed ({', '.join(failed)}); "
                               f"{folder} has the others and summary.md says why.")
+    if problems:
+        raise RadmetricsError("; ".join(problems) + f"; {folder}/per_pair.csv names the pairs.")
+
+
+def _preference_problems(metrics: dict[str, dict], n_pairs: int, cached: bool) -> list[str]:
+    """Why an accuracy is not the metric's own verdict: it scored no pair, or sides were unscored for want of a
+    judge answer (a failed call, an answer cut at the token limit) and counted as wrong."""
+    problems = []
+    for name, m in metrics.items():
+        if m["error"]:
+            continue
+        if m["unscored_pairs"] == n_pairs:
+            problems.append(f"{name} scored no pair (its accuracy {m['accuracy']:.2f} is every pair counted wrong)")
+        if m.get("judge_calls_failed"):
+            rerun = "a rerun asks only them (answers given are cached)" if cached else "rerun (--no-cache kept no answer)"
+            problems.append(f"{name}: the judge gave no answer for {m['judge_calls_failed']} side(s) (judge call failed), "
+                            f"counted as wrong pairs; {rerun}")
+        if m.get("answers_cut"):
+            problems.append(f"{name}: {m['answers_cut']} judge answer(s) reached the token limit, counted as wrong pairs; "
+                            "rerun with a higher --max-new-tokens")
+    return problems

@@ -14,6 +14,7 @@ from typing import Any
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
+from radmetrics.types import answer_was_cut, judge_call_failed
 
 
 def read_preferences(path: str | Path) -> list[dict[str, Any]]:
@@ -140,7 +141,11 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
         interval = cs.mean_ci(judged["right"], resamples, seed)
         entry = {"accuracy": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                  "ties": judged["ties"], "unscored_pairs": judged["unscored_pairs"], "error": None,
-                 "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint}
+                 "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint,
+                 # sides the judge gave no answer for, or cut at the token limit: counted as wrong like any unscored
+                 # side, but no verdict of the metric's; the CLI names them and exits 2, as compare does
+                 "judge_calls_failed": sum(map(judge_call_failed, run.reasons or [])),
+                 "answers_cut": sum(map(answer_was_cut, run.reasons or []))}
         if levels:  # GREEN Fig. 5: accuracy by the experts' confidence, with how many pairs each level has
             entry["by_confidence"] = {}
             for level in levels:
