@@ -635,6 +635,9 @@ def test_a_system_file_whose_path_holds_an_equals_sign_is_a_file_not_a_name(tmp_
     assert run.returncode == 0, run.stderr[-2000:]
     names = {r["system"] for r in _per_row(tmp_path / "o")}
     assert names == {"lr=0.1", "best"}
+    # review 29a: an empty name was a system with a blank cell in every table
+    unnamed = _compare_cli(tmp_path, "-s", f"={b}", "-s", a, "-m", "bleu-4", "-o", tmp_path / "o2")
+    assert unnamed.returncode == 2 and "the name before '=' is empty" in unnamed.stderr, unnamed.stderr[-2000:]
 
 
 def test_names_holding_brackets_or_colons_print_as_written_in_the_tables(tmp_path):

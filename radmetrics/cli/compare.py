@@ -20,6 +20,8 @@ def _systems(values: tuple[str, ...]) -> dict[str, str]:
             name, path = os.path.basename(value).rsplit(".", 1)[0], value
         if path == "-":
             raise InputError(f"--system {value}: {STDIN_REFUSED}")
+        if not name.strip():  # review 29a: "=a.jsonl" made a system with no name, a blank cell in every table
+            raise InputError(f"--system {value}: the name before '=' is empty; give NAME=FILE")
         if name in systems:
             raise InputError(f"two systems are named '{name}'; name them with --system NAME=FILE")
         systems[name] = path
