@@ -434,6 +434,13 @@ def test_compare_python_api_with_the_fake_judge_and_three_systems(fake_judge):
     assert a_vs_c["win"] == 6 and a_vs_c["difference"] == pytest.approx(1.0)
     # six rows all won: exact randomization gives 2 / 2^6
     assert a_vs_c["p_value"] == pytest.approx(2 / 64)
+    # review 29a: ids of another length cut per_row.csv short or raised IndexError writing it after the judging;
+    # an id given twice made two rows per_row.csv could not tell apart. Both stop before any judging now
+    from radmetrics.errors import RadmetricsError
+
+    for ids, message in ((["r1", "r2"], "2 ids for 6 references"), (["r1"] * 6, "r1 are given more than once")):
+        with pytest.raises(RadmetricsError, match=message):
+            radmetrics.compare(systems, refs, ["green"], ids, backend="fake", cache=False, resamples=500)
 
 
 def test_compare_reasons_name_rows_by_their_id(fake_judge):

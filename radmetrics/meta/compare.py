@@ -451,6 +451,13 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     if not metrics_checked:
         check_metrics_loadable(metrics)
     ids = [str(i) for i in ids] if ids is not None else [f"row-{i}" for i in range(n)]
+    # review 29a: ids of another length cut per_row.csv short (or raised IndexError writing it, after all the
+    # judging), and an id given twice made two rows per_row.csv could not tell apart
+    if len(ids) != n:
+        raise InputError(f"{len(ids)} ids for {n} references: give one id per reference")
+    if len(set(ids)) != n:
+        raise InputError(f"ids must be unique, and {_short(sorted({i for i in ids if ids.count(i) > 1}))} "
+                         "are given more than once")
     judge_kwargs = {"backend": backend, "judge": judge, "judge_options": judge_options or {}, "cache": cache,
                     "progress": progress}
     if config is not None:
