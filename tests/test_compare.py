@@ -443,6 +443,24 @@ def test_compare_python_api_with_the_fake_judge_and_three_systems(fake_judge):
             radmetrics.compare(systems, refs, ["green"], ids, backend="fake", cache=False, resamples=500)
 
 
+def test_a_small_p_value_is_never_printed_as_zero(fake_judge):
+    """Review 29a: p-values were printed to 3 decimals, so a randomization p of 2/5001 read "0.000" in the terminal
+    table and report.html: a p the test can never give. Below 0.001 it now reads in two significant digits."""
+    import radmetrics
+    from radmetrics.meta.compare import compare_report
+    from radmetrics.meta.html_report import p_value_text
+
+    assert [p_value_text(p) for p in (None, 1.0, 0.0312, 0.001, 2 / 5001, 0.0)] == [
+        "n/a", "1.000", "0.031", "0.001", "4.0e-04", "0.000"]
+    refs = [f"left effusion {i} noted" for i in range(14)]
+    result = radmetrics.compare({"A": refs, "C": ["pneumothorax"] * 14}, refs, ["green"], backend="fake", cache=False,
+                                resamples=5000)
+    pair = result.to_dict()["metrics"]["green"]["pairs"][0]
+    assert pair["p_value"] == pytest.approx(2 / 5001)
+    pairs_table = compare_report(result).tables[1]
+    assert pairs_table.rows[0][4:6] == ["4.0e-04", "4.0e-04"]
+
+
 def test_compare_reasons_name_rows_by_their_id(fake_judge):
     """Review 18 (6): compare judges all systems in one call over the stacked rows, and judge metrics' reasons
     named a row by its index there: system B's first row was "row 8" (B had 8 rows). They name the row's id."""

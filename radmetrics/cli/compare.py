@@ -146,7 +146,7 @@ def print_tables(result) -> None:
     from rich.table import Table
 
     from radmetrics.meta.compare import level_text, missing_results
-    from radmetrics.meta.html_report import shorten
+    from radmetrics.meta.html_report import p_value_text, shorten
 
     missing = missing_results(result)
     console = table_console()
@@ -177,6 +177,6 @@ def print_tables(result) -> None:
             else:
                 better = f"n/a: {p['reason']}"
             pairs.add_row(metric, f"{p['a']} − {p['b']}", str(p["n_paired"]), _fmt(p["difference"]), ci,
-                          _fmt(p["p_value"], 3),
-                          _fmt(p["p_holm"], 3), f"{p['win']}/{p['tie']}/{p['loss']}", better)
+                          p_value_text(p["p_value"]),
+                          p_value_text(p["p_holm"]), f"{p['win']}/{p['tie']}/{p['loss']}", better)
     console.print(pairs)

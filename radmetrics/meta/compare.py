@@ -20,8 +20,8 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
-from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, strict_json_ready, text_as_written,
-                                         to_html)
+from radmetrics.meta.html_report import (Report, Table, interval_text, p_value_text, short_label, strict_json_ready,
+                                         text_as_written, to_html)
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 from radmetrics.types import answer_was_cut, judge_call_failed
 
@@ -545,7 +545,7 @@ def compare_report(result: CompareResult) -> Report:
         report.tables.append(Table(
             f"{label}: pairs", ["A", "B", "n", f"A − B [{level} CI]", "p", "p (Holm)", "win / tie / loss", "better"],
             [[pr["a"], pr["b"], pr.get("n_paired"), interval_text({**pr, "value": pr.get("difference")}),
-              pr.get("p_value"), pr.get("p_holm"), f"{pr.get('win')} / {pr.get('tie')} / {pr.get('loss')}",
+              p_value_text(pr.get("p_value")), p_value_text(pr.get("p_holm")), f"{pr.get('win')} / {pr.get('tie')} / {pr.get('loss')}",
               "; ".join(filter(None, [pr.get("better") or pr.get("reason") or "no significant difference",
                                       pr.get("note")]))] for pr in entry["pairs"]],
             # per pair, from the side of its first system: for the B − C row B's wins, not A's (review 24 L10)

@@ -63,6 +63,15 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
+def p_value_text(p: float | None) -> str:
+    """A p-value for a table: 3 decimals, or 2 significant digits below 0.001. A randomization p of 2/11201 read
+    "0.000" in compare's tables and report (ReXamine's and meta-eval's too): a p the test can never give, and one
+    that hid which side of a Bonferroni threshold such as 0.05/40 = 0.00125 it fell (review 29a)."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "n/a"
+    return f"{p:.3f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
+
+
 def to_markdown(report: Report) -> str:
     lines = [f"# {report.title}", ""]
     for para in report.intro:

@@ -18,8 +18,8 @@ import numpy as np
 
 from radmetrics.meta import stats, targets
 from radmetrics.meta.runs import MetricRun
-from radmetrics.meta.html_report import (Report, Table, interval_text, short_label, shorten, strict_json_ready,
-                                         text_as_written, to_html, to_markdown)
+from radmetrics.meta.html_report import (Report, Table, interval_text, p_value_text, short_label, shorten,
+                                         strict_json_ready, text_as_written, to_html, to_markdown)
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
@@ -442,7 +442,7 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
     if results.get("pairwise_randomization"):
         report.tables.append(Table(
             "Paired approximate-randomization tests (difference in Kendall τ)", ["A", "B", "n", "τ(A) − τ(B)", "p"],
-            [[short_label(t["a"]), short_label(t["b"]), t["n"], t.get("difference"), t.get("p_value") if "skipped" not in t else t["skipped"]]
+            [[short_label(t["a"]), short_label(t["b"]), t["n"], t.get("difference"), p_value_text(t.get("p_value")) if "skipped" not in t else t["skipped"]]
              for t in results["pairwise_randomization"]],
             note=("n: rows scored by both metrics (and with an expert value); the test uses only those. Each "
                   "metric's scores are swapped as standardized ranks, so p does not depend on the metrics' units."),

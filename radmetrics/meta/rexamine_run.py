@@ -9,7 +9,7 @@ from typing import Any
 
 from radmetrics.errors import InputError, JudgeError
 from radmetrics.meta import rexamine
-from radmetrics.meta.html_report import shorten
+from radmetrics.meta.html_report import p_value_text, shorten
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
 
 
@@ -278,7 +278,7 @@ def _summary(results: dict[str, Any]) -> str:
               "| --- | --- | ---: | ---: | ---: | --- |"]
     for t in results["t_tests"]:
         sig = "n/a: " + t["reason"] if t["t"] is None else ("yes" if t["significant"] else "no")
-        lines.append(f"| {t['metric']} | {t['site']} | {t['n']} | {_fmt(t['t'])} | {_fmt(t['p_value'], 3)} | {sig} |")
+        lines.append(f"| {t['metric']} | {t['site']} | {t['n']} | {_fmt(t['t'])} | {p_value_text(t['p_value'])} | {sig} |")
     lines += ["", "Table 3 — mean ± std per site:", "", "| metric | references | " + " | ".join(sites) + " |",
               "| --- | --- | " + " | ".join("---" for _ in sites) + " |"]
 
