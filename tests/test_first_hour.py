@@ -168,10 +168,13 @@ def test_report_title_comes_from_the_data_and_numbers_say_their_rows(tiny_judge,
 
     folder = convert("radeval", FIXTURES / "radeval", tmp_path / "radeval")
     out = tmp_path / "report"
-    # max-new-tokens 8 truncates every analysis: green is unscored on every row, a warning, never NaN
+    # max-new-tokens 8 truncates every analysis: green is unscored on every row, a warning, never NaN; the report
+    # is written and the run exits 2 naming the cut answers (review 29a: it exited 0)
     run = cli("meta-eval", "-m", WORD_OVERLAP, "-m", "green", "-d", folder, "--judge", tiny_judge,
               "--max-new-tokens", "8", "--cache", tmp_path / "c.sqlite", "--resamples", "50", "-o", out)
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "green: 12 judge answer(s) reached the token limit, left out of its correlations; rerun with a higher " \
+           "--max-new-tokens" in run.stderr.splitlines()[-1], run.stderr[-3000:]
     text = (out / "results.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
     results = json.loads(text)  # strict: json.loads would accept NaN, so check the text as well

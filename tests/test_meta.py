@@ -260,8 +260,11 @@ def test_meta_eval_writes_the_report(tiny_judge, tmp_path):
                           "-m", str(FIXTURES / "word_overlap") + ":scores", "-d", str(FIXTURES / "rexval"), "--judge", str(tiny_judge),
                           "--max-new-tokens", "256", "--cache", str(tmp_path / "c.sqlite"), "--resamples", "200",
                           "-o", str(out)], capture_output=True, text=True, cwd=REPO, env=os.environ.copy())
-    assert run.returncode == 0, run.stderr[-3000:]
+    # the tiny judge runs into the token limit on some rows: the report is written, and the run exits 2 naming them
     results = json.loads((out / "results.json").read_text())
+    cut = results["metrics"]["green"]["answers_cut"]
+    assert (run.returncode, "Traceback" in run.stderr) == ((2, False) if cut else (0, False)), run.stderr[-3000:]
+    assert not cut or f"green: {cut} judge answer(s) reached the token limit" in run.stderr.splitlines()[-1]
     assert set(results["metrics"]) == {"green", "green_ec", str(FIXTURES / "word_overlap") + ":scores"}
     green = results["metrics"]["green"]
     assert green["kendall_tau_b"]["resamples"] == 200 and "error_type_f1" in green

@@ -266,6 +266,44 @@ def test_preference_eval_exits_2_when_pairs_lost_their_judge_answer_or_a_metric_
         run.stderr[-2000:]
 
 
+def test_meta_eval_exits_2_when_rows_lost_their_judge_answer(tmp_path):
+    """Review 29a: with 8 of 20 judge calls dropped, meta-eval reported GREEN's tau on the 12 rows left with only a
+    warning and exit 0 (compare and preference-eval exit 2): the correlations were over other rows than asked, and
+    failures that follow the reports (long ones time out) bias them. Now results.json counts them, the report warns,
+    and the run exits 2 after writing it; a rerun with the cache asks only those rows."""
+    import zlib
+
+    failing, dropped = {"on": True}, set()
+
+    def answer(prompt):
+        if failing["on"] and zlib.crc32(prompt.encode()) % 3 == 0:
+            dropped.add(prompt)
+            raise ConnectionError("dropped")
+        return analysis_for(prompt)
+
+    with FakeOpenAIServer(answer) as server:
+        args = ["meta-eval", "-m", "green", "-d", FIXTURES / "rexval", "--backend", "openai", "--base-url",
+                server.base_url, "--judge", "x", "--judge-option", "max_retries=0", "--resamples", "50",
+                "--cache", tmp_path / "c.sqlite"]
+        run = run_cli(*args, "-o", tmp_path / "m")
+        assert 0 < len(dropped) < 20
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert (f"green: the judge gave no answer for {len(dropped)} row(s) (judge call failed), left out of its "
+                "correlations; a rerun asks only them") in run.stderr, run.stderr[-2000:]
+        results = json.loads((tmp_path / "m" / "results.json").read_text())
+        green = results["metrics"]["green"]
+        assert green["judge_calls_failed"] == len(dropped) and green["answers_cut"] == 0
+        assert green["kendall_tau_b"]["n"] == green["n_scored"] == 20 - len(dropped)
+        assert any("no answer for" in w for w in results["warnings"])
+        failing["on"] = False
+        asked = len(server.requests)
+        again = run_cli(*args, "-o", tmp_path / "m2")
+        assert len(server.requests) - asked == len(dropped)  # only the rows without an answer
+    assert again.returncode == 0, again.stderr[-2000:]
+    green = json.loads((tmp_path / "m2" / "results.json").read_text())["metrics"]["green"]
+    assert green["judge_calls_failed"] == 0 and green["n_scored"] == 20
+
+
 def test_meta_eval_ensemble_members_with_several_judges_are_checked_before_judging(tmp_path):
     """Review finding: with two --judge, `--ensemble average:green,bleu-2` judged everything, then reported the
     ensemble "not run: green (name them with -m)" though green was named, and exited 0."""

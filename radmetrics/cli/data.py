@@ -68,7 +68,9 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     summary.md and a self-contained report.html to OUTPUT.
 
     A metric that fails part-way (judge unreachable, ...) is reported with its reason and the finished
-    metrics are kept; the command then exits with code 2."""
+    metrics are kept; the command then exits with code 2. So it does when the judge gave some rows no answer (a
+    failed call) or an answer cut at the token limit: they are left out of the correlations, and a rerun with a
+    cache asks only them."""
     check_report_folder(output, "meta-eval", overwrite)
     from radmetrics.errors import RadmetricsError, optional_import
 
@@ -131,6 +133,11 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
         total = max(len(runs), len(reported))  # the report's rows: metrics, runs per judge, ensembles
         raise RadmetricsError(f"{len(failed)} of {total} metrics failed ({', '.join(failed)}); the report "
                               f"in {folder} has the others and says why.")
+    without_verdict = [line for name, m in reported.items()
+                       for line in _without_verdict(name, m, judge_flags.cache is not False, "row(s)",
+                                                    "left out of its correlations")]
+    if without_verdict:  # review 29a: the correlations were over fewer rows than asked, with exit 0
+        raise RadmetricsError("; ".join(without_verdict) + f". {folder}/per_sample.csv names the rows.")
 
 
 def _split_size(split: str | None) -> float | int | None:
@@ -499,11 +506,19 @@ def _preference_problems(metrics: dict[str, dict], n_pairs: int, cached: bool) -
             continue
         if m["unscored_pairs"] == n_pairs:
             problems.append(f"{name} scored no pair (its accuracy {m['accuracy']:.2f} is every pair counted wrong)")
-        if m.get("judge_calls_failed"):
-            rerun = "a rerun asks only them (answers given are cached)" if cached else "rerun (--no-cache kept no answer)"
-            problems.append(f"{name}: the judge gave no answer for {m['judge_calls_failed']} side(s) (judge call failed), "
-                            f"counted as wrong pairs; {rerun}")
-        if m.get("answers_cut"):
-            problems.append(f"{name}: {m['answers_cut']} judge answer(s) reached the token limit, counted as wrong pairs; "
-                            "rerun with a higher --max-new-tokens")
+        problems += _without_verdict(name, m, cached, "side(s)", "counted as wrong pairs")
+    return problems
+
+
+def _without_verdict(name: str, m: dict, cached: bool, unit: str, effect: str) -> list[str]:
+    """A metric's rows the judge gave no verdict for (`judge_calls_failed`, `answers_cut` in its results entry):
+    what a rerun (or a higher --max-new-tokens) would add, said as compare says it."""
+    problems = []
+    if m.get("judge_calls_failed"):
+        rerun = "a rerun asks only them (answers given are cached)" if cached else "rerun (--no-cache kept no answer)"
+        problems.append(f"{name}: the judge gave no answer for {m['judge_calls_failed']} {unit} (judge call failed), "
+                        f"{effect}; {rerun}")
+    if m.get("answers_cut"):
+        problems.append(f"{name}: {m['answers_cut']} judge answer(s) reached the token limit, {effect}; rerun with a "
+                        "higher --max-new-tokens")
     return problems

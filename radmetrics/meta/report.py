@@ -22,6 +22,7 @@ from radmetrics.meta.html_report import (Report, Table, interval_text, p_value_t
                                          strict_json_ready, text_as_written, to_html, to_markdown)
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
+from radmetrics.types import answer_was_cut, judge_call_failed
 
 #: the six error categories in full (GREEN's wording) for plots and tables
 CATEGORY_NAMES = GREEN_NAMES
@@ -199,13 +200,25 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
                         _subset(full_run.reasons, test) if full_run.reasons else [])
         judge_up = _oriented(run.scores, run.higher_is_better)
         n_scored = sum(s is not None for s in run.scores)
+        # rows without a judge verdict at all (a failed call, an answer cut at the token limit): not the judge's
+        # disagreement with the experts, and they may follow the reports (long ones time out or run long), so the
+        # correlations are over other rows than asked; named here, and the CLI exits 2 (review 29a), as compare does
+        failed_calls = sum(map(judge_call_failed, run.reasons or []))
+        cut = sum(map(answer_was_cut, run.reasons or []))
         entry: dict[str, Any] = {
             "n_scored": n_scored, "num_unscored": len(expert) - n_scored,
+            "judge_calls_failed": failed_calls, "answers_cut": cut,
             # the correlations use the rows with both a score and an expert value (their "n")
             "kendall_tau_b": stats.kendall_tau(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "fingerprint": run.fingerprint,
         }
+        if failed_calls:
+            out["warnings"].append(f"{full_run.name}: the judge gave no answer for {failed_calls} row(s) (judge call "
+                                   "failed); its correlations leave them out")
+        if cut:
+            out["warnings"].append(f"{full_run.name}: {cut} judge answer(s) reached the token limit (unscored); its "
+                                   "correlations leave them out")
         if target == "per-category" or full_run.extra:
             per_category = _per_category(full_run, data, test, resamples, seed)
             if per_category:
