@@ -143,6 +143,10 @@ def test_paired_t_test_with_zero_variance_gives_no_t_rather_than_p_zero():
     assert stats.paired_t_test([1, 2], [1, 2]) == {"t": 0.0, "p_value": 1.0,
                                                     "reason": "identical scores under both references"}
     assert stats.paired_t_test([1], [2])["t"] is None
+    # review 29a: differences near 10 that vary by 1e-4 are not "the same" (a relative tolerance said so)
+    near_ten = stats.paired_t_test([10.0001, 10.0, 10.0002, 10.00005], [0.0, 0.0, 0.0, 0.0])
+    assert near_ten["t"] == pytest.approx(sp.ttest_rel([10.0001, 10.0, 10.0002, 10.00005], [0.0] * 4).statistic)
+    assert stats.paired_t_test([0.1, 0.3], [0.0, 0.2])["reason"].startswith("every pair differs by the same +0.1")
     varied = stats.paired_t_test([0.52, 0.61, 0.75], [0.5, 0.6, 0.7])
     assert varied["t"] == pytest.approx(sp.ttest_rel([0.52, 0.61, 0.75], [0.5, 0.6, 0.7]).statistic)
     row = stats.rexamine_site_tests({"m": {"A": [0.5, 0.6, 0.7]}}, {"m": {"A": [0.51, 0.61, 0.71]}})[0]

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from radmetrics.meta.compare_stats import TIE_TOLERANCE
+
 
 @dataclass(frozen=True)
 class Correlation:
@@ -218,9 +220,11 @@ def paired_t_test(after: Sequence[float], before: Sequence[float]) -> dict[str, 
     if len(a) < 2:
         return {"t": None, "p_value": None, "reason": f"{len(a)} pair(s): no paired t-test"}
     diff = a - b
-    if np.allclose(diff, 0):
+    # absolute tolerances only (float rounding of score differences, as compare's ties): a relative one called
+    # differences near 10 that vary by 1e-4 "the same" (review 29a), as compare's test once did
+    if np.allclose(diff, 0, rtol=0, atol=TIE_TOLERANCE):
         return {"t": 0.0, "p_value": 1.0, "reason": "identical scores under both references"}
-    if np.allclose(diff, diff[0]):
+    if np.allclose(diff, diff[0], rtol=0, atol=TIE_TOLERANCE):
         return {"t": None, "p_value": None,
                 "reason": f"every pair differs by the same {diff[0]:+.4g}: zero variance, the t-test is undefined"}
     result = stats.ttest_rel(a, b)
