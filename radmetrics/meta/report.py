@@ -213,6 +213,11 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
             "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "fingerprint": run.fingerprint,
         }
+        for label, key in (("Kendall τ-b", "kendall_tau_b"), ("Spearman ρ", "spearman")):
+            used, asked = entry[key].get("resamples_used"), entry[key].get("resamples")
+            if used is not None and asked and used < asked:  # few rows: many resamples repeat one row
+                out["warnings"].append(f"{full_run.name}: the {label} CI is made of {used} of {asked} resamples (the "
+                                       "others drew rows with one distinct value, which have no correlation)")
         if failed_calls:
             out["warnings"].append(f"{full_run.name}: the judge gave no answer for {failed_calls} row(s) (judge call "
                                    "failed); its correlations leave them out")

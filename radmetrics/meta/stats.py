@@ -32,9 +32,12 @@ class Correlation:
     p_value: float
     n: int
     resamples: int
+    #: the resamples the CI is made of: those with a correlation (a resample of one distinct value has none, and
+    #: is left out; with few rows that can be many of the `resamples` asked for)
+    resamples_used: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "resamples_used" or v is not None}
 
 
 def _pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +92,8 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: st
                 boots.append(value)
     tail = (1 - confidence) / 2 * 100
     low, high = (np.percentile(boots, [tail, 100 - tail]) if boots else (float("nan"), float("nan")))
-    return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples)
+    return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples,
+                       len(boots))
 
 
 def why_no_correlation(x: Sequence[float | None], y: Sequence[float | None], scores: str = "the judge",
