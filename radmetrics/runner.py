@@ -209,6 +209,18 @@ def fingerprint(system, judge, config: GenerationConfig) -> dict[str, Any]:
             "generation": config.to_dict()}
 
 
+def system_to_check(name: str, system_options: dict[str, Any] | None = None):
+    """Scoring system `name` configured with those of the run's system options it takes, for the checks before any
+    judging: an option value that cannot work (VERT's shots_path naming a missing, empty or malformed file) stops
+    the run in one line there, not as a failed metric after the other metrics were judged (review 29c). An option
+    the system lacks stays for the run itself to report (the metric fails, the others are kept)."""
+    from radmetrics.plugins import get_scoring_system
+
+    system = get_scoring_system(name)
+    own = {k: v for k, v in (system_options or {}).items() if k in system.option_names()}
+    return system.configure(**own) if own else system
+
+
 def preflight_judge(backend: str, model: str | None, options: dict[str, Any] | None = None,
                     system: Any = None) -> str | None:
     """The judge model a run uses (the system's published judge when none is named, except for replay, whose

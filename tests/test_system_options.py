@@ -100,3 +100,31 @@ def test_transform_with_a_step_option(fake_judge, tmp_path):
     assert "0/1 rows done, 1 failed" in run.output
     bad = CliRunner().invoke(cli, base + ["--system-option", "attempts=1"])
     assert isinstance(bad.exception, radmetrics.InputError) and "its options: max_attempts, validate" in str(bad.exception)
+
+
+@pytest.mark.parametrize("command", ["score", "compare", "meta-eval", "preference-eval", "rexamine", "reward-check"])
+def test_a_bad_vert_shots_file_stops_every_command_before_it_writes_anything(command, tmp_path):
+    """Review 29c: the shots file was read at the first prompt, so `--system-option shots_path=FOLDER k=2` left
+    OUTPUT.part and OUTPUT.part.json after its error in `score`, and in compare, meta-eval, preference-eval and
+    rexamine judged the other metrics and wrote a report with VERT "failed" (exit 2 only at the end). The file is
+    now read when the option is set: one line naming shots_path, exit 2, nothing written."""
+    shots = tmp_path / "shots"
+    shots.mkdir()  # a folder given as the shots file
+    out = tmp_path / "out"
+    replay = ["--backend", "replay", "--replay", str(SAMPLE / "green_replay.jsonl")]
+    args = {
+        "score": ["-i", SAMPLE / "pairs.jsonl", "-o", tmp_path / "out.jsonl"],
+        "compare": ["-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "bleu-4",
+                    "-o", out],
+        "meta-eval": ["-d", FIXTURES / "rexval", "-m", "bleu-2", "-o", out],
+        "preference-eval": ["-i", FIXTURES / "preference" / "preferences.jsonl", "-m", "bleu-2", "-o", out],
+        "rexamine": ["-i", FIXTURES / "rexamine" / "sites.jsonl", "-m", "bleu-2", "-o", out],
+        "reward-check": ["-i", SAMPLE / "pairs.jsonl", "--completions", "--prompt-column", "reference",
+                         "--completion-column", "candidate", "-o", tmp_path / "out.json"],
+    }[command]
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", command, "-m", "vert", *map(str, args), *replay,
+                          "--system-option", f"shots_path={shots}", "--system-option", "k=2"],
+                         capture_output=True, text=True, cwd=tmp_path, env=os.environ.copy())
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert f"VERT shots_path: {shots} is a folder" in run.stderr.strip().splitlines()[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shots"]  # no part file, no report folder

@@ -85,7 +85,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     # Checked here before the judge is, so compare() is told not to check them again (each check loads every
     # evaluate module, seconds each).
     judge_metrics = check_metrics_loadable(metrics)
-    check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options)
+    check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options,
+                 judge_flags.system_options)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
                f"{len(metrics)} metric(s).", err=True)
 

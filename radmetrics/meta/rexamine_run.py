@@ -124,7 +124,7 @@ def _unscored_note(metric: str, rows: list[dict[str, Any]], scores: list, reason
 def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: dict[str, Any]) -> None:
     """The judge the data steps and the judge metrics need is reachable, in seconds, before any work."""
     import radmetrics
-    from radmetrics.runner import preflight_judge
+    from radmetrics.runner import preflight_judge, system_to_check
 
     backend, model, options = judge_kwargs["backend"], judge_kwargs["judge"], judge_kwargs["judge_options"]
     to_write = {c: sum(_absent(r.get(c)) for r in rows) for c in ("reference_standardized", "candidate")}
@@ -138,7 +138,7 @@ def _check_judges(rows: list[dict[str, Any]], metrics: list[str], judge_kwargs: 
         preflight_judge(backend, model, options)
     for metric in metrics:
         if metric in radmetrics.list_scoring_systems():
-            preflight_judge(backend, model, options, radmetrics.get_scoring_system(metric))
+            preflight_judge(backend, model, options, system_to_check(metric, judge_kwargs.get("system_options")))
 
 
 def run_rexamine(input_path: str | Path, metrics: list[str], output: str | Path, *, overwrite: bool = False,

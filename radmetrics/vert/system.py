@@ -215,6 +215,16 @@ class VertSystem(ScoringSystem):
         if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)):
             raise InputError(f"Scoring system '{self.name}': shots_path must be a file path, not {clone.shots_path!r}")
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
+        if clone.k:
+            # Read the shots now, not at the first prompt: a missing, empty or malformed shots file is a usage
+            # error, and read later it came after `score` had opened OUTPUT.part and after compare / meta-eval
+            # had judged the other metrics and written a report with VERT "failed" (review 29c).
+            if not clone.shots_path:
+                raise InputError("VERT few-shot (k > 0) needs shots_path: a file of annotated pairs with scores.")
+            try:
+                clone._pool  # noqa: B018 (the read is the check)
+            except InputError as e:  # "adir is a folder" alone does not say which file of the run it is
+                raise InputError(f"VERT shots_path: {e}") from None
         return clone
 
 
