@@ -306,7 +306,12 @@ class Records:
             except json.JSONDecodeError as e:
                 at = "" if e.msg.endswith(" at") else " at"  # "Unterminated string starting at" + position
                 row, problem = None, f"not JSON ({e.msg}{at} position {e.colno})"
-                if not line.endswith("\n"):  # the file's last line, cut: a file read while it was written?
+                if re.search(r"\}[ \t]*\r+[ \t]*\{", line):
+                    # rows ended by a lone "\r" (classic Mac exports) read as one line: not a file cut mid-write,
+                    # which is what the hint below said of such a file (review 29c)
+                    problem += ("; the lines end in a lone \\r (old Mac line endings) and JSON Lines are split on \\n "
+                                "only: convert the file, e.g. tr '\\r' '\\n' < IN > OUT")
+                elif not line.endswith("\n"):  # the file's last line, cut: a file read while it was written?
                     problem += "; the last line has no newline: was the file still being written?"
                 elif self.path.suffix.lower() not in JSON_SUFFIXES and not line.lstrip().startswith(("{", "[")) \
                         and ("," in line or "\t" in line):

@@ -592,3 +592,17 @@ def test_a_key_given_twice_in_a_column_chosen_later_is_refused(tmp_path):
     b.write_text('{"id": "1", "cand_text": "Heart ok.", "cand_text": "Effusion."}\n')
     with pytest.raises(InputError, match=r"b.jsonl line 1: key 'cand_text' given twice with different values"):
         load_systems({"A": a, "B": b}, candidate_column="cand_text")
+
+
+def test_jsonl_whose_lines_end_in_a_lone_cr_is_named_for_what_it_is(tmp_path):
+    """Review 29c: a JSONL file with classic-Mac line endings (a lone \\r after each row) is one line to a reader
+    that splits on \\n only; the error said "the last line has no newline: was the file still being written?",
+    which sends the user looking for a writer that does not exist. It now names the line endings and the fix."""
+    rows = (REPO / "radmetrics" / "sample_data" / "pairs.jsonl").read_text().splitlines()[:2]
+    src = tmp_path / "mac.jsonl"
+    src.write_bytes(("\r".join(rows) + "\r").encode())
+    out = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "o.jsonl", "--replay", REPO / "radmetrics" /
+              "sample_data" / "green_replay.jsonl")
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "lines end in a lone \\r (old Mac line endings)" in out.stderr and "tr '\\r' '\\n'" in out.stderr
+    assert "still being written" not in out.stderr and not (tmp_path / "o.jsonl").exists()
