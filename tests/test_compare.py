@@ -257,6 +257,29 @@ def test_rows_are_matched_by_id_and_mismatches_are_named(tmp_path):
         load_systems({"P": p1, "Q": p2})
 
 
+def test_files_whose_ids_are_under_another_column_are_not_matched_by_position(tmp_path):
+    """Review 29c: with `--id-column idd` (a typo) on the bundled pairs.jsonl and system_b.jsonl, which hold the same
+    ids in reverse order, or with files keyed `study_id`, compare found no id column, matched the rows by position
+    with only a note, and exited 0: every difference it reported was between different reports. A column holding the
+    same distinct values in every file in another order now stops it, naming the column to match by."""
+    run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                       "-m", "bleu-4", "--id-column", "idd", "-o", tmp_path / "cmp")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines()[-1] == (
+        "Error: no file has a 'idd' column, so rows would be matched by position, but column 'id' holds the same 8 "
+        "distinct values in every file in another order (row 1: A 'green-repro-0', B 'empty-candidate'): by "
+        "position, rows would pair different reports; match them by it with --id-column id")
+    assert not (tmp_path / "cmp").exists()
+    a = _write(tmp_path / "a.jsonl", [{"study_id": s, "reference": f"r{s}", "candidate": "x"} for s in (1, 2, 3)])
+    b = _write(tmp_path / "b.jsonl", [{"study_id": s, "candidate": "y"} for s in (3, 1, 2)])
+    with pytest.raises(InputError, match="column 'study_id' holds the same 3 distinct values.*--id-column study_id"):
+        load_systems({"A": a, "B": b})
+    assert load_systems({"A": a, "B": b}, id_column="study_id").ids == ["1", "2", "3"]
+    # the same ids in the same order, or a shared column that is no key (one value for all rows): by position
+    same = _write(tmp_path / "same.jsonl", [{"study_id": s, "model": "m", "candidate": "y"} for s in (1, 2, 3)])
+    assert "rows matched by position" in " ".join(load_systems({"A": a, "B": same}).notes)
+
+
 def test_a_blank_id_is_a_missing_id_not_one_id_shared_across_files(tmp_path):
     """Review 29a: an empty id cell (CSV) or "" was the id "": A's second row and B's third row, both blank, were
     compared as the same row, against A's second reference. A blank id is now a row without an id, as null is."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,6 +126,29 @@ def _ids_that_only_look_alike(order: list[str], others: list[list[str]]) -> str 
     return None
 
 
+def _reordered_key_column(tables: Mapping[str, list[dict[str, Any]]], id_column: str) -> str | None:
+    """Why matching these files by position would pair different reports, or None: a column every row of every file
+    has, holding one distinct value per row and the same values in every file, but in another order (the ids under
+    another name than --id-column, e.g. a typo or `study_id`). Review 29c: compare matched such files by position
+    with only a note, and every difference it reported was between different reports."""
+    names = list(tables)
+    shared = set.intersection(*(set.intersection(*(set(r) for r in rows)) for rows in tables.values() if rows))
+    for column in sorted(shared):
+        columns = {n: [json.dumps(r[column], sort_keys=True, default=str) for r in tables[n]] for n in names}
+        first = columns[names[0]]
+        if len(set(first)) != len(first) or any(sorted(v) != sorted(first) for v in columns.values()):
+            continue  # not one distinct value per row, or not the same values in every file: no key
+        other = next((n for n in names if columns[n] != first), None)
+        if other is not None:
+            row = next(i for i, (a, b) in enumerate(zip(first, columns[other])) if a != b)
+            return (f"no file has a '{id_column}' column, so rows would be matched by position, but column "
+                    f"'{column}' holds the same {len(first)} distinct values in every file in another order (row "
+                    f"{row + 1}: {names[0]} {tables[names[0]][row][column]!r}, {other} "
+                    f"{tables[other][row][column]!r}): by position, rows would pair different reports; match them "
+                    f"by it with --id-column {column}")
+    return None
+
+
 def load_systems(systems: Mapping[str, str | Path], references: str | Path | None = None, id_column: str = "id",
                  reference_column: str | None = None, candidate_column: str | None = None,
                  on_mismatch: str = "error") -> Alignment:
@@ -164,6 +188,9 @@ def load_systems(systems: Mapping[str, str | Path], references: str | Path | Non
         if len(set(counts.values())) > 1:
             raise InputError("no file has an id column, so rows are matched by position, but the row counts differ: "
                              + ", ".join(f"{n} {c}" for n, c in counts.items()) + f" (add an '{id_column}' column)")
+        tables_read = {**all_rows, **({"--references": ref_rows} if ref_rows is not None else {})}
+        if (reordered := _reordered_key_column(tables_read, id_column)) is not None:
+            raise InputError(reordered)
         notes.append(f"no '{id_column}' column: rows matched by position")
     for name, rows in all_rows.items():
         path = files[name]
