@@ -433,14 +433,19 @@ class _RecordLines:
 def read_rows_strict(path: str | os.PathLike, why: str = "") -> list[dict[str, Any]]:
     """Every row of a JSONL, CSV or TSV file, read as written (Records); a record that cannot be read is an error
     naming its line, for callers that cannot leave a row out (`why` says so)."""
+    return [record.row for record in read_records_strict(path, why)]
+
+
+def read_records_strict(path: str | os.PathLike, why: str = "") -> list[Record]:
+    """`read_rows_strict`, each row with the input line it starts on (`Record.line`), for errors that name it."""
     path = Path(path)
     check_text_file(path, sniff=None)
-    rows = []
+    records = []
     for record in Records(path):
         if record.problem:
             raise InputError(f"{path} line {record.line}: {record.problem}{why}")
-        rows.append(record.row)
-    return rows
+        records.append(record)
+    return records
 
 
 class _KeysTwice(dict):

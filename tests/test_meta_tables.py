@@ -370,8 +370,25 @@ def test_preference_eval_refuses_a_pair_id_given_twice(tmp_path):
     src = tmp_path / "twice.jsonl"
     src.write_text("\n".join(rows + [rows[1]]) + "\n")
     run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "p")
-    assert run.returncode == 2 and f"row {len(rows) + 1}: id 'p1' is also row 2's" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2 and f"line {len(rows) + 1} (row {len(rows) + 1}): id 'p1' is also the id of line 2 (row 2)" in \
+        run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "p").exists()
+
+
+def test_preference_eval_errors_name_the_line_an_editor_shows(tmp_path):
+    """Review 29c: errors named only the row ("pr.csv row 2: preferred must be 'a' or 'b'"), which in a CSV is on
+    line 3 (the header is line 1) and in JSONL with blank lines further down: the user opened line 2 and found a good
+    pair. They now name the input line, and the row, which is what names pairs without ids."""
+    src = tmp_path / "pr.csv"
+    src.write_text("reference,candidate_a,candidate_b,preferred\nx y,x y,z,a\nx y,z,x y,c\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "p")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines()[-1] == f"Error: {src} line 3 (row 2): preferred must be 'a' or 'b', not 'c'"
+    src = tmp_path / "pr.jsonl"
+    src.write_text(_pair() + "\n\n\n" + json.dumps({"reference": "x", "candidate_b": "y", "preferred": "b"}) + "\n")
+    run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "q")
+    assert run.returncode == 2 and f"{src} line 4 (row 2): missing candidate_a" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "p").exists() and not (tmp_path / "q").exists()
 
 
 def _pair(confidence=..., **extra):
@@ -409,7 +426,7 @@ def test_preference_eval_confidence_levels_nan_mixed_types_and_blank(tmp_path):
     assert "| metric | high |" in (tmp_path / "c" / "summary.md").read_text()
     src.write_text(_pair(float("inf")) + "\n")
     run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "i")
-    assert run.returncode == 2 and "row 1: confidence inf is not a finite number" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2 and "line 1 (row 1): confidence inf is not a finite number" in run.stderr, run.stderr[-2000:]
 
 
 def test_preference_eval_ids_never_made_up_beside_given_ones_and_its_own_wording(tmp_path):
@@ -418,7 +435,7 @@ def test_preference_eval_ids_never_made_up_beside_given_ones_and_its_own_wording
     src = tmp_path / "mixid.jsonl"
     src.write_text(_pair("high") + "\n" + _pair("high", id="1") + "\n")
     run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "-o", tmp_path / "o")
-    assert run.returncode == 2 and "row 1 has no id but row 2 has one" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2 and "line 1 (row 1) has no id but line 2 (row 2) has one" in run.stderr, run.stderr[-2000:]
     src.write_text(_pair("high") + "\n" + _pair("low") + "\n")  # no ids at all: row numbers
     run = run_cli("preference-eval", "-i", src, "-m", "rouge-l", "--resamples", "20", "-o", tmp_path / "n")
     assert run.returncode == 0, run.stderr[-2000:]

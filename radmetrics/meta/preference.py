@@ -20,30 +20,36 @@ from radmetrics.types import answer_was_cut, judge_call_failed
 def read_preferences(path: str | Path) -> list[dict[str, Any]]:
     """The pairs, each with `confidence` read as a level (`confidence_level`) and an `id`: the one given, or its
     row number when no row has one (some rows with an id and some without could give two pairs one id)."""
-    from radmetrics.io import read_rows_strict
+    from radmetrics.io import read_records_strict
 
-    rows = read_rows_strict(Path(path), why="; every line is a pair, so every line must be readable")
+    records = read_records_strict(Path(path), why="; every line is a pair, so every line must be readable")
+    rows = [r.row for r in records]
     if not rows:
         raise InputError(f"{path} has no rows")
+
+    def where(n: int) -> str:  # the line an editor shows (a CSV's row 1 is on line 2), and the row, which names pairs
+        return f"{path} line {records[n - 1].line} (row {n})"
+
     required = ("reference", "candidate_a", "candidate_b", "preferred")
     for n, row in enumerate(rows, 1):
         missing = [c for c in required if c not in row]
         if missing:
-            raise InputError(f"{path} row {n}: missing {', '.join(missing)} (rows need {', '.join(required)})")
+            raise InputError(f"{where(n)}: missing {', '.join(missing)} (rows need {', '.join(required)})")
         if str(row["preferred"]).strip().lower() not in {"a", "b"}:
-            raise InputError(f"{path} row {n}: preferred must be 'a' or 'b', not {row['preferred']!r}")
-        row["confidence"] = confidence_level(row.get("confidence"), f"{path} row {n}")
+            raise InputError(f"{where(n)}: preferred must be 'a' or 'b', not {row['preferred']!r}")
+        row["confidence"] = confidence_level(row.get("confidence"), where(n))
     given = [n for n, row in enumerate(rows, 1) if not _blank(row.get("id"))]
     if given and len(given) < len(rows):
         without = next(n for n in range(1, len(rows) + 1) if n not in set(given))
-        raise InputError(f"{path} row {without} has no id but row {given[0]} has one: give every pair an id, or "
-                         "none (each pair is then named by its row number)")
+        raise InputError(f"{where(without)} has no id but {where(given[0]).removeprefix(f'{path} ')} has one: give "
+                         "every pair an id, or none (each pair is then named by its row number)")
     seen: dict[str, int] = {}
     for n, row in enumerate(rows, 1):  # a pair given twice would count twice, and per_pair could not tell them apart
         row["id"] = str(row["id"]) if given else str(n)
         first = seen.setdefault(row["id"], n)
         if first != n:
-            raise InputError(f"{path} row {n}: id {row['id']!r} is also row {first}'s; each pair once")
+            raise InputError(f"{where(n)}: id {row['id']!r} is also the id of "
+                             f"{where(first).removeprefix(f'{path} ')}; each pair once")
     return rows
 
 
