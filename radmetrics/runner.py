@@ -148,8 +148,9 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
     for i in empty_candidates:
         judgments[i].details["empty_candidate"] = True
     if empty_candidates:
-        log.warning("%d candidate reports were empty: judged as written (an empty report counts against its "
-                    "generator; details.empty_candidate)", len(empty_candidates), extra={PER_SYSTEM_RECORD: True})
+        reports = "1 candidate report was" if len(empty_candidates) == 1 else f"{len(empty_candidates)} candidate reports were"
+        log.warning("%s empty: judged as written (an empty report counts against its generator; "
+                    "details.empty_candidate)", reports, extra={PER_SYSTEM_RECORD: True})
     return judgments  # type: ignore[return-value]
 
 

@@ -542,7 +542,7 @@ def test_compare_on_the_bundled_data_scores_empty_candidates_and_exits_2_when_a_
     assert "Traceback" not in run.stderr
     # review 24 (L3): after rouge-score set up Python's default log format, warnings read "WARNING:radmetrics.runner:
     # 1 candidate reports were empty ..." without naming the system; now plain, as `score` prints them, and per system
-    assert "WARNING:" not in run.stderr and "candidate reports were empty" not in run.stderr
+    assert "WARNING:" not in run.stderr and "empty: judged as written" not in run.stderr
     assert run.stderr.splitlines()[0] == ("Note: A: 1 candidate report(s) are empty: scored as written (an empty "
                                           "report counts against A)")
     assert "\ngreen: no judge answer (judge call failed) for 8 of B's rows;" in run.stderr

@@ -702,3 +702,11 @@ def test_a_report_record_never_removes_a_file_the_command_does_not_write(tmp_pat
     run = cli(*_STAT_COMMANDS["compare"], "--resamples", "0", "-o", out, cwd=tmp_path)
     assert run.returncode == 0 and "holds an earlier report" in run.stderr, run.stderr[-2000:]
     assert (out / "notes.txt").read_text() == "keep" and (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def test_readme_command_1_says_its_one_empty_candidate_in_the_singular(tmp_path):
+    """Review 29c: README command 1's first note read "1 candidate reports were empty"."""
+    run = cli("score", "-m", "green", "-i", _PAIRS, "--replay", SAMPLE / "green_replay.jsonl", "-o",
+              tmp_path / "results.jsonl", "--no-cache", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "1 candidate report was empty: judged as written" in run.stderr and "reports were" not in run.stderr
