@@ -133,6 +133,33 @@ def test_no_base_url_means_no_network(monkeypatch):
     assert network == []
 
 
+def test_a_server_address_without_http_is_one_line_before_any_request(tmp_path):
+    """Review 29c: `--base-url 127.0.0.1:8000/v1` (no http://) passed the connection probe, which assumes a scheme;
+    then every row's request failed after 6 attempts with "connection error (UnsupportedProtocol)", the results were
+    written with every row unscored, and the run exited 1. Now it is a one-line error (exit 2) saying what to write,
+    with the address's credentials left out, from the CLI and from Python, and nothing is written."""
+    import subprocess
+    import sys
+
+    from conftest import SAMPLE
+
+    with FakeOpenAIServer(lambda prompt: analysis_for(prompt)) as server:
+        bare = server.base_url.removeprefix("http://")
+        run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i",
+                              str(SAMPLE / "pairs.jsonl"), "-o", str(tmp_path / "o.jsonl"), "--backend", "openai",
+                              "--judge", "m", "--base-url", f"user:{SECRET}@{bare}?key={SECRET}", "--no-cache"],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert run.stderr.strip().splitlines()[-1] == (
+            f"Error: The judge server address has no http:// or https:// in front (--base-url): e.g. http://{bare}")
+        assert SECRET not in run.stderr and server.requests == [] and list(tmp_path.iterdir()) == []
+        with pytest.raises(radmetrics.JudgeError, match="does not start with http:// or https://"):
+            radmetrics.get_judge("openai", model="m", base_url=f"ftp://{bare}")
+        with pytest.raises(radmetrics.JudgeError, match=re.escape("no http:// or https:// in front (judge_options=")):
+            radmetrics.get_judge("openai", model="m", base_url=bare)
+        assert server.requests == []
+
+
 def test_a_key_in_the_server_url_never_reaches_an_error_or_a_result_file(tmp_path, monkeypatch):
     """Review finding: the unreachable-server error printed --base-url as given, user:key@ and ?key= included, and
     `compare` wrote it into results.json, report.html and every row of per_row.csv."""

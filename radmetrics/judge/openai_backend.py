@@ -148,6 +148,20 @@ NEEDS_BASE_URL = ("The openai backend needs a server address: --base-url URL on 
                   "Nothing is sent anywhere by default.")
 
 
+def base_url_without_scheme(base_url: str, flag: str = "--base-url") -> str | None:
+    """Why `base_url` cannot be requested, or None: an address without http:// or https:// (`127.0.0.1:8000/v1`,
+    `localhost:8000/v1`) passed the connection probe (which assumes a scheme) and then failed every row's request
+    after its retries with "UnsupportedProtocol" (review 29c). The address is shown without its credentials."""
+    scheme = base_url.split("://", 1)[0].lower() if "://" in base_url else ""
+    if scheme in ("http", "https"):
+        return None
+    if scheme:  # not echoed: what stands before :// may be anything, a key included
+        return (f"The judge server address does not start with http:// or https:// ({flag}): the openai backend "
+                "speaks HTTP, e.g. http://127.0.0.1:8000/v1")
+    shown = redact(shown_url(f"http://{base_url}"), url_secrets(f"http://{base_url}"))
+    return f"The judge server address has no http:// or https:// in front ({flag}): e.g. {shown}"
+
+
 class OpenAIJudge(JudgeBackend):
     backend_name = "openai"
     options_class = OpenAIOptions
@@ -160,6 +174,8 @@ class OpenAIJudge(JudgeBackend):
         base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise JudgeError(NEEDS_BASE_URL)
+        if problem := base_url_without_scheme(base_url, "judge_options={'base_url': URL}"):
+            raise JudgeError(problem)
         if settings.mode not in {"chat", "completions"}:
             raise JudgeError(f"mode must be 'chat' or 'completions', not {settings.mode!r}")
         if settings.chat_format not in {"auto", "green", "none"}:

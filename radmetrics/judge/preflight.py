@@ -112,6 +112,10 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
         from radmetrics.judge.openai_backend import OpenAIOptions
 
         OpenAIOptions.from_dict(options, "openai")  # a bad option is named before the server is probed
+        from radmetrics.judge.openai_backend import base_url_without_scheme
+
+        if problem := base_url_without_scheme(base_url, url_flag):
+            raise JudgeError(problem)
         if not can_connect(base_url):
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
             keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY"),
