@@ -120,7 +120,7 @@ def test_vert_prompt_is_green_plus_score_block():
     assert "Step 4: Determine Clinical Significance" in rubric and "Step 4: Determine Clinical Significance" in formula
 
 
-def test_vert_few_shot_fingerprint_follows_the_shots_file_content(tmp_path):
+def test_vert_few_shot_fingerprint_follows_the_shots_file_content(tmp_path, caplog):
     """Review 18 (suspected): the few-shot file's path was all the fingerprint had of the shots, so a run continued
     after the file was edited kept the rows judged with the old shots. The content's digest is in the prompt
     version (hence in the fingerprint and the run's identity)."""
@@ -132,6 +132,7 @@ def test_vert_few_shot_fingerprint_follows_the_shots_file_content(tmp_path):
     after = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=2, score_scale=5).fingerprint()
     assert before["prompt_version"] != after["prompt_version"] and before["options"] == after["options"]
     zero_shot = radmetrics.get_scoring_system("vert", shots_path=str(shots)).fingerprint()["prompt_version"]
+    assert "is given but k is 0, so the prompts are zero-shot" in caplog.text  # review 29c: said, not silent
     assert "shots" not in zero_shot  # k = 0: the file is not read, not part of the prompt
 
 

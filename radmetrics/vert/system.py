@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from functools import cached_property
 from pathlib import Path
@@ -215,6 +216,11 @@ class VertSystem(ScoringSystem):
         if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)):
             raise InputError(f"Scoring system '{self.name}': shots_path must be a file path, not {clone.shots_path!r}")
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
+        if clone.shots_path and not clone.k and "shots_path" in options:
+            # a shots file with k left at 0 is a zero-shot run: said, as a user giving shots expects few-shot
+            logging.getLogger(__name__).warning(
+                "VERT: shots_path=%s is given but k is 0, so the prompts are zero-shot (the file is not read); pass "
+                "k=N for N examples per prompt", clone.shots_path)
         if clone.k:
             # Read the shots now, not at the first prompt: a missing, empty or malformed shots file is a usage
             # error, and read later it came after `score` had opened OUTPUT.part and after compare / meta-eval
