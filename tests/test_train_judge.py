@@ -48,7 +48,7 @@ def test_vert_recipe_refuses_error_counts_and_leaves_out_rows_without_a_score():
     with pytest.raises(InputError, match="lower-is-better"):
         vert_examples(refs, cands, [0.0, 1.0, 0.0], [False, False, False])
     examples, dropped = vert_examples(refs, cands, [1.0, None, 0.4], [True, True, True])
-    assert [e["completion"][0]["content"] for e in examples] == ["1.0", "0.4"] and dropped == ["row 1: no expert score"]
+    assert [e["completion"][0]["content"] for e in examples] == ["1.0", "0.4"] and dropped == ["row 2: no expert score"]
 
 
 def test_training_data_whose_column_mixes_kinds_is_one_line(tmp_path):
@@ -86,12 +86,12 @@ def test_vert_recipe_reads_csv_text_as_jsonl_values(tmp_path):
         data = _load_pairs_source(str(path))
         built.append(vert_examples(data["reference"], data["candidate"], data["expert_score"],
                                    data["expert_higher_is_better"]))
-    assert built[0] == built[1] and built[1][1] == ["row 1: no expert score"]
+    assert built[0] == built[1] and built[1][1] == ["row 2: no expert score"]
     assert [e["completion"][0]["content"] for e in built[1][0]] == ["1.0", "0.4"]
     for false in ("False", "false", "0", 0):  # the converters' yes/no words
         with pytest.raises(InputError, match="lower-is-better"):
             vert_examples(["a"], ["b"], ["1"], [false])
-    with pytest.raises(InputError, match="row 0: expert_higher_is_better = 'maybe' is not a yes/no value"):
+    with pytest.raises(InputError, match="row 1: expert_higher_is_better = 'maybe' is not a yes/no value"):
         vert_examples(["a"], ["b"], ["1"], ["maybe"])
 
 
@@ -99,7 +99,7 @@ def test_green_recipe_uses_teacher_analyses(base, tmp_path, fake_judge):
     refs = [r for r, _, _ in training_pairs()]
     cands = [c for _, c, _ in training_pairs()] + ["GARBLED output please"]
     rows, dropped = green_examples(refs + [refs[0]], cands, radmetrics.get_judge("fake", cache=False))
-    assert len(rows) == 6 and dropped == ["row 6: no [Clinically Significant Errors] section and no [Matched "
+    assert len(rows) == 6 and dropped == ["row 7: no [Clinically Significant Errors] section and no [Matched "
                                           "Findings] section (truncated or not GREEN format)"]
     assert rows[0]["prompt"].startswith("<|user|>\nObjective:") and rows[0]["completion"].endswith("</s>")
     out = train_judge(JudgeSFTConfig(str(base), str(tmp_path / "judge-out"), recipe="green", max_steps=3,

@@ -67,10 +67,10 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
     pairs, problems = [], []
     for i, (reference, answer) in enumerate(zip(references, answers)):
         if why := answer_problem(answer):
-            problems.append(f"row {i}: {why}")
+            problems.append(f"row {i + 1}: {why}")
             continue
         try:
             pairs.extend(build_pairs(reference, parse_generation(answer, convention)))
         except AnswerError as e:
-            problems.append(f"row {i}: {e}")
+            problems.append(f"row {i + 1}: {e}")
     return pairs, problems

@@ -93,7 +93,7 @@ def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: 
     from radmetrics.data.schema import read_yes_no
 
     directions = [] if higher_is_better is None else higher_is_better
-    if any(not _missing(h) and not read_yes_no(h, f"row {i}", "expert_higher_is_better")
+    if any(not _missing(h) and not read_yes_no(h, f"row {i + 1}", "expert_higher_is_better")
            for i, h in enumerate(directions)):
         raise InputError("the vert recipe learns VERT's accuracy score (higher is better, in [0, 1]); this data's "
                          "expert_score is lower-is-better (expert_higher_is_better false: error counts, as in "
@@ -101,12 +101,12 @@ def vert_examples(references: Sequence[str], candidates: Sequence[str], scores: 
                          "accuracy scores (e.g. rate_eval), or --recipe green with a teacher")
     rows, dropped = [], []
     for i, (r, c, value) in enumerate(zip(references, candidates, scores)):
-        s = _expert_score(value, i)
+        s = _expert_score(value, i + 1)
         if s is None:  # an unreadable annotation or an empty cell: left out, said
-            dropped.append(f"row {i}: no expert score")
+            dropped.append(f"row {i + 1}: no expert score")
             continue
         if not 0 <= s <= 1:
-            raise InputError(f"row {i}: VERT recipe needs scores in [0, 1]; got {value!r} (normalize, e.g. "
+            raise InputError(f"row {i + 1}: VERT recipe needs scores in [0, 1]; got {value!r} (normalize, e.g. "
                              "RaTE-Eval /5)")
         rows.append({"prompt": [{"role": "user", "content": vert_user_turn(r, c)}],
                      "completion": [{"role": "assistant", "content": f"{s:.1f}"}]})
@@ -127,7 +127,7 @@ def green_examples(references: Sequence[str], candidates: Sequence[str], teacher
     for i, (r, c) in enumerate(zip(references, candidates)):
         problem = row_problem(r, "reference") or row_problem(c, "candidate")
         if problem:
-            dropped.append(f"row {i}: {problem}")
+            dropped.append(f"row {i + 1}: {problem}")
         else:
             keep.append(i)
     prompts = [system.build_prompt(references[i], candidates[i]) for i in keep]
@@ -135,11 +135,11 @@ def green_examples(references: Sequence[str], candidates: Sequence[str], teacher
     for i, prompt, answer in zip(keep, prompts, answers):
         why = answer_problem(answer)  # a cut answer would teach the judge to stop mid-way
         if why:
-            dropped.append(f"row {i}: {why}")
+            dropped.append(f"row {i + 1}: {why}")
             continue
         judgment = system.parse(answer)
         if not judgment.parsed:
-            dropped.append(f"row {i}: {judgment.reason}")
+            dropped.append(f"row {i + 1}: {judgment.reason}")
             continue
         rows.append({"prompt": render_text(prompt, "green", eos_token), "completion": answer.strip() + eos_token})
     return rows, dropped
