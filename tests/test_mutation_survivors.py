@@ -429,6 +429,12 @@ def test_replay_errors_name_the_file_and_line(tmp_path):
         with pytest.raises(RadmetricsError) as info:
             ReplayJudge(path=str(typed))
         assert str(info.value) == f"{typed}:2: 'prompt' and 'response' must be strings"
+    for lines in ([], ["", "  "]):  # review 29c: every row was judged "no response", then exit 1
+        empty = _replay_file(tmp_path, lines, "empty.jsonl")
+        with pytest.raises(RadmetricsError) as info:
+            ReplayJudge(path=str(empty))
+        assert str(info.value) == (f"Replay file {empty} holds no answers (no {{'prompt', 'response'}} line): is it "
+                                   "the file you meant?")
 
 
 def test_replay_missing_prompt_fails_that_prompt_only(tmp_path):

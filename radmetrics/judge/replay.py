@@ -49,6 +49,9 @@ class ReplayJudge(JudgeBackend):
             from radmetrics.io import not_utf8_file
 
             raise JudgeError(f"Replay file {not_utf8_file(self.path, e)}") from None
+        if not self.responses and not self.conflicts:  # every row would be "no response": said once, up front
+            raise JudgeError(f"Replay file {self.path} holds no answers (no {{'prompt', 'response'}} line): is it "
+                             "the file you meant?")
         self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     def _read_answers(self) -> None:
