@@ -90,7 +90,7 @@ def test_data_steps_and_judge_training_refuse_a_cut_answer():
     green = radmetrics.get_scoring_system("green")
     answer = type(green).sample_answer(green, REFS[0], CANDS[0])
     rows, dropped = green_examples(REFS, CANDS, Judge([CutAnswer(answer, 300), answer]))
-    assert len(rows) == 1 and dropped == [f"row 0: {CUT.format(300)}"]
+    assert len(rows) == 1 and dropped == [f"row 1: {CUT.format(300)}"]
 
 
 def _score_cli(server, src, out, *extra):

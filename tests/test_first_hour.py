@@ -332,12 +332,12 @@ def test_train_judge_vert_reads_a_csv_as_its_jsonl(tmp_path):
     cases = [("counts.csv", "this data's expert_score is lower-is-better"),
              ("zero.jsonl", "this data's expert_score is lower-is-better"),
              ("empty.csv", "no pair has an expert score to learn"),
-             ("word.csv", "row 1: expert_score 'high' is not a number")]
+             ("word.csv", "row 2: expert_score 'high' is not a number")]
     for name, expected in cases:
         run = cli("train", "judge", "--base", tmp_path, "--data", tmp_path / name, "-o", tmp_path / "out",
                   cwd=tmp_path)
         assert_one_line_error(run, expected)
-        assert ("pair left out: row 0: no expert score" in run.stderr) == (name == "empty.csv"), run.stderr
+        assert ("pair left out: row 1: no expert score" in run.stderr) == (name == "empty.csv"), run.stderr
 
 
 def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
