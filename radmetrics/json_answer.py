@@ -11,6 +11,7 @@ import ast
 import json
 import re
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -81,6 +82,12 @@ class JSONObject(dict):
     (a dict keeps only the last value of a repeated key, silently)."""
 
     pairs: list[tuple[Any, Any]]
+
+
+def written_pairs(mapping: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """A judge's JSON object's (key, value) pairs in the order written, a repeated key's every value included
+    (JSONObject); a plain mapping's items: what a reader checks for a key given twice with different values."""
+    return list(getattr(mapping, "pairs", mapping.items()))
 
 
 def _object(pairs: list[tuple[Any, Any]]) -> JSONObject:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from radmetrics.json_answer import written_pairs
+
 
 @dataclass(frozen=True)
 class ErrorCategory:
@@ -102,12 +104,6 @@ class ErrorCounts:
         return {c.radcliq_key: int(counts.get(c.letter, 0)) for c in CATEGORIES}
 
 
-def _written_pairs(mapping: Mapping[str, Any]) -> list[tuple[Any, Any]]:
-    """A judge's JSON object's pairs in the order written, a repeated key's every value included
-    (radmetrics.json_answer.JSONObject); a plain mapping's items."""
-    return list(getattr(mapping, "pairs", mapping.items()))
-
-
 def _whole_count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{where} is not a number: {value!r}")
@@ -145,7 +141,7 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
     written: dict[str, Any] = {}
     # every (key, value) as written: a dict keeps only a repeated key's last value (review 29b: a category given
     # twice with different counts was read with its last counts); the same key with the same value is one answer
-    for name, entry in _written_pairs(errors):
+    for name, entry in written_pairs(errors):
         key = _key(name)
         if key not in RADCLIQ_KEYS:
             raise ValueError(f"unknown category {name!r}")
@@ -162,7 +158,7 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
         if isinstance(entry, Mapping):
             kinds: dict[str, Any] = {}
             kind_written: dict[str, Any] = {}
-            for name, value in _written_pairs(entry):
+            for name, value in written_pairs(entry):
                 kind = _COUNT_KEYS.get(_key(name))
                 if kind is None or (kind in kinds and (kinds[kind] != value or kind_written[kind] != name)):
                     raise ValueError(f"{key}: {'unknown' if kind is None else 'repeated'} count {name!r}")

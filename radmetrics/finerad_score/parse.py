@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from textwrap import shorten
 from typing import Any
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.json_answer import AnswerError, load_json_tolerant, written_pairs
 from radmetrics.taxonomy import FINERAD_LABELS
 
 PARSER_VERSION = "6"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
@@ -132,7 +132,7 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
     out: list[Correction] = []
     notes: list[str] = []
     seen: dict[str, list[Any]] = {}
-    for key, value in getattr(data, "pairs", data.items()):
+    for key, value in written_pairs(data):
         key_text = str(key).strip()
         if key_text.lower().startswith("none"):
             line = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant
+from radmetrics.json_answer import AnswerError, load_json_tolerant, written_pairs
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
@@ -32,7 +32,7 @@ def parse_radcliq(text: str) -> RubricJudgment:
                               details={"retryable": e.retryable})
     if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
         return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
-    given = [value for key, value in getattr(data, "pairs", data.items()) if key == "errors"]
+    given = [value for key, value in written_pairs(data) if key == "errors"]
     if any(value != given[0] for value in given):  # a dict keeps the last of them (review 29b)
         return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
                               reason=f"'errors' is given {len(given)} times with different counts: no single answer")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import radmetrics
-from radmetrics.json_answer import AnswerError, load_json_object
+from radmetrics.json_answer import AnswerError, load_json_object, written_pairs
 from radmetrics.scoring import ScoringSystem, mean_std_summary
 from radmetrics.taxonomy import MRSCORE_ITEMS
 
@@ -55,11 +55,6 @@ def _flag(value: Any, key: str, weight: int) -> int:
     raise ValueError(f"item '{key}' = {value!r}: expected 0/1 (or its weight {weight})")
 
 
-def _pairs(obj: dict[str, Any]) -> list[tuple[Any, Any]]:
-    """The object's (key, value) pairs as written, a repeated key's every value (radmetrics.json_answer.JSONObject)."""
-    return list(getattr(obj, "pairs", obj.items()))
-
-
 class MRScoreSystem(ScoringSystem):
     name = "mrscore"
     score_key = "mrscore"
@@ -89,7 +84,7 @@ class MRScoreSystem(ScoringSystem):
         scoring = data.get("Scoring")
         if not isinstance(scoring, dict):
             return radmetrics.Judgment.unscored("no 'Scoring' object in the output", raw=body)
-        if len({json.dumps(value, sort_keys=True, default=repr) for key, value in _pairs(data) if key == "Scoring"}) > 1:
+        if len({json.dumps(value, sort_keys=True, default=repr) for key, value in written_pairs(data) if key == "Scoring"}) > 1:
             return radmetrics.Judgment.unscored("'Scoring' is given more than once with different marks: no single "
                                                 "answer", raw=body, retryable=True)
         try:
@@ -99,7 +94,7 @@ class MRScoreSystem(ScoringSystem):
             errors = {key: _flag(scoring[key], key, weight) for key, _, _, weight in ITEMS}
             # a dict keeps a repeated item's last mark: an item marked twice, once 0 and once 1, has no single reading
             # (review 29b: read with its last mark)
-            for key, value in _pairs(scoring):
+            for key, value in written_pairs(scoring):
                 weight = next((w for k, _, _, w in ITEMS if k == key), None)
                 if weight is not None and _flag(value, key, weight) != errors[key]:
                     raise ValueError(f"item '{key}' is marked more than once, differently: no single answer")
