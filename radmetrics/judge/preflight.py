@@ -109,11 +109,9 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
             from radmetrics.judge.openai_backend import NEEDS_BASE_URL
 
             raise JudgeError(NEEDS_BASE_URL.replace("--base-url", url_flag))
-        from radmetrics.judge.openai_backend import OpenAIOptions
+        from radmetrics.judge.openai_backend import OpenAIOptions, base_url_without_scheme
 
         OpenAIOptions.from_dict(options, "openai")  # a bad option is named before the server is probed
-        from radmetrics.judge.openai_backend import base_url_without_scheme
-
         if problem := base_url_without_scheme(base_url, url_flag):
             raise JudgeError(problem)
         if not can_connect(base_url):

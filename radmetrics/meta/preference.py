@@ -14,7 +14,6 @@ from typing import Any
 from radmetrics.errors import InputError
 from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
-from radmetrics.types import answer_was_cut, judge_call_failed
 
 
 def read_preferences(path: str | Path) -> list[dict[str, Any]]:
@@ -150,8 +149,7 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
                  "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint,
                  # sides the judge gave no answer for, or cut at the token limit: counted as wrong like any unscored
                  # side, but no verdict of the metric's; the CLI names them and exits 2, as compare does
-                 "judge_calls_failed": sum(map(judge_call_failed, run.reasons or [])),
-                 "answers_cut": sum(map(answer_was_cut, run.reasons or []))}
+                 **run.rows_without_verdict()}
         if levels:  # GREEN Fig. 5: accuracy by the experts' confidence, with how many pairs each level has
             entry["by_confidence"] = {}
             for level in levels:

@@ -22,7 +22,6 @@ from radmetrics.meta.html_report import (Report, Table, interval_text, p_value_t
                                          strict_json_ready, text_as_written, to_html, to_markdown)
 
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
-from radmetrics.types import answer_was_cut, judge_call_failed
 
 #: the six error categories in full (GREEN's wording) for plots and tables
 CATEGORY_NAMES = GREEN_NAMES
@@ -203,11 +202,10 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         # rows without a judge verdict at all (a failed call, an answer cut at the token limit): not the judge's
         # disagreement with the experts, and they may follow the reports (long ones time out or run long), so the
         # correlations are over other rows than asked; named here, and the CLI exits 2 (review 29a), as compare does
-        failed_calls = sum(map(judge_call_failed, run.reasons or []))
-        cut = sum(map(answer_was_cut, run.reasons or []))
+        without_verdict = run.rows_without_verdict()
+        failed_calls, cut = without_verdict["judge_calls_failed"], without_verdict["answers_cut"]
         entry: dict[str, Any] = {
-            "n_scored": n_scored, "num_unscored": len(expert) - n_scored,
-            "judge_calls_failed": failed_calls, "answers_cut": cut,
+            "n_scored": n_scored, "num_unscored": len(expert) - n_scored, **without_verdict,
             # the correlations use the rows with both a score and an expert value (their "n")
             "kendall_tau_b": stats.kendall_tau(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
             "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),

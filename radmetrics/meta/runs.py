@@ -49,6 +49,14 @@ class MetricRun:
     def num_scored(self) -> int:
         return sum(s is not None for s in self.scores)
 
+    def rows_without_verdict(self) -> dict[str, int]:
+        """Rows the judge gave no verdict for, by why: no answer at all (a failed call) and an answer cut at the
+        token limit; unreadable answers are the judge's own result and not counted. The results entries' keys."""
+        from radmetrics.types import answer_was_cut, judge_call_failed
+
+        reasons = self.reasons or []
+        return {"judge_calls_failed": sum(map(judge_call_failed, reasons)), "answers_cut": sum(map(answer_was_cut, reasons))}
+
 
 #: evaluate's own modules whose scores are errors, distances or losses (lower is better); any other module is
 #: taken as higher-is-better unless its spec says `higher_is_better=false`
