@@ -142,6 +142,10 @@ def sample_overall_score(reference: str, candidate: str) -> float:
     return len(shared) / (len(shared) + len(false)) if shared else 0.0
 
 
+#: shots files already said to be unused (k = 0) in this process
+_SAID_ZERO_SHOT: set[str] = set()
+
+
 class VertSystem(ScoringSystem):
     name = "vert"
     score_key = "vert"
@@ -216,8 +220,10 @@ class VertSystem(ScoringSystem):
         if clone.shots_path is not None and not isinstance(clone.shots_path, (str, os.PathLike)):
             raise InputError(f"Scoring system '{self.name}': shots_path must be a file path, not {clone.shots_path!r}")
         clone.__dict__.pop("_pool", None)  # a new shots file is read afresh
-        if clone.shots_path and not clone.k and "shots_path" in options:
-            # a shots file with k left at 0 is a zero-shot run: said, as a user giving shots expects few-shot
+        if clone.shots_path and not clone.k and "shots_path" in options and clone.shots_path not in _SAID_ZERO_SHOT:
+            # a shots file with k left at 0 is a zero-shot run: said (once: the checks before judging configure the
+            # system too), as a user giving shots expects few-shot
+            _SAID_ZERO_SHOT.add(clone.shots_path)
             logging.getLogger(__name__).warning(
                 "VERT: shots_path=%s is given but k is 0, so the prompts are zero-shot (the file is not read); pass "
                 "k=N for N examples per prompt", clone.shots_path)
