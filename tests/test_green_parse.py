@@ -520,3 +520,17 @@ def test_a_reasoning_block_before_the_answer_is_not_read():
     assert judgment.score == pytest.approx(0.5) and "reasoning-block" in judgment.details["leniency"]
     cut = system.parse("<think>\nThe candidate misses [Matched Findings]: 2. f0; f1")
     assert cut.score is None and "inside its <think> block" in cut.reason
+
+
+def test_drafting_a_chat_template_opened_is_not_read():
+    """A "</think>" with no "<think>" closes drafting the chat template opened in the prompt (Qwen3, R1). GREEN read
+    the draft before it as part of the answer: its own counts made two sections that disagree (unscored), where the
+    JSON judges and VERT already dropped it. The official code reads the draft's first section: 5 matched, a wrong
+    number. Now the answer after the tag is read, the same way as the JSON judges'."""
+    system = radmetrics.get_scoring_system("green")
+    draft = "First pass. [Matched Findings]: 5. a; b; c; d; e\n[Clinically Significant Errors]: none\n</think>\n"
+    judgment = system.parse(draft + _TWO_ERRORS)
+    assert judgment.score == pytest.approx(system.parse(_TWO_ERRORS).score) == pytest.approx(0.5)
+    assert "reasoning-block" in judgment.details["leniency"]
+    # a stray closing tag after the answer leaves nothing to read: unscored, never the draft's numbers
+    assert system.parse(_TWO_ERRORS + "\n</think>").score is None

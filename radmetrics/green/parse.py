@@ -21,11 +21,12 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 8: "__Header__:" and "_(b)_" read as the "**" forms; 7: items in any marker form split and continued; cut last
-# sections; <think> (review 28)
-PARSER_VERSION = "8"
+# 9: a "</think>" with no "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_"
+# read as the "**" forms; 7: items in any marker form split and continued; cut last sections; <think> (review 28)
+PARSER_VERSION = "9"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -877,7 +878,6 @@ _FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for 
                0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20}
 
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 
 #: Markdown underscore emphasis around a header or an item marker ("__Matched Findings__:", "_(b)_"), the same
 #: emphasis as the "**" forms the readers take (review 28: unscored, official 0s); rewritten as those, one "*" for
@@ -895,10 +895,14 @@ def _asterisk_emphasis(text: str) -> str:
 
 def _without_reasoning(text: str, leniency: list[str]) -> str:
     """A reasoning model's "<think>...</think>" is its drafting, not its answer: its draft counts ("[Matched
-    Findings]: 5.") made two sections that disagree (review 28). One left open is an answer cut while thinking."""
-    answer = _THINK.sub("", text)
-    if re.search(r"<think>", answer, re.I):
-        raise GreenParseError("the output ends inside its <think> block, before an answer (cut off?)")
+    Findings]: 5.") made two sections that disagree (review 28). One left open is an answer cut while thinking. The
+    JSON judges' reader (`json_answer.without_reasoning`), so a "</think>" with no "<think>" (drafting a chat
+    template opened in the prompt) drops the draft before it too; the official code reads the draft's first
+    section there."""
+    try:
+        answer = without_reasoning(text)
+    except AnswerError as e:
+        raise GreenParseError(str(e)) from None
     if answer != text:
         leniency.append("reasoning-block")
     return answer
