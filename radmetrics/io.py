@@ -7,6 +7,7 @@ import math
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -637,8 +638,9 @@ def remove_abandoned_staging(folder: Path, prefix: str, suffix: str = "") -> Non
 @contextmanager
 def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
     """Write a folder (a dataset) whole: the block writes into a staging folder beside OUTPUT
-    (`.<name>.<pid>.staging`), which then becomes OUTPUT in one rename when OUTPUT is missing or empty, or has its
-    files moved in one by one (each rename atomic, the card last) when OUTPUT holds files (--overwrite). A kill or
+    (`.<name>.<pid>.staging`), which then becomes OUTPUT in one rename when OUTPUT is missing or empty, or is swapped with OUTPUT in one
+    atomic exchange when OUTPUT holds an earlier dataset and nothing else (--overwrite), or has its files moved in
+    one by one (each rename atomic, the card last) when OUTPUT also holds other files, which are left as they were. A kill or
     Ctrl-C while writing leaves OUTPUT as it was, so the same command runs again (review 28: a kill during
     save_to_disk left a folder with data and no card, or half a shard, which the rerun refused as not empty). An
     error or interrupt removes the staging folder; one a kill left is removed by the next run for OUTPUT."""
@@ -657,6 +659,8 @@ def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
         if not out.exists() and not out.is_symlink():
             os.rename(staging, out)
             return
+        if _holds_only_a_dataset(out) and _exchanged(staging, out):
+            return  # the old dataset is now at `staging`, removed below
         for entry in sorted(staging.iterdir(), key=lambda p: p.name == "README.md"):  # the card last
             target = out / entry.name
             if entry.is_dir() and target.is_dir() and not target.is_symlink():
@@ -664,6 +668,42 @@ def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
             os.replace(entry, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+#: what `Dataset.save_to_disk` / `DatasetDict.save_to_disk` and our card write into a dataset folder
+_DATASET_FILE = re.compile(r"(state|dataset_info|dataset_dict)\.json|README\.md|data-\d+-of-\d+\.arrow")
+
+
+def _holds_only_a_dataset(folder: Path, depth: int = 0) -> bool:
+    """True when FOLDER holds nothing but a saved dataset's files (a DatasetDict's split folders included): what
+    --overwrite may replace whole. A folder with anything else in it (the user's notes) has its files replaced one
+    by one instead, and the rest left as it was."""
+    for entry in folder.iterdir():
+        if entry.is_symlink():
+            return False
+        if entry.is_dir():
+            if depth or not _holds_only_a_dataset(entry, depth + 1):
+                return False
+        elif not _DATASET_FILE.fullmatch(entry.name):
+            return False
+    return True
+
+
+def _exchanged(a: Path, b: Path) -> bool:
+    """Swap two folders in one atomic step (Linux renameat2 RENAME_EXCHANGE): a reader or a kill sees the old
+    dataset or the new one whole, never a mix of their files or the old one's extra shards beside the new one.
+    False where the system or file system has no such call; the caller then moves files one by one."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):  # glibc < 2.28, musl
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
 def _file_stamps(path: Path) -> dict[str, tuple[int, int, int]]:

@@ -513,6 +513,47 @@ def test_a_dataset_interrupted_while_it_is_written_is_written_whole_by_the_rerun
         assert (out / "README.md").is_file()
 
 
+def test_overwrite_replaces_an_earlier_dataset_whole_in_one_step(tmp_path):
+    """`data convert ... --overwrite` over a folder holding an earlier dataset moved the new files in one by one: the
+    earlier dataset's shards the new one does not name stayed beside it, and a kill between two renames left a
+    state.json naming shards not yet there. Now the staged folder and the old one are exchanged in one atomic step
+    (renameat2), and the old one is removed; a folder that also holds the user's own files keeps them."""
+    import datasets
+
+    out, fresh = tmp_path / "ds", tmp_path / "fresh"
+    datasets.Dataset.from_dict({"x": list(range(40))}).save_to_disk(str(out), num_shards=2)
+    (out / "README.md").write_text("# an earlier dataset\n")
+    args = [sys.executable, "-m", "radmetrics.cli", "data", "convert", "rexval", str(FIXTURES / "rexval")]
+    assert run([*args, "-o", str(fresh)]).returncode == 0
+    refused = run([*args, "-o", str(out)])
+    assert refused.returncode == 2 and "--overwrite" in refused.stderr
+    replaced = run([*args, "-o", str(out), "--overwrite"])
+    assert replaced.returncode == 0, replaced.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in fresh.iterdir())  # no old shard left
+    assert len(datasets.load_from_disk(str(out))) == 20
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".ds.")]  # the old dataset is gone
+
+    (out / "notes.txt").write_text("mine\n")  # not a dataset's file: replaced file by file, the rest kept
+    assert run([*args, "-o", str(out), "--overwrite"]).returncode == 0
+    assert (out / "notes.txt").read_text() == "mine\n" and len(datasets.load_from_disk(str(out))) == 20
+
+
+def test_the_staged_dataset_becomes_the_output_folder_itself(tmp_path):
+    """The exchange swaps whole folders: the folder written in is the one left at OUTPUT (same inode), so no reader
+    ever saw a mix of the two datasets' files."""
+    from radmetrics.io import staged_folder
+
+    out = tmp_path / "ds"
+    out.mkdir()
+    (out / "state.json").write_text("{}")
+    (out / "data-00000-of-00001.arrow").write_text("old")
+    with staged_folder(out) as staging:
+        (staging / "state.json").write_text('{"new": 1}')
+        written_in = staging.stat().st_ino
+    assert out.stat().st_ino == written_in and [p.name for p in out.iterdir()] == ["state.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name != "ds"]
+
+
 def test_an_output_over_the_response_cache_or_the_input_is_refused_before_any_work(tmp_path):
     """Review 18 (3): `-o X --cache X` (or $RADMETRICS_CACHE=X) judged every row, then renamed the results over the
     cache: every judgment of every earlier run gone, "an earlier run's results" said of it. And reward-check wrote
