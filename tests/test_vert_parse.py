@@ -280,6 +280,11 @@ def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     ("Overall Accuracy Score (0-1): 0.8", 0.8, None),
     ("**Overall Accuracy Score (0.0 to 1.0):** 0.75", 0.75, None),
     ("Overall Accuracy Score – 0.8", 0.8, None),
+    # parser 14: a score in code format after a header with no colon (review 29b's drift fuzzer: unscored, "no
+    # [Overall Accuracy Score]"); an echoed template in code format is still no score
+    ("[Overall Accuracy Score] `0.8`", 0.8, None),
+    ("**[Overall Accuracy Score]** `0.65`", 0.65, None),
+    ("[Overall Accuracy Score] `<score between 0 and 1>`", None, "has no single number"),
     ("Overall accuracy score (as described) reflects 1 error.", None, "no [Overall Accuracy Score]"),
     (HEAD + "Score = 1 - 0.15*1 = 0.85 → High accuracy", 0.85, None),
     (HEAD + "Score = 3/(3+2) → see note", None, "does not end in a number"),
