@@ -534,3 +534,27 @@ def test_drafting_a_chat_template_opened_is_not_read():
     assert "reasoning-block" in judgment.details["leniency"]
     # a stray closing tag after the answer leaves nothing to read: unscored, never the draft's numbers
     assert system.parse(_TWO_ERRORS + "\n</think>").score is None
+
+
+@pytest.mark.parametrize("closing", [
+    "In summary, there are 1 clinically significant errors and 3 matched findings.",
+    "Overall: 2 clinically significant errors and 2 matched findings.",
+    "In total the candidate has two significant errors.",
+])
+def test_a_closing_sentence_that_states_other_counts_leaves_the_row_unscored(closing):
+    # review 30c fuzzer: a summary after the last section that contradicts it was never read; the section's
+    # numbers were scored although the judge also gave others
+    text = BASE.replace("Let me know if you need anything else!", closing)
+    with pytest.raises(GreenParseError, match="the text after the analysis says"):
+        parse_green(text)
+
+
+@pytest.mark.parametrize("closing", [
+    "In summary, there are 1 clinically significant errors and 2 matched findings.",
+    "In summary, there is one significant error and there are two matched findings.",
+    "The candidate has 3 clinically insignificant errors.",
+    "Let me know if you need anything else!",
+])
+def test_a_closing_sentence_that_agrees_or_counts_something_else_keeps_the_score(closing):
+    text = BASE.replace("Let me know if you need anything else!", closing)
+    assert parse_green(text).score == pytest.approx(2 / 3)

@@ -26,7 +26,8 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
 # 9: a "</think>" with no "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_"
 # read as the "**" forms; 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "9"
+# 10: a closing sentence, or a dropped "**Matched Findings**:" section, that disagrees with the sections (review 30c)
+PARSER_VERSION = "10"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -211,6 +212,25 @@ def _prose_counts(text: str, headers: list[_Header]) -> list[tuple[str, int, str
             if count:
                 out.append((h.kind, _word_or_digits(count.group(1)), line.strip()))
     return out
+
+
+def _check_closing_sentence(text: str, headers: list[_Header], sums: dict[str, int | None]) -> None:
+    """A closing sentence after the last section ("In summary, 2 clinically significant errors and 3 matched
+    findings.") that states other counts than the sections: no single reading (review 30c: it was not read and the
+    sections' numbers were scored)."""
+    sections = [h for h in headers if h.kind in _KIND_NAME]
+    if not sections:
+        return
+    last = sections[-1]
+    continues = _CONTINUES_LIST if last.kind == "matched" else _CONTINUES_ITEMS
+    _, _, dropped = _paragraphs(text[last.end:], continues)
+    tail = "\n".join(dropped)
+    significant = re.compile(rf"\b(\d+|{_WORD})\s+(?:clinically\s+)?significant\s+(?:errors?|mistakes?)\b", re.I)
+    for kind, pattern in (("matched", _SENTENCE_COUNT), ("significant", significant)):
+        for m in pattern.finditer(tail):
+            if _word_or_digits(m.group(1)) != sums[kind]:
+                raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text after the analysis "
+                                      f"says {m.group(0)!r}")
 
 
 def _strip_chat(text: str) -> str:
@@ -941,6 +961,7 @@ def parse_green(text: str) -> GreenAnalysis:
     for kind, count, line in _prose_counts(analysis, headers):  # "Matched findings: 3." in the explanation
         if sums[kind] is not None and count != sums[kind]:
             raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text also says {line[:50]!r}")
+    _check_closing_sentence(analysis, headers, sums)
     first_section = min(h.start for h in headers if h.kind in _KIND_NAME)
     explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < first_section]
     explanation = analysis[explanation_end[-1] if explanation_end else 0:first_section].strip()
