@@ -558,3 +558,30 @@ def test_a_closing_sentence_that_states_other_counts_leaves_the_row_unscored(clo
 def test_a_closing_sentence_that_agrees_or_counts_something_else_keeps_the_score(closing):
     text = BASE.replace("Let me know if you need anything else!", closing)
     assert parse_green(text).score == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("header", ["**Matched Findings**:", "Matched Findings:", "### Matched Findings"])
+def test_a_markdown_section_and_a_template_section_with_other_counts_are_unscored(header):
+    # review 30c fuzzer: beside "[Matched Findings]:", a "**Matched Findings**:" section was taken for a line of
+    # prose and dropped, so of two sections that disagree (3 and 2) the template's was scored
+    text = BASE.replace("[Clinically Significant Errors]:", f"{header}\n3. Normal heart size; no pneumothorax; "
+                        "clear lungs.\n\n[Clinically Significant Errors]:")
+    with pytest.raises(GreenParseError, match=r"two \[Matched Findings\] sections"):
+        parse_green(text)
+
+
+def test_a_markdown_significant_section_that_disagrees_with_the_template_section_is_unscored():
+    sig = BASE.split("[Clinically Significant Errors]:")[1].split("\n\n")[0]
+    text = BASE.replace("[Matched Findings]:", "**Clinically Significant Errors**:" + sig.replace(
+        "reference: 1. Small left effusion.", "reference: 2. Small left effusion; nodule.") + "\n\n[Matched Findings]:")
+    with pytest.raises(GreenParseError, match=r"two \[Clinically Significant Errors\] sections"):
+        parse_green(text)
+
+
+def test_a_markdown_section_that_agrees_or_is_prose_beside_the_template_section_keeps_the_score():
+    same = BASE.replace("[Clinically Significant Errors]:", "**Matched Findings**:\n2. Normal heart size; no "
+                        "pneumothorax.\n\n[Clinically Significant Errors]:")
+    prose = BASE.replace("The candidate misses an effusion.", "The candidate misses an effusion.\nMatched "
+                         "findings: heart size, pneumothorax.\nSignificant errors: the effusion is missed.")
+    assert parse_green(same).score == pytest.approx(2 / 3)
+    assert parse_green(prose).score == pytest.approx(2 / 3)

@@ -214,6 +214,29 @@ def _prose_counts(text: str, headers: list[_Header]) -> list[tuple[str, int, str
     return out
 
 
+def _check_shadowed_sections(text: str, headers: list[_Header], significant: dict[str, int], matched: int) -> None:
+    """A line-form section ("**Matched Findings**:\n3. ...") beside the template's "[Matched Findings]:" is dropped
+    as prose (_prose_headers_dropped); where it reads as a section of its own with other counts, the output has two
+    answers (review 30c: the template's was scored, whichever the judge meant)."""
+    kept = {(h.start, h.kind) for h in headers}
+    scan = _header_scan(text)
+    for i, h in enumerate(scan):
+        if not h.line_form or (h.start, h.kind) in kept or h.kind not in ("significant", "matched"):
+            continue
+        body = text[h.end:scan[i + 1].start if i + 1 < len(scan) else len(text)]
+        first, _, _ = _paragraphs(body, _CONTINUES_LIST if h.kind == "matched" else _CONTINUES_ITEMS)
+        if not first.strip():  # a bare "Matched Findings" line in the explanation: a word, no section
+            continue
+        try:  # prose ("Matched findings: heart size, lungs.") reads as no section: it says no other count
+            other = read_matched_findings(first) if h.kind == "matched" else read_error_section(
+                first, _KIND_NAME[h.kind]).counts
+        except GreenParseError:
+            continue
+        if other != (matched if h.kind == "matched" else significant):
+            raise GreenParseError(f"two [{_KIND_NAME[h.kind]}] sections with different counts: "
+                                  f"{text[h.start:h.end].strip()!r} reads otherwise")
+
+
 def _check_closing_sentence(text: str, headers: list[_Header], sums: dict[str, int | None]) -> None:
     """A closing sentence after the last section ("In summary, 2 clinically significant errors and 3 matched
     findings.") that states other counts than the sections: no single reading (review 30c: it was not read and the
@@ -961,6 +984,7 @@ def parse_green(text: str) -> GreenAnalysis:
     for kind, count, line in _prose_counts(analysis, headers):  # "Matched findings: 3." in the explanation
         if sums[kind] is not None and count != sums[kind]:
             raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text also says {line[:50]!r}")
+    _check_shadowed_sections(analysis, headers, significant.counts, matched)
     _check_closing_sentence(analysis, headers, sums)
     first_section = min(h.start for h in headers if h.kind in _KIND_NAME)
     explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < first_section]
