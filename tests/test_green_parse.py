@@ -585,3 +585,34 @@ def test_a_markdown_section_that_agrees_or_is_prose_beside_the_template_section_
                          "findings: heart size, pneumothorax.\nSignificant errors: the effusion is missed.")
     assert parse_green(same).score == pytest.approx(2 / 3)
     assert parse_green(prose).score == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("sentence, says", [
+    ("The candidate shares 3 matched findings with the reference.", "the explanation says '3 matched findings'"),
+    ("There are two clinically significant errors.", "the explanation says 'two clinically significant errors'"),
+])
+def test_an_explanation_that_states_other_counts_leaves_the_row_unscored(sentence, says):
+    # review 30c fuzzer: the explanation's own count was never compared with the sections
+    text = BASE.replace("The candidate misses an effusion.", f"The candidate misses an effusion. {sentence}")
+    with pytest.raises(GreenParseError, match=re.escape(says)):
+        parse_green(text)
+
+
+@pytest.mark.parametrize("sentence", [
+    "The candidate shares 2 matched findings with the reference.",
+    "There is one clinically significant error.",
+    "There is 1 significant error in the location of the effusion and none in severity.",
+    "The candidate has 2 clinically significant errors (1 omission, 1 location) in an earlier draft.",
+])
+def test_an_explanation_that_agrees_or_counts_a_part_keeps_the_score(sentence):
+    text = BASE.replace("The candidate misses an effusion.", f"The candidate misses an effusion. {sentence}")
+    assert parse_green(text).score == pytest.approx(2 / 3)
+
+
+def test_a_closing_line_right_under_the_last_section_that_states_other_counts_is_unscored():
+    text = BASE.replace("2. Normal heart size; no pneumothorax.\n\nLet me know if you need anything else!",
+                        "2. Normal heart size; no pneumothorax.\nIn summary, 3 matched findings.")
+    with pytest.raises(GreenParseError, match="the text after the analysis says '3 matched findings'"):
+        parse_green(text)
+    agrees = text.replace("In summary, 3 matched", "In summary, 2 matched")
+    assert parse_green(agrees).score == pytest.approx(2 / 3)

@@ -237,23 +237,32 @@ def _check_shadowed_sections(text: str, headers: list[_Header], significant: dic
                                   f"{text[h.start:h.end].strip()!r} reads otherwise")
 
 
-def _check_closing_sentence(text: str, headers: list[_Header], sums: dict[str, int | None]) -> None:
-    """A closing sentence after the last section ("In summary, 2 clinically significant errors and 3 matched
-    findings.") that states other counts than the sections: no single reading (review 30c: it was not read and the
-    sections' numbers were scored)."""
+def _check_stated_counts(text: str, headers: list[_Header], sums: dict[str, int | None]) -> None:
+    """A sentence in the explanation or after the last section ("The candidate shares 3 matched findings.", "In
+    summary, 2 clinically significant errors and 3 matched findings.") that states other counts than the sections:
+    no single reading (review 30c: such sentences were not read and the sections' numbers were scored)."""
     sections = [h for h in headers if h.kind in _KIND_NAME]
     if not sections:
         return
     last = sections[-1]
     continues = _CONTINUES_LIST if last.kind == "matched" else _CONTINUES_ITEMS
-    _, _, dropped = _paragraphs(text[last.end:], continues)
-    tail = "\n".join(dropped)
-    significant = re.compile(rf"\b(\d+|{_WORD})\s+(?:clinically\s+)?significant\s+(?:errors?|mistakes?)\b", re.I)
-    for kind, pattern in (("matched", _SENTENCE_COUNT), ("significant", significant)):
-        for m in pattern.finditer(tail):
-            if _word_or_digits(m.group(1)) != sums[kind]:
-                raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text after the analysis "
-                                      f"says {m.group(0)!r}")
+    kept, _, dropped = _paragraphs(text[last.end:], continues)
+    # the last section's own lines after its first, other than items or list lines: a closing line with no blank
+    # line before it
+    closing = [line for line in kept.splitlines()[1:] if line.strip() and not continues.match(line.strip())
+               and not _ITEM_START.match(line.strip()) and not _NUMBERED_LINE.match(line.strip())]
+    explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < sections[0].start]
+    explanation = text[explanation_end[-1] if explanation_end else 0:sections[0].start]
+    where = {"the explanation": explanation, "the text after the analysis": "\n".join(closing + dropped)}
+    significant = re.compile(_STATED_SIGNIFICANT, re.I)
+    for place, prose in where.items():
+        for kind, pattern in (("matched", _SENTENCE_COUNT), ("significant", significant)):
+            for m in pattern.finditer(prose):
+                if kind == "significant" and _PART_OF_COUNT.match(prose[m.end():]):
+                    continue
+                if _word_or_digits(m.group(1)) != sums[kind]:
+                    raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but {place} says "
+                                          f"{m.group(0)!r}")
 
 
 def _strip_chat(text: str) -> str:
@@ -359,6 +368,10 @@ _ZERO_MATCHED = re.compile(
 _SENTENCE_COUNT = re.compile(
     rf"\b(\d+|{_WORD})\s+(?:matched\s+findings?|matching\s+findings?|matches|findings?\s+(?:that\s+)?"
     rf"(?:match|matched|are\s+matched|were\s+matched|in\s+common))\b", re.I)
+#: "2 clinically significant errors", not "1 significant error in the location" (a part of the count)
+_STATED_SIGNIFICANT = rf"\b(\d+|{_WORD})\s+(?:clinically\s+)?significant\s+(?:errors?|mistakes?)\b"
+_PART_OF_COUNT = re.compile(r"\s*(?:\(|(?:of|in|for|regarding|related|concerning|involving|about|due|from|with|"
+                            r"each|per|among|within|at|on|as)\b)", re.I)
 
 
 #: words that take something back from "none" / "no matched findings"
@@ -985,7 +998,7 @@ def parse_green(text: str) -> GreenAnalysis:
         if sums[kind] is not None and count != sums[kind]:
             raise GreenParseError(f"[{_KIND_NAME[kind]}] counts {sums[kind]} but the text also says {line[:50]!r}")
     _check_shadowed_sections(analysis, headers, significant.counts, matched)
-    _check_closing_sentence(analysis, headers, sums)
+    _check_stated_counts(analysis, headers, sums)
     first_section = min(h.start for h in headers if h.kind in _KIND_NAME)
     explanation_end = [h.end for h in headers if h.kind == "explanation" and h.start < first_section]
     explanation = analysis[explanation_end[-1] if explanation_end else 0:first_section].strip()
