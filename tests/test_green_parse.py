@@ -616,3 +616,15 @@ def test_a_closing_line_right_under_the_last_section_that_states_other_counts_is
         parse_green(text)
     agrees = text.replace("In summary, 3 matched", "In summary, 2 matched")
     assert parse_green(agrees).score == pytest.approx(2 / 3)
+
+
+def test_two_complete_analyses_the_first_unreadable_by_us_are_unscored():
+    # review 30c fuzzer: an earlier analysis this reader cannot read ("Three. 5 mm nodule; ...") was taken for an
+    # incomplete one and the last analysis was scored, whatever counts the first gave
+    first = BASE.replace("[Matched Findings]:\n2. Normal heart size; no pneumothorax.",
+                         "[Matched Findings]:\nThree. 5 mm stable nodule; normal heart size; no pneumothorax.")
+    first = first.replace("Let me know if you need anything else!", "")
+    with pytest.raises(GreenParseError, match="two complete analyses, the first unreadable"):
+        parse_green(first + "\n\n" + BASE)
+    revised = first + "Wait, I made a mistake. Corrected analysis:\n\n" + BASE
+    assert parse_green(revised).score == pytest.approx(2 / 3)

@@ -304,18 +304,34 @@ def _check_repeated_analysis(earlier: str, last: str) -> None:
     the first ("Corrected analysis:", "Let me re-check."); two that disagree with nothing between them have no
     single reading (upstream silently reads the last)."""
     try:
-        first, second = parse_green(earlier), parse_green(last)
+        second = parse_green(last)
     except GreenParseError:
-        return  # the earlier one is incomplete: not a second answer
+        return  # the last one is read after this and says why it cannot be
+    try:
+        first = parse_green(earlier)
+    except GreenParseError as e:
+        if not {"significant", "matched"} <= {h.kind for h in _analysis_headers(earlier)}:
+            return  # the earlier one is incomplete: not a second answer
+        # a complete earlier analysis this reader cannot read may say other counts (review 30c: the last was
+        # scored whatever the first said)
+        if not _says_revised(earlier):
+            raise GreenParseError(f"two complete analyses, the first unreadable ({e}), and nothing saying which one "
+                                  "is meant") from None
+        return
     if (first.significant, first.matched_findings) == (second.significant, second.matched_findings):
         return
+    if not _says_revised(earlier):
+        raise GreenParseError("two complete analyses with different counts and nothing saying which one is meant")
+
+
+def _says_revised(earlier: str) -> bool:
+    """Whether what follows the earlier analysis's last section (its paragraphs after the section's own text) says
+    the judge revises it ("Corrected analysis:", "Let me re-check.")."""
     headers = _analysis_headers(earlier)
-    # what follows the earlier analysis's last section (its paragraphs after the section's own text)
     body = earlier[headers[-1].end:] if headers else ""
     continues = _CONTINUES_LIST if headers and headers[-1].kind == "matched" else _CONTINUES_ITEMS
     tail = " ".join(p for p in re.split(r"\n[ \t]*\n", body.strip())[1:] if not continues.match(p.strip()))
-    if not _REVISION.search(tail):
-        raise GreenParseError("two complete analyses with different counts and nothing saying which one is meant")
+    return bool(_REVISION.search(tail))
 
 
 def _sections(text: str, headers: list[_Header], kind: str) -> list[tuple[str, _Header, bool]]:
