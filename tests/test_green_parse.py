@@ -628,3 +628,14 @@ def test_two_complete_analyses_the_first_unreadable_by_us_are_unscored():
         parse_green(first + "\n\n" + BASE)
     revised = first + "Wait, I made a mistake. Corrected analysis:\n\n" + BASE
     assert parse_green(revised).score == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("markdown_section", [
+    "**Matched Findings**:\nFive. 5 mm stable nodule; normal heart size; no pneumothorax; clear lungs; no effusion.",
+    "**Clinically Significant Errors**:\n(b) Missing a finding present in the reference: 1-2. Small left effusion.",
+])
+def test_a_markdown_section_we_cannot_read_beside_the_template_section_is_unscored(markdown_section):
+    # review 30c fuzzer: such a section was dropped as prose and the template's section scored, whatever it said
+    text = BASE.replace("[Clinically Significant Errors]:", f"{markdown_section}\n\n[Clinically Significant Errors]:")
+    with pytest.raises(GreenParseError, match=r"two \[.*\] sections, .* unreadable"):
+        parse_green(text)

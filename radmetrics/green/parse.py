@@ -230,7 +230,13 @@ def _check_shadowed_sections(text: str, headers: list[_Header], significant: dic
         try:  # prose ("Matched findings: heart size, lungs.") reads as no section: it says no other count
             other = read_matched_findings(first) if h.kind == "matched" else read_error_section(
                 first, _KIND_NAME[h.kind]).counts
-        except GreenParseError:
+        except GreenParseError as e:
+            # a section that gives counts this reader cannot read ("Five. 5 mm nodule; ...", "(b) ...: 1-2.") may
+            # say others than the template's section: no single reading (review 30c: the template's was scored)
+            opens_with_count = re.match(rf"[\W_]*(?:\d|(?:{_WORD})\b)", first.strip(), re.I)
+            if (opens_with_count if h.kind == "matched" else _LABELLED_COUNT.search(first)):
+                raise GreenParseError(f"two [{_KIND_NAME[h.kind]}] sections, {text[h.start:h.end].strip()!r} "
+                                      f"unreadable ({e})") from None
             continue
         if other != (matched if h.kind == "matched" else significant):
             raise GreenParseError(f"two [{_KIND_NAME[h.kind]}] sections with different counts: "
