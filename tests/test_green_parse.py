@@ -639,3 +639,24 @@ def test_a_markdown_section_we_cannot_read_beside_the_template_section_is_unscor
     text = BASE.replace("[Clinically Significant Errors]:", f"{markdown_section}\n\n[Clinically Significant Errors]:")
     with pytest.raises(GreenParseError, match=r"two \[.*\] sections, .* unreadable"):
         parse_green(text)
+
+
+@pytest.mark.parametrize("marker", ["a) ", "a. ", "**(a)** ", "- (a) ", "* (a) ", "(1) "])
+def test_a_total_glued_to_a_first_item_in_any_marker_form_is_the_judges_total(marker):
+    # review 30c fuzzer: "[Clinically Significant Errors]: 3 a. False report: 2 errors." hid item (a) (counted 0,
+    # a wrong score) or left the row unscored; the total was not compared with the items
+    letters = "123456" if marker.startswith("(1)") else "abcdef"
+    labels = [c.split(":")[0][4:] for c in BASE.split("[Clinically Significant Errors]:\n")[1].split("\n\n")[0]
+              .splitlines()]
+    items = "\n".join(marker.replace("a", x).replace("1", x) + f"{label}: {n}." + (" x; y" if n == 2 else "")
+                      for x, label, n in zip(letters, labels, [2, 1, 0, 0, 0, 0], strict=True))
+    section = BASE.split("[Clinically Significant Errors]:\n")[1].split("\n\n")[0]
+    for total, expected in [("3", 2 / 5), ("4", None)]:
+        text = BASE.replace(section, "").replace("[Clinically Significant Errors]:\n",
+                                                 f"[Clinically Significant Errors]: {total} {items}")
+        if expected is None:
+            with pytest.raises(GreenParseError, match="says 4 but its items count 3"):
+                parse_green(text)
+        else:
+            analysis = parse_green(text)
+            assert analysis.significant["a"] == 2 and analysis.score == pytest.approx(expected)

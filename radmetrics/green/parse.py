@@ -703,6 +703,14 @@ def read_error_section(section: str, name: str, at_end: bool = False,
     if re.match(r"[\W_]*\(?[a-f]\)?\s*(?:-|–|to|through)\s*\(?[a-f]\)?", text, re.I):
         # "(a)-(e): 0. (f): 1.", "(a) to (f): 0, but 1 missed effusion": a range of categories, then others
         raise GreenParseError(f"[{name}] gives a range of categories and other counts: {text[:80]!r}")
+    # "[Clinically Significant Errors]: 3 a) False report ...: 2.": the judge's total glued to a first item in another
+    # marker form than "(a) " hid that item (review 30c: "3 a. False report: 2 errors." counted (a) as 0)
+    glued = re.match(r"\**[ \t]*(\d+)\**[ \t]*(?:errors?)?[ \t]*(?=(?:[-*•][ \t]*)?\**[ \t]*" + _ANY_MARK
+                     + r"[ \t*]*[A-Za-z])", text, re.I)
+    if glued and not re.match(r"\([a-f]\) ", text[glued.end():]):
+        text = text[glued.end():]
+    else:
+        glued = None
     try:
         items = _items(text)
     except GreenParseError as e:
@@ -760,6 +768,7 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         total = _TOTAL.match(line)
         if total and int(total.group(1)) != sum(counts.values()):
             raise GreenParseError(f"[{name}] items count {sum(counts.values())} but it says {line.strip()[:40]!r}")
+    stated = stated or glued
     if stated and int(stated.group(1)) != sum(counts.values()):
         raise GreenParseError(f"[{name}] says {stated.group(1)} but its items count {sum(counts.values())}")
     return SectionCounts(counts, sentences)
