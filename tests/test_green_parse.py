@@ -660,3 +660,17 @@ def test_a_total_glued_to_a_first_item_in_any_marker_form_is_the_judges_total(ma
         else:
             analysis = parse_green(text)
             assert analysis.significant["a"] == 2 and analysis.score == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("matched, count", [
+    ("1. Normal heart size; 2. No pneumothorax.", 2),
+    ("(1) Normal heart size (2) No pneumothorax (3) Clear lungs", 3),
+    ("1) Normal heart size, 2) No pneumothorax", 2),
+    ("1. Normal heart size; 2 cm nodule unchanged.", 1),
+    ("2. (1) Normal heart size (2) No pneumothorax", 2),
+])
+def test_matched_findings_numbered_on_one_line_count_the_list(matched, count):
+    # review 30c fuzzer: a numbered list on one line read as its first number (1 matched finding for 2 or 3), as
+    # the errors of an item ("1. x; 2. y") already are not
+    text = BASE.replace("2. Normal heart size; no pneumothorax.", matched)
+    assert parse_green(text).matched_findings == count

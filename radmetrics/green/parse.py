@@ -879,7 +879,13 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
             raise GreenParseError(f"{where}: {line[:30]!r} is not one count")  # "2 - 3. ...", "2 (or 3) ..."
         if at_end and len(lines) == index + 1 and not rest.strip() and not marker.rstrip().endswith("."):
             raise GreenParseError(f"{where}: the count {value} ends the output (cut off?)")
-        if not re.match(r"^\d+\.", line):
+        later = _same_style_numbers(marker.strip().lstrip("-*•> ").strip("*"), rest) if value == 1 else []
+        if later and later == list(range(2, len(later) + 2)):
+            # "1. Normal heart; 2. Clear lungs" or "(1) x (2) y" on one line: a numbered list of 2, as under an error
+            # item ("enumerated-errors"); it read 1 (official: 1 or 0), a wrong score (review 30c)
+            count = 1 + len(later)
+            leniency.append("numbered-list")
+        elif not re.match(r"^\d+\.", line):
             leniency.append("count-form")
     if stated and _word_or_digits(stated.group(1)) != count:
         raise GreenParseError(f"{where} says {stated.group(0).strip()!r} but lists {count}")
