@@ -674,3 +674,20 @@ def test_matched_findings_numbered_on_one_line_count_the_list(matched, count):
     # the errors of an item ("1. x; 2. y") already are not
     text = BASE.replace("2. Normal heart size; no pneumothorax.", matched)
     assert parse_green(text).matched_findings == count
+
+
+@pytest.mark.parametrize("item_b, expected", [
+    ("None, but the effusion is missed.", None),
+    ("No errors, except that the small effusion is not mentioned.", None),
+    ("None, nothing is missing.", 1.0),
+    ("None. The candidate is otherwise brief but complete.", 1.0),
+])
+def test_an_item_that_says_none_and_then_names_an_error_in_the_same_sentence_is_unscored(item_b, expected):
+    # review 30c: "None, but the effusion is missed." read as 0 errors (the official code reads 0 too): no single count
+    text = BASE.replace("(b) Missing a finding present in the reference: 1. Small left effusion.",
+                        f"(b) Missing a finding present in the reference: {item_b}")
+    if expected is None:
+        with pytest.raises(GreenParseError, match="says none and then names an error"):
+            parse_green(text)
+    else:
+        assert parse_green(text).score == pytest.approx(expected)

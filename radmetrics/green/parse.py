@@ -492,6 +492,10 @@ def _read_count(rest: str, where: str, at_end: bool, official_value: int | None,
         _check_one_count(r, r[word.end():], where)
         leniency.append("count-word")
         return _WORDS[word.group(1).lower()]
+    if _NONE_ITEM.match(r) and re.search(r"\b(?:except|apart from|other than|besides|aside from|but|however|save "
+                                         r"for)\b", re.split(r"[.!](?:\s|$)", r, maxsplit=1)[0], re.I):
+        # "None, but the effusion is missed.": none and then an error in one sentence (review 30c: read as 0)
+        raise GreenParseError(f"{where} says none and then names an error: {r[:60].strip()!r}")
     if _NONE_ITEM.match(r) or (_NONE_SENTENCE.match(r) and not _EXCEPT.search(r)
                                and not re.search(rf"\d|\b(?:{_WORD})\b", r, re.I)):
         leniency.append("none-item")
