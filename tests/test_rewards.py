@@ -299,6 +299,38 @@ def test_er2score_reward_model_views_agree(tiny_er2score):
     assert "over max_length=16" in too_long.last.reasons[0]
 
 
+def test_er2score_reward_of_a_lower_is_better_model_is_negated(tiny_er2score, tmp_path):
+    """`radmetrics train er2score` on RadCliQ in the paper's convention (its default) saves higher_is_better false:
+    the rewards predict error counts. The reward returned that sum as it was, so GRPO was pushed towards MORE errors.
+    As for every lower-is-better metric, the reward (total, per criterion, the reward-model view) is now negated."""
+    import json
+    import shutil
+
+    import torch
+
+    from radmetrics.er2score.model import CONFIG_FILE, MultiRewardModel
+    from radmetrics.er2score.pairs import reward_input
+
+    folder = tmp_path / "er2score-errors"
+    shutil.copytree(tiny_er2score, folder)
+    config = json.loads((folder / CONFIG_FILE).read_text())
+    (folder / CONFIG_FILE).write_text(json.dumps({**config, "higher_is_better": False}))
+    refs, cands = REFS[:3], CANDS[:3]
+    errors = [o["er2score"] for o in MultiRewardModel.load(folder).score(refs, cands)]
+    reward = er2score_reward(str(folder))
+    assert reward(completions=cands, reference=refs) == pytest.approx([-e for e in errors], abs=1e-4)
+    per = [c(completions=cands, reference=refs) for c in reward.criteria_functions()]
+    assert [sum(v) for v in zip(*per)] == pytest.approx([-e for e in errors], abs=1e-4)
+    assert [s["er2score"] for s in reward.score(refs, cands)] == pytest.approx(errors, abs=1e-4)  # the model's own
+    assert reward.score(refs, cands)[0]["higher_is_better"] is False
+    ranged = er2score_reward(str(folder), scale=(-100, 100))  # (low, high) in the model's units: 1 at the low end
+    assert ranged(completions=cands, reference=refs) == pytest.approx([(100 - e) / 200 for e in errors], abs=1e-5)
+    batch = reward.tokenizer([reward_input(r, c) for r, c in zip(refs, cands)], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        logits = reward.as_reward_model()(**batch).logits
+    assert logits[:, 0].tolist() == pytest.approx([-e for e in errors], abs=1e-4)  # best-of-n picks the fewest
+
+
 @pytest.mark.slow
 def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel

@@ -98,7 +98,8 @@ def _key(value: Any) -> Any:
 
 
 class ER2ScoreReward(RadmetricsReward):
-    """The ER²Score of each completion (or one criterion's reward) as a TRL reward; higher is better.
+    """The ER²Score of each completion (or one criterion's reward) as a TRL reward; higher is better: a model
+    saved as lower-is-better (RadCliQ in the paper's convention, `radmetrics train er2score`'s default) is negated.
 
     model: a folder written by `radmetrics train er2score` (or `MultiRewardModel.save`), its Hub id, or a loaded
     `MultiRewardModel`. batch_size None scores the whole completion batch in one forward pass; a number splits
@@ -117,6 +118,12 @@ class ER2ScoreReward(RadmetricsReward):
     @property
     def criteria(self) -> list[str]:
         return self.shared.criteria
+
+    @property
+    def higher_is_better(self) -> bool:  # type: ignore[override]
+        """The trained model's direction, saved with it: False for RadCliQ in the paper's convention (the rewards
+        predict error counts), so its rewards are negated like any lower-is-better metric's."""
+        return bool(getattr(self.shared.load(), "higher_is_better", True))
 
     @property
     def forward_passes(self) -> int:
@@ -141,18 +148,22 @@ class ER2ScoreReward(RadmetricsReward):
         return [None if v is None else float(v[index]) for v in values], reasons
 
     def score(self, references: Sequence[Any], candidates: Sequence[Any]) -> list[dict[str, Any]]:
-        """Reward-model view: per pair {"er2score", "rewards": {criterion: value}} or {"er2score": None,
-        "reason": ...}; the same numbers the reward functions return."""
+        """Metric view: per pair {"er2score", "rewards": {criterion: value}, "higher_is_better"} or {"er2score":
+        None, "reason": ...}; the model's own numbers, in its direction (the reward functions return them negated
+        when higher_is_better is False)."""
         values, reasons = self.shared.rewards(list(references), list(candidates))
-        return [{"er2score": None, "rewards": None, "reason": r} if v is None else
-                {"er2score": float(sum(v)), "rewards": dict(zip(self.criteria, v)), "reason": None}
+        higher = self.higher_is_better
+        return [{"er2score": None, "rewards": None, "reason": r, "higher_is_better": higher} if v is None else
+                {"er2score": float(sum(v)), "rewards": dict(zip(self.criteria, v)), "reason": None,
+                 "higher_is_better": higher}
                 for v, r in zip(values, reasons)]
 
     def as_reward_model(self):
         """A torch module over token ids of `reward_input(reference, candidate)` texts (tokenized with
-        `.tokenizer`, right padding) whose output `.logits` is [ER²Score, reward per criterion...] per row: for
-        trainers and best-of-n loops that take a sequence-scoring reward model."""
-        return _module_class()(self.shared.load())
+        `.tokenizer`, right padding) whose output `.logits` is [ER²Score, reward per criterion...] per row, higher
+        is better (negated for a lower-is-better model, as the reward functions are): for trainers and best-of-n
+        loops that take a sequence-scoring reward model."""
+        return _module_class()(self.shared.load(), 1.0 if self.higher_is_better else -1.0)
 
     @property
     def tokenizer(self):
@@ -169,9 +180,10 @@ def _module_class():
         from transformers.modeling_outputs import SequenceClassifierOutput
 
         class ER2ScoreRewardModel(torch.nn.Module):
-            def __init__(self, reward_model):
+            def __init__(self, reward_model, sign: float = 1.0):
                 super().__init__()
                 self.backbone, self.head = reward_model.backbone, reward_model.head
+                self.sign = sign  # -1 for a lower-is-better model: logits are rewards, higher is better
                 self.criteria = list(reward_model.criteria)
                 self.config = reward_model.backbone.config
 
@@ -179,7 +191,7 @@ def _module_class():
                 hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
                 last = attention_mask.sum(dim=1) - 1  # right padding: the last real token (as in training)
                 features = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
-                per_criterion = self.head(features.to(self.head.weight.dtype))
+                per_criterion = self.sign * self.head(features.to(self.head.weight.dtype))
                 return SequenceClassifierOutput(logits=torch.cat([per_criterion.sum(-1, keepdim=True),
                                                                   per_criterion], dim=-1))
 
