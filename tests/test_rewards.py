@@ -331,6 +331,35 @@ def test_er2score_reward_of_a_lower_is_better_model_is_negated(tiny_er2score, tm
     assert logits[:, 0].tolist() == pytest.approx([-e for e in errors], abs=1e-4)  # best-of-n picks the fewest
 
 
+def test_a_reward_model_answering_nan_leaves_the_completion_unscored(tiny_er2score, tmp_path, caplog):
+    """A reward model that overflows (fp16) reads NaN or inf. The reward counted it as scored: no reason logged,
+    unscored_frac 0, and with scale=(low, high) the clipping turned NaN into reward 0.0, a silent 0 that looks like
+    the worst score. A score that is not a finite number is now unscored with the reason, like an unreadable answer."""
+    import shutil
+
+    import torch
+
+    from radmetrics.er2score.model import HEAD_FILE
+
+    folder = tmp_path / "er2score-overflow"
+    shutil.copytree(tiny_er2score, folder)
+    head = torch.load(folder / HEAD_FILE, weights_only=True)
+    head["bias"][0] = float("nan")  # the first criterion overflows for every input
+    torch.save(head, folder / HEAD_FILE)
+    refs, cands = REFS[:2], CANDS[:2]
+    metrics = {}
+    for scale in (None, (-100, 100)):
+        reward = er2score_reward(str(folder), scale=scale)
+        with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+            assert reward(completions=cands, reference=refs, log_metric=metrics.__setitem__) == [None, None]
+        assert "score is not a finite number (nan)" in reward.last.reasons[0] and reward.unscored == 2
+        assert metrics["er2score/unscored_frac"] == 1.0
+    assert "2 of 2 completions unscored" in caplog.text
+    criteria = er2score_reward(str(folder)).criteria_functions()
+    assert criteria[0](completions=cands, reference=refs) == [None, None]
+    assert None not in criteria[1](completions=cands, reference=refs)  # the other criteria read fine
+
+
 @pytest.mark.slow
 def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel

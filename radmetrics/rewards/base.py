@@ -97,6 +97,17 @@ def orient(score: float, higher_is_better: bool, scale: float | tuple[float, flo
     return (value * scale if scale is not None else value) + 0.0
 
 
+def finite_scores(scores: Sequence[float | None], reasons: Sequence[str | None]
+                  ) -> tuple[list[float | None], list[str | None]]:
+    """A NaN or infinite score (a reward model overflowing in fp16, a plugin's 0/0) is unscored with the reason:
+    passed on, it was counted as scored, and scale=(low, high) clipped NaN to 0, a silent worst reward."""
+    scores, reasons = list(scores), list(reasons)
+    for i, score in enumerate(scores):
+        if score is not None and not math.isfinite(score):
+            scores[i], reasons[i] = None, f"row {i}: score is not a finite number ({score})"
+    return scores, reasons
+
+
 def summarize_reasons(reasons: Sequence[str | None]) -> Counter:
     """Reasons with their counts, row numbers dropped so that equal reasons group."""
     return Counter(re.sub(r"^row \d+: ", "", r or "unknown reason") for r in reasons)
@@ -140,6 +151,7 @@ class RadmetricsReward:
         start = time.perf_counter()
         scores, reasons = self._score(list(references), list(candidates))
         seconds = time.perf_counter() - start
+        scores, reasons = finite_scores(scores, reasons)
         rewards = [self.fallback if s is None else orient(s, self.higher_is_better, self.scale) for s in scores]
         batch = RewardBatch(rewards=rewards, scores=scores, reasons=reasons, seconds=seconds,
                             step=self.calls if step is None else step, extra={"computed": self._computed})
