@@ -548,3 +548,28 @@ def test_reward_check_bad_arguments_are_one_line_errors(tmp_path, monkeypatch, c
             main()
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_reward_check_counts_and_sizes_below_one_are_refused(fake_judge, tmp_path, monkeypatch, capsys):
+    """--samples -1 was a ValueError traceback after the judge check; --samples 0 wrote an empty report with exit 0;
+    --batch-size -3 judged nothing yet reported every completion with no reward and none unscored. Each is now a
+    one-line usage error (exit 2), as are a group size, completion length, temperature or top-p that cannot sample."""
+    import json
+
+    from radmetrics.cli import main
+
+    src = tmp_path / "completions.jsonl"
+    src.write_text("\n".join(json.dumps({"prompt": "A", "reference": "Normal chest.", "completion": c})
+                             for c in ["Normal chest.", "Small effusion."]))
+    given = ["-i", str(src), "--completions", "--backend", "fake", "--no-cache"]
+    for args, option in (([*given, "--samples", "-1"], "--samples"), ([*given, "--samples", "0"], "--samples"),
+                         ([*given, "--batch-size", "-3"], "--batch-size"), ([*given, "--batch-size", "0"], "--batch-size"),
+                         ([*given, "-g", "0"], "--num-generations"), ([*given, "--completion-tokens", "0"],
+                                                                      "--completion-tokens"),
+                         ([*given, "--temperature", "0"], "--temperature"), ([*given, "--top-p", "0"], "--top-p"),
+                         ([*given, "--top-p", "1.5"], "--top-p")):
+        monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "green", *args])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and option in err and "Traceback" not in err, (args, err)

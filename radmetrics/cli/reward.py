@@ -40,15 +40,18 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
 @click.option("--prompt-column", default="prompt", show_default=True)
 @click.option("--reference-column", default="reference", show_default=True)
 @click.option("--completion-column", default="completion", show_default=True)
-@click.option("--samples", default=16, show_default=True, type=int, help="Prompts to sample (random, seeded).")
-@click.option("--num-generations", "-g", default=8, show_default=True, type=int,
+# counts and sizes below 1 are usage errors: --samples -1 was a traceback, 0 an empty report, a negative
+# --batch-size judged nothing and reported every completion as neither scored nor unscored
+@click.option("--samples", default=16, show_default=True, type=click.IntRange(min=1),
+              help="Prompts to sample (random, seeded).")
+@click.option("--num-generations", "-g", default=8, show_default=True, type=click.IntRange(min=1),
               help="Completions per prompt (GRPO's group size).")
-@click.option("--completion-tokens", default=256, show_default=True, type=int,
+@click.option("--completion-tokens", default=256, show_default=True, type=click.IntRange(min=1),
               help="Longest policy completion (new tokens).")
-@click.option("--temperature", default=1.0, show_default=True, type=float)
-@click.option("--top-p", default=1.0, show_default=True, type=float)
+@click.option("--temperature", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True))
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--batch-size", default=None, type=int,
+@click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Completions per reward call (default: all in one call, like one GRPO generation batch).")
 @judge_flags()
 @click.option("--output", "-o", "output_path", default=None, type=OUTPUT_FILE,
