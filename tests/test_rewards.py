@@ -51,6 +51,24 @@ def test_a_completion_that_reads_like_a_missing_value_is_judged_as_written(fake_
     assert from_file.scores == [None, None] and "missing-value marker" in from_file.judgments[0].reason
 
 
+def test_an_assistant_turn_with_no_text_is_judged_as_an_empty_report(fake_judge):
+    """A conversational completion whose assistant turn holds no text (a bare tool call: content None or absent; only
+    an image block) was read as a missing candidate and left unscored (None), while content "" was judged and got
+    GREEN 0: a policy escaped the reward by answering with no text. Both are now the empty report they are."""
+    reward = reward_function("green", backend="fake", cache=False)
+    no_text = [[{"role": "assistant", "content": None, "tool_calls": [{"type": "function",
+                                                                        "function": {"name": "f", "arguments": {}}}]}],
+               [{"role": "assistant", "tool_calls": []}],
+               [{"role": "assistant", "content": [{"type": "image"}]}],
+               [{"role": "assistant", "content": ""}]]
+    assert reward(completions=no_text, reference=REFS[:1] * 4) == [0.0] * 4
+    spread = [[{"role": "assistant", "content": "Small left"}, {"role": "tool", "content": "lookup result"},
+               {"role": "assistant", "content": None}, {"role": "assistant", "content": "effusion."}]]
+    assert reward(completions=spread, reference=REFS[:1]) == reward(completions=["Small left\neffusion."],
+                                                                     reference=REFS[:1])
+    assert reward(completions=[[{"role": "tool", "content": "x"}]], reference=REFS[:1]) == [None]  # no assistant turn
+
+
 def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
     reward = reward_function("green", backend="fake", cache=False)
     calls = []

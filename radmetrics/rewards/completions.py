@@ -19,16 +19,19 @@ TRAINER_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environ
 
 
 def completion_text(completion: Any) -> Any:
-    """The report a completion holds: the text itself, or the assistant messages' text joined by newlines.
-    Anything else is returned as is (the runner marks it unscored, naming its type)."""
+    """The report a completion holds: the text itself, or the assistant messages' text joined by newlines; an
+    assistant turn with no text (a bare tool call, an image block) is an empty report, judged as written (as
+    None it went unscored, and a policy escaped the reward by answering with no text). Messages with no assistant
+    turn are None, and anything else is returned as is (the runner marks it unscored, naming its type)."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
         completion = [completion]
     if isinstance(completion, list | tuple) and all(isinstance(m, dict) for m in completion):
-        parts = [_content_text(m.get("content")) for m in completion if m.get("role", "assistant") == "assistant"]
-        parts = [p for p in parts if p is not None]
-        return "\n".join(parts) if parts else None
+        turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
+        if not turns:
+            return None
+        return "\n".join(text for text in (_content_text(m.get("content")) for m in turns) if text)
     return completion
 
 
