@@ -378,6 +378,33 @@ def test_a_reward_model_answering_nan_leaves_the_completion_unscored(tiny_er2sco
     assert None not in criteria[1](completions=cands, reference=refs)  # the other criteria read fine
 
 
+def test_er2score_reward_refuses_judge_settings_it_does_not_use(tiny_er2score, monkeypatch, capsys):
+    """ER²Score is a reward model, not a judge behind a backend: reward_function('er2score', backend='openai',
+    judge_options={'base_url': ...}) and `reward-check -m er2score --base-url/--replay/--judge-option
+    max_batch_tokens=...` were a TypeError traceback (an unexpected keyword argument of ER2ScoreReward). They are
+    now one-line errors naming what ER²Score takes; its own options (batch_size, dtype...) still pass."""
+    from radmetrics.cli import main
+
+    for kwargs, message in (({"backend": "openai", "judge_options": {"base_url": "http://127.0.0.1:1/v1"}},
+                             "no judge backend"),
+                            ({"judge_options": {"max_batch_tokens": 100}}, "takes no option 'max_batch_tokens'"),
+                            ({"judge_memory_gib": 8}, "judge_memory_gib")):
+        with pytest.raises(RadmetricsError, match=message):
+            reward_function("er2score", judge=str(tiny_er2score), **kwargs)
+    assert reward_function("er2score", judge=str(tiny_er2score), judge_options={"batch_size": 2}).shared.batch_size == 2
+    src = tiny_er2score.parent / "completions.jsonl"
+    src.write_text('{"prompt": "A", "reference": "Normal chest.", "completion": "Normal chest."}\n')
+    for flags, message in ((["--backend", "openai", "--base-url", "http://127.0.0.1:1/v1"], "no judge backend"),
+                           (["--replay", str(src)], "no judge backend"),
+                           (["--judge-option", "max_batch_tokens=100"], "--judge-option")):
+        monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "er2score", "--judge", str(tiny_er2score),
+                                         "-i", str(src), "--completions", *flags])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and "Traceback" not in err, (flags, err)
+
+
 @pytest.mark.slow
 def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel

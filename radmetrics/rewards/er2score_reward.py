@@ -199,6 +199,11 @@ def _module_class():
     return _MODULE_CLASS
 
 
+def model_options() -> tuple[str, ...]:
+    """The options an ER²Score reward takes besides the reward ones (`er2score_reward`'s model_options)."""
+    return ("base_model", "device", "dtype", "batch_size", "max_length")
+
+
 def er2score_reward(model: Any, *, reference_column: str = "reference", criterion: str | None = None,
                     on_unscored: Any = "none", scale: Any = None, name: str | None = None,
                     **model_options: Any) -> ER2ScoreReward:

@@ -106,12 +106,23 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
     from radmetrics.plugins import scoring_systems
 
     if metric == "er2score" and metric not in scoring_systems():
-        from radmetrics.rewards.er2score_reward import ER2ScoreReward
+        from radmetrics.errors import RadmetricsError
+        from radmetrics.rewards.er2score_reward import ER2ScoreReward, model_options
 
         if not judge:
-            from radmetrics.errors import RadmetricsError
-
             raise RadmetricsError("reward_function('er2score') needs judge=<trained ER2Score folder or Hub id>")
+        # a reward model read in this process: judge settings it has no use for are refused in one line, not
+        # passed on to fail as a TypeError (or ignored, for the backend)
+        if backend != "transformers":
+            raise RadmetricsError(f"ER²Score is a reward model run in this process, with no judge backend: "
+                                  f"backend={backend!r} does not apply (leave out --backend, --base-url, --replay)")
+        if judge_memory_gib is not None:
+            raise RadmetricsError("judge_memory_gib sizes a generating judge; ER²Score runs one forward pass per "
+                                  "batch (batch_size= in judge_options sets its size)")
+        unknown = sorted(set(judge_options or {}) - set(model_options()))
+        if unknown:
+            raise RadmetricsError(f"ER²Score takes no option {unknown[0]!r} (judge_options=, --judge-option): it "
+                                  f"takes {', '.join(model_options())}")
         return ER2ScoreReward(judge, reference_column=reference_column, on_unscored=on_unscored, scale=scale,
                               name=name, **(judge_options or {}))
     return JudgeReward(metric, reference_column=reference_column, backend=backend, judge=judge,
