@@ -405,6 +405,18 @@ def test_er2score_reward_refuses_judge_settings_it_does_not_use(tiny_er2score, m
         assert exit_info.value.code == 2 and message in err and "Traceback" not in err, (flags, err)
 
 
+def test_er2score_reward_reads_the_judges_dtype_names(tiny_er2score):
+    """dtype='float32' (how the judges' dtype option is also spelt) was a KeyError at the first reward call, i.e.
+    the first training step; any other unknown dtype too. The judges' names are read, and an unknown one is refused
+    when the reward is made, naming the valid ones."""
+    refs, cands = REFS[:2], CANDS[:2]
+    expected = er2score_reward(str(tiny_er2score), dtype="fp32")(completions=cands, reference=refs)
+    assert er2score_reward(str(tiny_er2score), dtype="float32")(completions=cands, reference=refs) == \
+        pytest.approx(expected)
+    with pytest.raises(RadmetricsError, match="dtype must be one of auto, .*float16.*not 'fp8'"):
+        er2score_reward(str(tiny_er2score), dtype="fp8")
+
+
 @pytest.mark.slow
 def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel

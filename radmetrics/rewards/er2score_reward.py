@@ -16,11 +16,17 @@ from radmetrics.rewards.base import RadmetricsReward
 from radmetrics.runner import pair_problem
 
 
+#: dtype names, as the judges' dtype option reads them ("auto": bf16 on a GPU, fp32 on CPU)
+DTYPES = ("auto", "bf16", "bfloat16", "fp16", "float16", "fp32", "float32")
+
+
 class _SharedModel:
     """The loaded reward model and the last batch's rewards, shared by the sum and per-criterion functions."""
 
     def __init__(self, source: Any, base_model: str | None, device: str, dtype: str, batch_size: int | None,
                  max_length: int):
+        if dtype not in DTYPES:  # refused here, not as a KeyError at the first reward call (a training step)
+            raise RadmetricsError(f"ER2Score dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         self.source, self.base_model, self.device, self.dtype = source, base_model, device, dtype
         self.batch_size, self.max_length = batch_size, max_length
         self.model = source if not isinstance(source, str) else None
@@ -45,7 +51,8 @@ class _SharedModel:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         dtype = {"auto": torch.bfloat16 if device.startswith("cuda") else torch.float32, "bf16": torch.bfloat16,
-                 "fp16": torch.float16, "fp32": torch.float32}[self.dtype]
+                 "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16, "fp32": torch.float32,
+                 "float32": torch.float32}[self.dtype]
         self.model.backbone.to(device=device, dtype=dtype).eval()
         self.model.head.to(device)  # the head stays fp32: rewards are read at full precision
 
