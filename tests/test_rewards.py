@@ -180,6 +180,17 @@ def test_missing_reference_column_and_unknown_metric(fake_judge):
         reward_function("gren")
 
 
+def test_a_reference_in_a_column_trl_keeps_from_rewards_is_named_as_such(fake_judge):
+    """A report generator's SFT data (prompt, completion = the radiologist's report) reused for GRPO with
+    reference_column="completion": TRL passes every column but prompt, completion and completion_ids, so the error
+    said to add the column or pass reference_column=<its name>, which the user had done. It now says TRL does not
+    pass that column and to copy the reference into another one."""
+    reward = reward_function("green", backend="fake", cache=False, reference_column="completion")
+    with pytest.raises(InputError, match="TRL does not pass dataset column 'completion' to reward functions.*"
+                                         "copy the reference into another column"):
+        reward(prompts=["p"], completions=["x"], completion_ids=[[1]], trainer_state=None)
+
+
 def test_plugin_scoring_system_is_a_reward(monkeypatch, tmp_path):
     import json
 

@@ -14,6 +14,9 @@ from typing import Any
 
 from radmetrics.errors import InputError
 
+#: dataset columns TRL's GRPOTrainer does not pass to reward functions (trl/trainer/grpo_trainer.py)
+TRL_KEEPS = frozenset({"prompt", "completion", "completion_ids"})
+
 #: keyword arguments TRL adds besides the dataset's columns
 TRAINER_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})
 
@@ -47,6 +50,12 @@ def _content_text(content: Any) -> str | None:
 def reference_values(column: str, completions: Sequence[Any], columns: dict[str, Any]) -> list[Any]:
     """The reference report of every completion, from the dataset column TRL passed; a missing column is a
     set-up error (every row would be unscored), so it fails loudly, naming the columns there are."""
+    if column not in columns and column in TRL_KEEPS:
+        # e.g. SFT data (prompt, completion = the reference report) reused for GRPO: TRL drops the column itself
+        raise InputError(f"TRL does not pass dataset column '{column}' to reward functions (it keeps "
+                         f"{', '.join(sorted(TRL_KEEPS))} for itself): copy the reference into another column, "
+                         f"e.g. dataset.map(lambda row: {{'reference': row['{column}']}}), and pass "
+                         f"reference_column=<its name> (default 'reference').")
     if column not in columns:
         available = sorted(k for k in columns if k not in TRAINER_KWARGS)
         raise InputError(f"The reward needs the reference report in dataset column '{column}', but the trainer "
