@@ -641,3 +641,30 @@ def test_reward_check_counts_and_sizes_below_one_are_refused(fake_judge, tmp_pat
             main()
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and option in err and "Traceback" not in err, (args, err)
+
+
+def test_reward_check_refuses_a_bad_reward_before_sampling_the_policy(tiny_er2score, tmp_path, monkeypatch, capsys):
+    """A misspelt -m, an unknown --system-option or an option ER²Score does not take was refused only after the
+    policy had sampled every completion (minutes to hours with a real policy): the reward was made after sampling.
+    It is now made first; the policy here does not exist, so an error about the reward proves no sampling ran.
+    An unknown name lists er2score too, which reward-check takes besides the scoring systems."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    from radmetrics.cli import main
+
+    src = tmp_path / "prompts.jsonl"
+    src.write_text('{"prompt": "Study 1", "reference": "Normal chest."}\n')
+    with FakeOpenAIServer(analysis_for) as server:
+        judge = ["--backend", "openai", "--base-url", server.base_url, "--judge", "m"]
+        for args, message in ((["-m", "gren", *judge], "Did you mean 'green'? Available: er2score, finerad_score"),
+                              (["-m", "green", *judge, "--system-option", "foo=1"], "has no option 'foo'"),
+                              (["-m", "er2score", "--judge", str(tiny_er2score), "--judge-option", "max_batch_tokens=3"],
+                               "takes no option 'max_batch_tokens'")):
+            monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-i", str(src), "--policy",
+                                             str(tmp_path / "no-such-policy"), *args])
+            with pytest.raises(SystemExit) as exit_info:
+                main()
+            err = capsys.readouterr().err
+            assert exit_info.value.code == 2 and message in err and "Sampling" not in err, (args, err)
+        assert not server.requests  # nothing was judged either

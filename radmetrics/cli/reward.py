@@ -79,6 +79,11 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         from radmetrics.io import check_output_safe
 
         check_output_safe(output_path, input_path, judge_flags.options.get("path"), cache=judge_flags.cache_files())
+    flags = judge_flags
+    # made before sampling: a misspelt metric or an option the reward does not take is refused now, not after the
+    # policy has sampled every completion (the reward loads no model until its first call)
+    reward = reward_function(metric, backend=flags.backend, judge=flags.model, judge_options=flags.options,
+                             system_options=flags.system_options or None, cache=flags.cache, config=flags.config())
     check_reward_judge(metric, judge_flags)  # seconds now, not after sampling completions and a silent server
     generation_seconds = None
     if given:
@@ -103,9 +108,6 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
         completions, generation_seconds = sample_completions(
             policy, [g["prompt"] for g in chosen], num_generations=num_generations, max_new_tokens=completion_tokens,
             temperature=temperature, top_p=top_p, seed=seed)
-    flags = judge_flags
-    reward = reward_function(metric, backend=flags.backend, judge=flags.model, judge_options=flags.options,
-                             system_options=flags.system_options or None, cache=flags.cache, config=flags.config())
     settings = {"metric": metric, "input": input_path, "policy": policy, "num_generations": num_generations,
                 "completion_tokens": completion_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
                 "backend": flags.backend, "judge": flags.model}

@@ -110,7 +110,8 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
         from radmetrics.rewards.er2score_reward import ER2ScoreReward, model_options
 
         if not judge:
-            raise RadmetricsError("reward_function('er2score') needs judge=<trained ER2Score folder or Hub id>")
+            raise RadmetricsError("reward_function('er2score') needs judge=<trained ER2Score folder or Hub id> "
+                                  "(--judge in reward-check)")
         # a reward model read in this process: judge settings it has no use for are refused in one line, not
         # passed on to fail as a TypeError (or ignored, for the backend)
         if backend != "transformers":
@@ -125,6 +126,13 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
                                   f"takes {', '.join(model_options())}")
         return ER2ScoreReward(judge, reference_column=reference_column, on_unscored=on_unscored, scale=scale,
                               name=name, **(judge_options or {}))
+    from radmetrics.plugins import DEPRECATED_NAMES
+
+    if metric not in scoring_systems() and metric not in DEPRECATED_NAMES:  # the names a reward takes, er2score too
+        from radmetrics.errors import UnknownNameError
+        from radmetrics.plugins import plugin_install_hint
+
+        raise UnknownNameError("reward metric", metric, [*scoring_systems(), "er2score"], plugin_install_hint(metric))
     return JudgeReward(metric, reference_column=reference_column, backend=backend, judge=judge,
                        judge_options=judge_options, system_options=system_options, on_unscored=on_unscored,
                        scale=scale, cache=cache, config=config, judge_memory_gib=judge_memory_gib, name=name)
