@@ -668,3 +668,20 @@ def test_reward_check_refuses_a_bad_reward_before_sampling_the_policy(tiny_er2sc
             err = capsys.readouterr().err
             assert exit_info.value.code == 2 and message in err and "Sampling" not in err, (args, err)
         assert not server.requests  # nothing was judged either
+
+
+def test_reward_check_names_a_missing_policy_folder(fake_judge, tmp_path, monkeypatch, capsys):
+    """--policy with a folder that is not there was "Could not load the policy ...: Repo id must be in the form
+    'repo_name' or 'namespace/repo_name' ... Use `repo_type` argument if needed" (the Hub client's words for a path);
+    it now says the folder is not there, as --judge does, before anything is loaded."""
+    from radmetrics.cli import main
+
+    src = tmp_path / "prompts.jsonl"
+    src.write_text('{"prompt": "Study 1", "reference": "Normal chest."}\n')
+    monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "green", "-i", str(src), "--backend", "fake",
+                                     "--no-cache", "--policy", str(tmp_path / "no-such-policy")])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "The policy" in err and "is not a folder here" in err and "--policy" in err
+    assert "repo_type" not in err and "Sampling" not in err

@@ -85,6 +85,10 @@ def reward_check_command(metric, input_path, policy, given, prompt_column, refer
     reward = reward_function(metric, backend=flags.backend, judge=flags.model, judge_options=flags.options,
                              system_options=flags.system_options or None, cache=flags.cache, config=flags.config())
     check_reward_judge(metric, judge_flags)  # seconds now, not after sampling completions and a silent server
+    if policy:  # a path that is not there in one line, not the Hub client's repo-id error
+        from radmetrics.judge.preflight import check_hub_model
+
+        check_hub_model(policy, what="policy", flag="--policy")
     generation_seconds = None
     if given:
         _column(rows, completion_column, input_path, "--completion-column")
