@@ -685,3 +685,27 @@ def test_reward_check_names_a_missing_policy_folder(fake_judge, tmp_path, monkey
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "The policy" in err and "is not a folder here" in err and "--policy" in err
     assert "repo_type" not in err and "Sampling" not in err
+
+
+def test_reward_check_blames_unscored_completions_not_the_spread(tmp_path):
+    """Every judge call failing (HTTP 500) left every group with no scored pair, and the check advised "Try a
+    higher temperature, larger groups, or a finer-grained metric": the policy's sampling was blamed for the judge's
+    failures. Groups with fewer than two scored completions are now said to be unscored, pointing at the reasons."""
+    import json
+
+    from click.testing import CliRunner
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    from radmetrics.cli import cli
+
+    src = tmp_path / "completions.jsonl"
+    src.write_text("\n".join(json.dumps({"prompt": p, "reference": "Normal chest.", "completion": c})
+                             for p in "AB" for c in ["Normal chest.", "Small effusion.", "Nodule."]))
+    with FakeOpenAIServer(analysis_for, script=["500"] * 6) as server:
+        result = CliRunner().invoke(cli, ["reward-check", "-m", "green", "-i", str(src), "--completions", "--backend",
+                                          "openai", "--base-url", server.base_url, "--judge", "m", "--no-cache",
+                                          "--judge-option", "max_retries=0"])
+    assert result.exit_code == 0, result.output
+    assert "higher temperature" not in result.output
+    assert "2 of 2 groups have fewer than two scored completions" in result.output and "HTTP 500" in result.output

@@ -169,7 +169,12 @@ def print_report(data: dict[str, Any], output_path: str | None) -> None:
     if data["generation_seconds"] is not None:
         summary.add_row("policy sampling (s)", fmt(data["generation_seconds"]))
     console.print(summary)
-    if data["flat_group_share"] is not None and data["flat_group_share"] > 0.5:
+    groups = len(data["per_group"])
+    if data["unscored_groups"]:  # the judge's doing, not the policy's sampling: the reasons say what to fix
+        console.print(f"{data['unscored_groups']} of {groups} groups have fewer than two scored completions: fix what "
+                      "left them unscored (reasons above) before reading their spread.", style="bold")
+    equal = data["flat_groups"] - data["unscored_groups"]
+    if groups and equal / groups > 0.5:
         console.print("Most groups have no reward spread: GRPO would get little signal. Try a higher "
                       "temperature, larger groups, or a finer-grained metric.", style="bold")
     if output_path:

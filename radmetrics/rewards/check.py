@@ -53,6 +53,11 @@ class RewardCheck:
         return sum(g.flat for g in self.groups)
 
     @property
+    def unscored_groups(self) -> int:
+        """Flat because completions went unscored (fewer than two scored), not because equal rewards came back."""
+        return sum(g.scored < 2 and g.unscored > 0 for g in self.groups)
+
+    @property
     def samples_per_second(self) -> float | None:
         return self.completions / self.reward_seconds if self.reward_seconds > 0 else None
 
@@ -60,6 +65,7 @@ class RewardCheck:
         return {"reward": self.reward, "completions": self.completions, "groups": len(self.groups),
                 "flat_groups": self.flat_groups,
                 "flat_group_share": self.flat_groups / len(self.groups) if self.groups else None,
+                "unscored_groups": self.unscored_groups,
                 "unscored": self.unscored, "unscored_share": self.unscored / self.completions if self.completions else None,
                 "unscored_reasons": self.unscored_reasons, "reward_seconds": self.reward_seconds,
                 "reward_samples_per_s": self.samples_per_second, "generation_seconds": self.generation_seconds,
