@@ -709,3 +709,30 @@ def test_reward_check_blames_unscored_completions_not_the_spread(tmp_path):
     assert result.exit_code == 0, result.output
     assert "higher temperature" not in result.output
     assert "2 of 2 groups have fewer than two scored completions" in result.output and "HTTP 500" in result.output
+
+
+def test_reward_check_samples_from_the_prompt_ids_grpo_uses(policy, tmp_path):
+    """reward-check rendered a conversational prompt with the chat template and tokenized that text again, which
+    adds the tokenizer's BOS to the one a Llama-style template writes: the policy was sampled from
+    [BOS, BOS, ...] while TRL's GRPOTrainer feeds it the template's own tokens. Prompts are now tokenized as TRL does."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from radmetrics.rewards.check import policy_prompt_ids, sample_completions
+
+    folder = tmp_path / "llama-style-policy"
+    shutil.copytree(policy, folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_bos_token = True  # as Llama tokenizers do, with a template that writes the BOS itself
+    tokenizer.chat_template = "{{ bos_token }}" + tokenizer.chat_template
+    tokenizer.save_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    conversation = [{"role": "user", "content": "Study 1: write the radiology report."}]
+    grpo = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=True,
+                                         return_dict=True)["input_ids"]  # trl GRPOTrainer._tokenize_prompts
+    assert grpo.count(tokenizer.bos_token_id) == 1
+    assert policy_prompt_ids(tokenizer, [conversation, "Study 1"]) == [list(grpo), tokenizer("Study 1")["input_ids"]]
+    completions, _ = sample_completions(str(folder), [conversation, "Study 2: write the radiology report."],
+                                        num_generations=2, max_new_tokens=4)
+    assert [len(group) for group in completions] == [2, 2]

@@ -126,6 +126,25 @@ def _prompt_text(prompt: Any) -> str:
     return str(prompt)
 
 
+def policy_prompt_ids(tokenizer, prompts: Sequence[Any], policy: str = "the policy") -> list[list[int]]:
+    """Each prompt's token ids as TRL's GRPOTrainer builds them: a conversational prompt through the chat template,
+    tokenized by it (the template writes any BOS: tokenizing its text again added a second BOS for Llama-style
+    tokenizers, so the check sampled from another input than GRPO does), a plain prompt with the tokenizer's
+    special tokens."""
+    from radmetrics.errors import RadmetricsError
+
+    ids = []
+    for prompt in prompts:
+        if isinstance(prompt, list):
+            if not getattr(tokenizer, "chat_template", None):
+                raise RadmetricsError(f"conversational prompts need a chat template; {policy} has none")
+            ids.append(list(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
+                                                          return_dict=True)["input_ids"]))
+        else:
+            ids.append(list(tokenizer(str(prompt))["input_ids"]))
+    return ids
+
+
 def sample_completions(policy: str, prompts: Sequence[Any], num_generations: int = 4, max_new_tokens: int = 256,
                        temperature: float = 1.0, top_p: float = 1.0, seed: int = 0, batch_size: int = 8,
                        revision: str | None = None) -> tuple[list[list[str]], float]:
@@ -148,19 +167,12 @@ def sample_completions(policy: str, prompts: Sequence[Any], num_generations: int
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    texts = []
-    for prompt in prompts:
-        if isinstance(prompt, list):
-            if not getattr(tokenizer, "chat_template", None):
-                raise RadmetricsError(f"conversational prompts need a chat template; {policy} has none")
-            texts.append(tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True))
-        else:
-            texts.append(str(prompt))
+    inputs = policy_prompt_ids(tokenizer, prompts, policy)
     torch.manual_seed(seed)
     start = time.perf_counter()
     out: list[list[str]] = []
-    for i in range(0, len(texts), batch_size):
-        batch = tokenizer(texts[i:i + batch_size], return_tensors="pt", padding=True).to(device)
+    for i in range(0, len(inputs), batch_size):
+        batch = tokenizer.pad({"input_ids": inputs[i:i + batch_size]}, padding=True, return_tensors="pt").to(device)
         with torch.inference_mode():
             generated = model.generate(**batch, do_sample=True, temperature=temperature, top_p=top_p,
                                        max_new_tokens=max_new_tokens, num_return_sequences=num_generations,
