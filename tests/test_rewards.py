@@ -736,3 +736,31 @@ def test_reward_check_samples_from_the_prompt_ids_grpo_uses(policy, tmp_path):
     completions, _ = sample_completions(str(folder), [conversation, "Study 2: write the radiology report."],
                                         num_generations=2, max_new_tokens=4)
     assert [len(group) for group in completions] == [2, 2]
+
+
+def test_reward_check_samples_with_grpos_sampling_settings(policy):
+    """reward-check sampled with model.generate's defaults besides temperature and top_p: top_k=50 (transformers'
+    default, or the checkpoint's generation config), while TRL's GRPOTrainer samples with top_k=0 (all tokens) and
+    repetition_penalty=1: the spread it reported came from a narrower distribution than GRPO's. It now passes TRL's
+    settings; with the same seed it samples what generate with GRPOConfig's defaults samples."""
+    import dataclasses
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from radmetrics.rewards.check import policy_prompt_ids, sample_completions
+
+    defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    prompts = ["Study 1: write the radiology report."]
+    got, _ = sample_completions(str(policy), prompts, num_generations=4, max_new_tokens=12, temperature=3.0, seed=0)
+    tokenizer = AutoTokenizer.from_pretrained(policy)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(policy).eval()
+    batch = tokenizer.pad({"input_ids": policy_prompt_ids(tokenizer, prompts)}, return_tensors="pt")
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        out = model.generate(**batch, do_sample=True, temperature=3.0, top_p=defaults["top_p"], top_k=defaults["top_k"],
+                             min_p=defaults["min_p"], repetition_penalty=defaults["repetition_penalty"],
+                             max_new_tokens=12, num_return_sequences=4, pad_token_id=tokenizer.pad_token_id)
+    assert got == [tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)]

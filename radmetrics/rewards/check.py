@@ -174,9 +174,11 @@ def sample_completions(policy: str, prompts: Sequence[Any], num_generations: int
     for i in range(0, len(inputs), batch_size):
         batch = tokenizer.pad({"input_ids": inputs[i:i + batch_size]}, padding=True, return_tensors="pt").to(device)
         with torch.inference_mode():
-            generated = model.generate(**batch, do_sample=True, temperature=temperature, top_p=top_p,
-                                       max_new_tokens=max_new_tokens, num_return_sequences=num_generations,
-                                       pad_token_id=tokenizer.pad_token_id)
+            # GRPOConfig's defaults for the rest (top_k=0: every token), not generate's (top_k=50, or the
+            # checkpoint's generation config), which sampled from a narrower distribution than GRPO does
+            generated = model.generate(**batch, do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
+                                       min_p=None, repetition_penalty=1.0, max_new_tokens=max_new_tokens,
+                                       num_return_sequences=num_generations, pad_token_id=tokenizer.pad_token_id)
         decoded = tokenizer.batch_decode(generated[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
         out += [decoded[k:k + num_generations] for k in range(0, len(decoded), num_generations)]
     return out, time.perf_counter() - start
