@@ -764,3 +764,21 @@ def test_reward_check_samples_with_grpos_sampling_settings(policy):
                              min_p=defaults["min_p"], repetition_penalty=defaults["repetition_penalty"],
                              max_new_tokens=12, num_return_sequences=4, pad_token_id=tokenizer.pad_token_id)
     assert got == [tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)]
+
+
+def test_a_cut_judge_answer_says_how_a_reward_raises_the_limit(caplog):
+    """A judge answer cut at the token limit is unscored with the reason "raise --max-new-tokens (max_new_tokens= in
+    evaluate.load)": neither is how a reward's judge is set. The reward's log line now names reward_function's
+    config=GenerationConfig(max_new_tokens=...)."""
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(analysis_for, script=["length"]) as server:
+        green = reward_function("green", backend="openai", judge="m", cache=False,
+                                judge_options={"base_url": server.base_url, "concurrency": 1},
+                                config=GenerationConfig(max_new_tokens=64))
+        with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+            rewards = green(completions=CANDS[:2], reference=REFS[:2])
+    assert rewards[0] is None and rewards[1] is not None
+    line = next(r.getMessage() for r in caplog.records if r.name == "radmetrics.rewards")
+    assert "max_new_tokens=64" in line and "reward_function(..., config=GenerationConfig(max_new_tokens=" in line

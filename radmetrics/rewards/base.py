@@ -17,6 +17,7 @@ from typing import Any
 
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.completions import completion_text, reference_values, training_step
+from radmetrics.types import answer_was_cut
 
 log = logging.getLogger("radmetrics.rewards")
 
@@ -171,6 +172,9 @@ class RadmetricsReward:
         if k:
             reasons = summarize_reasons([r for s, r in zip(batch.scores, batch.reasons) if s is None])
             listed = "; ".join(f"{reason} (x{count})" for reason, count in reasons.most_common())
+            if any(answer_was_cut(reason) for reason in reasons):  # the reason names the CLI's and evaluate's knobs
+                listed += ("; for a reward's judge the limit is reward_function(..., config=GenerationConfig("
+                           "max_new_tokens=N))")
             # TRL leaves a completion out only when every reward function returns None for it (combined_reward)
             returned = ("None (left out by TRL when it is the only reward function; next to others TRL counts it "
                         "as 0: see radmetrics.rewards.combined_reward)" if self.fallback is None
