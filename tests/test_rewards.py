@@ -80,6 +80,21 @@ def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
     assert calls == [4]  # every row in one call
 
 
+def test_a_reward_on_the_default_judge_pickles_after_its_first_call(fake_judge):
+    """reward_function("green") with no judge= (the system's default judge) could not be pickled once it had judged
+    a batch: "a reward over a ready judge object cannot be pickled; pass judge=<model id> instead", though no judge
+    object was given. Only a reward made over a ready judge object is refused; the others reload their judge."""
+    import pickle
+
+    reward = reward_function("green", backend="fake", cache=False)
+    first = reward(completions=CANDS[:2], reference=REFS[:2])
+    copy = pickle.loads(pickle.dumps(reward))
+    assert copy(completions=CANDS[:2], reference=REFS[:2]) == first
+    ready = reward_function("green", judge=radmetrics.get_judge("fake", cache=False), cache=False)
+    with pytest.raises(TypeError, match="ready judge object"):
+        pickle.dumps(ready)
+
+
 def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
     refs, cands = REFS[:2], ["Small left effusion. Rib fracture.", "Cardiomegaly."]
     finerad = radmetrics.score("finerad_score", refs, cands, backend="fake", cache=False, progress=False).scores

@@ -40,6 +40,8 @@ class JudgeReward(RadmetricsReward):
         self.cache = cache
         self.config = config or GenerationConfig()
         self._judge = None if self.judge_model is not None or judge is None else judge  # a ready judge object
+        #: given a ready judge object (not a model id, not the system's default judge, loaded on first use)
+        self._ready_judge = self._judge is not None
 
     @property
     def judge(self):
@@ -63,7 +65,7 @@ class JudgeReward(RadmetricsReward):
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.pop("last_judgments", None)
-        if state.get("judge_model") is None and self._judge is not None:
+        if self._ready_judge:  # the default judge, loaded on first use, is loaded again after unpickling
             raise TypeError("a reward over a ready judge object cannot be pickled; pass judge=<model id> instead")
         return state
 
