@@ -119,6 +119,16 @@ def test_orientation_scale_fallback_and_metrics(fake_judge, caplog):
         reward_function("green", scale=(1, 0))
 
 
+def test_a_scale_range_with_an_infinite_end_is_refused(fake_judge):
+    """scale=(0, inf) or (-inf, 1) was accepted and mapped every score to (x - low) / inf or inf / inf = NaN, which
+    the clipping to [0, 1] turned into reward 0.0 for every completion: a silent 0. The range must be finite."""
+    for scale in ((0, float("inf")), (float("-inf"), 1), (0, float("nan")), (False, True)):
+        with pytest.raises(RadmetricsError, match="scale"):
+            reward_function("green", backend="fake", cache=False, scale=scale)
+    assert reward_function("green", backend="fake", cache=False, scale=[0, 2])(
+        completions=["Normal chest."], reference=["Normal chest."]) == [0.5]
+
+
 def test_lower_is_better_rewards_for_zero_errors_are_zero_not_minus_zero(fake_judge):
     """Review 25 L6: green_ec / green_total_errors / finerad_score negate the count, and 0 errors came back as -0.0,
     which TRL's logs and completions table print as "-0.0"."""

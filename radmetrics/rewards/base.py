@@ -75,11 +75,13 @@ def check_scale(scale: Any) -> float | tuple[float, float] | None:
         return None
     if isinstance(scale, int | float) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0:
         return float(scale)
-    if isinstance(scale, list | tuple) and len(scale) == 2 and all(isinstance(v, int | float) for v in scale) \
+    # finite ends: (0, inf) mapped every score to NaN, which the clipping to [0, 1] made a silent reward 0
+    if isinstance(scale, list | tuple) and len(scale) == 2 \
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in scale) \
             and scale[1] > scale[0]:
         return float(scale[0]), float(scale[1])
     raise RadmetricsError(f"scale must be a positive number (a factor) or a (low, high) range in the metric's "
-                          f"units with low < high, not {scale!r}")
+                          f"units with finite low < high, not {scale!r}")
 
 
 def orient(score: float, higher_is_better: bool, scale: float | tuple[float, float] | None) -> float:
