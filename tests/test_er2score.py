@@ -162,6 +162,46 @@ def test_radcliq_pairs_follow_the_papers_sign_by_default_with_an_option():
         quality_scores("radcliq", dict.fromkeys(CRITERIA["radcliq"], 0), convention="negated")
 
 
+def test_pairs_carry_their_direction_into_the_trained_model(teacher_pairs, tmp_path):
+    """Review 30b: a model trained from the Python API on paper-convention pairs (error counts) was saved as
+    higher-is-better (MultiRewardModel.new's default), and `train er2score --pairs` took the direction from
+    --radcliq-convention, not from the pairs: pairs made with "quality" and trained without the option were saved
+    lower-is-better. Either way the RL reward pointed at more errors. Pairs now say what their sub-scores mean,
+    and training follows them."""
+    import json
+
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.train import pairs_direction, train_reward_model
+
+    pairs, _ = teacher_pairs
+    assert {p["higher_is_better"] for p in pairs} == {False}  # the paper's convention: error counts
+    base = build_tiny_base(tmp_path / "base")
+    model = MultiRewardModel.new(str(base), CRITERIA["radcliq"])
+    train_reward_model(model, pairs[:4], steps=1, batch_size=2, progress=False)
+    assert model.higher_is_better is False
+
+    quality = [{**p, "higher_is_better": True} for p in pairs[:4]]
+    src = tmp_path / "quality.jsonl"
+    src.write_text("\n".join(json.dumps(p) for p in quality))
+    args = ["train", "er2score", "--base", str(base), "--pairs", str(src), "--steps", "1", "--batch-size", "2"]
+    trained = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "q")])
+    assert trained.exit_code == 0, trained.output
+    assert json.loads((tmp_path / "q" / "training.json").read_text())["higher_is_better"] is True
+    assert MultiRewardModel.load(tmp_path / "q").higher_is_better is True
+    refused = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "p"), "--radcliq-convention", "paper"])
+    assert refused.exit_code != 0 and "the pairs say higher_is_better true" in str(refused.exception)
+    assert not (tmp_path / "p").exists() or not any((tmp_path / "p").iterdir())
+
+    with pytest.raises(ValueError, match="disagree on their direction"):
+        pairs_direction([{"higher_is_better": True}, {"higher_is_better": False}])
+    with pytest.raises(ValueError, match="must be true or false"):
+        pairs_direction([{"higher_is_better": "false"}])
+    assert pairs_direction([{"reference": "x"}]) is None  # pairs of your own: --radcliq-convention decides
+
+
 def test_a_missing_or_foreign_model_folder_is_one_line_through_evaluate(tmp_path, monkeypatch):
     """Review 27 (L1): model="/nonexistent" was huggingface_hub's HFValidationError about repo-id characters, a folder
     that is not an ER2Score model a bare FileNotFoundError on er2score_config.json."""

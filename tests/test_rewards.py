@@ -318,7 +318,9 @@ def tiny_er2score(tmp_path_factory):
 
     register_plugin(fake_judge, name="fake-teacher-rewards")
     try:
-        pairs, _ = generate_pairs(radmetrics.get_judge("fake", cache=False), [r for r, _, _ in training_pairs()])
+        # the quality convention (fewer errors chosen): a higher-is-better model, whose reward is its own score
+        pairs, _ = generate_pairs(radmetrics.get_judge("fake", cache=False), [r for r, _, _ in training_pairs()],
+                                  convention="quality")
     finally:
         unregister_plugin(name="fake-teacher-rewards")
     folder = tmp_path_factory.mktemp("er2")

@@ -220,7 +220,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.er2score.data import generate_pairs
     from radmetrics.er2score.model import MultiRewardModel
     from radmetrics.er2score.pairs import CRITERIA, higher_is_better
-    from radmetrics.er2score.train import train_reward_model
+    from radmetrics.er2score.train import pairs_direction, train_reward_model
     from radmetrics.errors import InputError
     from radmetrics.judge import get_judge
     from radmetrics.judge.preflight import check_hub_model, check_judge
@@ -265,9 +265,21 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
             fh.write("\n".join(json.dumps(p) for p in pairs))
     else:
         raise click.UsageError("give --references (the teacher writes pairs) or --pairs")
+    # pairs radmetrics wrote carry their direction (higher_is_better); others follow --radcliq-convention. A model
+    # of error counts saved as higher-is-better rewards more errors in RL (review 30b)
+    try:
+        carried = pairs_direction(pairs)
+    except ValueError as e:
+        raise InputError(f"{pairs_path or 'the teacher pairs'}: {e}") from None
+    wanted = higher_is_better(system, radcliq_convention)
+    flag_given = (click.get_current_context().get_parameter_source("radcliq_convention")
+                  != click.core.ParameterSource.DEFAULT)
+    if carried is not None and flag_given and carried != wanted:
+        raise InputError(f"{pairs_path}: the pairs say higher_is_better {str(carried).lower()}, but "
+                         f"--radcliq-convention {radcliq_convention} means {str(wanted).lower()}; drop the option "
+                         "(the pairs' direction is used) or give the pairs made with that convention")
     model = MultiRewardModel.new(base_model, CRITERIA[system], lora_r=lora_r, lora_alpha=2 * lora_r)
-    # ready pairs carry their own direction; teacher pairs follow --radcliq-convention
-    model.higher_is_better = higher_is_better(system, radcliq_convention)
+    model.higher_is_better = wanted if carried is None else carried
     losses = train_reward_model(model, pairs, steps=steps, batch_size=batch_size, lr=learning_rate, lam=lam)
     folder = model.save(output)
     from radmetrics.io import AtomicFile

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from radmetrics.er2score.pairs import ScoredReport, build_pairs, radcliq_sub_scores
+from radmetrics.er2score.pairs import ScoredReport, build_pairs, higher_is_better, radcliq_sub_scores
 from radmetrics.json_answer import AnswerError, load_json_tolerant
 from radmetrics.taxonomy import radcliq_error_list, read_radcliq_errors
 from radmetrics.types import GenerationConfig, answer_problem
@@ -70,7 +70,10 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
             problems.append(f"row {i + 1}: {why}")
             continue
         try:
-            pairs.extend(build_pairs(reference, parse_generation(answer, convention)))
+            built = build_pairs(reference, parse_generation(answer, convention))
+            for pair in built:  # what the sub-scores mean travels with them: pairs.jsonl, train_reward_model
+                pair["higher_is_better"] = higher_is_better("radcliq", convention)
+            pairs.extend(built)
         except AnswerError as e:
             problems.append(f"row {i + 1}: {e}")
     return pairs, problems

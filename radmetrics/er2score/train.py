@@ -19,6 +19,9 @@ def train_reward_model(model: MultiRewardModel, pairs: Sequence[dict[str, Any]],
 
     if not pairs:
         raise ValueError("no training pairs")
+    carried = pairs_direction(pairs)
+    if carried is not None:  # the model learns what the pairs' sub-scores mean: error counts are lower-is-better
+        model.higher_is_better = carried
     torch.manual_seed(seed)
     rng = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
@@ -37,3 +40,18 @@ def train_reward_model(model: MultiRewardModel, pairs: Sequence[dict[str, Any]],
         losses.append(float(loss.detach()))
     model.backbone.eval()
     return losses
+
+
+def pairs_direction(pairs: Sequence[dict[str, Any]]) -> bool | None:
+    """Whether the pairs' sub-scores are higher-is-better, as their "higher_is_better" says (`generate_pairs` writes
+    it: RadCliQ in the paper's convention counts errors), or None when no pair says. A model trained on error counts
+    but saved as higher-is-better would reward more errors in RL (review 30b), so pairs that disagree are refused."""
+    given = [p["higher_is_better"] for p in pairs if isinstance(p, dict) and p.get("higher_is_better") is not None]
+    odd = next((value for value in given if not isinstance(value, bool)), None)
+    if odd is not None:  # "false" as a string would read as true
+        raise ValueError(f"a pair's higher_is_better is {odd!r}; it must be true or false")
+    said = set(given)
+    if len(said) > 1:
+        raise ValueError("the pairs disagree on their direction: some say higher_is_better true, some false (pairs "
+                         "made with both RadCliQ conventions?); train on pairs of one convention")
+    return said.pop() if said else None
