@@ -69,6 +69,28 @@ def test_an_assistant_turn_with_no_text_is_judged_as_an_empty_report(fake_judge)
     assert reward(completions=[[{"role": "tool", "content": "x"}]], reference=REFS[:1]) == [None]  # no assistant turn
 
 
+def test_a_reasoning_policys_draft_is_not_judged_as_its_report(fake_judge, monkeypatch):
+    """A reasoning policy (Qwen3, R1) writes "<think>...</think>" before its report, and the judge was given the draft
+    as part of the report: findings it only considered counted as reported. The report after the block is judged;
+    a "</think>" alone ends drafting the chat template opened; a completion cut inside its block wrote no report
+    and is judged as the empty report (not unscored: no way around the reward)."""
+    reward = reward_function("green", backend="fake", cache=False)
+    asked = []
+    backend = reward.judge.backend
+    original = backend.generate
+    monkeypatch.setattr(backend, "generate", lambda prompts, *a, **k: asked.extend(prompts) or
+                        original(prompts, *a, **k))
+    report = CANDS[0]
+    drafted = [f"<think>Maybe a right pneumothorax? No.</think>\n\n{report}",
+               [{"role": "assistant", "content": f"Maybe a right pneumothorax? No.\n</think>\n{report}"}],
+               report]
+    rewards = reward(completions=drafted, reference=REFS[:1] * 3)
+    assert rewards[0] == rewards[1] == rewards[2] is not None
+    assert not any("pneumothorax? No." in prompt for prompt in asked)
+    cut = reward(completions=["<think>The effusion is on the left, so"], reference=REFS[:1])
+    assert cut == reward(completions=[""], reference=REFS[:1]) == [0.0]
+
+
 def test_one_batched_judge_call_per_reward_call(fake_judge, monkeypatch):
     reward = reward_function("green", backend="fake", cache=False)
     calls = []

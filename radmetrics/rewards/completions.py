@@ -22,20 +22,36 @@ TRAINER_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environ
 
 
 def completion_text(completion: Any) -> Any:
-    """The report a completion holds: the text itself, or the assistant messages' text joined by newlines; an
-    assistant turn with no text (a bare tool call, an image block) is an empty report, judged as written (as
-    None it went unscored, and a policy escaped the reward by answering with no text). Messages with no assistant
-    turn are None, and anything else is returned as is (the runner marks it unscored, naming its type)."""
+    """The report a completion holds: the text itself, or the assistant messages' text joined by newlines, without a
+    reasoning block (`report_after_reasoning`); an assistant turn with no text (a bare tool call, an image block)
+    is an empty report, judged as written (as None it went unscored, and a policy escaped the reward by answering
+    with no text). Messages with no assistant turn are None, and anything else is returned as is (the runner marks
+    it unscored, naming its type)."""
     if isinstance(completion, str):
-        return completion
+        return report_after_reasoning(completion)
     if isinstance(completion, dict):
         completion = [completion]
     if isinstance(completion, list | tuple) and all(isinstance(m, dict) for m in completion):
         turns = [m for m in completion if m.get("role", "assistant") == "assistant"]
         if not turns:
             return None
-        return "\n".join(text for text in (_content_text(m.get("content")) for m in turns) if text)
+        return report_after_reasoning("\n".join(text for text in (_content_text(m.get("content")) for m in turns)
+                                                if text))
     return completion
+
+
+def report_after_reasoning(text: str) -> str:
+    """A reasoning policy's report without its "<think>...</think>" drafting (a Qwen3 or R1 policy's completion holds
+    it, and the judge read the draft as part of the report: its findings counted as the report's). A "</think>"
+    alone ends drafting the chat template opened. A completion that never closes its block wrote no report: the empty
+    report, judged as such, so cutting the answer off inside the draft is no way around the reward."""
+    from radmetrics.json_answer import AnswerError, without_reasoning
+
+    try:
+        report = without_reasoning(text)
+    except AnswerError:
+        return ""
+    return report.strip() if report != text else text
 
 
 def _content_text(content: Any) -> str | None:
