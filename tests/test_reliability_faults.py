@@ -686,6 +686,35 @@ def test_a_server_that_goes_down_mid_run_stops_the_run_and_the_rerun_resumes(tmp
           f"rerun asked {len(again.requests)}")
 
 
+@pytest.mark.parametrize("chunk_rows", [1, 2])
+def test_a_server_down_stops_the_run_also_when_each_call_has_no_more_rows_than_run_at_once(tmp_path, chunk_rows):
+    """Review 30a: the stop was checked only while a call still had rows waiting, and its count of refused rows
+    started again at each call, so calls of at most `concurrency` rows (--chunk-rows 2 here; `--engine ray` with a
+    small chunk per actor; a GRPO reward batch) never stopped: every later row failed after its retries and the run
+    exited 0 with them unscored. The refused rows now count across calls, and a call that ends on them stops."""
+    n = 30
+    src, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    write_pairs(src, n)
+    server = FakeOpenAIServer(analysis_for, delay=0.05).__enter__()
+    port = server.httpd.server_address[1]
+    args = cli_args(src, out, server.base_url, tmp_path / "cache.sqlite", "--chunk-rows", chunk_rows,
+                    "--judge-option", "unreachable_after=30", "--judge-option", "max_retries=1", *FAST, concurrency=2)
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while sum(r["t_done"] is not None for r in server.requests) < 6 and time.time() < deadline:
+        time.sleep(0.01)
+    server.__exit__(None, None, None)  # nothing listens on the port any more
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1].startswith(f"Error: the judge server at {server.base_url} has refused "
+                                                      "connections for "), stderr[-3000:]
+    with FakeOpenAIServer(analysis_for, port=port):  # back on the same address: the same command finishes
+        rerun = run(args)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(n)) and all(r["parsed"] for r in rows)
+
+
 # -- model files -----------------------------------------------------------------------------------------------------
 class _Payload:
     """Unpickling this runs code (writes a file): what a hostile head file on the Hub would carry."""

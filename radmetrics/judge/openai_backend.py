@@ -458,7 +458,11 @@ class OpenAIJudge(JudgeBackend):
         out: list[str] = [""] * len(prompts)
         reported: set[int] = set()
         self._budget.reset()
-        self._refused_since, self._refused_rows = None, 0
+        # the rows refused by earlier calls with nothing heard since still count (calls of at most `concurrency`
+        # rows, e.g. a chunk per Ray actor or a reward batch, would otherwise never reach the count); the seconds
+        # count from this call, so a pause between calls is not taken for seconds of refusals
+        if self._refused_since is not None:
+            self._refused_since = time.monotonic()
         pool = ThreadPoolExecutor(self.concurrency)
         futures: dict = {}
 
@@ -488,10 +492,13 @@ class OpenAIJudge(JudgeBackend):
                     silent = self._silence.due() if pending else None
                     if silent is not None:
                         self._notice_silence(silent, len(pending))
-                    if pending and self._server_down():
+                    # also once the call's last rows were refused: the next call would fail its rows the same way
+                    if self._server_down():
+                        refusing = self._refusing_for()
+                        self._refused_since, self._refused_rows = None, 0  # a later call starts afresh
                         raise JudgeUnreachable(self._safe(
                             f"the judge server at {self._where()} has refused connections for "
-                            f"{span(self._refusing_for())}: it is down. Nothing more was sent"))
+                            f"{span(refusing)}: it is down. Nothing more was sent"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.
