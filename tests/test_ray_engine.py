@@ -170,6 +170,36 @@ except JudgeError as e:
                                                    f"Replay file not found: {replay}")
 
 
+@pytest.mark.slow
+def test_a_judge_error_in_every_actor_ends_the_run_in_one_line_without_rays_unhandled_errors(tmp_path):
+    """Review 30a: when the judge raised in both actors (the judge server down), the run ended with the first
+    actor's line, then Ray printed the other actor's traceback as an "Unhandled error" below it. The other
+    batches' errors are now collected (they are the same stop), so the one line is the last word."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(REPO / "tests")!r})
+import ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+from radmetrics.errors import JudgeError
+from radmetrics.judge.ray_engine import RayShardedJudge
+server = FakeOpenAIServer(analysis_for).__enter__()
+judge = RayShardedJudge("openai", model="m", base_url=server.base_url, actors=2, concurrency=1, max_retries=0)
+judge.generate(["p1", "p2"], progress=False)  # both actors up, the server heard
+server.__exit__(None, None, None)  # then down: each actor's batch is refused and its judge raises
+try:
+    judge.generate(["p3", "p4", "p5", "p6"], progress=False)
+except JudgeError as e:
+    print("JudgeError:", e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1].startswith("JudgeError: a Ray actor failed: "), out.stdout[-3000:]
+    assert "Unhandled error" not in out.stderr and "Traceback" not in out.stderr, out.stderr[-3000:]
+
+
 def test_a_ray_cluster_that_cannot_be_reached_is_named_in_one_line(tmp_path):
     """Review 26 (5): RAY_ADDRESS naming an address where nothing listens ended in the Hub's advice ("Check the
     network, the server URL or HF_ENDPOINT"), nothing about Ray, after minutes of Ray's retries (~14 minutes in Ray

@@ -106,15 +106,39 @@ class RayShardedJudge:
         texts: list[Any] = [None] * len(prompts)
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
+        submitted: list[Any] = []
+
+        def submit(actor, batch):
+            submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict))
+            return submitted[-1]
+
         # answers come back batch by batch as actors finish (no gathering of the whole run)
-        results = pool.map_unordered(lambda actor, batch: actor.judge_batch.remote(batch[0], batch[1], config_dict),
-                                     batches)
-        for indices, answers, failures, cuts in _reraised_in_one_line(results):
-            for i, text, failure, cut in zip(indices, answers, failures, cuts):
-                texts[i] = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens, cut)
-                if on_result:
-                    on_result(i, texts[i])
+        results = pool.map_unordered(submit, batches)
+        try:
+            for indices, answers, failures, cuts in _reraised_in_one_line(results):
+                for i, text, failure, cut in zip(indices, answers, failures, cuts):
+                    texts[i] = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens,
+                                                                                         cut)
+                    if on_result:
+                        on_result(i, texts[i])
+        except JudgeError:
+            _collect_the_others(submitted)
+            raise
         return texts
+
+
+def _collect_the_others(submitted: list[Any], wait_s: float = 2.0) -> None:
+    """The run ends with one actor's error line: the other batches that failed too (the same server down, the same
+    judge that cannot load) are read here, so that Ray does not print each one as an "Unhandled error" traceback
+    below that line. A batch still running after ``wait_s`` is left to end with the run."""
+    import ray
+
+    ready, _ = ray.wait(submitted, num_returns=len(submitted), timeout=wait_s)
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except Exception:  # its error is the one already said, or another this run no longer waits for
+            pass
 
 
 def _connect_to_ray(ray) -> None:
