@@ -105,6 +105,38 @@ def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
     assert len(out.read_text().splitlines()) == 40
 
 
+@pytest.mark.slow
+def test_retry_unscored_with_ray_asks_the_unreadable_answer_again(tmp_path):
+    """Review 30a: `--retry-unscored --engine ray` asked nothing again: the sharded judge had no `forget`, so the
+    run skipped the re-ask without a word and the unreadable answer came back from the actors' cache. The actors
+    now forget those prompts' cached answers (each in its node's cache file) and the row is asked once more."""
+    from fake_judge import UNREADABLE, analysis_for
+    from openai_server import FakeOpenAIServer
+
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    src.write_text("".join(json.dumps({"reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}." + (" ONCE" if i == 2 else "")}) + "\n"
+                           for i in range(6)))
+    asked: list[str] = []
+
+    def first_answer_unreadable(prompt):  # row 3's first answer cannot be read; asked again, it can
+        asked.append(prompt)
+        return UNREADABLE if "ONCE" in prompt and asked.count(prompt) == 1 else analysis_for(prompt)
+
+    code = ("import ray, sys; ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); "
+            "from radmetrics.cli import main; sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    with FakeOpenAIServer(first_answer_unreadable) as server:
+        args = [sys.executable, "-c", code, "score", "-m", "green", "-i", str(src), "-o", str(out), "--backend",
+                "openai", "--base-url", server.base_url, "--judge", "m", "--cache", str(cache), "--engine", "ray",
+                "--actors", "2", "--no-progress"]
+        first = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=300)
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert first.returncode == 0 and again.returncode == 0, (first.stderr + again.stderr)[-3000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows[2]["parsed"] and rows[2]["details"].get("asked_again"), rows[2]
+    assert all(r["parsed"] for r in rows) and len(asked) == 7  # six rows, and row 3 once more
+
+
 def _cli_on_a_cluster_started_in(folder, args, cwd, timeout=300):
     """`radmetrics score ARGS` run in `cwd` on a local Ray cluster whose processes were started in `folder`, as
     `ray start` in another directory leaves its workers there."""

@@ -33,11 +33,19 @@ class _JudgeActor:
         self.judge = get_judge(backend, model=model, cache=cache, **options)
 
     def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any]):
-        config = dict(config)
-        config["stop"] = tuple(config.get("stop") or ())
-        texts = self.judge.generate(prompts, GenerationConfig(**config), progress=False)
+        texts = self.judge.generate(prompts, _config(config), progress=False)
         return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
             [isinstance(t, CutAnswer) for t in texts]
+
+    def forget(self, prompts: list[str], config: dict[str, Any]) -> None:
+        self.judge.forget(prompts, _config(config))
+
+
+def _config(config: dict[str, Any]) -> GenerationConfig:
+    """A GenerationConfig from its `to_dict` (the stop strings as the tuple it holds)."""
+    config = dict(config)
+    config["stop"] = tuple(config.get("stop") or ())
+    return GenerationConfig(**config)
 
 
 class RayShardedJudge:
@@ -93,6 +101,18 @@ class RayShardedJudge:
                              f"GPUs); the Ray cluster has {have_cpus:g}: use --actors {max(1, int(have_cpus))} or "
                              "fewer, or add nodes")
         return gpus
+
+    def forget(self, prompts, config: GenerationConfig | None = None) -> None:
+        """Drop these prompts' cached answers so the next generate asks again (`--retry-unscored`): in every actor,
+        as each reads its own node's cache file (one machine: the one file, dropped once per actor)."""
+        import ray
+
+        prompts = list(prompts)
+        if prompts:
+            config_dict = (config or GenerationConfig()).to_dict()
+            refs = [actor.forget.remote(prompts, config_dict) for actor in self._actors()]
+            for _ in _reraised_in_one_line(ray.get(ref) for ref in refs):  # an actor that died: one line
+                pass
 
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
         from ray.util import ActorPool
