@@ -137,6 +137,35 @@ def test_retry_unscored_with_ray_asks_the_unreadable_answer_again(tmp_path):
     assert all(r["parsed"] for r in rows) and len(asked) == 7  # six rows, and row 3 once more
 
 
+@pytest.mark.slow
+def test_a_prompt_given_twice_is_asked_once_across_the_actors(tmp_path):
+    """Review 30a: the sharded judge split the prompts over the actors as given, so a row repeated in the input
+    (one pair scored twice, several systems' identical outputs) was asked once per actor that got it: with
+    --no-cache twice, where a local run asks it once, and a server that does not answer alike twice could give
+    the two rows different scores. Each prompt now goes to one actor; its answer fills every row that asked it."""
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(REPO / "tests")!r})
+import ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+from radmetrics.judge.ray_engine import RayShardedJudge
+prompts = ["p1", "p2", "p3"] * 2
+with FakeOpenAIServer(lambda prompt: "answer to " + prompt) as server:
+    judge = RayShardedJudge("openai", model="m", base_url=server.base_url, actors=2)
+    seen = []
+    texts = judge.generate(prompts, progress=False, on_result=lambda i, text: seen.append(i))
+    asked = len(server.requests)
+print(json.dumps({{"texts": [str(t) for t in texts], "seen": sorted(seen), "asked": asked}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "texts": ["answer to p1", "answer to p2", "answer to p3"] * 2, "seen": list(range(6)), "asked": 3}
+
+
 def _cli_on_a_cluster_started_in(folder, args, cwd, timeout=300):
     """`radmetrics score ARGS` run in `cwd` on a local Ray cluster whose processes were started in `folder`, as
     `ray start` in another directory leaves its workers there."""

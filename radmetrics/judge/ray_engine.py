@@ -119,10 +119,16 @@ class RayShardedJudge:
 
         config = config or GenerationConfig()
         prompts = list(prompts)
+        # each distinct prompt goes to one actor, its answer to every position that asked it: a repeated row split
+        # over two actors was asked twice (with no cache, or a server that does not answer alike twice)
+        positions: dict[str, list[int]] = {}
+        for i, prompt in enumerate(prompts):
+            positions.setdefault(prompt, []).append(i)
+        unique = list(positions)
         # an even share per actor keeps every engine's table busy; small calls still use every actor
-        size = self.batch_size or max(1, min(self.max_batch_rows, -(-len(prompts) // self.actors)))
-        batches = [(list(range(k, min(k + size, len(prompts)))), prompts[k : k + size])
-                   for k in range(0, len(prompts), size)]
+        size = self.batch_size or max(1, min(self.max_batch_rows, -(-len(unique) // self.actors)))
+        batches = [(list(range(k, min(k + size, len(unique)))), unique[k : k + size])
+                   for k in range(0, len(unique), size)]
         texts: list[Any] = [None] * len(prompts)
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
@@ -136,11 +142,12 @@ class RayShardedJudge:
         results = pool.map_unordered(submit, batches)
         try:
             for indices, answers, failures, cuts in _reraised_in_one_line(results):
-                for i, text, failure, cut in zip(indices, answers, failures, cuts):
-                    texts[i] = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens,
-                                                                                         cut)
-                    if on_result:
-                        on_result(i, texts[i])
+                for u, text, failure, cut in zip(indices, answers, failures, cuts):
+                    answer = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens, cut)
+                    for i in positions[unique[u]]:
+                        texts[i] = answer
+                        if on_result:
+                            on_result(i, answer)
         except JudgeError:
             _collect_the_others(submitted)
             raise
