@@ -494,11 +494,15 @@ class OpenAIJudge(JudgeBackend):
                         self._notice_silence(silent, len(pending))
                     # also once the call's last rows were refused: the next call would fail its rows the same way
                     if self._server_down():
-                        refusing = self._refusing_for()
+                        refusing, rows = self._refusing_for(), self._refused_rows
                         self._refused_since, self._refused_rows = None, 0  # a later call starts afresh
+                        # stopped by the seconds, or by rows that failed every attempt first (fast backoffs: then
+                        # the seconds are a fraction of one and say nothing)
+                        how = (f"for {span(refusing)}" if refusing >= self.unreachable_after else
+                               f"to {rows} row{'s' if rows != 1 else ''} through every retry")
                         raise JudgeUnreachable(self._safe(
-                            f"the judge server at {self._where()} has refused connections for "
-                            f"{span(refusing)}: it is down. Nothing more was sent"))
+                            f"the judge server at {self._where()} has refused connections {how}: it is down. "
+                            "Nothing more was sent"))
         except BaseException:
             # Ctrl-C / SIGTERM: start nothing new, give requests in flight a short grace, and hand over every
             # answer that came (the cache keeps it) before the interrupt goes on.
