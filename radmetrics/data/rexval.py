@@ -67,13 +67,16 @@ def read_rexval(folder: str | Path) -> list[dict[str, Any]]:
             insig = [per_rater[r][1] for r in raters_sorted]
             mean_sig = [sum(s[c] for s in sig) / len(sig) for c in range(6)]
             mean_insig = [sum(s[c] for s in insig) / len(insig) for c in range(6)]
+            # the raters' mean total as one division: a sum of the per-category means in float leaves equal means a
+            # last digit apart (37/6 as 6.166666666666666 or ...667), which rank correlations read as no tie
+            sig_total, insig_total = sum(map(sum, sig)), sum(map(sum, insig))
             rows.append({
                 "id": f"rexval-{study}-{ctype}", "dataset": "rexval", "reference": report["gt_report"],
-                "candidate": report[ctype], "expert_score": sum(mean_sig), "expert_higher_is_better": False,
+                "candidate": report[ctype], "expert_score": sig_total / len(sig), "expert_higher_is_better": False,
                 "expert_significant": mean_sig, "expert_insignificant": mean_insig, "site": "MIMIC-CXR",
                 "study_number": study, "study_id": str(report["study_id"]), "candidate_type": ctype,
                 "rater_index": raters_sorted, "rater_significant": sig, "rater_insignificant": insig,
-                "expert_total_errors": sum(mean_sig) + sum(mean_insig),
+                "expert_total_errors": (sig_total + insig_total) / len(sig),
             })
     return rows
 

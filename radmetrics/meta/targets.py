@@ -37,16 +37,27 @@ def expert_target(data, target: str) -> tuple[list[float | None], bool, str]:
     if not any(sig_ok):
         raise InputError(f"target {target!r} needs per-category expert error counts (expert_significant); this "
                          "dataset has none: use --target score")
-    sig = [sum(v) if ok else None for v, ok in zip(data["expert_significant"], sig_ok)]
+    sig = [_mean_total(data[i], ("rater_significant",)) if ok else None for i, ok in enumerate(sig_ok)]
     if target in {"significant", "per-category"}:
         return sig, False, "mean clinically significant errors over raters"
     insig_ok = _has_categories(data, "expert_insignificant")
     if not any(insig_ok):
         raise InputError("target 'total' needs insignificant error counts (expert_insignificant); this dataset "
                          "has none: use --target significant")
-    total = [s + sum(i) if s is not None and ok else None
-             for s, i, ok in zip(sig, data["expert_insignificant"], insig_ok)]
+    total = [_mean_total(data[i], ("rater_significant", "rater_insignificant")) if s is not None and ok else None
+             for i, (s, ok) in enumerate(zip(sig, insig_ok))]
     return total, False, "mean clinically significant + insignificant errors over raters"
+
+
+def _mean_total(row, rater_columns: tuple[str, ...]) -> float:
+    """The raters' mean error total of a row. A sum of per-category means in float leaves equal means a last digit
+    apart (37/6 as 6.166666666666666 or ...667), and Kendall τ-b and Spearman then rank what is a tie; so it is one
+    division of the raters' integer counts where the row has them, else the sum of the means with that noise cut."""
+    raters = [row.get(c) or [] for c in rater_columns]
+    if raters[0] and all(len(r) == len(raters[0]) for r in raters):
+        return sum(sum(map(sum, r)) for r in raters) / len(raters[0])
+    means = [row["expert_significant"], *([row["expert_insignificant"]] if len(rater_columns) > 1 else [])]
+    return float(f"{sum(sum(m) for m in means):.12g}")
 
 
 def held_out(n: int, size: float | int | None, seed: int = 0) -> tuple[list[int], list[int]]:
