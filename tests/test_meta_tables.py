@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -195,6 +196,33 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
     assert entry["per_category"]["a"]["kendall_tau_b"]["value"] == pytest.approx(expected, abs=1e-6)
     assert [float(r[f"er2score:model={folder}"]) for r in rows] == pytest.approx([s["er2score"] for s in scores],
                                                                                  abs=1e-5)
+
+
+def test_er2score_per_criterion_against_the_total_target_counts_insignificant_errors_too(tmp_path, rexval):
+    """ER²Score Table 1 (Sec. 2.1, App. prompt): a criterion's score is 1 point per significant and 1 per
+    insignificant error of its category, and its "Total" is the sum; with --target total each criterion was still
+    graded against the significant errors alone."""
+    from tiny_judge import build_tiny_base
+
+    from radmetrics.er2score import CRITERIA
+    from radmetrics.er2score.model import MultiRewardModel
+
+    folder = MultiRewardModel.new(str(build_tiny_base(tmp_path / "base")), CRITERIA["radcliq"]).save(tmp_path / "er2")
+    out = tmp_path / "er2-total"
+    run = run_cli("meta-eval", "-d", FIXTURES / "rexval", "-m", f"er2score:model={folder}", "--target", "total",
+                  "--resamples", "0", "-o", out)
+    assert run.returncode == 0, run.stderr[-3000:]
+    entry = json.loads((out / "results.json").read_text())["metrics"][f"er2score:model={folder}"]
+    scores = MultiRewardModel.load(folder).score(list(rexval["reference"]), list(rexval["candidate"]))
+    for k, criterion in enumerate(CRITERIA["radcliq"]):
+        expected = stats.kendall_tau([s["rewards"][criterion] for s in scores],
+                                     [-(row["expert_significant"][k] + row["expert_insignificant"][k])
+                                      for row in rexval], resamples=0).value
+        got = entry["per_category"]["abcdef"[k]]["kendall_tau_b"]["value"]
+        if math.isnan(expected):  # a category no rater marked on the fixture: undefined, written as null
+            assert got is None, criterion
+        else:
+            assert got == pytest.approx(expected, abs=1e-6), criterion
 
 
 def test_preference_accuracy_end_to_end(tmp_path):

@@ -131,9 +131,11 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
     return made, details
 
 
-def _per_category(run: MetricRun, data, rows, resamples, seed) -> dict[str, Any] | None:
+def _per_category(run: MetricRun, data, rows, resamples, seed, target: str = "per-category") -> dict[str, Any] | None:
     """Per error category (a)-(f): the judge's count (or ER²Score's reward for the matching RadCliQ criterion)
-    against the expert mean count for that category."""
+    against the expert mean count for that category: significant errors, and for ER²Score's criteria under the
+    'total' target significant + insignificant (ER²Score Table 1: 1 point per error of either kind, the total their
+    sum). A judge's counts are of significant errors (GREEN), so they are graded against those."""
     if "expert_significant" not in data.column_names:
         return None
     expert = [v if v is not None and len(v) == 6 else None for v in data["expert_significant"]]
@@ -141,6 +143,9 @@ def _per_category(run: MetricRun, data, rows, resamples, seed) -> dict[str, Any]
         columns = {x: ([None if c is None else -c[k] for c in run.counts], "count") for k, x in enumerate(LETTERS)}
     elif len(run.extra) == 6:
         columns = {x: (list(vals), name) for x, (name, vals) in zip(LETTERS, run.extra.items())}
+        if target == "total" and "expert_insignificant" in data.column_names:
+            expert = [None if e is None or i is None or len(i) != 6 else [a + b for a, b in zip(e, i)]
+                      for e, i in zip(expert, data["expert_insignificant"])]
     else:
         return None
     out = {}
@@ -223,7 +228,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
             out["warnings"].append(f"{full_run.name}: {cut} judge answer(s) reached the token limit (unscored); its "
                                    "correlations leave them out")
         if target == "per-category" or full_run.extra:
-            per_category = _per_category(full_run, data, test, resamples, seed)
+            per_category = _per_category(full_run, data, test, resamples, seed, target)
             if per_category:
                 entry["per_category"] = per_category
         if full_run.extra:
@@ -435,7 +440,10 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
                                    [[judge] + [row.get(m) for m in names] for judge, row in table.items()],
                                    numeric=set(range(1, len(names) + 1))))
     for name, m in results["metrics"].items():
-        for key, title in (("per_category", "per error category (expert mean count per category)"),
+        per_category_title = ("per error category (expert mean significant + insignificant count per category)"
+                              if results.get("target") == "total" and not m.get("mae_significant_errors")
+                              else "per error category (expert mean significant count per category)")
+        for key, title in (("per_category", per_category_title),
                            ("criteria", "per criterion against the expert target")):
             if key in m:
                 report.tables.append(Table(
