@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 9: a "</think>" with no "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_"
-# read as the "**" forms; 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-# 10: a closing sentence, or a dropped "**Matched Findings**:" section, that disagrees with the sections (review 30c)
+# 10: a closing or explanation sentence, or a dropped "**Matched Findings**:" section, that disagrees with the
+# sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
+# "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
+# 7: items in any marker form split and continued; cut last sections; <think> (review 28)
 PARSER_VERSION = "10"
 
 SIGNIFICANT = "Clinically Significant Errors"
@@ -973,7 +974,6 @@ _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u
 #: full-width ASCII as ASCII; no-break and other fixed spaces as the space they show as
 _FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for c in range(0x2000, 0x200B)},
                0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20}
-
 
 
 #: Markdown underscore emphasis around a header or an item marker ("__Matched Findings__:", "_(b)_"), the same
