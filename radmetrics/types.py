@@ -8,6 +8,11 @@ from typing import Any
 from radmetrics.taxonomy import ErrorCounts
 
 
+
+#: precision names a judge's or reward model's dtype option takes ("auto" besides) -> the torch dtype's name
+TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
+                     "fp32": "float32", "float32": "float32"}
+
 @dataclass
 class Judgment:
     """What a scoring system read from one judge output.

@@ -24,7 +24,7 @@ from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.judge.greedy_engine import cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
-from radmetrics.types import GenerationConfig, cut_at_limit
+from radmetrics.types import TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +170,9 @@ class TransformersJudge(JudgeBackend):
     def _resolved_dtype(self, device: str):
         import torch
 
-        dtype = {"auto": None,
-                 "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
-                 "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}[self.dtype_name]
-        if dtype is None:
-            dtype = self._auto_dtype(device, {"revision": self.revision, "trust_remote_code": self.trust_remote_code})
-        return dtype
+        if self.dtype_name == "auto":
+            return self._auto_dtype(device, {"revision": self.revision, "trust_remote_code": self.trust_remote_code})
+        return getattr(torch, TORCH_DTYPE_NAMES[self.dtype_name])
 
     def _auto_dtype(self, device: str, kwargs: dict[str, Any]):
         """fp32 on CPU; on a GPU the checkpoint's own half precision (GREEN models: fp16, as upstream runs them),

@@ -14,10 +14,13 @@ from typing import Any
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.base import RadmetricsReward
 from radmetrics.runner import pair_problem
+from radmetrics.types import TORCH_DTYPE_NAMES
 
 
 #: dtype names, as the judges' dtype option reads them ("auto": bf16 on a GPU, fp32 on CPU)
-DTYPES = ("auto", "bf16", "bfloat16", "fp16", "float16", "fp32", "float32")
+DTYPES = ("auto", *TORCH_DTYPE_NAMES)
+#: the options an ER²Score reward takes besides the reward ones (`er2score_reward`'s model_options)
+MODEL_OPTIONS = ("base_model", "device", "dtype", "batch_size", "max_length")
 
 
 class _SharedModel:
@@ -50,9 +53,10 @@ class _SharedModel:
         device = self.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = {"auto": torch.bfloat16 if device.startswith("cuda") else torch.float32, "bf16": torch.bfloat16,
-                 "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16, "fp32": torch.float32,
-                 "float32": torch.float32}[self.dtype]
+        if self.dtype == "auto":
+            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        else:
+            dtype = getattr(torch, TORCH_DTYPE_NAMES[self.dtype])
         self.model.backbone.to(device=device, dtype=dtype).eval()
         self.model.head.to(device)  # the head stays fp32: rewards are read at full precision
 
@@ -204,11 +208,6 @@ def _module_class():
 
         _MODULE_CLASS = ER2ScoreRewardModel
     return _MODULE_CLASS
-
-
-def model_options() -> tuple[str, ...]:
-    """The options an ER²Score reward takes besides the reward ones (`er2score_reward`'s model_options)."""
-    return ("base_model", "device", "dtype", "batch_size", "max_length")
 
 
 def er2score_reward(model: Any, *, reference_column: str = "reference", criterion: str | None = None,

@@ -109,7 +109,7 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
 
     if metric == "er2score" and metric not in scoring_systems():
         from radmetrics.errors import RadmetricsError
-        from radmetrics.rewards.er2score_reward import ER2ScoreReward, model_options
+        from radmetrics.rewards.er2score_reward import MODEL_OPTIONS, ER2ScoreReward
 
         if not judge:
             raise RadmetricsError("reward_function('er2score') needs judge=<trained ER2Score folder or Hub id> "
@@ -122,10 +122,10 @@ def reward_function(metric: str, *, reference_column: str = "reference", backend
         if judge_memory_gib is not None:
             raise RadmetricsError("judge_memory_gib sizes a generating judge; ER²Score runs one forward pass per "
                                   "batch (batch_size= in judge_options sets its size)")
-        unknown = sorted(set(judge_options or {}) - set(model_options()))
+        unknown = sorted(set(judge_options or {}) - set(MODEL_OPTIONS))
         if unknown:
             raise RadmetricsError(f"ER²Score takes no option {unknown[0]!r} (judge_options=, --judge-option): it "
-                                  f"takes {', '.join(model_options())}")
+                                  f"takes {', '.join(MODEL_OPTIONS)}")
         return ER2ScoreReward(judge, reference_column=reference_column, on_unscored=on_unscored, scale=scale,
                               name=name, **(judge_options or {}))
     from radmetrics.plugins import DEPRECATED_NAMES
