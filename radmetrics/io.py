@@ -638,10 +638,10 @@ def remove_abandoned_staging(folder: Path, prefix: str, suffix: str = "") -> Non
 @contextmanager
 def staged_folder(output: str | os.PathLike) -> Iterator[Path]:
     """Write a folder (a dataset) whole: the block writes into a staging folder beside OUTPUT
-    (`.<name>.<pid>.staging`), which then becomes OUTPUT in one rename when OUTPUT is missing or empty, or is swapped with OUTPUT in one
-    atomic exchange when OUTPUT holds an earlier dataset and nothing else (--overwrite), or has its files moved in
-    one by one (each rename atomic, the card last) when OUTPUT also holds other files, which are left as they were. A kill or
-    Ctrl-C while writing leaves OUTPUT as it was, so the same command runs again (review 28: a kill during
+    (`.<name>.<pid>.staging`), which then becomes OUTPUT in one rename when OUTPUT is missing or empty, or is
+    swapped with OUTPUT in one atomic exchange when OUTPUT holds an earlier dataset and nothing else (--overwrite),
+    or has its files moved in one by one (each rename atomic, the card last) when OUTPUT also holds other files,
+    which are left as they were. A kill or Ctrl-C while writing leaves OUTPUT as it was, so the same command runs again (review 28: a kill during
     save_to_disk left a folder with data and no card, or half a shard, which the rerun refused as not empty). An
     error or interrupt removes the staging folder; one a kill left is removed by the next run for OUTPUT."""
     import shutil

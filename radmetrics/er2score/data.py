@@ -65,15 +65,14 @@ def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | 
     answers = judge.generate([RADCLIQ_GENERATION_PROMPT.format(reference=r) for r in references],
                              config or GenerationConfig(), progress=False)
     pairs, problems = [], []
+    direction = higher_is_better("radcliq", convention)  # what the sub-scores mean travels with each pair
     for i, (reference, answer) in enumerate(zip(references, answers)):
         if why := answer_problem(answer):
             problems.append(f"row {i + 1}: {why}")
             continue
         try:
-            built = build_pairs(reference, parse_generation(answer, convention))
-            for pair in built:  # what the sub-scores mean travels with them: pairs.jsonl, train_reward_model
-                pair["higher_is_better"] = higher_is_better("radcliq", convention)
-            pairs.extend(built)
+            pairs.extend({**pair, "higher_is_better": direction}
+                         for pair in build_pairs(reference, parse_generation(answer, convention)))
         except AnswerError as e:
             problems.append(f"row {i + 1}: {e}")
     return pairs, problems
