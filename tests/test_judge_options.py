@@ -73,3 +73,27 @@ def test_every_judge_implements_the_protocol(tmp_path):
     seen = []
     assert cached.generate(prompts, on_result=lambda i, t: seen.append(i), progress=False)
     assert sorted(seen) == [0, 1]
+
+
+def test_a_misspelt_dtype_is_refused_when_the_judge_is_built_not_at_load():
+    """A dtype no precision name matches was a KeyError when the weights loaded (after the input was read and, on a
+    cluster, in every actor); now it is the same one-line option error as any other bad value, naming the choices."""
+    with pytest.raises(JudgeOptionError, match=r"Option 'dtype' of the transformers backend must be one of auto, "
+                                               r"bf16, bfloat16, fp16, float16, fp32, float32, not 'fp8'\."):
+        TransformersJudge(model="m", dtype="fp8")
+    assert TransformersJudge(model="m", dtype="bf16").dtype_name == "bf16"  # the short names stay accepted
+    from radmetrics.judge.vllm_backend import VLLMJudge
+
+    with pytest.raises(JudgeOptionError, match=r"Option 'dtype' of the vllm backend must be one of auto, bf16, .*"
+                                               r"half, float, not 'bf61'\."):
+        VLLMJudge(model="m", dtype="bf61")
+
+
+def test_the_vllm_backend_hands_vllm_its_own_name_for_our_short_dtypes():
+    """vLLM takes "bfloat16" / "float16" / "float32" (and "half", "float"), not the short names the transformers
+    backend and the CLI document: dtype=bf16 made vLLM refuse at load. The identity keeps the name as given."""
+    from radmetrics.judge.vllm_backend import VLLMJudge, vllm_dtype
+
+    assert [vllm_dtype(d) for d in ("auto", "bf16", "fp16", "fp32", "bfloat16", "half", "float")] == [
+        "auto", "bfloat16", "float16", "float32", "bfloat16", "half", "float"]
+    assert VLLMJudge(model="m", dtype="bf16").identity()["dtype"] == "bf16"

@@ -24,7 +24,7 @@ from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.judge.greedy_engine import cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
-from radmetrics.types import TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
+from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,9 @@ class TransformersJudge(JudgeBackend):
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
                      "cuda_graphs", "draft_tokens", "share_stems", "decode_attention"):
             setattr(self, name, getattr(settings, name))
+        if self.dtype_name not in DTYPE_CHOICES:  # here, not a KeyError once the weights load (in every Ray actor)
+            raise JudgeOptionError(f"Option 'dtype' of the transformers backend must be one of "
+                                   f"{', '.join(DTYPE_CHOICES)}, not {self.dtype_name!r}.")
         if self.decode_attention not in ("cascade", "varlen"):
             raise JudgeOptionError(f"Option 'decode_attention' of the transformers backend must be 'cascade' or "
                                    f"'varlen', not {self.decode_attention!r}.")

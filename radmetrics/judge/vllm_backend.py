@@ -12,9 +12,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
+from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
-from radmetrics.types import GenerationConfig, cut_at_limit
+from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
+
+
+#: dtype names vLLM takes besides radmetrics' own (`DTYPE_CHOICES`): its aliases of float16 and float32
+VLLM_DTYPE_ALIASES = ("half", "float")
+
+
+def vllm_dtype(name: str) -> str:
+    """The name vLLM takes for a dtype option: radmetrics' short names (bf16, fp16, fp32) spelt out, as vLLM knows
+    only "auto", "bfloat16", "float16", "half", "float32" and "float"."""
+    return TORCH_DTYPE_NAMES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,9 @@ class VLLMJudge(JudgeBackend):
         super().__init__(model=model, **options)
         s: VLLMOptions = self.settings  # type: ignore[assignment]
         self.dtype, self.chat_template = s.dtype, s.chat_template
+        if self.dtype not in (*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES):  # here, not when vLLM starts (minutes later)
+            raise JudgeOptionError(f"Option 'dtype' of the vllm backend must be one of "
+                                   f"{', '.join((*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES))}, not {self.dtype!r}.")
         self.engine_options = dict(max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization,
                                    tensor_parallel_size=s.tensor_parallel_size, enable_prefix_caching=s.enable_prefix_caching,
                                    trust_remote_code=s.trust_remote_code, seed=s.seed, **(s.engine_options or {}))
@@ -75,7 +88,7 @@ class VLLMJudge(JudgeBackend):
                     import torch
 
                     options["gpu_memory_utilization"] = 0.9 if torch.cuda.is_available() else 0.25
-                self._llm = LLM(model=self.model, revision=self.revision, dtype=self.dtype, **options)
+                self._llm = LLM(model=self.model, revision=self.revision, dtype=vllm_dtype(self.dtype), **options)
                 self.chat_format = resolve_chat_format(self.chat_template, self.model, self._llm.get_tokenizer())
             return self._llm
 

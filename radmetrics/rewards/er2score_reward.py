@@ -14,11 +14,9 @@ from typing import Any
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.base import RadmetricsReward
 from radmetrics.runner import pair_problem
-from radmetrics.types import TORCH_DTYPE_NAMES
+from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES
 
 
-#: dtype names, as the judges' dtype option reads them ("auto": bf16 on a GPU, fp32 on CPU)
-DTYPES = ("auto", *TORCH_DTYPE_NAMES)
 #: the options an ER²Score reward takes besides the reward ones (`er2score_reward`'s model_options)
 MODEL_OPTIONS = ("base_model", "device", "dtype", "batch_size", "max_length")
 
@@ -28,8 +26,8 @@ class _SharedModel:
 
     def __init__(self, source: Any, base_model: str | None, device: str, dtype: str, batch_size: int | None,
                  max_length: int):
-        if dtype not in DTYPES:  # refused here, not as a KeyError at the first reward call (a training step)
-            raise RadmetricsError(f"ER2Score dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+        if dtype not in DTYPE_CHOICES:  # refused here, not as a KeyError at the first reward call (a training step)
+            raise RadmetricsError(f"ER2Score dtype must be one of {', '.join(DTYPE_CHOICES)}, not {dtype!r}")
         self.source, self.base_model, self.device, self.dtype = source, base_model, device, dtype
         self.batch_size, self.max_length = batch_size, max_length
         self.model = source if not isinstance(source, str) else None
