@@ -70,7 +70,8 @@ print(json.dumps({{"ok": first == [r["response"] for r in replay] * 5, "seen": s
 def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
     """Review 19 (6): Ctrl-C of `score --engine ray` printed "interrupted: 0 answered, 0 cached" (this process's
     counts; the actors answer and cache in theirs) though the actors had cached their answers: the line now says
-    where the answers are, and the rerun asks only what is not cached."""
+    where the answers are, and the rerun asks only what is not cached. The rerun has fewer actors (a cluster that
+    shrank): the actor count changes no answer, so the run continues its part file; it started over before."""
     import signal
     import time
 
@@ -97,8 +98,10 @@ def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
         asked = len(server.requests)
-        again = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=600)
+        fewer_actors = [a if a != "2" else "1" for a in args]
+        again = subprocess.run(fewer_actors, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 130, stderr[-3000:]
+    assert "Continued an interrupted run:" in again.stderr, again.stderr[-3000:]
     assert stderr.strip().splitlines()[-1] == ("interrupted: the Ray actors keep each answer in the response cache "
                                                "as it comes; rerun to resume")
     assert again.returncode == 0 and len(server.requests) - asked <= 40 - 8, again.stderr[-3000:]

@@ -71,7 +71,9 @@ class RayShardedJudge:
         self._pool: list[Any] | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {**self._identity, "engine": "ray", "actors": self.actors}
+        # not the actor count: it changes no answer, and a run resumed on a cluster that grew or shrank would
+        # otherwise start over (its fingerprint, and so its part file's identity, changed)
+        return {**self._identity, "engine": "ray"}
 
     def _actors(self) -> list[Any]:
         import ray
