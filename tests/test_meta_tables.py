@@ -187,6 +187,7 @@ def test_er2score_in_meta_eval_with_per_criterion_correlations(tmp_path, rexval)
     assert "failed" not in entry and set(entry["criteria"]) == set(CRITERIA["radcliq"])
     # criterion i is graded against expert category i (RadCliQ's six categories are ReXVal's (a)-(f))
     assert [v["source"] for v in entry["per_category"].values()] == list(CRITERIA["radcliq"])
+    assert entry["per_category_expert"] == "significant"
     with (out / "per_sample.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     scores = model.score(list(rexval["reference"]), list(rexval["candidate"]))
@@ -213,6 +214,10 @@ def test_er2score_per_criterion_against_the_total_target_counts_insignificant_er
                   "--resamples", "0", "-o", out)
     assert run.returncode == 0, run.stderr[-3000:]
     entry = json.loads((out / "results.json").read_text())["metrics"][f"er2score:model={folder}"]
+    # what each category was graded against is recorded, and the report's table says it
+    assert entry["per_category_expert"] == "significant + insignificant"
+    assert "per error category (expert mean significant + insignificant count per category)" in (
+        out / "summary.md").read_text()
     scores = MultiRewardModel.load(folder).score(list(rexval["reference"]), list(rexval["candidate"]))
     for k, criterion in enumerate(CRITERIA["radcliq"]):
         expected = stats.kendall_tau([s["rewards"][criterion] for s in scores],

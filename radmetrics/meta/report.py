@@ -131,14 +131,18 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
     return made, details
 
 
-def _per_category(run: MetricRun, data, rows, resamples, seed, target: str = "per-category") -> dict[str, Any] | None:
+def _per_category(run: MetricRun, data, rows, resamples, seed,
+                  target: str = "per-category") -> tuple[dict[str, Any], str] | None:
     """Per error category (a)-(f): the judge's count (or ER²Score's reward for the matching RadCliQ criterion)
     against the expert mean count for that category: significant errors, and for ER²Score's criteria under the
     'total' target significant + insignificant (ER²Score Table 1: 1 point per error of either kind, the total their
-    sum). A judge's counts are of significant errors (GREEN), so they are graded against those."""
+    sum). A judge's counts are of significant errors (GREEN), so they are graded against those. Returns the
+    correlations by category and which expert counts they were graded against ("significant", or "significant +
+    insignificant")."""
     if "expert_significant" not in data.column_names:
         return None
     expert = [v if v is not None and len(v) == 6 else None for v in data["expert_significant"]]
+    graded_against = "significant"
     if any(c is not None for c in run.counts):
         columns = {x: ([None if c is None else -c[k] for c in run.counts], "count") for k, x in enumerate(LETTERS)}
     elif len(run.extra) == 6:
@@ -146,13 +150,14 @@ def _per_category(run: MetricRun, data, rows, resamples, seed, target: str = "pe
         if target == "total" and "expert_insignificant" in data.column_names:
             expert = [None if e is None or i is None or len(i) != 6 else [a + b for a, b in zip(e, i)]
                       for e, i in zip(expert, data["expert_insignificant"])]
+            graded_against = "significant + insignificant"
     else:
         return None
     out = {}
     for k, (letter, (values, source)) in enumerate(columns.items()):
         expert_up = [None if e is None else -e[k] for e in expert]
         out[letter] = {"source": source, **_correlations(values, expert_up, rows, resamples, seed)}
-    return out
+    return out, graded_against
 
 
 def dataset_label(data, fallback: str) -> str:
@@ -230,7 +235,8 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         if target == "per-category" or full_run.extra:
             per_category = _per_category(full_run, data, test, resamples, seed, target)
             if per_category:
-                entry["per_category"] = per_category
+                # which expert counts, in results.json: the report's title read it from other keys before
+                entry["per_category"], entry["per_category_expert"] = per_category
         if full_run.extra:
             entry["criteria"] = {name: _correlations(vals, expert_up_all, test, resamples, seed)
                                  for name, vals in full_run.extra.items()}
@@ -440,9 +446,10 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
                                    [[judge] + [row.get(m) for m in names] for judge, row in table.items()],
                                    numeric=set(range(1, len(names) + 1))))
     for name, m in results["metrics"].items():
-        per_category_title = ("per error category (expert mean significant + insignificant count per category)"
-                              if results.get("target") == "total" and not m.get("mae_significant_errors")
-                              else "per error category (expert mean significant count per category)")
+        graded_against = m.get("per_category_expert") or (  # results.json written before the key: as then
+            "significant + insignificant" if results.get("target") == "total" and not m.get("mae_significant_errors")
+            else "significant")
+        per_category_title = f"per error category (expert mean {graded_against} count per category)"
         for key, title in (("per_category", per_category_title),
                            ("criteria", "per criterion against the expert target")):
             if key in m:
