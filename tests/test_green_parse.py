@@ -691,3 +691,40 @@ def test_an_item_that_says_none_and_then_names_an_error_in_the_same_sentence_is_
             parse_green(text)
     else:
         assert parse_green(text).score == pytest.approx(expected)
+
+
+# -- review 31: three drifted shapes the official code reads right, left unscored ---------------------------------
+def _significant_last(items: str) -> str:
+    return ("[Explanation]:\nx\n\n[Matched Findings]:\n2. f0; f1.\n\n[Clinically Insignificant Errors]:\nNone.\n\n"
+            "[Clinically Significant Errors]:\n" + items)
+
+
+_SHUFFLED = "\n".join(reversed(_items_with(lambda c: f"({c}) ", counts=(0, 1, 0, 1, 0, 0)).splitlines()))
+
+
+@pytest.mark.parametrize("items, expected", [
+    # every category has its item, only in another order (ends at (a)): nothing can have been lost
+    pytest.param(_SHUFFLED, 0.5, id="all-six-out-of-order"),
+    pytest.param(_SHUFFLED + "\n", 0.5, id="all-six-out-of-order-newline"),
+    # the judge closes (a)-(d) with its total, which equals them: (e) and (f) were left out as 0, not cut
+    pytest.param(_items_with(lambda c: f"({c}) ", counts=(0, 1, 0, 1, 0, 0)).split("\n(e)")[0] + "\nTotal: 2.\n",
+                 0.5, id="a-to-d-then-their-total"),
+    # still unscored: the output simply ends at (d), or its total is itself cut or disagrees, or one item is missing
+    pytest.param(_items_with(lambda c: f"({c}) ", counts=(0, 1, 0, 1, 0, 0)).split("\n(e)")[0], None, id="ends-at-d"),
+    pytest.param(_items_with(lambda c: f"({c}) ", counts=(0, 1, 0, 1, 0, 0)).split("\n(e)")[0] + "\nTotal: 2", None,
+                 id="total-ends-the-output"),
+    pytest.param(_items_with(lambda c: f"({c}) ", counts=(0, 1, 0, 1, 0, 0)).split("\n(e)")[0] + "\nTotal: 3.\n",
+                 None, id="total-disagrees"),
+    pytest.param("\n".join(_SHUFFLED.splitlines()[1:]), None, id="five-of-six-out-of-order"),
+])
+def test_an_error_section_ending_the_output_before_f_is_read_only_where_provably_whole(items, expected):
+    """Review 31: the significant section last, its items in another order than (a)-(f) ("(f) ... (a)"), was unscored
+    as cut off at its last item. The official code reads the items in any order (Stanford-AIMI/GREEN d72c195
+    green_score/green.py:322-333, sorted(findall) then a loop over the six keys) and a missing item as 0, here what
+    the judge meant: 2 / (2 + 2). A section that only ends the output before (f) stays unscored (a cut is
+    indistinguishable)."""
+    judgment = radmetrics.get_scoring_system("green").parse(_significant_last(items))
+    if expected is None:
+        assert judgment.score is None and judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected), judgment.reason

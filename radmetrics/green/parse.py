@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
+# 11: an error section ending the output out of order with all six items, or closed by its total, is whole (review 31);
 # 10: a closing or explanation sentence, or a dropped "**Matched Findings**:" section, that disagrees with the
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "10"
+PARSER_VERSION = "11"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -763,7 +764,7 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         seen[letter] = (value, line[:60])
         counts[letter] = value
         sentences[letter] = _error_sentences(line) if value else []
-    if ends_output and keys.index(items[-1].key) < len(keys) - 1:
+    if ends_output and keys.index(items[-1].key) < len(keys) - 1 and not _provably_whole(text, items, keys, at_end):
         # the template lists (a)-(f): a section that ends the output before (f) may have been cut at the token
         # limit, its later items lost (counted 0). Review 28: sections out of order, the significant one last.
         raise GreenParseError(f"[{name}] ends the output at item ({items[-1].key}), before ({keys[-1]}) (cut off?)")
@@ -778,6 +779,19 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         raise GreenParseError(f"[{name}] says {stated.group(1)} but its items count {sum(counts.values())}")
     return SectionCounts(counts, sentences)
 
+
+
+def _provably_whole(text: str, items: list[_Item], keys: tuple[str, ...], at_end: bool) -> bool:
+    """Whether an error section that ends the output at an item before (f) shows that no item was cut off (review
+    31): every category has its item, in another order ("(f) ... (a)"), or the judge closes its items with a total
+    ("Total: 2.") that is not itself at the cut (the totals that disagree are refused by the caller). The official
+    code reads items in any order and a missing one as 0 (green.py:322-333), as the judge meant here."""
+    if set(keys) <= {i.key for i in items}:
+        return True
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last_item = max((i for i, line in enumerate(lines) if items[-1].text.strip() in line), default=len(lines))
+    totals = [line for line in lines[last_item + 1:] if _TOTAL.match(line)]
+    return bool(totals) and (not at_end or not lines[-1].endswith(totals[-1]) or _CLOSED.search(totals[-1]) is not None)
 
 
 # -- matched findings ----------------------------------------------------------------------------------------
