@@ -728,3 +728,41 @@ def test_an_error_section_ending_the_output_before_f_is_read_only_where_provably
         assert judgment.score is None and judgment.reason
     else:
         assert judgment.score == pytest.approx(expected), judgment.reason
+
+
+_ZERO_ITEMS = _items_with(lambda c: f"({c}) ", counts=(0,) * 6)
+
+
+@pytest.mark.parametrize("significant, matched, expected", [
+    # the official code finds no "[Clinically Significant Errors]:" and counts 0 (green.py:302-310): right here
+    pytest.param("[Clinically Significant Errors] 0", "[Matched Findings]:\n2. f0; f1.", 1.0, id="bracket-0-alone"),
+    pytest.param(f"[Clinically Significant Errors] 0\n{_ZERO_ITEMS}", "[Matched Findings]:\n2. f0; f1.", 1.0,
+                 id="bracket-0-with-items"),
+    pytest.param(f"### Clinically Significant Errors 0\n{_ZERO_ITEMS}", "### Matched Findings 2\n1. f0\n2. f1\n", 1.0,
+                 id="markdown-both"),
+    pytest.param("**Clinically Significant Errors** 0 errors", "[Matched Findings]:\n2. f0; f1.", 1.0,
+                 id="bold-0-errors"),
+    # the count the judge meant (the official code reads 0 for both, without their colons)
+    pytest.param(f"[Clinically Significant Errors] 2\n{_items_with(lambda c: f'({c}) ', counts=(0, 1, 0, 1, 0, 0))}",
+                 "[Matched Findings] 2. f0; f1.\n", 0.5, id="bracket-2-with-items"),
+    # no single reading, as with the colon: a total that disagrees with its items, a total with no items
+    pytest.param(f"[Clinically Significant Errors] 3\n{_items_with(lambda c: f'({c}) ', counts=(0, 1, 0, 1, 0, 0))}",
+                 "[Matched Findings]:\n2. f0; f1.", None, id="total-disagrees"),
+    pytest.param("[Clinically Significant Errors] 1", "[Matched Findings]:\n2. f0; f1.", None, id="1-no-items"),
+    pytest.param("[Clinically Significant Errors] 0", "[Matched Findings] 2", None, id="matched-count-ends-output"),
+])
+def test_a_header_with_its_count_and_no_colon_reads_as_the_colon_form(significant, matched, expected):
+    """Review 31: "[Clinically Significant Errors] 0" or "### Matched Findings 2" (a count after the header on its line,
+    no colon) was no header: unscored. It reads as "[Name]: 0" reads."""
+    text = f"[Explanation]:\nx\n\n{significant}\n\n[Clinically Insignificant Errors]:\nNone.\n\n{matched}"
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None and judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected), judgment.reason
+        assert "header-form" in judgment.details["leniency"]
+    from radmetrics.green.parse import _headers
+
+    assert [(h.kind, h.start, h.end, h.official) for h in _headers(text)] == _headers_by_definition(text)
+    colon = re.sub(r"(Errors|Findings)(\*\*)? (\d)", r"\1\2: \3", text).replace("### ", "")
+    assert radmetrics.get_scoring_system("green").parse(colon).score == judgment.score

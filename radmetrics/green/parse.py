@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 11: an error section ending the output out of order with all six items, or closed by its total, is whole (review 31);
+# 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
+# after a header on its line with no colon ("[Clinically Significant Errors] 0") (review 31);
 # 10: a closing or explanation sentence, or a dropped "**Matched Findings**:" section, that disagrees with the
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
@@ -114,13 +115,18 @@ _NAMES = {
     "matched": r"matched\s+findings?",
 }
 _KIND_NAME = {"significant": SIGNIFICANT, "insignificant": INSIGNIFICANT, "matched": MATCHED}
+# A line form may give its count after the name with no colon ("[Clinically Significant Errors] 0", "### Matched
+# Findings 2"): the header ends before the count, which opens the section as after "[Name]:" (review 31: no header,
+# unscored). Only a whole count that ends the line, or is followed by "." or "errors"/"findings": "Matched findings
+# 3 mm nodule" stays no header.
+_COUNT_AFTER = r"(?=\**\d+\**[ \t]*(?:\.(?!\d)|(?:errors?|findings?)\b|\n|\Z))"
 # The official form "[Name]:" anywhere; other forms only as a line of their own ("**Matched Findings**:",
 # "### Matched findings", "Matched Findings:", "[Matched Findings]"), so that prose mentioning a category
 # ("see the [Matched Findings] below") is no header.
 _HEADER = re.compile(
     "|".join(
         rf"(?P<{kind}_b>\[\s*{name}\s*\]\s*:)"
-        rf"|(?P<{kind}_l>^[ \t>#*\-]*(?:\[[ \t]*)?{name}(?:[ \t]*\])?[ \t]*(?:\*+[ \t]*)?(?::|(?=\n)|\Z)\**)"
+        rf"|(?P<{kind}_l>^[ \t>#*\-]*(?:\[[ \t]*)?{name}(?:[ \t]*\])?[ \t]*(?:\*+[ \t]*)?(?::|(?=\n)|\Z|{_COUNT_AFTER})\**)"
         for kind, name in _NAMES.items()
     ),
     re.I | re.M,
@@ -135,7 +141,7 @@ _BRACKET = re.compile(r"\[\s*(?:" + "|".join(rf"(?P<{kind}>{name})" for kind, na
 # each blank loop stands alone (the same language as "[ \t>#*\-]*\**[ \t]*\[?[ \t]*" and "[ \t]*\]?[ \t]*\**[ \t]*"): those
 # backtracked cubically over a line of blanks, 1,000 of which took 47 s (review 24, H6)
 _LINE = re.compile(r"[ \t>#*\-]*(?:\[[ \t]*)?(?:" + "|".join(rf"(?P<{kind}>{name})" for kind, name in _NAMES.items())
-                   + r")(?:[ \t]*\])?[ \t]*(?:\*+[ \t]*)?(?::|(?=\n)|\Z)\**", re.I)
+                   + r")(?:[ \t]*\])?[ \t]*(?:\*+[ \t]*)?(?::|(?=\n)|\Z|" + _COUNT_AFTER + r")\**", re.I)
 _TEMPLATE = re.compile(r"<\s*(?:the\s+number\s+of\s+(?:errors|matched\s+findings)|error\s+type)\s*>", re.I)
 
 
