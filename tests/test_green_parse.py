@@ -766,3 +766,38 @@ def test_a_header_with_its_count_and_no_colon_reads_as_the_colon_form(significan
     assert [(h.kind, h.start, h.end, h.official) for h in _headers(text)] == _headers_by_definition(text)
     colon = re.sub(r"(Errors|Findings)(\*\*)? (\d)", r"\1\2: \3", text).replace("### ", "")
     assert radmetrics.get_scoring_system("green").parse(colon).score == judgment.score
+
+
+_CLOSED_ANSWER = _TWO_ERRORS + "."
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param(f"<think>\n{_CLOSED_ANSWER}\n</think>", 0.5, id="only-inside-think"),
+    pytest.param(f"<think>\n{_CLOSED_ANSWER}\n</think>\n\n", 0.5, id="only-inside-think-blank-after"),
+    pytest.param(f"<think>\nLet me compare the reports.\n\n{_CLOSED_ANSWER}\n</think>", 0.5, id="notes-then-analysis"),
+    # a draft and then the answer: the answer (already so)
+    pytest.param("<think>\n" + _TWO_ERRORS.replace("2. f0; f1", "5. a; b; c; d; e") + f"\n</think>\n\n{_TWO_ERRORS}",
+                 0.5, id="draft-then-answer"),
+    # still unscored: the block revises its analysis, text after the block that is no analysis, a stray "</think>",
+    # two blocks, an analysis cut inside the block
+    pytest.param(f"<think>\n{_TWO_ERRORS}\n\nWait, (b) should be 1.\n</think>", None, id="revised-in-block"),
+    pytest.param(f"<think>\n{_TWO_ERRORS}\n</think>\n\nI hope this helps.", None, id="prose-after-block"),
+    pytest.param(f"{_TWO_ERRORS}\n</think>", None, id="lone-closing-tag"),
+    pytest.param(f"<think>\n{_TWO_ERRORS}\n</think>\n<think>\nmore\n</think>", None, id="two-blocks"),
+    pytest.param(f"<think>\n{_TWO_ERRORS.split('[Matched')[0]}</think>", None, id="no-matched-in-block"),
+    # stricter than at the output's end: a block that stops mid-item ("1. f0\n2. f") may be a draft left unfinished
+    pytest.param(f"<think>\n{_TWO_ERRORS}\n</think>", None, id="last-line-not-closed"),
+    pytest.param("<think>\n" + _TWO_ERRORS.replace("2. f0; f1", "1. f0.\n2. pleural eff") + "\n</think>", None,
+                 id="list-stops-mid-item"),
+])
+def test_an_analysis_written_only_inside_the_think_block_is_read(text, expected):
+    """Review 31: an answer whose whole analysis is inside "<think>...</think>", nothing after it, was unscored (no
+    sections). The official code reads it (clean_responses keeps the text after "[Explanation]:", the block's
+    analysis: green.py:302 finds its sections), here what the judge meant. Conservative: one block, nothing but
+    blanks outside it, its last line closed (".", ")"), nothing in it after the first section that revises it."""
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None and judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected), judgment.reason
+        assert "reasoning-block" in judgment.details["leniency"]

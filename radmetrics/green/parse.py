@@ -25,7 +25,8 @@ from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
-# after a header on its line with no colon ("[Clinically Significant Errors] 0") (review 31);
+# after a header on its line with no colon ("[Clinically Significant Errors] 0"); an analysis only inside a <think>
+# block with nothing after it (review 31);
 # 10: a closing or explanation sentence, or a dropped "**Matched Findings**:" section, that disagrees with the
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
@@ -1022,7 +1023,38 @@ def _without_reasoning(text: str, leniency: list[str]) -> str:
         raise GreenParseError(str(e)) from None
     if answer != text:
         leniency.append("reasoning-block")
+        only = _ONLY_THINK_BLOCK.fullmatch(text)
+        if only and not answer.strip():
+            return _analysis_only_in_reasoning(only[1].rstrip())
     return answer
+
+
+#: the whole output one "<think>...</think>" block, nothing but blanks around it
+_ONLY_THINK_BLOCK = re.compile(r"\s*<think>((?:(?!</?think>).)*)</think>\s*", re.I | re.S)
+
+
+def _analysis_only_in_reasoning(block: str) -> str:
+    """An output that is one "<think>" block with nothing after it, the analysis written inside (review 31: no
+    sections, unscored). The official code reads the block's sections (clean_responses keeps the text after
+    "[Explanation]:", green.py:302 finds them), the judge's only analysis: read it, where the block has both sections
+    and nothing after its first section takes it back ("Wait, let me re-check", "Corrected:"); a draft followed by an
+    answer after the block is still read at the answer. The block's end is read as the output's end (the caller
+    strips the blanks before "</think>"), so that an analysis that stops mid-list or mid-item there is unscored as
+    cut, never read short."""
+    sections = [h for h in _analysis_headers(block) if h.kind in _KIND_NAME]
+    if not {"significant", "matched"} <= {h.kind for h in sections}:
+        raise GreenParseError("nothing follows the <think> block, and it holds no complete analysis (cut off?)")
+    last_line = block.rstrip().rsplit("\n", 1)[-1]
+    if not _CLOSED.search(last_line):
+        # a token limit cannot cut inside a closed block, but a draft can stop there mid-item ("3. Pleural eff"):
+        # stricter than at the output's end, as nothing after the block says the analysis was finished
+        raise GreenParseError(f"the analysis is only inside the <think> block and stops at {last_line[-40:]!r} "
+                              "without closing it (cut off?)")
+    revision = _REVISION.search(block, sections[0].start)
+    if revision:
+        raise GreenParseError(f"the analysis is only inside the <think> block, which goes on to revise it "
+                              f"({revision.group(0)!r}): no single reading")
+    return block
 
 
 def parse_green(text: str) -> GreenAnalysis:
