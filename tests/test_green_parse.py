@@ -733,6 +733,17 @@ def test_an_error_section_ending_the_output_before_f_is_read_only_where_provably
 _ZERO_ITEMS = _items_with(lambda c: f"({c}) ", counts=(0,) * 6)
 
 
+def _reads(text: str, expected: float | None, leniency: str):
+    """GREEN's reading of ``text``: unscored with a reason (``expected`` None), or ``expected`` by rule ``leniency``."""
+    judgment = radmetrics.get_scoring_system("green").parse(text)
+    if expected is None:
+        assert judgment.score is None and judgment.reason
+    else:
+        assert judgment.score == pytest.approx(expected), judgment.reason
+        assert leniency in judgment.details["leniency"]
+    return judgment
+
+
 @pytest.mark.parametrize("significant, matched, expected", [
     # the official code finds no "[Clinically Significant Errors]:" and counts 0 (green.py:302-310): right here
     pytest.param("[Clinically Significant Errors] 0", "[Matched Findings]:\n2. f0; f1.", 1.0, id="bracket-0-alone"),
@@ -755,12 +766,7 @@ def test_a_header_with_its_count_and_no_colon_reads_as_the_colon_form(significan
     """Review 31: "[Clinically Significant Errors] 0" or "### Matched Findings 2" (a count after the header on its line,
     no colon) was no header: unscored. It reads as "[Name]: 0" reads."""
     text = f"[Explanation]:\nx\n\n{significant}\n\n[Clinically Insignificant Errors]:\nNone.\n\n{matched}"
-    judgment = radmetrics.get_scoring_system("green").parse(text)
-    if expected is None:
-        assert judgment.score is None and judgment.reason
-    else:
-        assert judgment.score == pytest.approx(expected), judgment.reason
-        assert "header-form" in judgment.details["leniency"]
+    judgment = _reads(text, expected, "header-form")
     from radmetrics.green.parse import _headers
 
     assert [(h.kind, h.start, h.end, h.official) for h in _headers(text)] == _headers_by_definition(text)
@@ -795,9 +801,4 @@ def test_an_analysis_written_only_inside_the_think_block_is_read(text, expected)
     sections). The official code reads it (clean_responses keeps the text after "[Explanation]:", the block's
     analysis: green.py:302 finds its sections), here what the judge meant. Conservative: one block, nothing but
     blanks outside it, its last line closed (".", ")"), nothing in it after the first section that revises it."""
-    judgment = radmetrics.get_scoring_system("green").parse(text)
-    if expected is None:
-        assert judgment.score is None and judgment.reason
-    else:
-        assert judgment.score == pytest.approx(expected), judgment.reason
-        assert "reasoning-block" in judgment.details["leniency"]
+    _reads(text, expected, "reasoning-block")
