@@ -155,8 +155,10 @@ def natural_prompts(n: int) -> list[str]:
     return _distinct(prompt, n)
 
 
-def tiny_judge(folder: Path, device: str):
-    """The tests' trained tiny GREEN judge, built once into ``folder`` (minutes on a loaded 2-core machine)."""
+def tiny_judge(folder: Path, device: str, seed: int = 0):
+    """The tests' trained tiny GREEN judge, built once into ``folder`` (minutes on a loaded 2-core machine) from
+    training seed ``seed``: each seed is another judge, answering at other lengths, so that the natural ratio can be
+    measured over several (it depends on how unequal the answers in a batch of 8 are)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not (folder / "config.json").exists():
@@ -164,7 +166,7 @@ def tiny_judge(folder: Path, device: str):
         from tiny_judge import build_tiny_judge
 
         print(f"building the tiny judge into {folder} (once)", file=sys.stderr)
-        build_tiny_judge(folder, steps=300)
+        build_tiny_judge(folder, steps=300, seed=seed)
     model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
     tok = AutoTokenizer.from_pretrained(folder, padding_side="left")
     return model, tok
@@ -285,8 +287,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds of all contenders; best round kept (default: preset's)")
     parser.add_argument("--no-vllm", action="store_true", help="skip the vLLM contender even if vllm is available")
     parser.add_argument("--no-engine-off", action="store_true", help="skip the engine-off (generate) contender")
-    parser.add_argument("--judge-dir", type=Path, default=Path(tempfile.gettempdir()) / "radmetrics-bench-tiny-judge",
-                        help="natural mode: where the trained tiny judge is built once and reused")
+    parser.add_argument("--judge-dir", type=Path,
+                        help="natural mode: where the trained tiny judge is built once and reused (default: "
+                             "radmetrics-bench-tiny-judge in the temporary folder, -seed-N appended for --judge-seed N)")
+    parser.add_argument("--judge-seed", type=int, default=0,
+                        help="natural mode: the tiny judge's training seed (default 0); each seed is another judge")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--vllm-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -306,8 +311,10 @@ def main() -> None:
 
     if natural:
         prompts = natural_prompts(preset["n"])
-        model, tok = tiny_judge(args.judge_dir, "cpu")
-        name, folder = "tiny-green-judge", args.judge_dir
+        judge_dir = args.judge_dir or Path(tempfile.gettempdir()) / (
+            "radmetrics-bench-tiny-judge" + (f"-seed-{args.judge_seed}" if args.judge_seed else ""))
+        model, tok = tiny_judge(judge_dir, "cpu", args.judge_seed)
+        name, folder = "tiny-green-judge", judge_dir
         config = GenerationConfig()  # the shipped max_new_tokens
         dtype_name = "fp32"
     else:
@@ -391,6 +398,7 @@ def main() -> None:
             for c, (s_, peak, texts) in best.items()]
     info = {
         "preset": args.preset, "mode": args.mode, "n": n, "forced_output_tokens": n_tok,
+        **({"judge_seed": args.judge_seed} if natural else {}),
         "max_new_tokens": config.max_new_tokens, "rounds": rounds,
         "answer_tokens_mean": out_tokens[BASELINE] / n,
         "prompt_tokens_mean": sum(prompt_lengths) / n, "prompt_tokens_max": max(prompt_lengths),
