@@ -549,3 +549,28 @@ def test_a_second_score_we_cannot_read_is_no_single_reading(second):
         assert radmetrics.get_scoring_system("vert").parse(HEAD + "0.8\n\n" + HEAD + same).score == pytest.approx(0.8)
     prose = "## Overall Accuracy Score\nThe candidate has 1 significant error.\n" + HEAD + "0.85"
     assert radmetrics.get_scoring_system("vert").parse(prose).score == pytest.approx(0.85)
+
+
+@pytest.mark.parametrize("after, score", [
+    # a revision in a "[Section]" after the score section (was the score it revises, 0.8)
+    ("[Revised Overall Accuracy Score]: 0.6", None),
+    ("[Final Score]: 0.6", None),
+    ("[Final Score]: 1", None),
+    ("[Explanation]: 2 errors.\n\n[Final Answer]: 0.6", None),
+    ("[Explanation]: I would give it 0.6.", None),
+    ("[Note]: on reflection 0.6 is fairer", None),
+    # explanation there is no second score
+    ("[Explanation]: The candidate misses 1 finding (a 1.5 cm nodule).", 0.8),
+    ("[Clinically Significant Errors]:\n(b) Missing a finding present in the reference: 1. Left pleural effusion.\n"
+     "[Matched Findings]:\n3. Cardiomegaly; atelectasis; tube.", 0.8),
+    ("[Explanation]: A perfect report would score 1.0.", 0.8),
+    ("[Final Score]: 80%", 0.8),
+])
+def test_a_section_after_the_score_is_read_as_its_explanation(after, score):
+    """Review 31: App. D puts the score last, and the "[Section]"s after it were never read: a revision there
+    ("[Revised Overall Accuracy Score]: 0.6") left the score it revises (0.8), a wrong number."""
+    judgment = radmetrics.get_scoring_system("vert").parse(HEAD + "0.8\n\n" + after)
+    if score is None:
+        assert judgment.score is None and "more than one score" in judgment.reason
+    else:
+        assert judgment.parsed and judgment.score == pytest.approx(score)

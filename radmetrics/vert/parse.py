@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "14"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "15"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -62,7 +62,9 @@ PARSER_VERSION = "14"  # 4: a second score after the first has no single reading
 # (it was 1.0; session 22); 12: a reasoning model's "<think>...</think>" is drafting, not read, and one left open is
 # unscored (its draft score was read; review 29b); 13: a second score section we cannot read ("80%", "8/10", "1.4")
 # beside one we can has no single reading (the readable one was taken; review 29b); 14: a header with no colon before
-# a score in code format ("[Overall Accuracy Score] `0.8`") is a header (it was unscored: no header found)
+# a score in code format ("[Overall Accuracy Score] `0.8`") is a header (it was unscored: no header found); 15: a
+# "[Section]" after the score section is read as its explanation: another score there ("[Revised Score]: 0.6") has no
+# single reading (review 31: it was never read, the score it revises taken)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -803,11 +805,14 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
     # every header's section up to the next "[Section]" line; a judge may restate the template (no number)
     # before answering, but two sections that give different scores have no single reading
     readings, errors, unreadable = [], [], []
+    trailing = ""
     for k, header in enumerate(headers):
         # up to the next header of any form, or the next "[Section]" line (review 17: a later "**Overall Accuracy
         # Score:** 0.6" was read inside the first section, which then failed and was dropped)
         end = headers[k + 1].start() if k + 1 < len(headers) else len(text)
         answer = re.split(r"\n[ \t]*\[[A-Za-z][^\]\n]*\]", text[header.end():end])[0]
+        if k == len(headers) - 1:
+            trailing = text[header.end() + len(answer):]
         try:
             value, form = read_score_text(answer)
             check_range(value, form)
@@ -831,7 +836,21 @@ def read_overall_score_with_form(text: str) -> tuple[float, str]:
     if len({value for value, _ in readings}) > 1:
         shown = ", ".join(f"{value:g}" for value, _ in readings)
         raise VertParseError(f"[Overall Accuracy Score] is given {len(readings)} times with different scores ({shown})")
+    _check_sections_after(readings[-1][0], trailing)
     return readings[-1]
+
+
+#: a section's bracketed label at the start of a line ("[Final Score]:"), read as the label it names ("Final Score:")
+_SECTION_LABEL = re.compile(r"^[ \t>*_]*\[[ \t]*([^\]\n]*?)[ \t]*\]")
+
+
+def _check_sections_after(value: float, trailing: str) -> None:
+    """The "[Section]"s after the last score section (App. D puts the score last) are read as the score's explanation
+    is: another score there ("[Revised Score]: 0.6", "[Final Overall Accuracy Score]: 0.6", "[Explanation]: I would give
+    it 0.6.") has no single reading (parser 15: they were never read, and the score they revise was taken)."""
+    later = [_SECTION_LABEL.sub(r"\1", line.strip()) for line in trailing.splitlines() if re.search(r"\d", line)]
+    if later:
+        _check_no_other_score(value, "", later)
 
 
 def _restates(line: str, value: float) -> bool:
