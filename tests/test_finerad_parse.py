@@ -101,6 +101,19 @@ def test_a_severity_name_with_a_unicode_dash_or_in_markdown_emphasis_is_read_not
         assert judgment.details["retryable"] is True and "unknown clinical severity" in judgment.reason
 
 
+@pytest.mark.parametrize("label,severity", [
+    ("Severity: Urgent error", 3), ("Clinical severity: Not actionable", 1), ("**Severity:** Emergent error", 4),
+    ("severity: **Actionable nonurgent error**", 2), ("Severity: Urgent error (3)", 3),
+    ("Severity: Urgent", 3), ("Severity: 3", None), ("Severity: Urgent or emergent", None), ("Severity:", None)])
+def test_the_fields_name_before_a_severity_is_read_past(label, severity):
+    """Review 31: "Severity: Urgent error" (the field's name repeated in its value) was unscored and re-asked; the
+    label after it is read as any label is, nothing looser."""
+    judgment = FRS.parse(answer(("0", "[delete]", label)))
+    assert judgment.score == severity
+    if severity is None:
+        assert "unknown clinical severity" in judgment.reason
+
+
 def test_an_empty_list_is_no_corrections_and_an_empty_object_after_an_answer_is_reasked():
     """The official code accepts "[]" as no errors; "{...} ... final answer: {}" has no single reading (an empty
     {} was dropped as a mention wherever it stood: the first object's 3 was scored)."""

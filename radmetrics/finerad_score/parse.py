@@ -14,8 +14,9 @@ from typing import Any
 from radmetrics.json_answer import AnswerError, load_json_tolerant, written_pairs
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "6"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
-# drafting, one left open unscored (json_answer; review 29b: its draft was scored)
+PARSER_VERSION = "7"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
+# drafting, one left open unscored (json_answer; review 29b: its draft was scored); 7: the field's name before the
+# label ("Severity: Urgent error") is read past (review 31: unscored)
 _EMPTY_LIST = re.compile(r"\s*(?:```(?:json)?\s*)?\[\s*\]\s*(?:```)?\s*")
 
 SEVERITY = {"not actionable": 1, "nonactionable": 1, "not actionable error": 1, "nonactionable error": 1,
@@ -79,9 +80,17 @@ def _official_name(label: str) -> int | None:
     return SEVERITY[key] if key in OFFICIAL_SEVERITIES else None
 
 
+#: the field's own name written before the label: "Severity: Urgent error", "**Clinical severity:** Urgent error"
+_FIELD_NAME = re.compile(r"[*_\s]*(?:clinical[ \t]+)?severity[ \t]*(?::[*_]*|[*_]+:)\s*(?P<label>.+)", re.I | re.S)
+
+
 def _severity(label: Any) -> int | None:
     """The paper's number for a severity label, read as the judge wrote it: case, hyphens, commas and the word
-    order "nonurgent actionable" vary; a number beside the word counts only when it is the word's number."""
+    order "nonurgent actionable" vary; a number beside the word counts only when it is the word's number; the
+    field's name before it ("Severity: Urgent error") is no part of the label (review 31: it was unscored)."""
+    named = _FIELD_NAME.fullmatch(str(label))
+    if named:
+        return _severity(named["label"])
     key = _severity_key(str(label))
     if key in NO_ERROR:
         return 0
