@@ -574,3 +574,22 @@ def test_a_section_after_the_score_is_read_as_its_explanation(after, score):
         assert judgment.score is None and "more than one score" in judgment.reason
     else:
         assert judgment.parsed and judgment.score == pytest.approx(score)
+
+
+@pytest.mark.parametrize("text, score", [
+    ("| Overall Accuracy Score | 0.8 |", 0.8),
+    ("| **Overall Accuracy Score** | **0.8** |", 0.8),
+    ("| Metric | Value |\n|---|---|\n| Matched findings | 3 |\n| Overall Accuracy Score | 0.75 |", 0.75),
+    # a row that gives two scores, or a score on another scale, has no single reading
+    ("| Overall Accuracy Score | 0.8 | 0.6 |", None),
+    ("| Overall Accuracy Score | 0.8 |\n| Revised score | 0.6 |", None),
+    ("| Overall Accuracy Score | 8/10 |", None),
+])
+def test_a_markdown_tables_score_row_is_a_header(text, score):
+    """Review 31: a judge that answers in a Markdown table ("| Overall Accuracy Score | 0.8 |") was unscored: no
+    header found."""
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    if score is None:
+        assert judgment.score is None
+    else:
+        assert judgment.parsed and judgment.score == pytest.approx(score)

@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "15"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "16"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -64,16 +64,18 @@ PARSER_VERSION = "15"  # 4: a second score after the first has no single reading
 # beside one we can has no single reading (the readable one was taken; review 29b); 14: a header with no colon before
 # a score in code format ("[Overall Accuracy Score] `0.8`") is a header (it was unscored: no header found); 15: a
 # "[Section]" after the score section is read as its explanation: another score there ("[Revised Score]: 0.6") has no
-# single reading (review 31: it was never read, the score it revises taken)
+# single reading (review 31: it was never read, the score it revises taken); 16: a Markdown table's row "| Overall
+# Accuracy Score | 0.8 |" is a header (it was unscored: no header found)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
 # start of a line, never a sentence that mentions the phrase. [ \t] not \s: an empty score line must not run on
 # into the next section.
 # "Overall Accuracy Score (0-1): 0.8" and "Overall Accuracy Score – 0.8" too (review 24, M2: no header found);
-# "[Overall Accuracy Score] `0.8`" too (a score in code format, no colon; 14).
-_HEADER = re.compile(r"(?im)^[ \t>#*_`-]*(?:\d+[.)][ \t]*)?(?:\[[ \t]*)?overall[ \t]+accuracy[ \t]+score"
-                     r"(?:[ \t]*\])?(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]*(?:[:=][ \t*_]*|(?=[-−–—.,\d`]|$))")
+# "[Overall Accuracy Score] `0.8`" too (a score in code format, no colon; 14); a Markdown table's row "| Overall
+# Accuracy Score | 0.8 |" too (16).
+_HEADER = re.compile(r"(?im)^[ \t>#*_`|-]*(?:\d+[.)][ \t]*)?(?:\[[ \t]*)?overall[ \t]+accuracy[ \t]+score"
+                     r"(?:[ \t]*\])?(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]*(?:[:=|][ \t*_]*|(?=[-−–—.,\d`]|$))")
 # 0.85 | 0,85 | .85 | 1 | 1.0 ; a sign is kept so that -0.2 is seen as out of range, not read as 0.2
 _NUMBER = r"[-−]?(?:\d+(?:[.,]\d+)?|[.,]\d+)"
 # after a number: a fraction, product, sum, range or hedge ("3/5", "0.75–0.89", "0.6 or 0.7", "1 out of 5")
