@@ -178,6 +178,36 @@ def load_json_tolerant(text: str) -> Any:
     return answers[-1]
 
 
+#: words that take back or change what was answered: "Correction: omission should have 2", "Actually, line 1 is urgent",
+#: "On reflection ...", "I miscounted"
+_REVISING = re.compile(r"\b(?:correction|corrected|revis(?:e|ed|ing|ion)|on\s+(?:second\s+thought|reflection|further\s+"
+                       r"review)|actually|instead|should\s+(?:be|have|read|count|get)|I\s+(?:miscounted|made\s+an?\s+"
+                       r"(?:error|mistake))|amend\w*|change[ds]?\s+(?:to|it|this|that))\b", re.I)
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?!\d)[^.!?\n]*)*?(?:[.!?](?=\s|$)|\n|$)")
+
+
+def revision_after_answer(text: str, about: re.Pattern[str]) -> str | None:
+    """A sentence after the JSON answer that revises it ("Correction: omission should have 2 significant errors."):
+    revising words and, in the same sentence, what the answer gives (``about``: a count, a line, a severity). The
+    answer then has no single reading (review 31: the JSON was read and the revision after it dropped). None where
+    there is none. Linear time: one pass over the text after the answer."""
+    if not isinstance(text, str):
+        return None
+    try:
+        outside = without_reasoning(text)
+    except AnswerError:
+        return None
+    closed = [raw for raw, ended in _objects(outside) if ended]
+    if not closed:
+        return None
+    trailing = outside[outside.rfind(closed[-1]) + len(closed[-1]):]
+    trailing = re.sub(r"^\s*`{3,}", "", trailing)  # the fence that closes the answer
+    for sentence in _SENTENCE.finditer(trailing):
+        if _REVISING.search(sentence.group()) and about.search(sentence.group()):
+            return sentence.group().strip()
+    return None
+
+
 def load_json_object(text: str, what: str = "JSON") -> dict[str, Any]:
     """load_json_tolerant, requiring an object."""
     data = load_json_tolerant(text)

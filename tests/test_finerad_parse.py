@@ -114,6 +114,22 @@ def test_the_fields_name_before_a_severity_is_read_past(label, severity):
         assert "unknown clinical severity" in judgment.reason
 
 
+@pytest.mark.parametrize("after, score", [
+    ("Note: line 1 should be Emergent error instead.", None),
+    ("Correction: line 2 also needs deleting (Not actionable).", None),
+    ("Actually, the severity is urgent.", None),
+    ("Line 1 contradicts the reference.", 2.0),
+    ("These corrections make the report match the ground truth.", 2.0),
+])
+def test_a_revision_after_the_json_is_no_single_answer(after, score):
+    """Review 31: prose after the corrections was never read, so a judge that revised one there ("line 1 should be
+    Emergent error instead") was scored with the severity it took back."""
+    judgment = FRS.parse("```json\n" + answer(("1", "[delete]", "Actionable nonurgent error")) + "\n```\n" + after)
+    assert judgment.score == score
+    if score is None:
+        assert judgment.details["retryable"] is True and "revised after its JSON" in judgment.reason
+
+
 def test_an_empty_list_is_no_corrections_and_an_empty_object_after_an_answer_is_reasked():
     """The official code accepts "[]" as no errors; "{...} ... final answer: {}" has no single reading (an empty
     {} was dropped as a mention wherever it stood: the first object's 3 was scored)."""

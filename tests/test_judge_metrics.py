@@ -406,3 +406,25 @@ def test_radcliq_a_category_or_count_repeated_with_other_counts_is_no_single_ans
     errors_twice = radcliq_json({"omission": 1})[:-1] + ', "errors": ' + json.dumps(json.loads(radcliq_json())["errors"]) + "}"
     judgment = rubric.parse(errors_twice)
     assert judgment.score is None and "'errors' is given 2 times" in judgment.reason
+
+
+@pytest.mark.parametrize("after, score", [
+    # a revision after the JSON: which counts did the judge mean? (the JSON's 2 was read)
+    ("Correction: omission should have 3 significant errors.", None),
+    ("Actually, I miscounted: there are two omissions.", None),
+    ("On reflection, the false prediction is insignificant instead.", None),
+    # explanation after the JSON keeps its counts
+    ("The omission of the effusion is clinically significant.", 2.0),
+    ("Total errors: 2.", 2.0),
+    ("The missed effusion should be reported.", 2.0),
+])
+def test_radcliq_a_revision_after_the_json_is_no_single_answer(after, score):
+    """Review 31: prose after the JSON was never read, so a judge that revised a count there was scored with the
+    counts it took back."""
+    text = "```json\n" + radcliq_json({"omission": 2}, total=2) + "\n```\n" + after
+    judgment = radmetrics.get_scoring_system("radcliq_rubric").parse(text)
+    if score is None:
+        assert judgment.score is None and "revised after its JSON" in judgment.reason
+        assert judgment.details["retryable"] is True
+    else:
+        assert judgment.score == score

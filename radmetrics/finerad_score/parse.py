@@ -11,12 +11,16 @@ from dataclasses import dataclass, field
 from textwrap import shorten
 from typing import Any
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant, written_pairs
+from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_after_answer, written_pairs
 from radmetrics.taxonomy import FINERAD_LABELS
 
-PARSER_VERSION = "7"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
+PARSER_VERSION = "8"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
 # drafting, one left open unscored (json_answer; review 29b: its draft was scored); 7: the field's name before the
-# label ("Severity: Urgent error") is read past (review 31: unscored)
+# label ("Severity: Urgent error") is read past (review 31: unscored); 8: a sentence after the JSON that revises a
+# correction ("Note: line 2 should be Emergent error instead.") is no single answer (review 31: the JSON was read)
+#: what a sentence revising the corrections names: a line, a severity
+_CORRECTION_TALK = re.compile(r"\d|\b(?:lines?|sentences?|actionable|nonurgent|non-urgent|urgent|emergent|emergency|"
+                              r"severity|no\s+error|invalid\s+comparison|delet\w*|insert\w*)\b", re.I)
 _EMPTY_LIST = re.compile(r"\s*(?:```(?:json)?\s*)?\[\s*\]\s*(?:```)?\s*")
 
 SEVERITY = {"not actionable": 1, "nonactionable": 1, "not actionable error": 1, "nonactionable error": 1,
@@ -136,6 +140,10 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
     if _EMPTY_LIST.fullmatch(text):  # "[]": nothing to correct (the official code accepts it as no errors)
         return [], ["the answer is [] (no corrections)"]
     data = load_json_tolerant(text)
+    revision = revision_after_answer(text, _CORRECTION_TALK)
+    if revision:
+        raise FineRadParseError(f"the answer is revised after its JSON ({shorten(revision, 80)!r}): no single answer",
+                                retryable=True)
     if not isinstance(data, dict):
         raise FineRadParseError(f"JSON is a {type(data).__name__}, not an object keyed by line id", retryable=True)
     out: list[Correction] = []

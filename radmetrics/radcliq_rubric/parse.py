@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant, written_pairs
+import re
+
+from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_after_answer, written_pairs
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "5"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
+PARSER_VERSION = "6"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
 # drafting, one left open unscored (json_answer; review 29b: its draft was scored); 5: a category, count or 'errors'
-# repeated with other values is no single answer (review 29b: read with its last value)
+# repeated with other values is no single answer (review 29b: read with its last value); 6: a sentence after the JSON
+# that revises a count ("Correction: omission should have 2 significant errors.") is no single answer (review 31: the
+# JSON's counts were read)
+
+#: what a sentence revising the counts names: a count, a count's kind or a category
+_COUNT_TALK = re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|(?:in)?significant|counts?|"
+                         r"total|errors?|false|omission|location|severity|comparison)\b", re.I)
 
 
 @dataclass
@@ -36,6 +44,10 @@ def parse_radcliq(text: str) -> RubricJudgment:
     if any(value != given[0] for value in given):  # a dict keeps the last of them (review 29b)
         return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
                               reason=f"'errors' is given {len(given)} times with different counts: no single answer")
+    revision = revision_after_answer(text, _COUNT_TALK)
+    if revision:
+        return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
+                              reason=f"the answer is revised after its JSON ({revision[:80]!r}): no single answer")
     try:
         counts = read_radcliq_errors(data["errors"])
     except ValueError as e:
