@@ -593,3 +593,24 @@ def test_a_markdown_tables_score_row_is_a_header(text, score):
         assert judgment.score is None
     else:
         assert judgment.parsed and judgment.score == pytest.approx(score)
+
+
+@pytest.mark.parametrize("text, score", [
+    # a revision spelled out after the score (was the score it revises, 0.8)
+    (HEAD + "0.8\n\nActually, I'd say zero point five.", None),
+    (HEAD + "0.8\nOn reflection, zero point six five is fairer.", None),
+    # the score spelled out, and restated so
+    (HEAD + "zero point eight", 0.8),
+    (HEAD + "One point zero", 1.0),
+    (HEAD + "0.8 (zero point eight)", 0.8),
+    # no score: "at one point" is no number on VERT's scale
+    (HEAD + "0.8\nAt one point two findings differ.", 0.8),
+])
+def test_a_score_spelled_out_is_read_as_in_digits(text, score):
+    """Review 31: "zero point five" after the score was no number at all, so a revision spelled out kept the score it
+    revises; a score spelled out was unscored."""
+    judgment = radmetrics.get_scoring_system("vert").parse(text)
+    if score is None:
+        assert judgment.score is None and "more than one score" in judgment.reason
+    else:
+        assert judgment.parsed and judgment.score == pytest.approx(score)

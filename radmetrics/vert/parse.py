@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "16"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "17"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -65,7 +65,9 @@ PARSER_VERSION = "16"  # 4: a second score after the first has no single reading
 # a score in code format ("[Overall Accuracy Score] `0.8`") is a header (it was unscored: no header found); 15: a
 # "[Section]" after the score section is read as its explanation: another score there ("[Revised Score]: 0.6") has no
 # single reading (review 31: it was never read, the score it revises taken); 16: a Markdown table's row "| Overall
-# Accuracy Score | 0.8 |" is a header (it was unscored: no header found)
+# Accuracy Score | 0.8 |" is a header (it was unscored: no header found); 17: a score spelled out ("zero point six",
+# "one point zero") is read as written in digits: as the score, or as a revision after it (review 31: "0.8" then
+# "Actually, I'd say zero point five." was 0.8)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -797,10 +799,26 @@ def _answer_after_reasoning(text: str) -> str:
         raise VertParseError(str(error)) from None
 
 
+_DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+#: a score on VERT's scale spelled out: "zero point six", "one point zero" (not "at one point two findings differ")
+_SPELLED_SCORE = re.compile(rf"\b(?:zero[ \t]+point(?:[ \t]+(?:{'|'.join(_DIGIT_WORDS)}))+|one[ \t]+point(?:[ \t]+zero)+)"
+                            r"\b(?![ \t]+(?:point|hundred|thousand)\b)", re.I)
+
+
+def _spelled_in_digits(text: str) -> str:
+    """A score spelled out ("zero point six") in digits ("0.6"), so that it is read where a score written in digits
+    is, and a revision written so is seen (review 31: "0.8" then "Actually, I'd say zero point five." was 0.8)."""
+    def digits(match: re.Match[str]) -> str:
+        whole, *decimals = [word for word in match.group().lower().split() if word != "point"]
+        return f"{_DIGIT_WORDS.index(whole)}.{''.join(str(_DIGIT_WORDS.index(word)) for word in decimals)}"
+
+    return _SPELLED_SCORE.sub(digits, text)
+
+
 def read_overall_score_with_form(text: str) -> tuple[float, str]:
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
-    text = _answer_after_reasoning(text)
+    text = _spelled_in_digits(_answer_after_reasoning(text))
     headers = list(_HEADER.finditer(text))
     if not headers:
         raise VertParseError("no [Overall Accuracy Score] in the output (truncated or another format)")
@@ -874,7 +892,7 @@ def read_bare_score(text: str) -> tuple[float, str]:
     """A fine-tuned VERT judge's answer (vert_ft): "0.7", "0,7", ".7", "Score: 0.7", "**0.70**"."""
     if not isinstance(text, str) or not text.strip():
         raise VertParseError("empty judge output")
-    text = _answer_after_reasoning(text)
+    text = _spelled_in_digits(_answer_after_reasoning(text))
     if not text.strip():
         raise VertParseError("no answer after the <think> block")
     head = text.strip().split("\n", 1)[0]
