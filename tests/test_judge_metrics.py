@@ -428,3 +428,14 @@ def test_radcliq_a_revision_after_the_json_is_no_single_answer(after, score):
         assert judgment.details["retryable"] is True
     else:
         assert judgment.score == score
+
+
+def test_radcliq_errors_in_another_case_is_the_errors_object():
+    """Review 31: {"Errors": {...}} was "no 'errors' object in the output": unscored though its counts are certain;
+    "Errors" and "errors" with other counts have no single answer."""
+    rubric = radmetrics.get_scoring_system("radcliq_rubric")
+    text = radcliq_json({"omission": 2}, total=2).replace('"errors"', '"Errors"')
+    assert rubric.parse(text).score == 2.0
+    both = radcliq_json({"omission": 2})[:-1] + ', "Errors": ' + json.dumps(json.loads(radcliq_json())["errors"]) + "}"
+    judgment = rubric.parse(both)
+    assert judgment.score is None and "given 2 times" in judgment.reason

@@ -14,11 +14,11 @@ from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_aft
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
-PARSER_VERSION = "6"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
+PARSER_VERSION = "7"  # 3: an empty {} after an object is no single answer (json_answer); 4: a <think> block is
 # drafting, one left open unscored (json_answer; review 29b: its draft was scored); 5: a category, count or 'errors'
 # repeated with other values is no single answer (review 29b: read with its last value); 6: a sentence after the JSON
 # that revises a count ("Correction: omission should have 2 significant errors.") is no single answer (review 31: the
-# JSON's counts were read)
+# JSON's counts were read); 7: "Errors" in another case is the errors object (review 31: unscored)
 
 #: what a sentence revising the counts names: a count, a count's kind or a category
 _COUNT_TALK = re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|(?:in)?significant|counts?|"
@@ -38,9 +38,11 @@ def parse_radcliq(text: str) -> RubricJudgment:
     except AnswerError as e:
         return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text,
                               details={"retryable": e.retryable})
-    if not isinstance(data, dict) or not isinstance(data.get("errors"), dict):
+    # "errors" as the format writes it, or in another case ("Errors", "ERRORS"; review 31: unscored)
+    given = ([value for key, value in written_pairs(data) if str(key).strip().lower() == "errors"]
+             if isinstance(data, dict) else [])
+    if not given or not isinstance(given[0], dict):
         return RubricJudgment(score=None, parsed=False, reason="no 'errors' object in the output", raw=text or "")
-    given = [value for key, value in written_pairs(data) if key == "errors"]
     if any(value != given[0] for value in given):  # a dict keeps the last of them (review 29b)
         return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
                               reason=f"'errors' is given {len(given)} times with different counts: no single answer")
@@ -49,7 +51,7 @@ def parse_radcliq(text: str) -> RubricJudgment:
         return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
                               reason=f"the answer is revised after its JSON ({revision[:80]!r}): no single answer")
     try:
-        counts = read_radcliq_errors(data["errors"])
+        counts = read_radcliq_errors(given[0])
     except ValueError as e:
         return RubricJudgment(score=None, parsed=False, reason=str(e), raw=text)
     significant, insignificant = counts.by_radcliq_key("significant"), counts.by_radcliq_key("insignificant")
