@@ -97,10 +97,17 @@ class BackendOptions:
                 # "concurrency=0" ran one at a time, "timeout=-1" failed every row, "max_retries=-1" made no call
                 bound = f"above {least}" if open_below else f"at least {least}"
                 raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be {bound}, not {value!r}")
+            choices = cls._CHOICES.get(name)
+            if choices is not None and value not in choices:
+                # here, not as a KeyError where it is used (once the weights load; on a cluster in every Ray actor)
+                raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be one of "
+                                       f"{', '.join(choices)}, not {value!r}.")
         return cls(**options)
 
     #: numeric options' lower bounds: name -> (bound, whether the bound itself is refused)
     _LEAST: typing.ClassVar[dict[str, tuple[float, bool]]] = {}
+    #: options that name one of a few choices: name -> the choices
+    _CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {}
 
     @classmethod
     def names(cls) -> list[str]:

@@ -16,13 +16,13 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
-from radmetrics.judge.greedy_engine import cache_argument, returned_cache
+from radmetrics.judge.greedy_engine import DECODE_ATTENTION, cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
 from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
 
@@ -69,6 +69,8 @@ class TransformersOptions(BackendOptions):
     #: greedy_engine.DECODE_ATTENTION). Answers unchanged up to kernels' rounding
     decode_attention: str = "cascade"
 
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": DTYPE_CHOICES, "decode_attention": DECODE_ATTENTION}
+
 
 class TransformersJudge(JudgeBackend):
     backend_name = "transformers"
@@ -87,12 +89,6 @@ class TransformersJudge(JudgeBackend):
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
                      "cuda_graphs", "draft_tokens", "share_stems", "decode_attention"):
             setattr(self, name, getattr(settings, name))
-        if self.dtype_name not in DTYPE_CHOICES:  # here, not a KeyError once the weights load (in every Ray actor)
-            raise JudgeOptionError(f"Option 'dtype' of the transformers backend must be one of "
-                                   f"{', '.join(DTYPE_CHOICES)}, not {self.dtype_name!r}.")
-        if self.decode_attention not in ("cascade", "varlen"):
-            raise JudgeOptionError(f"Option 'decode_attention' of the transformers backend must be 'cascade' or "
-                                   f"'varlen', not {self.decode_attention!r}.")
         if self.draft_tokens is not None and self.draft_tokens < 0:
             raise JudgeOptionError(f"Option 'draft_tokens' of the transformers backend must be 0 (no drafts) or "
                                    f"more, not {self.draft_tokens}.")

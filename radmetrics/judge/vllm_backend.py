@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
 
@@ -44,6 +44,8 @@ class VLLMOptions(BackendOptions):
     #: further keyword arguments for vllm.LLM (e.g. {"enforce_eager": true})
     engine_options: dict | None = None
 
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": (*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES)}
+
 
 class VLLMJudge(JudgeBackend):
     backend_name = "vllm"
@@ -55,9 +57,6 @@ class VLLMJudge(JudgeBackend):
         super().__init__(model=model, **options)
         s: VLLMOptions = self.settings  # type: ignore[assignment]
         self.dtype, self.chat_template = s.dtype, s.chat_template
-        if self.dtype not in (*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES):  # here, not when vLLM starts (minutes later)
-            raise JudgeOptionError(f"Option 'dtype' of the vllm backend must be one of "
-                                   f"{', '.join((*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES))}, not {self.dtype!r}.")
         self.engine_options = dict(max_model_len=s.max_model_len, gpu_memory_utilization=s.gpu_memory_utilization,
                                    tensor_parallel_size=s.tensor_parallel_size, enable_prefix_caching=s.enable_prefix_caching,
                                    trust_remote_code=s.trust_remote_code, seed=s.seed, **(s.engine_options or {}))
