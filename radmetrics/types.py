@@ -7,13 +7,13 @@ from typing import Any
 
 from radmetrics.taxonomy import ErrorCounts
 
-
-
 #: precision names a judge's or reward model's dtype option takes ("auto" besides) -> the torch dtype's name
 TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
                      "fp32": "float32", "float32": "float32"}
-#: what a judge's or reward model's dtype option takes ("auto": the checkpoint's precision on a GPU, fp32 on CPU)
+#: what a judge's or reward model's dtype option takes ("auto": fp32 on CPU; on a GPU the checkpoint's precision for a
+#: judge, bf16 for ER²Score)
 DTYPE_CHOICES = ("auto", *TORCH_DTYPE_NAMES)
+
 
 @dataclass
 class Judgment:

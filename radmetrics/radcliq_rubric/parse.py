@@ -6,9 +6,8 @@ counts that are not whole numbers >= 0 are unscored with the reason.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import re
+from dataclasses import dataclass, field
 
 from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_after_answer, written_pairs
 from radmetrics.taxonomy import read_radcliq_errors
