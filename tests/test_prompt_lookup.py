@@ -2,7 +2,7 @@
 and the policy that uses drafted decode steps only where they were measured faster."""
 from __future__ import annotations
 
-from radmetrics.judge.prompt_lookup import DraftPolicy, PromptLookup
+from radmetrics.judge.prompt_lookup import AnswerLookup, DraftPolicy, PromptLookup
 
 
 def test_the_latest_earlier_occurrence_of_the_last_tokens_proposes_what_followed_it():
@@ -30,6 +30,24 @@ def test_extending_a_row_and_starting_from_a_shared_prefix():
     assert shared.tokens == [10, 11, 12, 13] and shared.draft(2) == []  # the shared index is not changed
     # one index, built incrementally, equals one built at once
     assert PromptLookup(row.tokens).index == row.index
+
+
+def test_other_rows_answers_draft_when_they_match_longer_than_the_rows_own_tokens():
+    answers = AnswerLookup(max_ngram=4)
+    answers.add([50, 51, 52, 53, 60, 61, 62])
+    answers.add([7])  # one token continues nothing: not kept
+    row = PromptLookup([52, 53, 99, 8, 51, 52, 53])
+    assert row.draft(3) == [99, 8, 51]  # its own tokens: "52 53" (2 tokens) occurred before ...
+    assert row.draft(3, answers) == [60, 61, 62]  # ... loses to the answers' "51 52 53" (3 tokens)
+    tie = PromptLookup([51, 52, 53, 70, 71, 51, 52, 53])
+    assert tie.draft(2, answers) == [70, 71]  # equally long: the row's own continuation wins
+    assert PromptLookup([1, 2, 50]).draft(2, answers) == [51, 52]  # nothing of its own: the answers' alone
+    assert PromptLookup([1, 2, 3]).draft(2, answers) == []
+    # indexed when first asked, and the latest answer with the n-gram wins
+    answers.add([9, 50, 51, 52, 53, 80])
+    assert answers.answers[-1] == [9, 50, 51, 52, 53, 80] and answers._indexed == 1
+    assert row.draft(3, answers) == [80]
+    assert answers._indexed == 2
 
 
 def test_policy_keeps_the_faster_kind_of_step_per_batch_size_and_re_measures_the_other():
@@ -60,5 +78,5 @@ def test_a_negative_draft_count_is_a_clear_option_error():
     import radmetrics
     from radmetrics.judge.base import JudgeOptionError
 
-    with pytest.raises(JudgeOptionError, match="'draft_tokens' .* must be 0 \\(no drafts\\) or more, not -1"):
+    with pytest.raises(JudgeOptionError, match="'draft_tokens' .* must be at least 0, not -1"):
         radmetrics.get_judge("transformers", model="any/model", draft_tokens=-1, cache=False)

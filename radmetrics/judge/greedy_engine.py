@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radmetrics.judge.lean_decode import LEAN_CHECKS, lean_decoder
-from radmetrics.judge.prompt_lookup import DRAFT_MAX_ROWS, DRAFT_TOKENS, DraftPolicy, PromptLookup
+from radmetrics.judge.prompt_lookup import DRAFT_MAX_ROWS, DRAFT_TOKENS, AnswerLookup, DraftPolicy, PromptLookup
 from radmetrics.judge.shared_stems import StemNode, has_stems, plan_stems, shared_by_neighbours, stem_order
 
 log = logging.getLogger(__name__)
@@ -306,8 +306,9 @@ def greedy_generate(
             on_row_done(i, ids)
 
     prefix_ids = rows[0][:n_prefix]
+    answers = AnswerLookup()  # shared by both tables: the continued rows draft from every finished answer
     engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids,
-                         share_stems=share_stems, max_own=max_own)
+                         share_stems=share_stems, max_own=max_own, answers=answers)
     # longest first: the first chunks fill the table with little padding; shorter prompts refill it. Rows that
     # share stems (a tenth of their tokens or more) go in token order instead: admitted together, they share.
     order = stem_order(own) if share_stems else []
@@ -325,7 +326,7 @@ def greedy_generate(
                            cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention)
         log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
         engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id,
-                             prefix_ids, share_stems=share_stems)
+                             prefix_ids, share_stems=share_stems, answers=answers)
         left = engine.run(overflow, done)
         assert not left, "the continuation table has room for max_new_tokens"
     return results  # type: ignore[return-value]
@@ -348,7 +349,8 @@ class _Pending:
 
 class _SlotEngine:
     def __init__(self, model, plan: EnginePlan, prefix, max_new_tokens, min_new_tokens, eos, pad,
-                 prefix_ids: list[int] | None = None, share_stems: bool = True, max_own: int = 0):
+                 prefix_ids: list[int] | None = None, share_stems: bool = True, max_own: int = 0,
+                 answers: AnswerLookup | None = None):
         import torch
 
         self.torch = torch
@@ -397,6 +399,7 @@ class _SlotEngine:
         self.history = torch.full((max(1, plan.check_every), 1 + plan.draft_tokens, B), -1, **long)
         self.lookup = PromptLookup(prefix_ids or []) if plan.draft_tokens else None  # the shared prefix's index
         self.drafting = DraftPolicy() if plan.draft_tokens else None
+        self.answers = answers if plan.draft_tokens else None  # the call's finished answers, drafts for the others
         self.slot_row: list[_Pending | None] = [None] * B
         self.prefix_kv = _layer_tensors(prefix.cache) if prefix else None
         self.bucket = B
@@ -654,6 +657,8 @@ class _SlotEngine:
             r.produced.extend(t for t in tokens if t >= 0)
             if state == FINISHED:
                 done(r.index, r.produced)
+                if self.answers is not None:
+                    self.answers.add(r.produced)
                 self._release(s)
             elif state == OVERFLOW:
                 first, n = int(self.start[s]), int(self.end[s]) + 1  # columns start..end are filled
@@ -815,7 +820,7 @@ class _SlotEngine:
                     r.lookup = PromptLookup.after(self.lookup, r.own)
                 r.lookup.extend(r.produced[r.looked_up :])  # the row's last token is its next input
                 r.looked_up = len(r.produced)
-                guesses.append(r.lookup.draft(self.plan.draft_tokens))
+                guesses.append(r.lookup.draft(self.plan.draft_tokens, self.answers))
             width = max(map(len, guesses))
             if width:
                 drafts = torch.tensor([g + [-1] * (width - len(g)) for g in guesses], device=self.device)

@@ -7,6 +7,13 @@ comes next ("prompt lookup decoding", Saxena 2023; HF ``generate(prompt_lookup_n
 ``ngram`` speculator). The engine feeds the guesses after the row's next input token and keeps the longest run the
 model itself predicts, plus the model's own next token: greedy answers are unchanged, in fewer steps.
 
+A judge's answers also repeat each other: the same sections, the same phrases for the same kind of finding
+("No clinically significant errors", a template's item lines with their counts). `AnswerLookup` indexes the
+answers the call's rows have already given, and a row's lookup takes the longer match of the two (its own tokens
+win a tie): a retrieval-based draft (REST, He et al. 2024) over the call's own answers. On the natural benchmark's
+judge the longest answers need ~30% fewer drafted steps with it (a replay of their tokens: 2,695 -> 1,781 steps
+for the 20 longest), and the longest answer sets how many steps a call takes.
+
 `DraftPolicy` decides step by step whether drafting pays: a step that checks k guesses per row costs more
 compute than a plain one (a compute-bound model with few accepted guesses gets slower), so both kinds of step are
 timed and the faster in answer tokens per second is used, the other re-tried now and then.
@@ -21,6 +28,9 @@ DRAFT_TOKENS = 4
 DRAFT_MAX_ROWS = 32
 #: longest token n-gram looked up (then shorter ones)
 MAX_NGRAM = 3
+#: longest n-gram looked up in other rows' answers: longer than a row's own, so a phrase the answers share
+#: (whose last 3 tokens also occur in the row's prompt, followed by something else) is continued as they continue
+MAX_ANSWER_NGRAM = 4
 
 
 class PromptLookup:
@@ -44,14 +54,22 @@ class PromptLookup:
         self.tokens.extend(tokens)
         self._catch_up()
 
-    def draft(self, k: int) -> list[int]:
-        """Up to ``k`` guessed next tokens; [] when the row's last tokens never occurred before."""
+    def draft(self, k: int, answers: AnswerLookup | None = None) -> list[int]:
+        """Up to ``k`` guessed next tokens; [] when the row's last tokens never occurred before. With
+        ``answers``, the continuation of the longest match among the row's own tokens and other rows' answers
+        (the row's own at equal length)."""
         tokens = self.tokens
+        own_n, own_start = 0, None
         for n in range(min(self.max_ngram, len(tokens) - 1), 0, -1):
-            start = self.index.get(tuple(tokens[-n:]))
-            if start is not None:
-                return tokens[start : start + k]
-        return []
+            own_start = self.index.get(tuple(tokens[-n:]))
+            if own_start is not None:
+                own_n = n
+                break
+        if answers is not None:
+            guess = answers.draft(tokens, k, longer_than=own_n)
+            if guess:
+                return guess
+        return tokens[own_start : own_start + k] if own_start is not None else []
 
     def _catch_up(self) -> None:
         # token t continues the n-grams ending at t - 1 (the n-gram ending at the last token has no continuation
@@ -61,6 +79,42 @@ class PromptLookup:
             for n in range(1, min(self.max_ngram, t) + 1):
                 index[tuple(tokens[t - n : t])] = t
         self._indexed = max(self._indexed, len(tokens))
+
+
+class AnswerLookup:
+    """The answers a call's rows have given so far, as one n-gram index: drafts for a row from what the others
+    wrote after the same tokens. Answers are indexed when first needed (no cost while no step drafts)."""
+
+    def __init__(self, max_ngram: int = MAX_ANSWER_NGRAM):
+        self.max_ngram = max_ngram
+        self.answers: list[list[int]] = []
+        # n-gram -> (answer, position right after its latest occurrence there that has a continuation)
+        self.index: dict[tuple[int, ...], tuple[int, int]] = {}
+        self._indexed = 0  # answers[:_indexed] are in the index
+
+    def add(self, answer: list[int]) -> None:
+        if len(answer) > 1:
+            self.answers.append(list(answer))
+
+    def draft(self, tokens: list[int], k: int, longer_than: int = 0) -> list[int]:
+        """Up to ``k`` tokens that followed the longest n-gram (longer than ``longer_than``) ending ``tokens``
+        in an answer; [] when none did."""
+        self._catch_up()
+        for n in range(min(self.max_ngram, len(tokens)), longer_than, -1):
+            found = self.index.get(tuple(tokens[-n:]))
+            if found is not None:
+                answer, start = found
+                return self.answers[answer][start : start + k]
+        return []
+
+    def _catch_up(self) -> None:
+        index, max_ngram = self.index, self.max_ngram
+        for a in range(self._indexed, len(self.answers)):
+            answer = self.answers[a]
+            for t in range(1, len(answer)):
+                for n in range(1, min(max_ngram, t) + 1):
+                    index[tuple(answer[t - n : t])] = (a, t)
+        self._indexed = len(self.answers)
 
 
 class DraftPolicy:
