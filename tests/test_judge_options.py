@@ -89,6 +89,22 @@ def test_a_misspelt_dtype_is_refused_when_the_judge_is_built_not_at_load():
         VLLMJudge(model="m", dtype="bf61")
 
 
+@pytest.mark.parametrize("backend,name,value,bound", [
+    # max_input_tokens=-5 kept all but a prompt's first 5 tokens (a negative slice); max_batch_size=-1 planned
+    # batches of -1 rows
+    ("transformers", "max_input_tokens", -5, "at least 1"), ("transformers", "max_batch_size", -1, "at least 1"),
+    ("transformers", "max_batch_tokens", 0, "at least 1"), ("transformers", "answer_tokens", 0, "at least 1"),
+    ("transformers", "prefill_chunk_tokens", -100, "at least 1"), ("transformers", "draft_tokens", -1, "at least 0"),
+    ("vllm", "max_model_len", 0, "at least 1"), ("vllm", "gpu_memory_utilization", 0.0, "above 0"),
+    ("vllm", "tensor_parallel_size", 0, "at least 1"),
+])
+def test_a_count_out_of_range_is_refused_when_the_judge_is_built(backend, name, value, bound):
+    with pytest.raises(JudgeOptionError, match=rf"Option '{name}' of the {backend} backend must be {bound}, "
+                                               rf"not {value!r}"):
+        radmetrics.get_judge(backend, model="any/model", cache=False, **{name: value})
+    radmetrics.get_judge(backend, model="any/model", cache=False, **{name: 0.5 if isinstance(value, float) else 1})
+
+
 def test_the_vllm_backend_hands_vllm_its_own_name_for_our_short_dtypes():
     """vLLM takes "bfloat16" / "float16" / "float32" (and "half", "float"), not the short names the transformers
     backend and the CLI document: dtype=bf16 made vLLM refuse at load. The identity keeps the name as given."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from radmetrics.errors import JudgeError
-from radmetrics.judge.base import BackendOptions, JudgeBackend, JudgeOptionError, OnResult, local_weights_identity
+from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
 from radmetrics.judge.greedy_engine import DECODE_ATTENTION, cache_argument, returned_cache
@@ -70,6 +70,11 @@ class TransformersOptions(BackendOptions):
     decode_attention: str = "cascade"
 
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": DTYPE_CHOICES, "decode_attention": DECODE_ATTENTION}
+    # max_input_tokens=-5 kept all but the first 5 tokens (a negative slice), max_batch_size=-1 planned batches of
+    # -1 rows: refused when the judge is built, beside every other option's check
+    _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
+        "max_batch_size": (1, False), "max_batch_tokens": (1, False), "max_input_tokens": (1, False),
+        "prefill_chunk_tokens": (1, False), "answer_tokens": (1, False), "draft_tokens": (0, False)}
 
 
 class TransformersJudge(JudgeBackend):
@@ -89,9 +94,6 @@ class TransformersJudge(JudgeBackend):
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
                      "cuda_graphs", "draft_tokens", "share_stems", "decode_attention"):
             setattr(self, name, getattr(settings, name))
-        if self.draft_tokens is not None and self.draft_tokens < 0:
-            raise JudgeOptionError(f"Option 'draft_tokens' of the transformers backend must be 0 (no drafts) or "
-                                   f"more, not {self.draft_tokens}.")
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
         self._model = None

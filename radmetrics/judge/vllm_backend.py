@@ -45,6 +45,9 @@ class VLLMOptions(BackendOptions):
     engine_options: dict | None = None
 
     _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": (*DTYPE_CHOICES, *VLLM_DTYPE_ALIASES)}
+    # refused when the judge is built, not by vLLM once it starts loading weights
+    _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
+        "max_model_len": (1, False), "gpu_memory_utilization": (0, True), "tensor_parallel_size": (1, False)}
 
 
 class VLLMJudge(JudgeBackend):
