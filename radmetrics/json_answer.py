@@ -12,6 +12,7 @@ import json
 import re
 import warnings
 from collections.abc import Mapping
+from textwrap import shorten
 from typing import Any
 
 
@@ -206,6 +207,15 @@ def revision_after_answer(text: str, about: re.Pattern[str]) -> str | None:
         if _REVISING.search(sentence.group()) and about.search(sentence.group()):
             return sentence.group().strip()
     return None
+
+
+def revision_reason(text: str, about: re.Pattern[str]) -> str | None:
+    """Why an answer revised after its JSON is unscored (`revision_after_answer`), in the words every reader
+    gives; None where it is not revised."""
+    revision = revision_after_answer(text, about)
+    if revision is None:
+        return None
+    return f"the answer is revised after its JSON ({shorten(revision, 80)!r}): no single answer"
 
 
 def load_json_object(text: str, what: str = "JSON") -> dict[str, Any]:

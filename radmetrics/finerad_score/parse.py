@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from textwrap import shorten
 from typing import Any
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_after_answer, written_pairs
+from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_reason, written_pairs
 from radmetrics.taxonomy import FINERAD_LABELS
 
 PARSER_VERSION = "8"  # 5: severities with a Unicode dash or in Markdown emphasis (review 28); 6: a <think> block is
@@ -140,10 +140,9 @@ def read_corrections(text: str) -> tuple[list[Correction], list[str]]:
     if _EMPTY_LIST.fullmatch(text):  # "[]": nothing to correct (the official code accepts it as no errors)
         return [], ["the answer is [] (no corrections)"]
     data = load_json_tolerant(text)
-    revision = revision_after_answer(text, _CORRECTION_TALK)
-    if revision:
-        raise FineRadParseError(f"the answer is revised after its JSON ({shorten(revision, 80)!r}): no single answer",
-                                retryable=True)
+    revised = revision_reason(text, _CORRECTION_TALK)
+    if revised:
+        raise FineRadParseError(revised, retryable=True)
     if not isinstance(data, dict):
         raise FineRadParseError(f"JSON is a {type(data).__name__}, not an object keyed by line id", retryable=True)
     out: list[Correction] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_after_answer, written_pairs
+from radmetrics.json_answer import AnswerError, load_json_tolerant, revision_reason, written_pairs
 from radmetrics.taxonomy import read_radcliq_errors
 from radmetrics.types import Judgment
 
@@ -45,10 +45,9 @@ def parse_radcliq(text: str) -> RubricJudgment:
     if any(value != given[0] for value in given):  # a dict keeps the last of them (review 29b)
         return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
                               reason=f"'errors' is given {len(given)} times with different counts: no single answer")
-    revision = revision_after_answer(text, _COUNT_TALK)
-    if revision:
-        return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True},
-                              reason=f"the answer is revised after its JSON ({revision[:80]!r}): no single answer")
+    revised = revision_reason(text, _COUNT_TALK)
+    if revised:
+        return RubricJudgment(score=None, parsed=False, raw=text, details={"retryable": True}, reason=revised)
     try:
         counts = read_radcliq_errors(given[0])
     except ValueError as e:
