@@ -50,6 +50,15 @@ def test_other_rows_answers_draft_when_they_match_longer_than_the_rows_own_token
     assert answers._indexed == 2
 
 
+def test_answers_kept_for_drafts_are_bounded_however_many_rows_a_call_judges():
+    answers = AnswerLookup(max_tokens=10)
+    answers.add([1, 2, 3, 4, 5, 6])
+    answers.add([7, 8, 9, 10, 11])  # 11 tokens in all: over the bound, not kept
+    answers.add([12, 13, 14, 15])
+    assert answers.answers == [[1, 2, 3, 4, 5, 6], [12, 13, 14, 15]] and answers.tokens == 10
+    assert answers.draft([0, 8], 2) == [] and answers.draft([0, 13], 2) == [14, 15]
+
+
 def test_policy_keeps_the_faster_kind_of_step_per_batch_size_and_re_measures_the_other():
     policy = DraftPolicy(trial_steps=2, explore_every=5)
 

@@ -31,6 +31,9 @@ MAX_NGRAM = 3
 #: longest n-gram looked up in other rows' answers: longer than a row's own, so a phrase the answers share
 #: (whose last 3 tokens also occur in the row's prompt, followed by something else) is continued as they continue
 MAX_ANSWER_NGRAM = 4
+#: answer tokens kept for drafts per call: the first answers already hold the phrases answers share, and the index
+#: (~4 entries per token) stays a few MB however many rows one call judges
+MAX_ANSWER_TOKENS = 16_384
 
 
 class PromptLookup:
@@ -85,16 +88,18 @@ class AnswerLookup:
     """The answers a call's rows have given so far, as one n-gram index: drafts for a row from what the others
     wrote after the same tokens. Answers are indexed when first needed (no cost while no step drafts)."""
 
-    def __init__(self, max_ngram: int = MAX_ANSWER_NGRAM):
-        self.max_ngram = max_ngram
+    def __init__(self, max_ngram: int = MAX_ANSWER_NGRAM, max_tokens: int = MAX_ANSWER_TOKENS):
+        self.max_ngram, self.max_tokens = max_ngram, max_tokens
         self.answers: list[list[int]] = []
+        self.tokens = 0  # answer tokens kept
         # n-gram -> (answer, position right after its latest occurrence there that has a continuation)
         self.index: dict[tuple[int, ...], tuple[int, int]] = {}
         self._indexed = 0  # answers[:_indexed] are in the index
 
     def add(self, answer: list[int]) -> None:
-        if len(answer) > 1:
+        if len(answer) > 1 and self.tokens + len(answer) <= self.max_tokens:
             self.answers.append(list(answer))
+            self.tokens += len(answer)
 
     def draft(self, tokens: list[int], k: int, longer_than: int = 0) -> list[int]:
         """Up to ``k`` tokens that followed the longest n-gram (longer than ``longer_than``) ending ``tokens``
