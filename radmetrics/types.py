@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +89,41 @@ class GenerationConfig:
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        # checked here, where every entry point (radmetrics.score, evaluate.load, rewards, a plugin) builds one:
+        # max_new_tokens=0 or -1 went to the server as max_tokens=0/-1, temperature=nan failed every row "judge call
+        # failed: Out of range float values", and stop="\n\n" was read as the stops "\n" and "\n" (a str is a
+        # tuple of characters)
+        from radmetrics.errors import InputError
+
+        def whole(name: str, least: int) -> int:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+                raise InputError(f"GenerationConfig {name} must be a whole number of at least {least}, not {value!r}")
+            return value
+
+        def finite(name: str, low: float, high: float, low_open: bool) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not (
+                    (low < value if low_open else low <= value) and value <= high):
+                where = f"{'above' if low_open else 'at least'} {low:g}" + (
+                    f" and at most {high:g}" if math.isfinite(high) else "")
+                raise InputError(f"GenerationConfig {name} must be a number {where}, not {value!r}")
+
+        whole("max_new_tokens", 1)
+        if whole("min_new_tokens", 0) > self.max_new_tokens:
+            # every answer would run to max_new_tokens with its end held back: all cut, all unscored
+            raise InputError(f"GenerationConfig min_new_tokens ({self.min_new_tokens}) is above max_new_tokens "
+                             f"({self.max_new_tokens})")
+        finite("temperature", 0, math.inf, False)
+        finite("top_p", 0, 1, True)
+        if self.seed is not None:
+            whole("seed", 0)
+        stop = (self.stop,) if isinstance(self.stop, str) else self.stop  # one stop text, as the OpenAI API takes
+        if not isinstance(stop, (tuple, list)) or not all(isinstance(s, str) and s for s in stop):
+            raise InputError(f"GenerationConfig stop must be texts (a tuple of non-empty strings), not {self.stop!r}")
+        object.__setattr__(self, "stop", tuple(stop))
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -105,6 +105,37 @@ def test_a_count_out_of_range_is_refused_when_the_judge_is_built(backend, name, 
     radmetrics.get_judge(backend, model="any/model", cache=False, **{name: 0.5 if isinstance(value, float) else 1})
 
 
+@pytest.mark.parametrize("settings,message", [
+    # sent to the server as max_tokens=0 / -1 and scored as if answered
+    ({"max_new_tokens": 0}, "max_new_tokens must be a whole number of at least 1, not 0"),
+    ({"max_new_tokens": -1}, "max_new_tokens must be a whole number of at least 1, not -1"),
+    ({"max_new_tokens": 2.5}, "max_new_tokens must be a whole number of at least 1, not 2.5"),
+    ({"min_new_tokens": 5, "max_new_tokens": 2}, r"min_new_tokens \(5\) is above max_new_tokens \(2\)"),
+    ({"temperature": -1.0}, "temperature must be a number at least 0, not -1.0"),
+    # nan failed every row at the request ("Out of range float values are not JSON compliant")
+    ({"temperature": float("nan")}, "temperature must be a number at least 0, not nan"),
+    ({"top_p": 0.0}, "top_p must be a number above 0 and at most 1, not 0.0"),
+    ({"top_p": 1.5}, "top_p must be a number above 0 and at most 1, not 1.5"),
+    ({"seed": -1}, "seed must be a whole number of at least 0, not -1"),
+])
+def test_generation_settings_out_of_range_are_refused_where_they_are_made(settings, message):
+    with pytest.raises(radmetrics.InputError, match=f"GenerationConfig {message}"):
+        radmetrics.GenerationConfig(**settings)
+
+
+def test_evaluate_load_refuses_a_token_limit_below_one():
+    import evaluate
+
+    with pytest.raises(radmetrics.InputError, match="max_new_tokens must be a whole number of at least 1, not 0"):
+        evaluate.load(str(PACKAGE / "green"), backend="replay", judge=REPLAY, max_new_tokens=0)
+
+
+def test_one_stop_text_is_one_stop_not_its_characters():
+    # stop="\n\n" was the stops "\n" and "\n" (a str iterates by character): stop="ab" cut answers at any a or b
+    assert radmetrics.GenerationConfig(stop="ab").stop == ("ab",)
+    assert radmetrics.GenerationConfig(stop=["</s>", "###"]).to_dict()["stop"] == ["</s>", "###"]
+
+
 def test_the_vllm_backend_hands_vllm_its_own_name_for_our_short_dtypes():
     """vLLM takes "bfloat16" / "float16" / "float32" (and "half", "float"), not the short names the transformers
     backend and the CLI document: dtype=bf16 made vLLM refuse at load. The identity keeps the name as given."""
