@@ -153,7 +153,7 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
     reason = json.loads((tmp_path / "u.jsonl").read_text().splitlines()[1])["reason"]
     assert reason == "input line 2: not JSON (Unterminated string starting at position 33)", reason
     nan = cli("score", "-m", "green", "-i", src, "-o", tmp_path / "n.jsonl", "--replay", replay, "--max-failures", "nan")
-    assert nan.returncode == 2 and "not nan" in nan.stderr
+    assert nan.returncode == 2 and "'--max-failures': nan is not a finite number" in nan.stderr
 
 
 def test_duplicate_rows_are_judged_once_and_all_kept(fake_judge):

@@ -684,7 +684,10 @@ def test_reward_check_counts_and_sizes_below_one_are_refused(fake_judge, tmp_pat
                          ([*given, "-g", "0"], "--num-generations"), ([*given, "--completion-tokens", "0"],
                                                                       "--completion-tokens"),
                          ([*given, "--temperature", "0"], "--temperature"), ([*given, "--top-p", "0"], "--top-p"),
-                         ([*given, "--top-p", "1.5"], "--top-p")):
+                         ([*given, "--top-p", "1.5"], "--top-p"),
+                         # nan passed click's FloatRange (no comparison with nan is true) and reached the sampler
+                         ([*given, "--temperature", "nan"], "--temperature"),
+                         ([*given, "--temperature", "inf"], "--temperature"), ([*given, "--top-p", "nan"], "--top-p")):
         monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "green", *args])
         with pytest.raises(SystemExit) as exit_info:
             main()

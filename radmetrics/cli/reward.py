@@ -11,6 +11,7 @@ import click
 from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.output_paths import OUTPUT_FILE
+from radmetrics.cli.stat_options import FiniteRange
 from radmetrics.errors import InputError
 
 
@@ -48,8 +49,8 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
               help="Completions per prompt (GRPO's group size).")
 @click.option("--completion-tokens", default=256, show_default=True, type=click.IntRange(min=1),
               help="Longest policy completion (new tokens).")
-@click.option("--temperature", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
-@click.option("--top-p", default=1.0, show_default=True, type=click.FloatRange(0, 1, min_open=True))
+@click.option("--temperature", default=1.0, show_default=True, type=FiniteRange(min=0, min_open=True))
+@click.option("--top-p", default=1.0, show_default=True, type=FiniteRange(0, 1, min_open=True))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Completions per reward call (default: all in one call, like one GRPO generation batch).")

@@ -12,6 +12,7 @@ from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
 from radmetrics.cli.input_paths import INPUT_FILE
 from radmetrics.cli.judge_flags import JudgeFlags, judge_flags
 from radmetrics.cli.output_paths import OUTPUT_FILE
+from radmetrics.cli.stat_options import FiniteRange
 
 if TYPE_CHECKING:
     from radmetrics.io import Record
@@ -92,7 +93,7 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar while judging.")
 @click.option("--retry-unscored", is_flag=True,
               help="Ask again for rows whose (cached) judge answer could not be scored, replacing it in the cache.")
-@click.option("--max-failures", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
+@click.option("--max-failures", type=FiniteRange(0, 1), default=None, metavar="FRACTION",
               help="Exit 1 when more than this fraction of the judged rows failed because of the judge "
                    "(a run where every row failed always exits 1). Input problems are not counted.")
 @interrupt_scope
@@ -104,9 +105,6 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
     Exit codes: 0 done; 1 the judge failed every row (or over --max-failures); 2 bad input or usage;
     130 / 143 interrupted (every answer received is cached: rerun to resume)."""
     import hashlib
-
-    if max_failures is not None and max_failures != max_failures:  # nan passes FloatRange and never fails a run
-        raise click.BadParameter("must be a number from 0 to 1, not nan", param_hint="'--max-failures'")
 
     import radmetrics
     from radmetrics.cli.exit_status import JUDGE_FAILED, FailureTally

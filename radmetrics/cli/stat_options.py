@@ -2,15 +2,31 @@
 numpy or scipy would refuse after the metrics ran is a usage error before any work."""
 from __future__ import annotations
 
+import math
+
 import click
 
 #: numpy's generators take non-negative seeds only
 SEED = click.IntRange(min=0)
+
+
+class FiniteRange(click.FloatRange):
+    """click's FloatRange, finite: every comparison with nan is false, so FloatRange passed it (--alpha nan was a
+    ValueError traceback, --confidence nan printed every interval as n/a, --temperature nan reached the sampler),
+    and an open end passed inf."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value} is not a finite number ({self._describe_range()})", param, ctx)
+        return number
+
+
 #: a significance level: strictly between 0 and 1
-ALPHA = click.FloatRange(0, 1, min_open=True, max_open=True)
+ALPHA = FiniteRange(0, 1, min_open=True, max_open=True)
 
 
-class Confidence(click.FloatRange):
+class Confidence(FiniteRange):
     """An interval's level, strictly between 0 and 1; a percentage (95) is named as one."""
 
     def __init__(self) -> None:
