@@ -105,6 +105,28 @@ def test_a_count_out_of_range_is_refused_when_the_judge_is_built(backend, name, 
     radmetrics.get_judge(backend, model="any/model", cache=False, **{name: 0.5 if isinstance(value, float) else 1})
 
 
+@pytest.mark.parametrize("backend,name,value", [
+    # --judge-option timeout=NaN (JSON's NaN) failed every row "Invalid value NaN", timeout=Infinity every row
+    # "timestamp out of range", backoff=NaN slept on between retries: no lower bound refuses nan
+    ("openai", "timeout", float("nan")), ("openai", "timeout", float("inf")), ("openai", "backoff", float("nan")),
+    ("openai", "max_backoff", float("-inf")), ("openai", "unreachable_after", float("nan")),
+    ("vllm", "gpu_memory_utilization", float("nan")),
+])
+def test_a_number_option_that_is_not_finite_is_refused_when_the_judge_is_built(backend, name, value):
+    with pytest.raises(JudgeOptionError, match=rf"Option '{name}' of the {backend} backend must be a finite number, "
+                                               rf"not {value!r}"):
+        server = {"base_url": "http://127.0.0.1:9/v1"} if backend == "openai" else {}
+        radmetrics.get_judge(backend, model="any/model", cache=False, **server, **{name: value})
+
+
+def test_cli_judge_option_nan_exits_2_with_one_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i", str(SAMPLE / "pairs.jsonl"),
+                          "-o", str(tmp_path / "o.jsonl"), "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                          "-j", "m", "--judge-option", "timeout=NaN"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2 and "Option 'timeout' of the openai backend must be a finite number, not nan" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 @pytest.mark.parametrize("settings,message", [
     # sent to the server as max_tokens=0 / -1 and scored as if answered
     ({"max_new_tokens": 0}, "max_new_tokens must be a whole number of at least 1, not 0"),

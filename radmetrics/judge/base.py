@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -91,6 +92,11 @@ class BackendOptions:
                 shown = "a value of that type" if _secret_name(name) else repr(value)
                 raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be "
                                        f"{_type_name(hints[name])}, not {shown}")
+            if isinstance(value, float) and not math.isfinite(value):
+                # JSON's NaN / Infinity in --judge-option: timeout=NaN failed every row ("Invalid value NaN"),
+                # timeout=Infinity too ("timestamp out of range"), backoff=NaN slept on and on; no bound refuses nan
+                raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be a finite number, "
+                                       f"not {value!r}")
             least, open_below = cls._LEAST.get(name, (None, False))
             if least is not None and isinstance(value, (int, float)) and (
                     value < least or (open_below and value == least)):
