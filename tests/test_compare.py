@@ -611,13 +611,18 @@ def test_confidence_sets_every_interval_and_its_labels(tmp_path):
     assert bad.returncode == 2 and "95 looks like a percentage: give the level as a fraction (0.95)" in bad.stderr
 
 
-@pytest.mark.parametrize("flag,value", [("--alpha", "nan"), ("--confidence", "nan")])
-def test_a_level_that_is_no_number_is_a_usage_error(tmp_path, flag, value):
+@pytest.mark.parametrize("flag,value,message", [
+    ("--alpha", "nan", "'--alpha': nan is not a finite number"),
+    ("--confidence", "nan", "'--confidence': nan is not a finite number"),
+    ("--resamples", "99999999999999999999999", "resamples are more than any interval needs: at most 1,000,000"),
+])
+def test_a_statistics_setting_out_of_reach_is_a_usage_error(tmp_path, flag, value, message):
     """nan passed click's FloatRange (no comparison with nan is true): --alpha nan was a ValueError traceback after
-    the metrics ran, --confidence nan a report whose every interval read n/a, exit 0."""
+    the metrics ran, --confidence nan a report whose every interval read n/a, exit 0. A resample count past numpy's
+    largest array was its "Maximum allowed dimension exceeded" traceback, also after the metrics ran."""
     run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
                        "-m", "bleu-4", "--resamples", "100", flag, value, "-o", tmp_path / "out")
-    assert run.returncode == 2 and f"'{flag}': {value} is not a finite number" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 2 and message in run.stderr, run.stderr[-2000:]
     assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
 
 

@@ -49,6 +49,9 @@ class Resamples(click.ParamType):
 
     name = "integer"
     least = 10
+    #: 99999999999999999999999 was numpy's "Maximum allowed dimension exceeded" traceback once the metrics had run,
+    #: and 10**10 hours of resampling; a million already puts an interval's ends within its printed rounding
+    most = 1_000_000
 
     def convert(self, value, param, ctx):
         try:
@@ -58,6 +61,9 @@ class Resamples(click.ParamType):
         if number != 0 and number < self.least:
             self.fail(f"{number} resamples give no interval worth the name: 0 for none, or at least {self.least} "
                       "(1000 is the default)", param, ctx)
+        if number > self.most:
+            self.fail(f"{number} resamples are more than any interval needs: at most {self.most:,} (1000 is the "
+                      "default)", param, ctx)
         return number
 
 
