@@ -68,6 +68,20 @@ def test_train_score_save_load(teacher_pairs, tmp_path):
     assert again[0]["er2score"] == pytest.approx(accepted[0]["er2score"], abs=1e-5)
 
 
+@pytest.mark.parametrize("setting,value,message", [
+    ("steps", 0, "steps must be a whole number of at least 1, not 0"),  # no loss to report: an IndexError
+    ("batch_size", 0, "batch_size must be a whole number of at least 1, not 0"),
+    ("lam", float("nan"), "lam must be a finite number at least 0, not nan"),  # trained nan weights
+    ("lr", -1e-4, "lr must be a finite number above 0, not -0.0001"),
+])
+def test_train_reward_model_refuses_settings_out_of_range(teacher_pairs, setting, value, message):
+    from radmetrics.er2score.train import train_reward_model
+
+    pairs, _ = teacher_pairs
+    with pytest.raises(radmetrics.InputError, match=re.escape(f"ER2Score training {message}")):
+        train_reward_model(None, pairs, **{setting: value})  # refused before the model is used
+
+
 def test_cli_trains_er2score_and_evaluate_module_scores(teacher_pairs, tmp_path, monkeypatch):
     import json
 

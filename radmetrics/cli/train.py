@@ -9,6 +9,7 @@ import click
 from radmetrics.cli.exit_status import interrupt_scope, note_interrupt
 from radmetrics.cli.input_paths import EXISTING_FILE, EXISTING_INPUT
 from radmetrics.cli.output_paths import OUTPUT_FOLDER
+from radmetrics.cli.stat_options import FiniteRange
 from radmetrics.io import check_new_folder
 
 @click.group("train")
@@ -82,12 +83,12 @@ def require_training_extra(command: str) -> None:
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
 @click.option("--config", "config_path", type=EXISTING_FILE, help="YAML of settings.")
-@click.option("--max-steps", type=int, default=None, help="Optimizer steps (overrides --epochs).")
-@click.option("--epochs", type=float, default=None, help="Training epochs.")
-@click.option("--learning-rate", type=float, default=None, help="Learning rate.")
-@click.option("--lora-r", type=int, default=None, help="LoRA rank.")
-@click.option("--lora-alpha", type=int, default=None, help="LoRA alpha.")
-@click.option("--batch-size", type=int, default=None, help="Examples per optimizer step.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Optimizer steps (overrides --epochs).")
+@click.option("--epochs", type=FiniteRange(min=0, min_open=True), default=None, help="Training epochs.")
+@click.option("--learning-rate", type=FiniteRange(min=0, min_open=True), default=None, help="Learning rate.")
+@click.option("--lora-r", type=click.IntRange(min=1), default=None, help="LoRA rank.")
+@click.option("--lora-alpha", type=click.IntRange(min=1), default=None, help="LoRA alpha.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Examples per optimizer step.")
 @click.option("--teacher-backend", default="transformers", help="green recipe: the teacher judge's backend.")
 @click.option("--teacher", default=None, help="green recipe: teacher model (or --teacher-replay).")
 @click.option("--teacher-replay", type=EXISTING_FILE, default=None,
@@ -203,11 +204,12 @@ def _check_same_run(output: str, config, rows: list[dict]) -> None:
 @click.option("--base-url", default=None)
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
-@click.option("--steps", default=200, show_default=True, type=int)
-@click.option("--batch-size", default=4, show_default=True, type=int)
-@click.option("--learning-rate", default=1e-4, show_default=True, type=float)
-@click.option("--lam", default=1.0, show_default=True, type=float, help="λ of the MRE loss.")
-@click.option("--lora-r", default=8, show_default=True, type=int)
+# --steps 0 saved an untrained model, then an IndexError traceback; --lam nan saved a model of nan weights
+@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1))
+@click.option("--batch-size", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--learning-rate", default=1e-4, show_default=True, type=FiniteRange(min=0, min_open=True))
+@click.option("--lam", default=1.0, show_default=True, type=FiniteRange(min=0), help="λ of the MRE loss.")
+@click.option("--lora-r", default=8, show_default=True, type=click.IntRange(min=1))
 @click.option("--radcliq-convention", type=click.Choice(["paper", "quality"]), default="paper", show_default=True,
               help="RadCliQ pair direction: 'paper' (as ER2Score A.4: the chosen report has more errors; the score "
                    "predicts errors, lower is better) or 'quality' (fewer errors chosen; higher is better).")

@@ -44,6 +44,28 @@ class JudgeSFTConfig:
     quantize_4bit: str = "auto"  # "auto": QLoRA when a GPU and bitsandbytes are present
     save_steps: int = 50  # a checkpoint (adapter + optimizer) every N steps: an interrupted run resumes from it
 
+    def __post_init__(self) -> None:
+        # a --config YAML or Python value out of range reached the trainer: max_steps 0 trained by epochs instead
+        # (transformers reads max_steps <= 0 as "not set"), learning_rate .nan trained a model of nan weights,
+        # validation_fraction 1 held back every row; now one line naming the setting, before any model loads
+        def refuse(name: str, what: str) -> InputError:
+            return InputError(f"training setting {name} must be {what}, not {getattr(self, name)!r}")
+
+        for name in ("lora_r", "lora_alpha", "batch_size", "max_length", "save_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise refuse(name, "a whole number of at least 1")
+        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or not (
+                self.max_steps == -1 or self.max_steps >= 1):
+            raise refuse("max_steps", "a whole number of at least 1 (or -1: train by epochs)")
+        for name in ("epochs", "learning_rate"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise refuse(name, "a finite number above 0")
+        fraction = self.validation_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+            raise refuse("validation_fraction", "a number from 0 up to (not including) 1")
+
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> JudgeSFTConfig:
         from dataclasses import fields
