@@ -278,6 +278,10 @@ def test_memory_cap_sizes_the_in_process_judge(tiny_judge):
         memory_capped_options("transformers", str(tiny_judge), 0.0001)
     with pytest.raises(RadmetricsError, match="in-process judges"):
         memory_capped_options("openai", "x", 1)
+    # nan passed "gib <= 0" (vllm got 0.95 of the shared GPU, transformers a ValueError traceback); inf overflowed
+    for gib in (float("nan"), float("inf"), 0, -2):
+        with pytest.raises(RadmetricsError, match="judge_memory_gib must be a positive finite number"):
+            memory_capped_options("transformers", str(tiny_judge), gib)
 
 
 # -- GRPO on CPU ----------------------------------------------------------------------------------------------

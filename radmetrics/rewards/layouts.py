@@ -6,6 +6,7 @@ of their own and would take the memory the policy needs for its next step.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
@@ -46,8 +47,10 @@ def memory_capped_options(backend: str, model: str | None, gib: float, options: 
     the GPU's memory (vLLM sizes its KV cache from that share).
     """
     options = options or {}
-    if gib <= 0:
-        raise RadmetricsError(f"judge_memory_gib must be positive, not {gib}")
+    # nan passed "gib <= 0": vllm then got min(0.95, nan) = 0.95 of the GPU the policy shares, transformers a
+    # ValueError traceback (int(nan)); inf an OverflowError
+    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib <= 0:
+        raise RadmetricsError(f"judge_memory_gib must be a positive finite number, not {gib!r}")
     if backend == "vllm":
         import torch
 
