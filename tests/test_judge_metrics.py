@@ -157,6 +157,19 @@ def test_vert_few_shot_is_seeded_and_excludes_the_judged_pair(tmp_path):
     assert re.search(r"-vert-k3-seed7-shots[0-9a-f]{12}-illus$", system.prompt_version)
 
 
+def test_vert_k_above_the_shots_in_the_file_is_refused(tmp_path):
+    """k=5 with a file of 3 shots made 3-shot prompts while the fingerprint said k=5 (and k=1e30 passed too)."""
+    shots = tmp_path / "shots.jsonl"
+    shots.write_text("\n".join(json.dumps({"reference": f"ref {i}", "candidate": f"cand {i}", "score": 1})
+                               for i in range(3)))
+    for k in (5, 1e30):
+        with pytest.raises(radmetrics.InputError, match=rf"VERT k={int(k)} asks for more examples than shots_path "
+                                                        rf".*shots.jsonl holds \(3\): give k of at most 3"):
+            radmetrics.get_scoring_system("vert", shots_path=str(shots), k=k)
+    system = radmetrics.get_scoring_system("vert", shots_path=str(shots), k=3)  # every shot: fine
+    assert system.build_prompt("ref x", "cand x").count("--- Example ") == 3
+
+
 def test_vert_shots_as_the_papers_variants_write_them(tmp_path):
     """VERT App. D.6-D.9 (fidelity audit F13): RadEval shots scored max(0, 1 - 0.15 x sig errors) from their
     counts; shots that illustrate a category; shots with the judge's explanation and matched findings, in the

@@ -237,6 +237,10 @@ class VertSystem(ScoringSystem):
                 clone._pool  # noqa: B018 (the read is the check)
             except InputError as e:  # "adir is a folder" alone does not say which file of the run it is
                 raise InputError(f"VERT shots_path: {e}") from None
+            if clone.k > len(clone._pool):
+                # k=5 with a file of 3 shots made 3-shot prompts while the results said k=5 (k=1e30 passed too)
+                raise InputError(f"VERT k={clone.k} asks for more examples than shots_path {clone.shots_path} holds "
+                                 f"({len(clone._pool)}): give k of at most {len(clone._pool)}, or more shots")
         return clone
 
 
