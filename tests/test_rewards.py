@@ -481,6 +481,15 @@ def test_er2score_reward_reads_the_judges_dtype_names(tiny_er2score):
         er2score_reward(str(tiny_er2score), dtype="fp8")
 
 
+@pytest.mark.parametrize("option,value", [("batch_size", -1), ("batch_size", 0), ("batch_size", 2.5),
+                                          ("max_length", 0)])
+def test_er2score_reward_sizes_below_one_are_refused_when_the_reward_is_made(option, value):
+    """batch_size=-1 made no forward pass (a range with a negative step): every reward came back None, with no
+    reason; 2.5 was a TypeError at the first training step; max_length=0 left every row unscored."""
+    with pytest.raises(RadmetricsError, match=f"ER2Score {option} must be a whole number of at least 1"):
+        er2score_reward("no/such-model", **{option: value})  # before any model loads
+
+
 @pytest.mark.slow
 def test_grpo_with_er2score_criteria_conversational(policy, tiny_er2score, tmp_path):
     from radmetrics.er2score.model import MultiRewardModel

@@ -28,6 +28,13 @@ class _SharedModel:
                  max_length: int):
         if dtype not in DTYPE_CHOICES:  # refused here, not as a KeyError at the first reward call (a training step)
             raise RadmetricsError(f"ER2Score dtype must be one of {', '.join(DTYPE_CHOICES)}, not {dtype!r}")
+        # batch_size=-1 made no forward pass (range with a negative step): every reward None, with no reason;
+        # 2.5 a TypeError at the first training step; max_length=0 left every row unscored
+        for name, value, allow_none in (("batch_size", batch_size, True), ("max_length", max_length, False)):
+            if not (value is None and allow_none) and (
+                    isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise RadmetricsError(f"ER2Score {name} must be a whole number of at least 1"
+                                      f"{' (or None: one pass per call)' if allow_none else ''}, not {value!r}")
         self.source, self.base_model, self.device, self.dtype = source, base_model, device, dtype
         self.batch_size, self.max_length = batch_size, max_length
         self.model = source if not isinstance(source, str) else None
