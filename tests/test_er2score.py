@@ -232,3 +232,18 @@ def test_a_missing_or_foreign_model_folder_is_one_line_through_evaluate(tmp_path
         er2 = evaluate.load("radmetrics/er2score/er2score.py", model=model)
         with pytest.raises(RadmetricsError, match=re.escape(expected)):
             er2.compute(predictions=["a"], references=["b"])
+
+
+def test_an_evaluate_batch_size_below_one_is_refused_at_load(monkeypatch):
+    """batch_size=0 was range()'s ValueError traceback at compute; -1 scored nothing and ended in statistics'
+    "fmean requires at least one data point"."""
+    import evaluate
+
+    from conftest import PACKAGE
+
+    from radmetrics.errors import RadmetricsError
+
+    monkeypatch.chdir(PACKAGE.parent)
+    for size in (0, -1, 2.5):
+        with pytest.raises(RadmetricsError, match=f"ER2Score batch_size must be a whole number of at least 1, not {size}"):
+            evaluate.load("radmetrics/er2score/er2score.py", model="no/such-model", batch_size=size)

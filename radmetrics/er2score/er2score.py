@@ -28,6 +28,12 @@ _MODELS = {}
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
 class ER2Score(evaluate.Metric):
     def __init__(self, model=None, base_model=None, batch_size=8, **kwargs):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            # 0 was range()'s ValueError traceback at compute, -1 scored nothing (statistics' "fmean requires at
+            # least one data point")
+            from radmetrics.errors import RadmetricsError
+
+            raise RadmetricsError(f"ER2Score batch_size must be a whole number of at least 1, not {batch_size!r}")
         super().__init__(**kwargs)
         self.model_path, self.base_model, self.batch_size = model, base_model, batch_size
 
