@@ -626,6 +626,25 @@ def test_a_statistics_setting_out_of_reach_is_a_usage_error(tmp_path, flag, valu
     assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("setting,value,message", [
+    ("alpha", float("nan"), "alpha must be a number strictly between 0 and 1, not nan"),
+    ("confidence", float("nan"), "confidence must be a number strictly between 0 and 1, not nan"),
+    ("confidence", 95, "confidence must be a number strictly between 0 and 1, not 95"),
+    ("seed", -1, "seed must be a whole number of at least 0, not -1"),
+    ("resamples", 3, "resamples must be 0 (no intervals or tests) or a whole number from 10 to 1,000,000, not 3"),
+])
+def test_compare_in_python_checks_its_statistics_settings_before_judging(setting, value, message):
+    """The CLI's flags refused these; radmetrics.compare took them: alpha=nan was a ValueError traceback once every
+    metric had run, confidence=nan every interval n/a, seed=-1 numpy's error after the judging."""
+    calls = []
+    import radmetrics
+
+    with pytest.raises(InputError, match=re.escape(message)):
+        radmetrics.compare({"A": ["a b", "c d"], "B": ["a", "c"]}, ["a b", "c d"], ["bleu-4"],
+                           on_metric=lambda *args: calls.append(args), **{setting: value})
+    assert calls == []  # before any metric ran
+
+
 @pytest.mark.parametrize(("text", "limit", "expected"), [
     pytest.param("abc def ghi", 20, "abc def ghi", id="fits"),
     pytest.param("abc def ghi", 8, "abc def…", id="cut-at-a-space"),

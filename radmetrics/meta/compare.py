@@ -475,6 +475,7 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
             raise InputError(f"system '{name}' has {len(systems[name])} candidates for {n} references")
     if not metrics:
         raise InputError("name at least one metric")
+    cs.check_settings(resamples, seed, confidence, alpha)
     if not metrics_checked:
         check_metrics_loadable(metrics)
     ids = [str(i) for i in ids] if ids is not None else [f"row-{i}" for i in range(n)]

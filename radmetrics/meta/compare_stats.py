@@ -39,6 +39,27 @@ class Interval:
         return asdict(self)
 
 
+def check_settings(resamples: Any, seed: Any, confidence: Any, alpha: Any) -> None:
+    """The statistics settings of `radmetrics.compare`, checked before any judging, as the CLI's flags are
+    (radmetrics.cli.stat_options): alpha=nan was a ValueError traceback once every metric had run, confidence=nan
+    reported every interval as n/a, seed=-1 was numpy's error after the judging, resamples=3 a "95% CI" of three
+    resamples."""
+    from radmetrics.errors import InputError
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+    if not whole(resamples) or not (resamples == 0 or 10 <= resamples <= 1_000_000):
+        raise InputError(f"resamples must be 0 (no intervals or tests) or a whole number from 10 to 1,000,000, "
+                         f"not {resamples!r}")
+    if not whole(seed) or seed < 0:
+        raise InputError(f"seed must be a whole number of at least 0, not {seed!r}")
+    for name, value in (("confidence", confidence), ("alpha", alpha)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 < value < 1:
+            raise InputError(f"{name} must be a number strictly between 0 and 1, not {value!r}")
+
+
 def _finite(values: Sequence[float | None]) -> np.ndarray:
     return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
 
