@@ -700,7 +700,9 @@ def test_reward_check_counts_and_sizes_below_one_are_refused(fake_judge, tmp_pat
                          ([*given, "--top-p", "1.5"], "--top-p"),
                          # nan passed click's FloatRange (no comparison with nan is true) and reached the sampler
                          ([*given, "--temperature", "nan"], "--temperature"),
-                         ([*given, "--temperature", "inf"], "--temperature"), ([*given, "--top-p", "nan"], "--top-p")):
+                         ([*given, "--temperature", "inf"], "--temperature"), ([*given, "--top-p", "nan"], "--top-p"),
+                         # past torch.manual_seed's range: its "Overflow when unpacking long long" traceback
+                         (["-i", str(src), "--policy", "no/policy", "--seed", str(10**23)], "--seed")):
         monkeypatch.setattr("sys.argv", ["radmetrics", "reward-check", "-m", "green", *args])
         with pytest.raises(SystemExit) as exit_info:
             main()

@@ -51,7 +51,8 @@ def _column(rows: list[dict[str, Any]], name: str, path: str, flag: str) -> None
               help="Longest policy completion (new tokens).")
 @click.option("--temperature", default=1.0, show_default=True, type=FiniteRange(min=0, min_open=True))
 @click.option("--top-p", default=1.0, show_default=True, type=FiniteRange(0, 1, min_open=True))
-@click.option("--seed", default=0, show_default=True, type=int)
+# torch.manual_seed's range: 10**23 was its "Overflow when unpacking long long" traceback once the judge was checked
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(-(2**63), 2**64 - 1))
 @click.option("--batch-size", default=None, type=click.IntRange(min=1),
               help="Completions per reward call (default: all in one call, like one GRPO generation batch).")
 @judge_flags()
