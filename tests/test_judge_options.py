@@ -105,6 +105,14 @@ def test_a_count_out_of_range_is_refused_when_the_judge_is_built(backend, name, 
     radmetrics.get_judge(backend, model="any/model", cache=False, **{name: 0.5 if isinstance(value, float) else 1})
 
 
+def test_a_gpu_share_above_one_is_refused_when_the_vllm_judge_is_built():
+    # gpu_memory_utilization is a share of the GPU: 1.5 reached vLLM, which refused it at the first call
+    with pytest.raises(JudgeOptionError, match=r"Option 'gpu_memory_utilization' of the vllm backend must be at "
+                                               r"most 1, not 1\.5"):
+        radmetrics.get_judge("vllm", model="any/model", cache=False, gpu_memory_utilization=1.5)
+    radmetrics.get_judge("vllm", model="any/model", cache=False, gpu_memory_utilization=1.0)
+
+
 @pytest.mark.parametrize("backend,name,value", [
     # --judge-option timeout=NaN (JSON's NaN) failed every row "Invalid value NaN", timeout=Infinity every row
     # "timestamp out of range", backoff=NaN slept on between retries: no lower bound refuses nan

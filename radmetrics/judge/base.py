@@ -103,6 +103,9 @@ class BackendOptions:
                 # "concurrency=0" ran one at a time, "timeout=-1" failed every row, "max_retries=-1" made no call
                 bound = f"above {least}" if open_below else f"at least {least}"
                 raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be {bound}, not {value!r}")
+            most = cls._MOST.get(name)
+            if most is not None and isinstance(value, (int, float)) and value > most:
+                raise JudgeOptionError(f"Option '{name}' of the {backend} backend must be at most {most}, not {value!r}")
             choices = cls._CHOICES.get(name)
             if choices is not None and value not in choices:
                 # here, not as a KeyError where it is used (once the weights load; on a cluster in every Ray actor)
@@ -112,6 +115,8 @@ class BackendOptions:
 
     #: numeric options' lower bounds: name -> (bound, whether the bound itself is refused)
     _LEAST: typing.ClassVar[dict[str, tuple[float, bool]]] = {}
+    #: numeric options' upper bounds (the bound itself allowed): name -> bound
+    _MOST: typing.ClassVar[dict[str, float]] = {}
     #: options that name one of a few choices: name -> the choices
     _CHOICES: typing.ClassVar[dict[str, tuple[str, ...]]] = {}
 

@@ -48,6 +48,8 @@ class VLLMOptions(BackendOptions):
     # refused when the judge is built, not by vLLM once it starts loading weights
     _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
         "max_model_len": (1, False), "gpu_memory_utilization": (0, True), "tensor_parallel_size": (1, False)}
+    # a share of the GPU: 1.5 passed here and reached vLLM only when its engine is made, at the first call
+    _MOST: ClassVar[dict[str, float]] = {"gpu_memory_utilization": 1}
 
 
 class VLLMJudge(JudgeBackend):
