@@ -121,6 +121,9 @@ _STAT_COMMANDS = {
     ("meta-eval", "--seed", "-1", "x>=0"), ("meta-eval", "--split-seed", "-1", "x>=0"),
     ("meta-eval", "--resamples", "3", "at least 10"), ("preference-eval", "--seed", "-1", "x>=0"),
     ("rexamine", "--seed", "-1", "x>=0"), ("rexamine", "--alpha", "1.5", "0<x<1"),
+    # nan passed click's FloatRange: every ReXamine site test "not significant" (p < nan is false)
+    ("rexamine", "--alpha", "nan", "nan is not a finite number"),
+    ("meta-eval", "--resamples", "99999999999999999999999", "at most 1,000,000"),
 ])
 def test_statistics_options_numpy_or_scipy_would_refuse_are_usage_errors_before_any_work(command, option, value,
                                                                                          needle, tmp_path):
