@@ -174,6 +174,25 @@ def test_a_step_keeps_drafts_up_to_the_first_disagreement_and_stops_at_eos_or_th
     assert kept.tolist() == [0] * 5 and counted.tolist() == [1, 1, 1, 1, 0] and not finished.any()
 
 
+def test_a_huge_token_limit_costs_memory_only_as_answers_use_it(tiny_judge, caplog):
+    """max_new_tokens=2**31 sized the continuation table for 2**31 more tokens per row (a 206 GB allocation, a
+    traceback); 10**20 was an OverflowError (past int64). Answers that outgrow their reserve are now continued in
+    tables that grow 4x each round, and the answers are the same as with any limit they stay under."""
+    from radmetrics.types import CutAnswer
+
+    prompts = _green_prompts(1)[:2]
+    reference = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", engine=False)
+    expected = reference.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=2048), progress=False)
+    assert not any(isinstance(a, CutAnswer) for a in expected)  # every answer ends by itself
+    # an 8-token reserve: longer answers go round again (8 -> 32 -> 128 -> ... more tokens each time)
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", answer_tokens=8)
+    for limit in (2**31, 10**20):
+        with caplog.at_level("INFO", logger="radmetrics.judge.greedy_engine"):
+            caplog.clear()
+            assert judge.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=limit), progress=False) == expected
+        assert sum("continuing them" in r.getMessage() for r in caplog.records) >= 2  # went round more than once
+
+
 def test_engine_min_and_max_new_tokens(tiny_judge):
     prompts = _green_prompts(1)
     for config in (radmetrics.GenerationConfig(max_new_tokens=7),

@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: row states on the device
 FREE, ACTIVE, FINISHED, OVERFLOW = 0, 1, 2, 3
+#: a continuation table holds this many times the tokens of the table before it (see run_engine)
+CONTINUATION_GROWTH = 4
 
 
 @dataclass
@@ -316,19 +318,22 @@ def greedy_generate(
         order = sorted(range(len(own)), key=lambda i: -len(own[i]))
     waiting = [_Pending(i, own[i]) for i in order]
     overflow = engine.run(waiting, done)
-    if overflow:
-        # Answers that outgrew their reserve: a second table with room up to max_new_tokens for each.
+    room = reserve
+    while overflow:
+        # Answers that outgrew their reserve: another table with room for CONTINUATION_GROWTH times as many more
+        # tokens each (up to max_new_tokens; at the shipped 1,024 and a 512 reserve, one table with room for all).
+        # Rows that outgrow it again go round again: a huge max_new_tokens costs memory only as answers use it.
         del engine
         _free_device_cache(model)
-        longest = max(o.columns + (max_new_tokens - len(o.produced)) for o in overflow)
+        room *= CONTINUATION_GROWTH
+        longest = max(o.columns + min(room, max_new_tokens - len(o.produced)) for o in overflow)
         plan2 = EnginePlan(rows=max(1, min(plan.rows, len(overflow))), window=longest,
                            prefill_chunk_tokens=plan.prefill_chunk_tokens, check_every=plan.check_every,
                            cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention)
         log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
         engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id,
                              prefix_ids, share_stems=share_stems, answers=answers)
-        left = engine.run(overflow, done)
-        assert not left, "the continuation table has room for max_new_tokens"
+        overflow = engine.run(overflow, done)
     return results  # type: ignore[return-value]
 
 
@@ -356,7 +361,8 @@ class _SlotEngine:
         self.torch = torch
         self.model, self.plan, self.prefix, self.share_stems = model, plan, prefix, share_stems
         self.max_own = max_own  # the longest prompt's own tokens (sizes a stem chunk's keys/values)
-        self.max_new, self.min_new, self.pad = max_new_tokens, min_new_tokens, pad
+        # compared with long tensors: a limit past int64 (max_new_tokens=10**20) is no limit, as 2**62 is
+        self.max_new, self.min_new, self.pad = min(max_new_tokens, 2**62), min(min_new_tokens, 2**62), pad
         self.device = next(model.parameters()).device
         # the end token, or several (a generation config's list, e.g. a chat turn's end beside the text's end):
         # an int keeps the one-id path as it was; a tensor of ids is compared with isin
