@@ -188,6 +188,8 @@ def test_combined_reward_leaves_out_what_any_part_could_not_score(fake_judge, ca
             combined_reward(*bad)
     with pytest.raises(RadmetricsError, match="one finite weight per function"):
         combined_reward(green, _length_reward, weights=[1.0, float("nan")])
+    with pytest.raises(RadmetricsError, match="weights are all 0"):
+        combined_reward(green, _length_reward, weights=[0.0, 0])
 
 
 def test_none_for_unscored_needs_a_trl_that_leaves_it_out(fake_judge, monkeypatch):
@@ -849,3 +851,14 @@ def test_a_cut_judge_answer_says_how_a_reward_raises_the_limit(caplog):
     assert rewards[0] is None and rewards[1] is not None
     line = next(r.getMessage() for r in caplog.records if r.name == "radmetrics.rewards")
     assert "max_new_tokens=64" in line and "reward_function(..., config=GenerationConfig(max_new_tokens=" in line
+
+
+@pytest.mark.parametrize("batch_size", [0, -3, 2.5, True])
+def test_check_reward_in_python_refuses_a_batch_size_below_one(batch_size):
+    """The CLI's --batch-size has its range; check_reward called from Python had none: -3 scored nothing (an empty
+    range) and reported no rewards, 0 scored all at once as if unset."""
+    from radmetrics.errors import InputError
+    from radmetrics.rewards.check import check_reward
+
+    with pytest.raises(InputError, match="batch_size must be a whole number of at least 1"):
+        check_reward(lambda **_: [], ["p"], ["ref"], [["a completion"]], batch_size=batch_size)

@@ -222,6 +222,8 @@ class CombinedReward:
                                                  or not math.isfinite(w) for w in weights):
             raise RadmetricsError(f"combined_reward needs one finite weight per function ({len(functions)}), "
                                   f"not {weights!r}")
+        if not any(weights):  # every completion would get 0: a reward that teaches nothing, with no word
+            raise RadmetricsError(f"combined_reward's weights are all 0 ({weights!r}): at least one must not be")
         self.functions, self.weights = list(functions), [float(w) for w in weights]
         self.__name__ = name or "+".join(getattr(f, "__name__", "reward") for f in functions)
 
