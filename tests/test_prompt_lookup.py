@@ -55,7 +55,7 @@ def test_answers_kept_for_drafts_are_bounded_however_many_rows_a_call_judges():
     answers.add([1, 2, 3, 4, 5, 6])
     answers.add([7, 8, 9, 10, 11])  # 11 tokens in all: over the bound, not kept
     answers.add([12, 13, 14, 15])
-    assert answers.answers == [[1, 2, 3, 4, 5, 6], [12, 13, 14, 15]] and answers.tokens == 10
+    assert answers.answers == [[1, 2, 3, 4, 5, 6], [12, 13, 14, 15]] and answers.kept_tokens == 10
     assert answers.draft([0, 8], 2) == [] and answers.draft([0, 13], 2) == [14, 15]
 
 

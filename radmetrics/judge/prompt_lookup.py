@@ -10,9 +10,10 @@ model itself predicts, plus the model's own next token: greedy answers are uncha
 A judge's answers also repeat each other: the same sections, the same phrases for the same kind of finding
 ("No clinically significant errors", a template's item lines with their counts). `AnswerLookup` indexes the
 answers the call's rows have already given, and a row's lookup takes the longer match of the two (its own tokens
-win a tie): a retrieval-based draft (REST, He et al. 2024) over the call's own answers. On the natural benchmark's
-judge the longest answers need ~30% fewer drafted steps with it (a replay of their tokens: 2,695 -> 1,781 steps
-for the 20 longest), and the longest answer sets how many steps a call takes.
+win a tie): a retrieval-based draft (REST, He et al. 2024) over the call's own answers. It pays most where every
+step drafts: with a table smaller than the input (8 rows on the natural benchmark, as a judge too large for more
+rows gets) calls took 19-24% less time; with all 96 prompts in one table only the tail drafts, and the gain was
+within noise (BENCHMARKS.md, session 27; `benchmarks/answer_drafts.py`).
 
 `DraftPolicy` decides step by step whether drafting pays: a step that checks k guesses per row costs more
 compute than a plain one (a compute-bound model with few accepted guesses gets slower), so both kinds of step are
@@ -91,15 +92,15 @@ class AnswerLookup:
     def __init__(self, max_ngram: int = MAX_ANSWER_NGRAM, max_tokens: int = MAX_ANSWER_TOKENS):
         self.max_ngram, self.max_tokens = max_ngram, max_tokens
         self.answers: list[list[int]] = []
-        self.tokens = 0  # answer tokens kept
+        self.kept_tokens = 0
         # n-gram -> (answer, position right after its latest occurrence there that has a continuation)
         self.index: dict[tuple[int, ...], tuple[int, int]] = {}
         self._indexed = 0  # answers[:_indexed] are in the index
 
     def add(self, answer: list[int]) -> None:
-        if len(answer) > 1 and self.tokens + len(answer) <= self.max_tokens:
+        if len(answer) > 1 and self.kept_tokens + len(answer) <= self.max_tokens:
             self.answers.append(list(answer))
-            self.tokens += len(answer)
+            self.kept_tokens += len(answer)
 
     def draft(self, tokens: list[int], k: int, longer_than: int = 0) -> list[int]:
         """Up to ``k`` tokens that followed the longest n-gram (longer than ``longer_than``) ending ``tokens``
