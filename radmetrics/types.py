@@ -17,6 +17,17 @@ TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float1
 DTYPE_CHOICES = ("auto", *TORCH_DTYPE_NAMES)
 
 
+def is_whole_number(value: Any) -> bool:
+    """An int that is not a bool (True is 1 to Python, not a count): what a count or size setting must be."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_finite_number(value: Any) -> bool:
+    """An int or float, not a bool, neither nan nor infinite (every comparison with nan is false, so a bound alone
+    lets it through): what a rate, weight or share setting must be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass
 class Judgment:
     """What a scoring system read from one judge output.

@@ -28,7 +28,9 @@ _MODELS = {}
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
 class ER2Score(evaluate.Metric):
     def __init__(self, model=None, base_model=None, batch_size=8, **kwargs):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        from radmetrics.types import is_whole_number
+
+        if not is_whole_number(batch_size) or batch_size < 1:
             # 0 was range()'s ValueError traceback at compute, -1 scored nothing (statistics' "fmean requires at
             # least one data point")
             from radmetrics.errors import RadmetricsError

@@ -1,7 +1,6 @@
 """Training ER²Score's reward model with the MRE loss (LoRA parameters and the reward head)."""
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -21,16 +20,16 @@ def train_reward_model(model: MultiRewardModel, pairs: Sequence[dict[str, Any]],
     if not pairs:
         raise ValueError("no training pairs")
     from radmetrics.errors import InputError
+    from radmetrics.types import is_finite_number, is_whole_number
 
     # steps=0 returned no loss (the CLI's report was an IndexError), lam=nan trained nan weights, batch_size=0
     # stepped on empty batches
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+    if not is_whole_number(steps) or steps < 1:
         raise InputError(f"ER2Score training steps must be a whole number of at least 1, not {steps!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not is_whole_number(batch_size) or batch_size < 1:
         raise InputError(f"ER2Score training batch_size must be a whole number of at least 1, not {batch_size!r}")
     for name, value, least_open in (("lr", lr, True), ("lam", lam, False), ("c", c, False)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
-                value <= 0 if least_open else value < 0):
+        if not is_finite_number(value) or (value <= 0 if least_open else value < 0):
             raise InputError(f"ER2Score training {name} must be a finite number {'above' if least_open else 'at least'}"
                              f" 0, not {value!r}")
     carried = pairs_direction(pairs)

@@ -45,6 +45,7 @@ def check_settings(resamples: Any, seed: Any, confidence: Any, alpha: Any) -> No
     reported every interval as n/a, seed=-1 was numpy's error after the judging, resamples=3 a "95% CI" of three
     resamples."""
     from radmetrics.errors import InputError
+    from radmetrics.types import is_finite_number
 
     def whole(value: Any) -> bool:
         return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -55,8 +56,7 @@ def check_settings(resamples: Any, seed: Any, confidence: Any, alpha: Any) -> No
     if not whole(seed) or seed < 0:
         raise InputError(f"seed must be a whole number of at least 0, not {seed!r}")
     for name, value in (("confidence", confidence), ("alpha", alpha)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not 0 < value < 1:
+        if not is_finite_number(value) or not 0 < value < 1:
             raise InputError(f"{name} must be a number strictly between 0 and 1, not {value!r}")
 
 

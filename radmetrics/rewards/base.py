@@ -17,7 +17,7 @@ from typing import Any
 
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.completions import completion_text, reference_values, training_step
-from radmetrics.types import answer_was_cut
+from radmetrics.types import answer_was_cut, is_finite_number
 
 log = logging.getLogger("radmetrics.rewards")
 
@@ -42,7 +42,7 @@ def check_on_unscored(on_unscored: Any) -> float | None:
     """"none"/None -> None (TRL ignores the row); a number -> that reward, used as given."""
     if on_unscored is None or (isinstance(on_unscored, str) and on_unscored.lower() == "none"):
         return None
-    if isinstance(on_unscored, bool) or not isinstance(on_unscored, int | float) or not math.isfinite(on_unscored):
+    if not is_finite_number(on_unscored):
         raise RadmetricsError(f"on_unscored must be 'none' or a finite number, not {on_unscored!r}")
     return float(on_unscored)
 
@@ -73,11 +73,11 @@ def check_trainer_leaves_out_none() -> None:
 def check_scale(scale: Any) -> float | tuple[float, float] | None:
     if scale is None:
         return None
-    if isinstance(scale, int | float) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0:
+    if is_finite_number(scale) and scale > 0:
         return float(scale)
     # finite ends: (0, inf) mapped every score to NaN, which the clipping to [0, 1] made a silent reward 0
     if isinstance(scale, list | tuple) and len(scale) == 2 \
-            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in scale) \
+            and all(is_finite_number(v) for v in scale) \
             and scale[1] > scale[0]:
         return float(scale[0]), float(scale[1])
     raise RadmetricsError(f"scale must be a positive number (a factor) or a (low, high) range in the metric's "
@@ -218,8 +218,7 @@ class CombinedReward:
         if len(functions) < 2 or not all(callable(f) for f in functions):
             raise RadmetricsError("combined_reward takes two or more reward functions")
         weights = [1.0] * len(functions) if weights is None else list(weights)
-        if len(weights) != len(functions) or any(isinstance(w, bool) or not isinstance(w, int | float)
-                                                 or not math.isfinite(w) for w in weights):
+        if len(weights) != len(functions) or not all(is_finite_number(w) for w in weights):
             raise RadmetricsError(f"combined_reward needs one finite weight per function ({len(functions)}), "
                                   f"not {weights!r}")
         if not any(weights):  # every completion would get 0: a reward that teaches nothing, with no word

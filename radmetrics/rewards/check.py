@@ -17,6 +17,7 @@ from typing import Any
 
 from radmetrics.errors import InputError
 from radmetrics.rewards.base import RadmetricsReward, summarize_reasons
+from radmetrics.types import is_whole_number
 
 #: below this standard deviation a group's rewards count as equal
 FLAT = 1e-9
@@ -94,7 +95,7 @@ def check_reward(reward: RadmetricsReward, prompts: Sequence[Any], references: S
     `batch_size` completions (default: all at once, like one GRPO generation batch)."""
     from radmetrics.rewards.completions import completion_text
 
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    if batch_size is not None and (not is_whole_number(batch_size) or batch_size < 1):
         # 0 scored all at once as if unset, -3 scored nothing (an empty range) and reported no rewards
         raise InputError(f"check_reward's batch_size must be a whole number of at least 1, not {batch_size!r}")
     flat_refs, flat_cands, owner = [], [], []

@@ -14,7 +14,7 @@ from typing import Any
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.base import RadmetricsReward
 from radmetrics.runner import pair_problem
-from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES
+from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, is_whole_number
 
 
 #: the options an ER²Score reward takes besides the reward ones (`er2score_reward`'s model_options)
@@ -31,8 +31,7 @@ class _SharedModel:
         # batch_size=-1 made no forward pass (range with a negative step): every reward None, with no reason;
         # 2.5 a TypeError at the first training step; max_length=0 left every row unscored
         for name, value, allow_none in (("batch_size", batch_size, True), ("max_length", max_length, False)):
-            if not (value is None and allow_none) and (
-                    isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if not (value is None and allow_none) and (not is_whole_number(value) or value < 1):
                 raise RadmetricsError(f"ER2Score {name} must be a whole number of at least 1"
                                       f"{' (or None: one pass per call)' if allow_none else ''}, not {value!r}")
         self.source, self.base_model, self.device, self.dtype = source, base_model, device, dtype

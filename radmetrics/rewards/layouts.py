@@ -6,10 +6,10 @@ of their own and would take the memory the policy needs for its next step.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
+from radmetrics.types import is_finite_number
 
 GIB = 2**30
 #: share of the cap kept for activations (prefill chunks, logits), the allocator and the shared prefix
@@ -49,7 +49,7 @@ def memory_capped_options(backend: str, model: str | None, gib: float, options: 
     options = options or {}
     # nan passed "gib <= 0": vllm then got min(0.95, nan) = 0.95 of the GPU the policy shares, transformers a
     # ValueError traceback (int(nan)); inf an OverflowError
-    if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not math.isfinite(gib) or gib <= 0:
+    if not is_finite_number(gib) or gib <= 0:
         raise RadmetricsError(f"judge_memory_gib must be a positive finite number, not {gib!r}")
     if backend == "vllm":
         import torch

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import InputError
+from radmetrics.types import is_finite_number, is_whole_number
 from radmetrics.vert.prompt import vert_user_turn
 
 
@@ -53,17 +54,17 @@ class JudgeSFTConfig:
 
         for name in ("lora_r", "lora_alpha", "batch_size", "max_length", "save_steps"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_whole_number(value) or value < 1:
                 raise refuse(name, "a whole number of at least 1")
-        if isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or not (
+        if not is_whole_number(self.max_steps) or not (
                 self.max_steps == -1 or self.max_steps >= 1):
             raise refuse("max_steps", "a whole number of at least 1 (or -1: train by epochs)")
         for name in ("epochs", "learning_rate"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            if not is_finite_number(value) or value <= 0:
                 raise refuse(name, "a finite number above 0")
         fraction = self.validation_fraction
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+        if not is_finite_number(fraction) or not 0 <= fraction < 1:
             raise refuse("validation_fraction", "a number from 0 up to (not including) 1")
 
     @classmethod
