@@ -43,26 +43,23 @@ CONFIDENCE = Confidence()
 
 
 class Resamples(click.ParamType):
-    """0 (no intervals, no randomization tests: "n/a"), or at least 10: a percentile interval of fewer resamples
-    is a point or two that need not contain the estimate (1 resample printed "95% CI [0.7505, 0.7505]" for a
-    mean of 0.7657)."""
+    """0 (no intervals, no randomization tests: "n/a"), or from compare_stats.MIN_RESAMPLES to MAX_RESAMPLES (the
+    bounds `compare` checks in Python too; why, there)."""
 
     name = "integer"
-    least = 10
-    #: 99999999999999999999999 was numpy's "Maximum allowed dimension exceeded" traceback once the metrics had run,
-    #: and 10**10 hours of resampling; a million already puts an interval's ends within its printed rounding
-    most = 1_000_000
 
     def convert(self, value, param, ctx):
+        from radmetrics.meta.compare_stats import MAX_RESAMPLES, MIN_RESAMPLES  # numpy: only once a command runs
+
         try:
             number = int(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a whole number", param, ctx)
-        if number != 0 and number < self.least:
-            self.fail(f"{number} resamples give no interval worth the name: 0 for none, or at least {self.least} "
+        if number != 0 and number < MIN_RESAMPLES:
+            self.fail(f"{number} resamples give no interval worth the name: 0 for none, or at least {MIN_RESAMPLES} "
                       "(1000 is the default)", param, ctx)
-        if number > self.most:
-            self.fail(f"{number} resamples are more than any interval needs: at most {self.most:,} (1000 is the "
+        if number > MAX_RESAMPLES:
+            self.fail(f"{number} resamples are more than any interval needs: at most {MAX_RESAMPLES:,} (1000 is the "
                       "default)", param, ctx)
         return number
 
