@@ -308,7 +308,7 @@ def greedy_generate(
             on_row_done(i, ids)
 
     prefix_ids = rows[0][:n_prefix]
-    answers = AnswerLookup()  # shared by both tables: the continued rows draft from every finished answer
+    answers = AnswerLookup()  # shared by every table: continued rows draft from every finished answer
     engine = _SlotEngine(model, plan, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id, prefix_ids,
                          share_stems=share_stems, max_own=max_own, answers=answers)
     # longest first: the first chunks fill the table with little padding; shorter prompts refill it. Rows that
