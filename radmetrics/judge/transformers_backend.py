@@ -22,6 +22,7 @@ from radmetrics.errors import JudgeError
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult, local_weights_identity
 from radmetrics.judge.batching import BatchPlan
 from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_formats, resolve_chat_format
+from radmetrics.judge.cpu_linear import CPU_LINEAR, onednn_linears
 from radmetrics.judge.greedy_engine import DECODE_ATTENTION, cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
 from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
@@ -68,8 +69,13 @@ class TransformersOptions(BackendOptions):
     #: window) or "varlen" (length-aware: only the filled columns; CUDA kernels; not measured faster yet, see
     #: greedy_engine.DECODE_ATTENTION). Answers unchanged up to kernels' rounding
     decode_attention: str = "cascade"
+    #: the product of a CPU judge's fp32 linear layers: "auto" (oneDNN's for layers of at least 512 x 512 weights,
+    #: much faster than PyTorch's MKL one on AMD CPUs, see radmetrics.judge.cpu_linear), "onednn" (every layer) or
+    #: "torch" (PyTorch's own). Answers unchanged up to kernels' rounding
+    cpu_linear: str = "auto"
 
-    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": DTYPE_CHOICES, "decode_attention": DECODE_ATTENTION}
+    _CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"dtype": DTYPE_CHOICES, "decode_attention": DECODE_ATTENTION,
+                                                      "cpu_linear": CPU_LINEAR}
     # max_input_tokens=-5 kept all but the first 5 tokens (a negative slice), max_batch_size=-1 planned batches of
     # -1 rows: refused when the judge is built, beside every other option's check
     _LEAST: ClassVar[dict[str, tuple[float, bool]]] = {
@@ -92,7 +98,7 @@ class TransformersJudge(JudgeBackend):
         # answer before it has seen any; then the p95 of answers so far)
         for name in ("chat_template", "max_batch_size", "max_batch_tokens", "max_input_tokens", "trust_remote_code",
                      "attn_implementation", "prefix_cache", "engine", "prefill_chunk_tokens", "answer_tokens",
-                     "cuda_graphs", "draft_tokens", "share_stems", "decode_attention"):
+                     "cuda_graphs", "draft_tokens", "share_stems", "decode_attention", "cpu_linear"):
             setattr(self, name, getattr(settings, name))
         self._answer_lengths: list[int] = []  # new-token counts of recent answers (the reserve's estimate)
         self._load_lock = threading.Lock()
@@ -219,9 +225,15 @@ class TransformersJudge(JudgeBackend):
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
+        self.load()
+        # large fp32 layers on a CPU through oneDNN for this call (`cpu_linear`): one kernel choice for every path
+        with onednn_linears(self._model, self.cpu_linear):
+            return self._generate_loaded(prompts, config, on_result, progress)
+
+    def _generate_loaded(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
+                         progress: bool) -> list[str]:
         from tqdm.auto import tqdm
 
-        self.load()
         encoded = self.encode_many(prompts)
         out: list[str] = [""] * len(prompts)
         prefix = self._shared_prefix(encoded)
