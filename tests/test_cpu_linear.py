@@ -160,3 +160,26 @@ def test_an_unknown_cpu_linear_value_is_refused_when_the_judge_is_made():
 
     with pytest.raises(JudgeOptionError, match="'cpu_linear' .* must be one of auto, onednn, torch, not 'fast'"):
         radmetrics.get_judge("transformers", model="some/model", cpu_linear="fast")
+
+
+def test_weights_are_packed_for_the_call_only_while_the_copy_is_small(monkeypatch):
+    import torch
+
+    from radmetrics.judge import greedy_engine
+
+    layers = _layers()
+    big = layers["big"]
+    size = big.weight.numel() * 4
+    monkeypatch.setattr(greedy_engine, "_available_ram", lambda: 8 * size)
+    assert cpu_linear._packs([big]) and not cpu_linear._packs([])
+    monkeypatch.setattr(greedy_engine, "_available_ram", lambda: 8 * size - 1)  # over an eighth of free memory
+    assert not cpu_linear._packs([big])
+    monkeypatch.setattr(greedy_engine, "_available_ram", lambda: 1 << 40)
+    monkeypatch.setattr(cpu_linear, "PACK_MAX_BYTES", size - 1)
+    assert not cpu_linear._packs([big])
+    x = torch.randn(5, 512)
+    with torch.inference_mode():
+        packed, plain = cpu_linear._onednn_forward(big, True)(x), cpu_linear._onednn_forward(big, False)(x)
+        expected = torch.nn.functional.linear(x, big.weight, big.bias)
+    assert torch.allclose(packed, expected, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(plain, expected, rtol=1e-5, atol=1e-5)
