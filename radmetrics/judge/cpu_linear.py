@@ -2,7 +2,7 @@
 
 Why: PyTorch's fp32 ``linear`` on a CPU is MKL's sgemm. PyTorch also ships oneDNN (it already runs bf16 linears
 on a CPU through it), whose fp32 product was much faster on the AMD EPYC (AVX-512, 2 cores) this project is built
-on (`benchmarks/cpu_linear.py`, session 28, best of 5): a Llama-2-7B layer (4,096 x 4,096) at 1 row 2.95 -> 1.15 ms,
+on (`benchmarks/linear_rates.py`, session 28, best of 5): a Llama-2-7B layer (4,096 x 4,096) at 1 row 2.95 -> 1.15 ms,
 at 96 rows 29.4 -> 16.5 ms; the cpu-tiny benchmark's MLP layer (1,376 x 512) at 96 rows 1.01 -> 0.69 ms; the
 whole forced cpu-tiny run 4.46 -> 4.12 s with the same 96 answers as the official loop. Small layers are left to
 PyTorch: oneDNN's ~16 us more per call costs more than its faster product saves there (the natural benchmark's
