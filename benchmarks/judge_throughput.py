@@ -13,6 +13,8 @@ Contenders:
 * the same backend with the engine off (HF generate on sorted batches with the shared-prefix cache, tuned
   settings), to show what the engine buys;
 * on CPU, the default without prompt-lookup drafts (``draft_tokens=0``), to show what the drafts buy;
+* on CPU, the default with PyTorch's own (MKL) product for every linear layer (``cpu_linear="torch"``), to show
+  what oneDNN's product for the large layers buys (`radmetrics.judge.cpu_linear`);
 * the default without stem sharing (``share_stems=False``): the presets' prompts judge several candidates against
   each reference (as a GRPO group or a comparison of systems does), and the engine computes what they share once;
   this row is the speed where every reference differs;
@@ -81,6 +83,7 @@ TUNED = "radmetrics transformers, tuned"
 ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
 NO_DRAFTS = "radmetrics transformers, default without drafts (draft_tokens=0)"
 NO_STEMS = "radmetrics transformers, default without stem sharing (share_stems=False)"
+TORCH_LINEAR = "radmetrics transformers, default with PyTorch's linear product (cpu_linear=torch)"
 VARLEN = "radmetrics transformers, default with length-aware attention (decode_attention=varlen)"
 VLLM = "radmetrics vLLM backend (own process)"
 
@@ -355,6 +358,10 @@ def main() -> None:
         no_drafts = TransformersJudge.from_objects(model, tok, name, draft_tokens=0)
         contenders[NO_DRAFTS] = lambda: no_drafts.generate(prompts, config, progress=False)
         judges.append(no_drafts)
+        # what oneDNN's product for the large layers buys (none of the natural preset's tiny judge's is large)
+        torch_linear = TransformersJudge.from_objects(model, tok, name, cpu_linear="torch")
+        contenders[TORCH_LINEAR] = lambda: torch_linear.generate(prompts, config, progress=False)
+        judges.append(torch_linear)
     # What sharing the stems several prompts begin with (one reference, several candidates) buys: without it,
     # the speed of a test set whose references are all different.
     no_stems = TransformersJudge.from_objects(model, tok, name, share_stems=False)

@@ -34,6 +34,9 @@ from radmetrics.types import Judgment
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 #: the least value of counting options wherever a system has them (re-asks, few-shot examples, words kept)
 _LEAST = {"max_retries": 0, "k": 0, "max_words": 1}
+#: and the most: each re-ask is a conversation holding every earlier answer of the row, so a few dozen outgrow any
+#: judge's context; `max_retries=1e30` asked until the judge failed (review 32)
+_MOST = {"max_retries": 20}
 
 
 def option_value(system: str, key: str, value: Any, default: Any) -> Any:
@@ -147,6 +150,12 @@ class ScoringSystem:
                 from radmetrics.errors import RadmetricsError
 
                 raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at least {least}, "
+                                      f"not {value!r}")
+            most = _MOST.get(key)
+            if most is not None and isinstance(value, (int, float)) and value > most:
+                from radmetrics.errors import RadmetricsError
+
+                raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at most {most}, "
                                       f"not {value!r}")
             if choices is not None and value not in choices:
                 from radmetrics.errors import RadmetricsError

@@ -48,6 +48,7 @@ def test_harness_prints_the_table(tmp_path):
     assert f"| {judge_throughput.TUNED} |" in out.stdout
     assert f"| {judge_throughput.ENGINE_OFF} |" in out.stdout
     assert f"| {judge_throughput.NO_DRAFTS} |" in out.stdout  # what the CPU drafts buy
+    assert f"| {judge_throughput.TORCH_LINEAR} |" in out.stdout  # what oneDNN's linear product buys
 
 
 def test_harness_natural_mode_uses_the_trained_judge_and_shipped_defaults(tiny_judge, tmp_path):

@@ -190,6 +190,11 @@ def test_combined_reward_leaves_out_what_any_part_could_not_score(fake_judge, ca
         combined_reward(green, _length_reward, weights=[1.0, float("nan")])
     with pytest.raises(RadmetricsError, match="weights are all 0"):
         combined_reward(green, _length_reward, weights=[0.0, 0])
+    # review 32: weights near the float limit overflowed the sum to inf, a reward no trainer can use
+    huge = combined_reward(_length_reward, _length_reward, weights=[1e308, 1e308], name="huge")
+    with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+        assert huge(completions=["ab", ""]) == [None, 0.0]
+    assert "huge: the weighted sum overflowed for 1 completion(s)" in caplog.text
 
 
 def test_none_for_unscored_needs_a_trl_that_leaves_it_out(fake_judge, monkeypatch):

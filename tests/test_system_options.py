@@ -59,6 +59,7 @@ def test_system_options_are_read_as_their_kind(option, value, expected, tmp_path
     ("finerad_score", "max_retries=abc", "option max_retries takes a whole number, not 'abc'"),
     ("finerad_score", "max_retries=2.5", "option max_retries takes a whole number, not 2.5"),
     ("finerad_score", "max_retries=-1", "option max_retries must be at least 0"),
+    ("finerad_score", "max_retries=21", "option max_retries must be at most 20, not 21"),  # 1e30: asked until the judge failed
     ("vert", "score_scale=0", "score_scale must be above 0"),
     ("vert", "illustrations=2", "option illustrations takes true or false, not 2"),
     ("vert", "k=-3", "option k must be at least 0"),

@@ -112,7 +112,7 @@ def _onednn_forward(layer: Any, pack: bool):
         try:
             # the row count is a hint for the layout; any other count is served (the same results, as fast)
             packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), PACK_ROWS_HINT)
-        except RuntimeError as e:  # a build without it: the plain weight, which the op also takes
+        except (AttributeError, RuntimeError) as e:  # a build without it: the plain weight, which the op takes
             log.info("oneDNN weight packing unavailable (%s)", str(e).splitlines()[0])
 
     def forward(x):

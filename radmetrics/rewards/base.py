@@ -229,9 +229,18 @@ class CombinedReward:
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
                  **columns: Any) -> list[float | None]:
         parts = [list(f(prompts=prompts, completions=completions, **columns)) for f in self.functions]
-        return [None if any(part[i] is None or math.isnan(part[i]) for part in parts)
-                else sum(w * part[i] for w, part in zip(self.weights, parts))
-                for i in range(len(completions or []))]
+        rewards = [None if any(part[i] is None or math.isnan(part[i]) for part in parts)
+                   else sum(w * part[i] for w, part in zip(self.weights, parts))
+                   for i in range(len(completions or []))]
+        # weights near the float limit (1e308) can overflow the sum to +-inf (or inf - inf = nan): no reward a
+        # trainer can use, so the completion is left out as unscored, with a word
+        overflowed = [i for i, r in enumerate(rewards) if r is not None and not math.isfinite(r)]
+        if overflowed:
+            log.warning("%s: the weighted sum overflowed for %d completion(s) (weights %s); left out as unscored",
+                        self.__name__, len(overflowed), self.weights)
+            for i in overflowed:
+                rewards[i] = None
+        return rewards
 
 
 def combined_reward(*functions: Any, weights: Sequence[float] | None = None, name: str | None = None) -> CombinedReward:
