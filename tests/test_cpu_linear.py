@@ -177,6 +177,14 @@ def test_weights_are_packed_for_the_call_only_while_the_copy_is_small(monkeypatc
     monkeypatch.setattr(greedy_engine, "_available_ram", lambda: 1 << 40)
     monkeypatch.setattr(cpu_linear, "PACK_MAX_BYTES", size - 1)
     assert not cpu_linear._packs([big])
+    monkeypatch.setattr(cpu_linear, "PACK_MAX_BYTES", 1 << 30)
+    packs = []
+    monkeypatch.setattr(cpu_linear, "_onednn_forward", lambda layer, pack: packs.append(pack) or layer.forward)
+    for prompts in (cpu_linear.PACK_MIN_PROMPTS - 1, cpu_linear.PACK_MIN_PROMPTS):  # a few prompts: not worth 8 ms
+        with onednn_linears(torch.nn.Sequential(big), "auto", prompts=prompts):
+            pass
+    assert packs == [False, True]
+    monkeypatch.undo()
     x = torch.randn(5, 512)
     with torch.inference_mode():
         packed, plain = cpu_linear._onednn_forward(big, True)(x), cpu_linear._onednn_forward(big, False)(x)

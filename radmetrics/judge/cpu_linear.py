@@ -12,7 +12,7 @@ PyTorch: oneDNN's ~16 us more per call costs more than its faster product saves 
 How: while a judge call runs (`onednn_linears`), each eligible ``nn.Linear`` gets an instance ``forward`` that calls
 ``torch.ops.mkldnn._linear_pointwise`` (the op PyTorch's compiler emits for CPU linears) with the module's own
 weight (packed into oneDNN's layout for the call while the layers' weights take at most 1 GiB and an eighth of
-the free memory, `_packs`) and bias; the instance attribute is removed afterwards, so the model is as it was. Its
+the free memory, `_packs`, in calls of at least 16 prompts) and bias; the instance attribute is removed afterwards, so the model is as it was. Its
 hooks still run (they are called around ``forward``). Eligible: a plain ``torch.nn.Linear`` (not a subclass such
 as a LoRA or quantised layer), no ``forward`` of its own already (accelerate's offloading hooks set one), a
 float32 weight on the CPU. The model's forward and the engine's lean decode step both call the modules, so they
@@ -41,6 +41,9 @@ AUTO_MIN_WEIGHTS = 1 << 18
 #: the weights are packed into oneDNN's layout for the call when they take at most this much (`_packs`)
 PACK_MAX_BYTES = 1 << 30
 PACK_ROWS_HINT = 96
+#: ... and when the call judges at least this many prompts: packing costs ~8 ms per 22 MB of weights each call, more
+#: than it saves on a few prompts (a reward function called for one GRPO group at a time still gets it at 16)
+PACK_MIN_PROMPTS = 16
 
 #: None until tried; False once the oneDNN op failed in this process
 _ONEDNN_WORKS: bool | None = None
@@ -63,14 +66,15 @@ def eligible_linears(model: Any, mode: str) -> list[Any]:
 
 
 @contextmanager
-def onednn_linears(model: Any, mode: str = "auto"):
-    """Run the block with ``model``'s eligible linear layers on oneDNN (`eligible_linears`), then restore them."""
+def onednn_linears(model: Any, mode: str = "auto", prompts: int = PACK_MIN_PROMPTS):
+    """Run the block with ``model``'s eligible linear layers on oneDNN (`eligible_linears`), then restore them.
+    ``prompts``: how many the call judges (a call of fewer than `PACK_MIN_PROMPTS` does not pack the weights)."""
     key = id(model)
     with _lock:
         entry = _active.get(key)
         if entry is None:
             layers = eligible_linears(model, mode)
-            pack = _packs(layers)
+            pack = prompts >= PACK_MIN_PROMPTS and _packs(layers)
             for layer in layers:
                 layer.forward = _onednn_forward(layer, pack)
             entry = _active[key] = [0, layers]

@@ -227,7 +227,7 @@ class TransformersJudge(JudgeBackend):
                   progress: bool) -> list[str]:
         self.load()
         # large fp32 layers on a CPU through oneDNN for this call (`cpu_linear`): one kernel choice for every path
-        with onednn_linears(self._model, self.cpu_linear):
+        with onednn_linears(self._model, self.cpu_linear, prompts=len(prompts)):
             return self._generate_loaded(prompts, config, on_result, progress)
 
     def _generate_loaded(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
