@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from radmetrics.errors import RadmetricsError
 from radmetrics.types import Judgment
 
 
@@ -43,8 +44,6 @@ def option_value(system: str, key: str, value: Any, default: Any) -> Any:
     """A system option's value, of the kind of its default: a switch takes a bool or true/false/yes/no/on/off/1/0
     in any case (the string "False" was taken as a true value), a count a whole number, a number a finite one, a
     text a string; an option whose default is None takes anything. Anything else is a one-line error."""
-    from radmetrics.errors import RadmetricsError
-
     def refuse(kind: str) -> RadmetricsError:
         return RadmetricsError(f"Scoring system '{system}': option {key} takes {kind}, not {value!r}")
 
@@ -140,26 +139,17 @@ class ScoringSystem:
         valid = self.option_names()
         for key, value in options.items():
             if key not in valid:
-                from radmetrics.errors import RadmetricsError
-
                 raise RadmetricsError(f"Scoring system '{self.name}' has no option '{key}'. "
                                       f"Its options: {', '.join(valid) or 'none'}")
             value = option_value(self.name, key, value, getattr(type(self), key, None))
-            least, choices = _LEAST.get(key), self.option_choices.get(key)
-            if least is not None and isinstance(value, (int, float)) and value < least:
-                from radmetrics.errors import RadmetricsError
-
-                raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at least {least}, "
-                                      f"not {value!r}")
-            most = _MOST.get(key)
-            if most is not None and isinstance(value, (int, float)) and value > most:
-                from radmetrics.errors import RadmetricsError
-
-                raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be at most {most}, "
-                                      f"not {value!r}")
+            least, most, choices = _LEAST.get(key), _MOST.get(key), self.option_choices.get(key)
+            if isinstance(value, (int, float)):
+                bound = (f"at least {least}" if least is not None and value < least
+                         else f"at most {most}" if most is not None and value > most else None)
+                if bound:
+                    raise RadmetricsError(f"Scoring system '{self.name}': option {key} must be {bound}, "
+                                          f"not {value!r}")
             if choices is not None and value not in choices:
-                from radmetrics.errors import RadmetricsError
-
                 raise RadmetricsError(f"Scoring system '{self.name}': {key} {value!r} is not one of "
                                       f"{', '.join(choices)}")
             setattr(clone, key, value)
