@@ -45,8 +45,8 @@ PACK_ROWS_HINT = 96
 #: than it saves on a few prompts (a reward function called for one GRPO group at a time still gets it at 16)
 PACK_MIN_PROMPTS = 16
 
-#: None until tried; False once the oneDNN op failed in this process
-_ONEDNN_WORKS: bool | None = None
+#: True once the oneDNN op failed in this process: PyTorch's product from then on
+_ONEDNN_FAILED = False
 _lock = threading.Lock()
 #: id(model) -> [entered calls, patched layers]: nested or concurrent calls on one model patch it once
 _active: dict[int, list] = {}
@@ -56,7 +56,7 @@ def eligible_linears(model: Any, mode: str) -> list[Any]:
     """The layers ``mode`` puts through oneDNN (empty on a GPU, for "torch", or where oneDNN is unavailable)."""
     import torch
 
-    if mode == "torch" or _ONEDNN_WORKS is False or not _onednn_available(torch):
+    if mode == "torch" or _ONEDNN_FAILED or not _onednn_available(torch):
         return []
     least = AUTO_MIN_WEIGHTS if mode == "auto" else 0
     return [m for m in model.modules()
@@ -110,7 +110,7 @@ def _onednn_forward(layer: Any, pack: bool):
 
     op = torch.ops.mkldnn._linear_pointwise
     linear = torch.nn.functional.linear
-    weight = layer.weight
+    weight, bias = layer.weight, layer.bias
     packed = None
     if pack:
         try:
@@ -120,20 +120,17 @@ def _onednn_forward(layer: Any, pack: bool):
             log.info("oneDNN weight packing unavailable (%s)", str(e).splitlines()[0])
 
     def forward(x):
-        global _ONEDNN_WORKS
-        bias = layer.bias
+        global _ONEDNN_FAILED
         # the op has no backward: with gradients wanted (a training loop calling the judge), PyTorch's product
         # (and an input of another dtype or device than the weight's: PyTorch's product, as it would be)
-        if (_ONEDNN_WORKS is False or x.dtype != weight.dtype or x.device != weight.device
+        if (_ONEDNN_FAILED or x.dtype != weight.dtype or x.device != weight.device
                 or (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad))):
             return linear(x, weight, bias)
         try:
-            out = op(x, weight if packed is None else packed, bias, "none", [], "")
+            return op(x, weight if packed is None else packed, bias, "none", [], "")
         except RuntimeError as e:  # a build or input the op does not take: PyTorch's product from now on
-            _ONEDNN_WORKS = False
+            _ONEDNN_FAILED = True
             log.warning("oneDNN linear unavailable (%s); using PyTorch's product", str(e).splitlines()[0])
             return linear(x, weight, bias)
-        _ONEDNN_WORKS = True
-        return out
 
     return forward
