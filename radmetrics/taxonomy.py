@@ -104,7 +104,7 @@ class ErrorCounts:
         return {c.radcliq_key: int(counts.get(c.letter, 0)) for c in CATEGORIES}
 
 
-def _whole_count(value: Any, where: str) -> int:
+def whole_count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{where} is not a number: {value!r}")
     try:
@@ -116,7 +116,7 @@ def _whole_count(value: Any, where: str) -> int:
     return int(number)
 
 
-def _key(name: Any) -> str:
+def written_key(name: Any) -> str:
     """A key as written ("False prediction", "false-prediction", "Significant") in RADCLIQ_KEYS' spelling."""
     return re.sub(r"[\s-]+", "_", str(name).strip().lower())
 
@@ -142,7 +142,7 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
     # every (key, value) as written: a dict keeps only a repeated key's last value (review 29b: a category given
     # twice with different counts was read with its last counts); the same key with the same value is one answer
     for name, entry in written_pairs(errors):
-        key = _key(name)
+        key = written_key(name)
         if key not in RADCLIQ_KEYS:
             raise ValueError(f"unknown category {name!r}")
         if key in by_key and (by_key[key] != entry or written[key] != name):
@@ -159,14 +159,14 @@ def read_radcliq_errors(errors: Mapping[str, Any], missing_as_zero: bool = False
             kinds: dict[str, Any] = {}
             kind_written: dict[str, Any] = {}
             for name, value in written_pairs(entry):
-                kind = _COUNT_KEYS.get(_key(name))
+                kind = _COUNT_KEYS.get(written_key(name))
                 if kind is None or (kind in kinds and (kinds[kind] != value or kind_written[kind] != name)):
                     raise ValueError(f"{key}: {'unknown' if kind is None else 'repeated'} count {name!r}")
                 kinds[kind], kind_written[kind] = value, name
-            significant[key] = _whole_count(kinds.get("significant", 0), f"{key}.significant")
-            insignificant[key] = _whole_count(kinds.get("insignificant", 0), f"{key}.insignificant")
+            significant[key] = whole_count(kinds.get("significant", 0), f"{key}.significant")
+            insignificant[key] = whole_count(kinds.get("insignificant", 0), f"{key}.insignificant")
         else:
-            significant[key], insignificant[key] = _whole_count(entry, key), 0
+            significant[key], insignificant[key] = whole_count(entry, key), 0
     return ErrorCounts.from_radcliq(significant, insignificant)
 
 

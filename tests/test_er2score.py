@@ -247,3 +247,26 @@ def test_an_evaluate_batch_size_below_one_is_refused_at_load(monkeypatch):
     for size in (0, -1, 2.5):
         with pytest.raises(RadmetricsError, match=f"ER2Score batch_size must be a whole number of at least 1, not {size}"):
             evaluate.load("radmetrics/er2score/er2score.py", model="no/such-model", batch_size=size)
+
+
+def test_a_left_out_category_counts_zero_only_where_the_reports_total_agrees():
+    """A teacher report with "errors": {} and "total_score": 5 was read as 0 errors: its pairs were dropped as ties
+    or ordered and margined by the categories it gave, where the teacher meant 5 errors. A category left out counts 0
+    only when the total says so (or no total is given, as A.2's elided "{...}"); otherwise the answer has no single
+    reading and is re-asked."""
+    import json
+
+    def answer(*reports):
+        return json.dumps({"predicted reports": [
+            {"predicted_report": f"report {i}", "errors": errors, "total_score": total}
+            for i, (errors, total) in enumerate(reports)]})
+
+    with pytest.raises(ValueError, match="leaves out .* total_score 5 is not the 0"):
+        parse_generation(answer(({}, 0), ({}, 5)))
+    with pytest.raises(ValueError, match="total_score 3 is not the 1"):
+        parse_generation(answer(({"omission": 1}, 1), ({"Omission": "1"}, "3")))
+    with pytest.raises(ValueError, match="total cannot say"):
+        parse_generation(answer(({"omission": 1}, "your_total_score_1"),))
+    # the total agrees with the categories given: the others are 0, as before
+    read = parse_generation(answer(({"omission": 1}, "1"), ({"false prediction": 2, "omission": 1}, 3)))
+    assert [r.total for r in read] == [1.0, 3.0]

@@ -8,7 +8,8 @@ from typing import Any
 
 from radmetrics.er2score.pairs import ScoredReport, build_pairs, higher_is_better, radcliq_sub_scores
 from radmetrics.json_answer import AnswerError, load_json_tolerant
-from radmetrics.taxonomy import radcliq_error_list, read_radcliq_errors
+from radmetrics.taxonomy import (RADCLIQ_KEYS, ErrorCounts, radcliq_error_list, read_radcliq_errors, whole_count,
+                                 written_key)
 from radmetrics.types import GenerationConfig, answer_problem
 
 # ER²Score App. A.2 "Prompt for RadCliQ Scoring System" (its error list restored to all six categories
@@ -54,8 +55,29 @@ def parse_generation(text: str, convention: str = "paper") -> list[ScoredReport]
             counts = read_radcliq_errors(errors, missing_as_zero=True)
         except ValueError as e:
             raise AnswerError(f"unreadable error score ({e})", retryable=True) from e
+        _check_left_out_categories(errors, item, counts)
         out.append(ScoredReport(item["predicted_report"], radcliq_sub_scores(counts, convention)))
     return out
+
+
+def _check_left_out_categories(errors: dict, item: dict, counts: ErrorCounts) -> None:
+    """A category left out counts 0 only where the report's own total_score says so: "errors": {} with
+    "total_score": 5 was read as 0 errors (its pairs dropped as ties, or ordered and margined by the categories
+    given), where the teacher meant 5. A total that is not the sum of the categories given, or that cannot be read,
+    leaves the left-out ones unknown: no single reading."""
+    left_out = [key for key in RADCLIQ_KEYS if key not in {written_key(name) for name in errors}]
+    totals = [value for name, value in item.items() if written_key(name) == "total_score"]
+    if not left_out or not totals:
+        return
+    given = sum(counts.significant.values()) + sum((counts.insignificant or {}).values())
+    try:
+        stated = whole_count(totals[0], "total_score")
+    except ValueError as e:
+        raise AnswerError(f"a predicted report leaves out {', '.join(left_out)} and its total cannot say they are 0 "
+                          f"({e})", retryable=True) from None
+    if stated != given:
+        raise AnswerError(f"a predicted report leaves out {', '.join(left_out)} and its total_score {stated} is not "
+                          f"the {given} of the categories given: the left-out ones are not 0", retryable=True)
 
 
 def generate_pairs(judge, references: Sequence[str], config: GenerationConfig | None = None,
