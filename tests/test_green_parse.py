@@ -264,6 +264,11 @@ def _analysis(b_item: str = "1. Small left pleural effusion.", matched: str = "2
     pytest.param(_analysis(matched="3 findings in the reference, 2 of them matched: a; b."), None,
                  id="C-matched-two-numbers"),
     pytest.param(_analysis(matched="No matched findings other than normal heart size."), None, id="C-matched-except"),
+    # C: a decimal is no zero: "0.5", or a finding listed with no count, read as 0 matched (GREEN 0, as upstream)
+    pytest.param(_analysis(matched="0.5"), None, id="C-matched-decimal"),
+    pytest.param(_analysis(matched="0.5 cm nodule in the right upper lobe."), None, id="C-matched-finding-with-a-size"),
+    pytest.param(_analysis(matched="0,5"), None, id="C-matched-decimal-comma"),
+    pytest.param(_analysis(matched="0.0"), 0.0, id="matched-zero-point-zero"),
     # C: a section that says none and then names errors
     pytest.param(_analysis().replace(_analysis().split("Errors]:\n", 1)[1].split("\n\n")[0],
                                      "None, except that the candidate misses the effusion."), None,

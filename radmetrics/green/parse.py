@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
+# 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
 # after a header on its line with no colon ("[Clinically Significant Errors] 0"); an analysis only inside a <think>
 # block with nothing after it (review 31);
@@ -31,7 +32,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "11"
+PARSER_VERSION = "12"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -388,9 +389,10 @@ _ZERO_SECTION = re.compile(
     r"|\(?a\)?\s*(?:-|–|to|through)\s*\(?f\)?\s*:\s*(?:0|none|zero)\b"
     r"|all(?: six)?(?: categories| items)?\s*:\s*(?:0|none|zero)\b)", re.I)
 _RANGE_ZERO = re.compile(r"^[\W_]*\(?a\)?\s*(?:-|–|to|through)\s*\(?f\)?\s*:\s*(?:0|none|zero)\b\.?\s*$", re.I)
-#: a [Matched Findings] text meaning zero; unlike errors, "No pneumothorax." is a finding, not zero
+#: a [Matched Findings] text meaning zero; unlike errors, "No pneumothorax." is a finding, not zero; nor is "0.5" or
+#: "0.5 cm nodule in the right upper lobe." (a decimal, or a finding listed without its count: read as 0 matched, GREEN 0)
 _ZERO_MATCHED = re.compile(
-    r"^[\W_]*(?:0\b|zero\b|none\b|nil\b|n/?a\b|nothing\b"
+    r"^[\W_]*(?:0(?![.,]\d)\b|zero\b|none\b|nil\b|n/?a\b|nothing\b"
     r"|(?:there (?:are|were|is) )?no (?:matched|matching|common|shared) findings?\b"
     r"|(?:there (?:are|were|is) )?no (?:findings? )?(?:match|matches|matched|in common)\b"
     r"|no findings? (?:are|were|is) (?:matched|shared|common|in common)\b"
