@@ -256,6 +256,11 @@ def _analysis(b_item: str = "1. Small left pleural effusion.", matched: str = "2
     pytest.param(_analysis(b_item="1?"), None, id="C-question"),
     pytest.param(_analysis(b_item="1; 2."), None, id="C-two-counts"),
     pytest.param(_analysis(extra="\nTotal: 3"), None, id="C-total-disagrees"),
+    # C: one letter twice, each line with its own error: one line per error (2) or one count given twice (1)?
+    pytest.param(_analysis(b_item="1. Small left pleural effusion.\n(b) Missing a finding present in the reference: "
+                                  "1. Right apical pneumothorax."), None, id="C-letter-twice-other-errors"),
+    pytest.param(_analysis(b_item="1. Small left pleural effusion.\n(b) Missing a finding present in the reference: "
+                                  "1. Small left pleural effusion."), 2 / 3, id="letter-twice-same-line"),
     # C: matched findings stated two ways
     pytest.param(_analysis(matched="3\n1. Normal heart size\n2. No pneumothorax"), None, id="C-matched-count-vs-list"),
     pytest.param(_analysis(matched="2 (possibly 3). a; b; c."), None, id="C-matched-hedge"),

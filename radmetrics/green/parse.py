@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
+# 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
+# no single reading (review 35: read as 1); 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
 # after a header on its line with no colon ("[Clinically Significant Errors] 0"); an analysis only inside a <think>
 # block with nothing after it (review 31);
@@ -32,7 +33,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "12"
+PARSER_VERSION = "13"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -770,6 +771,11 @@ def read_error_section(section: str, name: str, at_end: bool = False,
         if letter in seen and seen[letter][0] != value:
             raise GreenParseError(f"[{name}] gives two counts for ({item.key}): {seen[letter][1]!r} and "
                                   f"{line[:60]!r}")
+        if letter in seen and value and _error_sentences(line) != sentences[letter]:
+            # "(b) ...: 1. Left effusion." and "(b) ...: 1. Right nodule.": one line per error (2) or one count
+            # given twice (1)? Review 35: read as 1, as upstream (its last line wins); the same line twice is one
+            raise GreenParseError(f"[{name}] gives ({item.key}) twice with other errors, {seen[letter][1]!r} and "
+                                  f"{line[:60]!r}: one count or two?")
         seen[letter] = (value, line[:60])
         counts[letter] = value
         sentences[letter] = _error_sentences(line) if value else []
