@@ -494,6 +494,11 @@ def test_an_error_section_cut_after_a_blank_line_is_unscored(tail):
     pytest.param("1. f0.\n2. f1.\n3. f2.", 0.6, id="ends-with-a-period"),
     pytest.param("1. f0\n2. f1\n3. f2", 0.6, id="no-item-closed"),  # as the drift fixtures' numbered lists
     pytest.param("1. f0.\n2. f1.\n3. f2\n\nLet me know if you need more.", 0.6, id="text-after-it"),
+    # review 35: cut right after the next item's number, before its finding (2 read for 3 or more)
+    pytest.param("1. f0.\n2. f1.\n3.", None, id="cut-after-the-next-number"),
+    pytest.param("1. f0\n2. f1\n3", None, id="cut-after-the-next-number-without-its-mark"),
+    pytest.param("1. f0.\n2", None, id="cut-after-the-second-number"),
+    pytest.param("1. f0.\n2. f1.", 0.5, id="a-list-ending-in-a-finding"),
 ])
 def test_a_numbered_matched_list_cut_mid_line_at_the_end_is_unscored(matched, expected):
     """Review 28: a numbered matched-findings list cut at the token limit in the middle of an item read as the

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
+# 14: a numbered matched list that ends the output at the number of its next item, with no finding ("1. x\n2.",
+# "1. x\n2") is cut (review 35: the items before it were counted); 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
 # no single reading (review 35: read as 1); 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
 # after a header on its line with no colon ("[Clinically Significant Errors] 0"); an analysis only inside a <think>
@@ -33,7 +34,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "13"
+PARSER_VERSION = "14"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -887,6 +888,15 @@ def read_matched_findings(section: str, at_end: bool = False, leniency: list[str
     else:
         stated = None
     numbers = [n for _, n, _ in numbered]
+    bare_number = re.fullmatch(r"\**\(?(\d+)\)?\**[.):]?\**", lines[-1])
+    if mid_line and bare_number and (
+            # "1. Left pleural effusion.\n2.": the list's last item is only its number, ending the output
+            (len(numbers) >= 2 and numbered[-1][0] == len(lines) - 1 and numbers == list(range(1, len(numbers) + 1)))
+            # "1. Left pleural effusion.\n2": the list's next number alone (not a list line without its mark)
+            or (numbered[-1][0] == len(lines) - 2 and int(bare_number.group(1)) == numbers[-1] + 1)):
+        # cut at the token limit after the number of its next item (review 35: the items before it were counted)
+        raise GreenParseError(f"{where}: the list ends the output at {lines[-1][:10]!r}, a number without its finding "
+                              "(cut off?)")
     if len(numbers) >= 2:
         if numbers == list(range(1, len(numbers) + 1)):
             listed = [lines[i] for i, _, _ in numbered]
