@@ -285,6 +285,12 @@ def _analysis(b_item: str = "1. Small left pleural effusion.", matched: str = "2
     pytest.param(_analysis(b_item="1 - Small left pleural effusion; 2 - Bibasilar atelectasis."), 0.5,
                  id="numbered-with-dashes"),
     pytest.param(_analysis(b_item="two."), 0.5, id="count-word"),
+    # review 35: em dashes and minus signs as chat models write them, read as the en dash and hyphen are
+    pytest.param(_analysis(b_item="1 \u2014 Small left pleural effusion."), 2 / 3, id="count-then-em-dash"),
+    pytest.param(_analysis(b_item="1 \u2212 Small left pleural effusion."), 2 / 3, id="count-then-minus-sign"),
+    pytest.param(_analysis().replace("candidate: 0.", "candidate: 0 \u2014 none."), 2 / 3, id="zero-then-em-dash"),
+    pytest.param(_analysis(matched="2 \u2014 Normal heart size; No pneumothorax."), 2 / 3, id="matched-em-dash"),
+    pytest.param(_analysis(b_item="1 \u2014 2. Small left pleural effusion."), None, id="C-em-dash-range"),
 ])
 def test_drifted_outputs_read_as_meant_or_left_unscored(text, expected):
     judgment = GreenSystem().parse(text)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 14: a numbered matched list that ends the output at the number of its next item, with no finding ("1. x\n2.",
+# 15: an em dash, minus sign or other Unicode dash reads as "-" ("1 — Left pleural effusion.", "0 — none."; review
+# 35: unscored); 14: a numbered matched list that ends the output at the number of its next item, with no finding ("1. x\n2.",
 # "1. x\n2") is cut (review 35: the items before it were counted); 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
 # no single reading (review 35: read as 1); 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
@@ -34,7 +35,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "14"
+PARSER_VERSION = "15"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -1015,6 +1016,12 @@ _FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, **{c: 0x20 for 
                0x3000: 0x20, 0xA0: 0x20, 0x202F: 0x20}
 
 
+#: dashes the readers take as "-" and "–" in counts, ranges and bullets: an em dash, a minus sign, figure and
+#: non-breaking hyphens. Review 35: "(a) ...: 0 — none." and "(b) ...: 1 — Left pleural effusion." (em dashes, as chat
+#: models write them) were unscored, the first where the official code reads 0; "1 – x" with an en dash was read
+_DASHES = str.maketrans(dict.fromkeys("\u2010\u2011\u2012\u2014\u2015\u2212", "-"))
+
+
 #: Markdown underscore emphasis around a header or an item marker ("__Matched Findings__:", "_(b)_"), the same
 #: emphasis as the "**" forms the readers take (review 28: unscored, official 0s); rewritten as those, one "*" for
 #: one "_", so every position in the text stays where it was
@@ -1088,7 +1095,7 @@ def parse_green(text: str) -> GreenAnalysis:
     if not shown.strip():
         raise GreenParseError("empty judge output")
     leniency: list[str] = ["invisible-or-full-width"] if shown != cleaned else []  # where the official may differ
-    cleaned = _without_reasoning(_asterisk_emphasis(shown), leniency)
+    cleaned = _without_reasoning(_asterisk_emphasis(shown.translate(_DASHES)), leniency)
     analysis, headers = _choose_analysis(cleaned, leniency)
     kinds = {h.kind for h in headers}
     missing = [f"[{_KIND_NAME[k]}] section" for k in ("significant", "matched") if k not in kinds]
