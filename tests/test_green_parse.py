@@ -575,6 +575,9 @@ def test_a_closing_sentence_that_states_other_counts_leaves_the_row_unscored(clo
     "In summary, there is one significant error and there are two matched findings.",
     "The candidate has 3 clinically insignificant errors.",
     "Let me know if you need anything else!",
+    # review 35: a tally on lines of its own that agrees; the "1" ending one line is no "1 matched findings"
+    "Significant errors: 1\nMatched findings: 2",
+    "Matched findings: 2\nSignificant errors: 1",
 ])
 def test_a_closing_sentence_that_agrees_or_counts_something_else_keeps_the_score(closing):
     text = BASE.replace("Let me know if you need anything else!", closing)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 15: an em dash, minus sign or other Unicode dash reads as "-" ("1 — Left pleural effusion.", "0 — none."; review
+# 16: a count read from a sentence is on one line with its words ("Significant errors: 1\nMatched findings: 2" is no
+# "1 matched findings"; review 35: unscored); 15: an em dash, minus sign or other Unicode dash reads as "-" ("1 — Left pleural effusion.", "0 — none."; review
 # 35: unscored); 14: a numbered matched list that ends the output at the number of its next item, with no finding ("1. x\n2.",
 # "1. x\n2") is cut (review 35: the items before it were counted); 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
 # no single reading (review 35: read as 1); 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
@@ -35,7 +36,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "15"
+PARSER_VERSION = "16"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
@@ -401,11 +402,13 @@ _ZERO_MATCHED = re.compile(
     r"|no findings? (?:are|were|is) (?:matched|shared|common|in common)\b"
     r"|(?:the )?(?:candidate(?: report)?|reports?) (?:does not|do not|doesn't|don't) (?:match|share) any\b"
     r"|none of the findings\b)", re.I)
+# a count and its words on one line ([ \t], not \s): in a tally "Significant errors: 1\nMatched findings: 2" the "1" is no
+# "1 matched findings" (review 35: unscored, where the official code reads the answer)
 _SENTENCE_COUNT = re.compile(
-    rf"\b(\d+|{_WORD})\s+(?:matched\s+findings?|matching\s+findings?|matches|findings?\s+(?:that\s+)?"
-    rf"(?:match|matched|are\s+matched|were\s+matched|in\s+common))\b", re.I)
+    rf"\b(\d+|{_WORD})[ \t]+(?:matched[ \t]+findings?|matching[ \t]+findings?|matches|findings?[ \t]+(?:that[ \t]+)?"
+    rf"(?:match|matched|are[ \t]+matched|were[ \t]+matched|in[ \t]+common))\b", re.I)
 #: "2 clinically significant errors", not "1 significant error in the location" (a part of the count)
-_STATED_SIGNIFICANT = rf"\b(\d+|{_WORD})\s+(?:clinically\s+)?significant\s+(?:errors?|mistakes?)\b"
+_STATED_SIGNIFICANT = rf"\b(\d+|{_WORD})[ \t]+(?:clinically[ \t]+)?significant[ \t]+(?:errors?|mistakes?)\b"
 _PART_OF_COUNT = re.compile(r"\s*(?:\(|(?:of|in|for|regarding|related|concerning|involving|about|due|from|with|"
                             r"each|per|among|within|at|on|as)\b)", re.I)
 
