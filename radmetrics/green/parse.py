@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from radmetrics.json_answer import AnswerError, without_reasoning
 from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 
-# 16: a count read from a sentence is on one line with its words ("Significant errors: 1\nMatched findings: 2" is no
-# "1 matched findings"; review 35: unscored); 15: an em dash, minus sign or other Unicode dash reads as "-" ("1 — Left pleural effusion.", "0 — none."; review
-# 35: unscored); 14: a numbered matched list that ends the output at the number of its next item, with no finding ("1. x\n2.",
-# "1. x\n2") is cut (review 35: the items before it were counted); 13: an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") is
-# no single reading (review 35: read as 1); 12: a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (review 35: GREEN 0);
+# 12 (review 35): a [Matched Findings] text opening with a decimal ("0.5", "0.5 cm nodule ...") is no zero (was GREEN 0);
+# an item letter given twice with the same count and other errors ("(b) ...: 1. x" and "(b) ...: 1. y") has no single
+# reading (was 1); a numbered matched list ending the output at its next item's number ("1. x\n2.") is cut (the items
+# before it were counted); an em dash, minus sign or other Unicode dash reads as "-" ("0 — none.": was unscored); a
+# count read from a sentence is on one line with its words (a tally "Significant errors: 1\nMatched findings: 2" was
+# unscored as "1 matched findings");
 # 11: an error section ending the output out of order with all six items, or closed by its total, is whole; a count
 # after a header on its line with no colon ("[Clinically Significant Errors] 0"); an analysis only inside a <think>
 # block with nothing after it (review 31);
@@ -36,7 +37,7 @@ from radmetrics.taxonomy import GREEN_NAMES, LETTERS
 # sections; matched findings numbered on one line; a total glued to an item (review 30c); 9: a "</think>" with no
 # "<think>" ends drafting (json_answer.without_reasoning); 8: "__Header__:" and "_(b)_" read as the "**" forms;
 # 7: items in any marker form split and continued; cut last sections; <think> (review 28)
-PARSER_VERSION = "16"
+PARSER_VERSION = "12"
 
 SIGNIFICANT = "Clinically Significant Errors"
 INSIGNIFICANT = "Clinically Insignificant Errors"
