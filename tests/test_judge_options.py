@@ -174,3 +174,29 @@ def test_the_vllm_backend_hands_vllm_its_own_name_for_our_short_dtypes():
     assert [vllm_dtype(d) for d in ("auto", "bf16", "fp16", "fp32", "bfloat16", "half", "float")] == [
         "auto", "bfloat16", "float16", "float32", "bfloat16", "half", "float"]
     assert VLLMJudge(model="m", dtype="bf16").identity()["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+def test_a_bad_option_is_named_before_the_judge_is_looked_up(monkeypatch, backend):
+    """Review 34: a misspelt option of an uncached Hub judge was not named: the check that the model is in the local
+    Hugging Face cache (offline) or on the Hub ran first, and said only that the judge could not be had."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(JudgeOptionError, match=f"Unknown option 'max_batch_sise' for the {backend} backend"):
+        radmetrics.score("green", ["a"], ["b"], backend=backend, judge="no-such-org/uncached-judge",
+                         judge_options={"max_batch_sise": 3})
+
+
+def test_cli_base_url_without_backend_openai_says_to_add_it(tmp_path):
+    """Review 34: `--base-url URL` without `--backend openai` judged with the default transformers backend, and with an
+    uncached judge name (the name a server serves) the error told the user to use `--backend openai --base-url URL`
+    as if no address had been given; with a cached one the address was an unknown option. Now the one line says
+    that --base-url needs --backend openai, before anything is looked up."""
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i",
+                          str(SAMPLE / "pairs.jsonl"), "-o", str(tmp_path / "out.jsonl"), "-j", "judge-model",
+                          "--base-url", "http://127.0.0.1:9/v1"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 2, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert len(lines) == 1 and "base_url (--base-url) is an option of the openai backend" in lines[0], run.stderr
+    assert "--backend openai" in lines[0] and "Traceback" not in run.stderr
+    assert not (tmp_path / "out.jsonl").exists()

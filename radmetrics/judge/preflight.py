@@ -90,6 +90,23 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
                          "is network.")
 
 
+def _check_local_options(backend: str, options: dict) -> None:
+    """A bad option of an in-process backend is named before the model is looked up, as the openai backend's are
+    before its server is probed (review 34): else an uncached judge's "not in the local Hugging Face cache" hid it,
+    and `--base-url URL` without `--backend openai` got advice to pass `--backend openai --base-url URL`."""
+    from radmetrics.judge.base import JudgeOptionError
+
+    if "base_url" in options:
+        raise JudgeOptionError(f"base_url (--base-url) is an option of the openai backend, not of the {backend} "
+                               "backend: add --backend openai (backend='openai' in Python) to send the prompts to "
+                               "that server")
+    if backend == "transformers":
+        from radmetrics.judge.transformers_backend import TransformersOptions as options_class
+    else:
+        from radmetrics.judge.vllm_backend import VLLMOptions as options_class
+    options_class.from_dict(options, backend)
+
+
 def check_judge(backend: str, model: str | None, options: dict | None = None, *, model_flag: str | None = None,
                 url_flag: str = "--base-url") -> None:
     """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone.
@@ -101,6 +118,8 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
 
         for module in ("torch", "transformers"):
             require_installed(module, "transformers", "for the transformers backend")
+    if backend in ("transformers", "vllm"):
+        _check_local_options(backend, options)
     if backend in ("transformers", "vllm") and model:
         check_hub_model(model, revision=options.get("revision"), **({"flag": model_flag} if model_flag else {}))
     elif backend == "openai":
