@@ -160,6 +160,31 @@ def test_a_server_address_without_http_is_one_line_before_any_request(tmp_path):
         assert server.requests == []
 
 
+@pytest.mark.parametrize("endpoint", ["/chat/completions", "/completions", "/chat/completions/"])
+def test_a_server_address_that_names_the_endpoint_is_one_line_before_any_request(tmp_path, endpoint):
+    """Review 34: the README gives lm_eval's base_url as `http://127.0.0.1:8000/v1/chat/completions` (lm_eval wants
+    the endpoint); copied to `radmetrics score --base-url`, every request went to `.../v1/chat/completions/chat/
+    completions`, a real server answered 404 and each row was unscored with `HTTP 404: {"detail":"Not Found"}`.
+    Now the address is refused in one line saying to stop at /v1, before any request."""
+    import subprocess
+    import sys
+
+    from conftest import SAMPLE
+
+    with FakeOpenAIServer(analysis_for) as server:  # this server answers any path ending in the endpoint
+        run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "green", "-i",
+                              str(SAMPLE / "pairs.jsonl"), "-o", str(tmp_path / "o.jsonl"), "--backend", "openai",
+                              "--judge", "m", "--base-url", server.base_url + endpoint, "--no-cache"],
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+        assert run.stderr.strip().splitlines()[-1] == (
+            f"Error: The judge server address ends in the endpoint {endpoint.rstrip('/')} (--base-url): give the "
+            f"server's base address, e.g. {server.base_url} (radmetrics adds the endpoint)")
+        with pytest.raises(radmetrics.JudgeError, match=re.escape(f"e.g. {server.base_url} (radmetrics adds")):
+            radmetrics.get_judge("openai", model="m", base_url=server.base_url + endpoint + "?api-version=1")
+        assert server.requests == [] and list(tmp_path.iterdir()) == []
+
+
 def test_a_key_in_the_server_url_never_reaches_an_error_or_a_result_file(tmp_path, monkeypatch):
     """Review finding: the unreachable-server error printed --base-url as given, user:key@ and ?key= included, and
     `compare` wrote it into results.json, report.html and every row of per_row.csv."""

@@ -151,15 +151,33 @@ NEEDS_BASE_URL = ("The openai backend needs a server address: --base-url URL on 
 def base_url_without_scheme(base_url: str, flag: str = "--base-url") -> str | None:
     """Why `base_url` cannot be requested, or None: an address without http:// or https:// (`127.0.0.1:8000/v1`,
     `localhost:8000/v1`) passed the connection probe (which assumes a scheme) and then failed every row's request
-    after its retries with "UnsupportedProtocol" (review 29c). The address is shown without its credentials."""
+    after its retries with "UnsupportedProtocol" (review 29c); one that ends in the endpoint this backend appends
+    (`_base_url_with_endpoint`). The address is shown without its credentials."""
     scheme = base_url.split("://", 1)[0].lower() if "://" in base_url else ""
     if scheme in ("http", "https"):
-        return None
+        return _base_url_with_endpoint(base_url, flag)
     if scheme:  # not echoed: what stands before :// may be anything, a key included
         return (f"The judge server address does not start with http:// or https:// ({flag}): the openai backend "
                 "speaks HTTP, e.g. http://127.0.0.1:8000/v1")
     shown = redact(shown_url(f"http://{base_url}"), url_secrets(f"http://{base_url}"))
     return f"The judge server address has no http:// or https:// in front ({flag}): e.g. {shown}"
+
+
+#: the endpoints this backend appends to the address (mode chat, mode completions)
+_ENDPOINTS = ("/chat/completions", "/completions")
+
+
+def _base_url_with_endpoint(base_url: str, flag: str) -> str | None:
+    """Why an address that already names an endpoint cannot be requested, or None. lm_eval's local-*-completions
+    models take the endpoint in their base_url (the README's example ends in /v1/chat/completions); given here, every
+    request went to .../chat/completions/chat/completions and a real server answered each row 404 (review 34)."""
+    shown = shown_url(base_url).rstrip("/")
+    endpoint = next((e for e in _ENDPOINTS if shown.endswith(e)), None)
+    if endpoint is None:
+        return None
+    base = redact(shown.removesuffix(endpoint), url_secrets(base_url))
+    return (f"The judge server address ends in the endpoint {endpoint} ({flag}): give the server's base address, "
+            f"e.g. {base} (radmetrics adds the endpoint)")
 
 
 class OpenAIJudge(JudgeBackend):
