@@ -270,3 +270,39 @@ def test_a_left_out_category_counts_zero_only_where_the_reports_total_agrees():
     # the total agrees with the categories given: the others are 0, as before
     read = parse_generation(answer(({"omission": 1}, "1"), ({"false prediction": 2, "omission": 1}, 3)))
     assert [r.total for r in read] == [1.0, 3.0]
+
+
+def test_evaluate_module_refuses_a_misspelt_loading_option(monkeypatch):
+    """Review 34: evaluate.Metric drops keyword arguments it does not know, so `modle=FOLDER` loaded without a word
+    and compute said only that model= was missing; `batch_sise=4` was ignored. As radmetrics' judge modules do,
+    the misspelt name is refused at load, naming the valid ones."""
+    import evaluate
+
+    from conftest import PACKAGE
+
+    monkeypatch.chdir(PACKAGE.parent)
+    with pytest.raises(radmetrics.UnknownNameError, match=r"Unknown radmetrics/er2score option 'modle'\. Did you mean "
+                                                          r"'model'\? Available: .*base_model, batch_size"):
+        evaluate.load("radmetrics/er2score/er2score.py", modle="er2/")
+    assert evaluate.load("radmetrics/er2score/er2score.py", model="er2/", experiment_id="run-1").model_path == "er2/"
+
+
+@pytest.mark.parametrize("predictions,references,message", [
+    # a str is a sequence: each character was a report (equal lengths scored; "Mismatch in the number" otherwise)
+    ("No effusion.", "No effusions", r"predictions is one str \('No effusion\.'\), not a list of reports"),
+    # evaluate refused a first None as "don't match the expected format"; a later one was an AttributeError deep
+    # in the tokenizer; a number was scored as its digits
+    (["No effusion.", None], ["a", "b"], r"predictions\[1\] is None, not a report"),
+    (["No effusion.", "x"], [3, "b"], r"references\[0\] is int \(3\), not a report"),
+])
+def test_evaluate_module_refuses_what_is_not_a_list_of_reports_in_one_line(monkeypatch, predictions, references,
+                                                                            message):
+    """Review 34: ER2Score's evaluate module had none of the input checks of the judge modules."""
+    import evaluate
+
+    from conftest import PACKAGE
+
+    monkeypatch.chdir(PACKAGE.parent)
+    er2 = evaluate.load("radmetrics/er2score/er2score.py", model="no/such-model")  # refused before any model loads
+    with pytest.raises(radmetrics.InputError, match=message):
+        er2.compute(predictions=predictions, references=references)
