@@ -222,6 +222,19 @@ def system_to_check(name: str, system_options: dict[str, Any] | None = None):
     return system.configure(**own) if own else system
 
 
+def check_summary_model(summary_model: str | None, flag: str) -> None:
+    """The GREEN summary's libraries and embedding model, checked before any judging: in Python (radmetrics.score,
+    evaluate's summary=True) an uncached model offline was transformers' OSError after every row had been judged
+    (review 34); the CLI checks the same before its run."""
+    from radmetrics.errors import require_installed
+    from radmetrics.green.summary import DEFAULT_SUMMARY_MODEL
+    from radmetrics.judge.preflight import check_hub_model
+
+    for module in ("sklearn", "sentence_transformers", "scipy"):
+        require_installed(module, "summary", "by the GREEN summary")
+    check_hub_model(summary_model or DEFAULT_SUMMARY_MODEL, what="summary model", flag=flag)
+
+
 def preflight_judge(backend: str, model: str | None, options: dict[str, Any] | None = None,
                     system: Any = None) -> str | None:
     """The judge model a run uses (the system's published judge when none is named, except for replay, whose
@@ -278,6 +291,8 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     else:
         system = metric.configure(**system_options) if system_options else metric
     check_lengths(references, candidates)
+    if summary and "summary" in getattr(system, "aggregate_options", ()):
+        check_summary_model(summary_model, flag="summary_model= (--summary-model on the command line)")
     the_judge = judge if isinstance(judge, Judge) else build_judge(backend, judge, judge_options, cache, system)
     config = config or GenerationConfig()
     judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids,

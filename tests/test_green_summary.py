@@ -65,3 +65,30 @@ def test_summary_through_aggregate(tiny_embedder):
     assert a["largest_cluster_size"] >= 1 and a["k"] >= 1
     e = categories["(e) Mentioning a comparison that isn't in the reference"]
     assert e == {"n_explanations": 0, "representative": None}
+
+
+def test_python_summary_with_an_uncached_model_offline_fails_before_any_judging(monkeypatch):
+    """Review 34: `radmetrics.score(..., summary=True)` and evaluate's `summary=True`, offline with the embedding model
+    not cached, judged every row and then raised transformers' OSError ("We couldn't connect to
+    'https://huggingface.co'..."). As `radmetrics score --summary` does, the model is checked first: one line, and
+    the judge is never asked."""
+    import evaluate
+    from fake_judge import analysis_for
+    from openai_server import FakeOpenAIServer
+
+    import radmetrics
+    from conftest import PACKAGE
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with FakeOpenAIServer(analysis_for) as server:
+        options = {"base_url": server.base_url}
+        with pytest.raises(radmetrics.JudgeError, match=r"The summary model 'no-such-org/embedder' is not in the local "
+                                                        r"Hugging Face cache .*a local folder with summary_model="):
+            radmetrics.score("green", ["Large effusion."], ["Small effusion."], backend="openai", judge="m",
+                             judge_options=options, cache=False, progress=False, summary=True,
+                             summary_model="no-such-org/embedder")
+        green = evaluate.load(str(PACKAGE / "green"), backend="openai", judge="m", judge_options=options, cache=False,
+                              progress=False, summary=True, summary_model="no-such-org/embedder")
+        with pytest.raises(radmetrics.JudgeError, match="The summary model 'no-such-org/embedder' is not in the local"):
+            green.compute(predictions=["Small effusion."], references=["Large effusion."])
+        assert server.requests == []
