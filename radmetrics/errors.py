@@ -7,6 +7,7 @@ import importlib.util
 import re
 from collections.abc import Iterable
 from types import ModuleType
+from typing import Any
 
 
 class RadmetricsError(Exception):
@@ -92,6 +93,25 @@ def is_secret_query_key(name: str) -> bool:
 
     name = unquote_plus(name).strip().lower().replace("-", "_")
     return name in SECRET_QUERY_KEYS or any(word in name for word in SECRET_QUERY_WORDS)
+
+
+def credential_fields(value: Any, secret: bool = False) -> tuple[Any, list[str]]:
+    """Extra request fields (the openai backend's ``extra_body``) as they may be written, and the credentials among
+    them: the text of a field whose name, or an enclosing field's, names a credential (`is_secret_query_key`:
+    LiteLLM's per-request ``api_key``, a ``user_token``), unless it is a setting (SETTING_VALUES), is shown as
+    ``***``. Numbers and flags stay (``max_tokens``: a setting that changes the answers); so do other fields."""
+    if isinstance(value, dict):
+        shown, found = {}, []
+        for name, item in value.items():
+            shown[name], inner = credential_fields(item, secret or is_secret_query_key(str(name)))
+            found += inner
+        return shown, found
+    if isinstance(value, list):
+        pairs = [credential_fields(item, secret) for item in value]
+        return [shown for shown, _ in pairs], [text for _, inner in pairs for text in inner]
+    if secret and isinstance(value, str) and value.strip().lower() not in SETTING_VALUES:
+        return "***", [value]
+    return value, []
 
 
 def _is_word(text: str) -> bool:

@@ -419,3 +419,30 @@ def test_log_secrets_take_every_part_of_the_address_and_answer_secrets_only_cred
             if not looks_like_token(v)] == []
     assert [v for v in ("2024-02-15-preview", "gpt-4o-mini-2024-07-18", "radiology-judge-production", "false")
             if looks_like_token(v)] == []
+
+
+def test_a_credential_among_the_extra_request_fields_stays_out_of_results_cache_and_reasons(tmp_path, caplog):
+    """extra_body is written into the judge's identity (every row's fingerprint, the summary, compare's
+    results.json, a transformed dataset's provenance) and the cache keys. A gateway's credential sent there
+    (LiteLLM's per-request `api_key`, a `user_token`) was written as given; now its value is hidden there and in
+    messages, while the request still carries it and the other fields keep their values (they change answers)."""
+    caplog.set_level(logging.DEBUG)
+    refs, cands = zip(*pairs())
+    body_key = "sk-" + "".join(random.Random(33).choices(string.ascii_letters + string.digits, k=40))
+    extra = {"api_key": body_key, "metadata": {"user_token": body_key + "-u"}, "max_tokens": 512,
+             "reasoning_effort": "low"}
+    # a server that refuses the first request and echoes the body's key in its error, then answers
+    with FakeOpenAIServer(lambda prompt: ANSWER, script=["401"],
+                          error_body=lambda auth, n: json.dumps({"error": f"bad key {body_key}"}).encode()) as server:
+        result = radmetrics.score("green", refs, cands, backend="openai", judge="judge-model",
+                                  cache=tmp_path / "c.sqlite", progress=False,
+                                  judge_options={"base_url": server.base_url, "extra_body": extra,
+                                                 "concurrency": 1, "backoff": 0.001})
+    assert all(r["body"]["api_key"] == body_key for r in server.requests)  # sent as given
+    assert server.requests[-1]["body"]["metadata"] == {"user_token": body_key + "-u"}
+    shown = result.fingerprint["judge"]["extra_body"]
+    assert shown["max_tokens"] == 512 and shown["reasoning_effort"] == "low"  # settings, not credentials
+    texts = [json.dumps(result.fingerprint, default=str), json.dumps([j.to_dict() for j in result.judgments]),
+             caplog.text, *(p.read_bytes().decode("utf-8", "replace") for p in tmp_path.glob("c.sqlite*"))]
+    assert "***" in result.judgments[0].reason  # the refused row's reason held the echoed key, masked
+    assert [leaked_runs(text, body_key) for text in texts] == [[]] * len(texts)

@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from radmetrics.errors import JudgeError, answer_secrets, redact, shown_url, url_secrets
+from radmetrics.errors import JudgeError, answer_secrets, credential_fields, redact, shown_url, url_secrets
 from radmetrics.judge.base import BackendOptions, JudgeBackend, OnResult
 from radmetrics.judge.http_deadline import SLICE as SLICE_S
 from radmetrics.judge.http_deadline import RequestBudget, deadline_transport
@@ -238,6 +238,13 @@ class OpenAIJudge(JudgeBackend):
         #: extra request fields sent as they are (e.g. {"reasoning_effort": "low"}, VERT Table 4); they change the
         #: answers, so they are part of the identity and of every cache key
         self.extra_body = dict(settings.extra_body or {})
+        # a credential among them (LiteLLM's per-request api_key) is sent, never written: the identity (rows'
+        # fingerprints, summaries, cache keys) shows it as ***, and messages, logs and answers lose it like the key
+        self._shown_extra_body, body_secrets = credential_fields(self.extra_body)
+        self._secrets += body_secrets
+        self._answer_secrets += body_secrets
+        for secret in body_secrets:
+            _LOG_REDACTOR.add(secret)
         self._client_lock = threading.Lock()
         self._client = None
 
@@ -250,7 +257,7 @@ class OpenAIJudge(JudgeBackend):
         if self.mode == "completions":
             identity.update(chat_format=self.chat_format, eos_text=self.eos_text)
         if self.extra_body:
-            identity["extra_body"] = self.extra_body
+            identity["extra_body"] = self._shown_extra_body
         return identity
 
     def __repr__(self) -> str:  # never shows the key
