@@ -556,6 +556,11 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
     files (``cache``: every judgment of every earlier run was replaced by the results, review 18), or a symlink
     (written through, a planted link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
     output = Path(output)
+    for cache_file in cache:  # a slip between two file arguments: the cache's "delete the file" would name the input
+        for source in (Path(p) for p in inputs if p is not None):
+            if _same_path(Path(cache_file), source):
+                raise InputError(f"--cache {cache_file} is the input {source}: the response cache needs a file of its "
+                                 "own (e.g. --cache judgments.sqlite), or --no-cache")
     kept = [(Path(p), "the input") for p in inputs if p is not None] + [(Path(p), "the response cache") for p in cache]
     for candidate in run_files(output):
         if candidate.is_symlink():
@@ -564,10 +569,13 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
         if candidate.is_dir():
             raise InputError(f"{candidate} is a folder; --output must be a file path")
         for source, what in kept:
-            same = (candidate.exists() and source.exists() and os.path.samefile(candidate, source)) or \
-                candidate.resolve() == source.resolve()
-            if same:
+            if _same_path(candidate, source):
                 raise InputError(f"--output {output} would overwrite {what} {source}; give another --output")
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    """The same file (a hard link, another spelling), or the same path where neither exists yet."""
+    return (a.exists() and b.exists() and os.path.samefile(a, b)) or a.resolve() == b.resolve()
 
 
 def strict_json_ready(value: Any) -> Any:

@@ -583,6 +583,23 @@ def test_an_output_over_the_response_cache_or_the_input_is_refused_before_any_wo
         assert completions.read_text() == "\n".join(rows) + "\n" and len(server.requests) == asked
 
 
+
+def test_a_cache_that_names_the_input_is_refused_without_advice_to_delete_it(tmp_path):
+    """Review 33: `--cache pairs.jsonl` with `-i pairs.jsonl` (a slip between two file arguments) said "cache file
+    pairs.jsonl cannot be used (not an SQLite file): run with --no-cache, or delete the file": advice to delete the
+    input. Now the run stops before any work with one line saying the cache needs a file of its own."""
+    src = tmp_path / "pairs.jsonl"
+    write_pairs(src, 3)
+    held = src.read_bytes()
+    with FakeOpenAIServer(analysis_for) as server:
+        r = run(cli_args(src, tmp_path / "out.jsonl", server.base_url, src))
+        assert not server.requests
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    line = r.stderr.strip().splitlines()[-1]
+    assert f"--cache {src} is the input" in line and "delete" not in line, line
+    assert src.read_bytes() == held
+
+
 # -- requests ------------------------------------------------------------------------------------------------------
 def test_total_deadline_bounds_a_trickling_server(tmp_path):
     src = tmp_path / "pairs.jsonl"
