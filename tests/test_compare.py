@@ -521,6 +521,22 @@ def test_compare_stops_on_an_unloadable_metric_name_before_any_judging(tmp_path)
     assert not (tmp_path / "cmp").exists() and not cache.exists()
 
 
+
+def test_compare_stops_on_an_unusable_cache_file_before_any_work(tmp_path):
+    """Review 33: `compare --cache FILE` where FILE is no response cache (not SQLite: a slip such as one of the
+    systems' files) ran the other metrics, wrote a report whose judge metric was "n/a" with the cache's error on
+    every row, and exited 2. `score` says it in one line before any work; now compare does too."""
+    cache = tmp_path / "c.sqlite"
+    cache.write_bytes(b"this is not a database, just bytes " * 10)
+    run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                       "-m", "rouge-l", "-m", "green", "--backend", "replay", "--replay",
+                       SAMPLE / "green_replay.jsonl", "--cache", cache, "-o", tmp_path / "cmp")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert f"cache file {cache} cannot be used (not an SQLite file)" in error
+    assert "Comparing" not in run.stderr and not (tmp_path / "cmp").exists()
+
+
 def _compare_cli(tmp_path, *args):
     return subprocess.run([sys.executable, "-m", "radmetrics.cli", "compare", *map(str, args)], capture_output=True,
                           text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200"})

@@ -86,7 +86,7 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     # evaluate module, seconds each).
     judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options,
-                 judge_flags.system_options)
+                 judge_flags.system_options, judge_flags.cache)
     click.echo(f"Comparing {len(aligned.candidates)} systems on {len(aligned.ids)} reports with "
                f"{len(metrics)} metric(s).", err=True)
 

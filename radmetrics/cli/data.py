@@ -100,7 +100,8 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     check_ensemble_members(ensemble_specs, metrics, judge_metrics, labels)
     if judge_metrics:
         for judge in labels:
-            check_judges(judge_metrics, judge_flags.backend, judge, judge_flags.options, judge_flags.system_options)
+            check_judges(judge_metrics, judge_flags.backend, judge, judge_flags.options, judge_flags.system_options,
+                         judge_flags.cache)
 
     runs = []
     for name in metrics:
@@ -196,13 +197,17 @@ def load_meta_eval_data(dataset: str, dataset_name: str | None):
     return open_expert_dataset(dataset_name or "rexval", dataset, f"--dataset {dataset}")
 
 
-def check_judges(names, backend: str, judge: str | None, options, system_options=None) -> None:
-    """Each judge metric's judge is reachable, or it says plainly that it needs one, and its --system-option values
-    work (a shots file is read): before any judging."""
+def check_judges(names, backend: str, judge: str | None, options, system_options=None, cache=False) -> None:
+    """Each judge metric's judge is reachable, or it says plainly that it needs one, its --system-option values
+    work (a shots file is read), and the response cache file given with --cache (`cache`) can be opened:
+    before any judging."""
+    from radmetrics.judge import check_response_cache
     from radmetrics.runner import preflight_judge, system_to_check
 
     for name in names:
         preflight_judge(backend, judge, options, system_to_check(name, system_options))
+    if names:
+        check_response_cache(cache)
 
 
 @data_group.command("transform")
@@ -442,7 +447,7 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
 
     judge_metrics = check_metrics_loadable(metrics)
     check_judges(judge_metrics, judge_flags.backend, judge_flags.model, judge_flags.options,
-                 judge_flags.system_options)
+                 judge_flags.system_options, judge_flags.cache)
     judge_kwargs = {**judge_flags.score_kwargs(), "system_options": judge_flags.system_options}
     results = strict_json_ready(preference_accuracy(rows, list(metrics), judge_kwargs, resamples=resamples, seed=seed,
                                                     metrics_checked=True))  # checked above, before the judges

@@ -235,6 +235,15 @@ def _cache_for(cache: Any, backend: JudgeBackend) -> ResponseCache | None:
         return _instances[key]
 
 
+def check_response_cache(cache: Any) -> None:
+    """Open the response cache file a run was given (``--cache PATH``; None, the default cache, and False, none,
+    are left to the run: whether a backend uses the default cache is known once it is built), so that an unusable
+    file (not SQLite, truncated, a folder) is said in one line before any work, as `score` says it, not as every
+    row's reason after the other metrics ran (review 33)."""
+    if cache is not None and cache is not False:
+        _cache_for(cache, None)  # type: ignore[arg-type]  # a path: the backend is not consulted
+
+
 #: name -> backend factory, installed by radmetrics.plugins (the registry sits above this package, which
 #: therefore never imports it: built-in and plugin backends alike come from there)
 backend_factories: Callable[[], dict[str, Callable[..., Any]]] = dict
