@@ -556,11 +556,7 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
     files (``cache``: every judgment of every earlier run was replaced by the results, review 18), or a symlink
     (written through, a planted link at out.jsonl.summary.json once overwrote its target). One-line InputError."""
     output = Path(output)
-    for cache_file in cache:  # a slip between two file arguments: the cache's "delete the file" would name the input
-        for source in (Path(p) for p in inputs if p is not None):
-            if _same_path(Path(cache_file), source):
-                raise InputError(f"--cache {cache_file} is the input {source}: the response cache needs a file of its "
-                                 "own (e.g. --cache judgments.sqlite), or --no-cache")
+    check_cache_is_no_input(cache, inputs)
     kept = [(Path(p), "the input") for p in inputs if p is not None] + [(Path(p), "the response cache") for p in cache]
     for candidate in run_files(output):
         if candidate.is_symlink():
@@ -571,6 +567,17 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
         for source, what in kept:
             if _same_path(candidate, source):
                 raise InputError(f"--output {output} would overwrite {what} {source}; give another --output")
+
+
+def check_cache_is_no_input(cache: Sequence[str | os.PathLike],
+                            inputs: Sequence[str | os.PathLike | None]) -> None:
+    """Refuse a response cache that is one of the run's input files (a slip between two file arguments): the
+    cache's own error would advise deleting the file. One-line InputError (review 33)."""
+    for cache_file in cache:
+        for source in (Path(p) for p in inputs if p is not None):
+            if _same_path(Path(cache_file), source):
+                raise InputError(f"--cache {cache_file} is the input {source}: the response cache needs a file of its "
+                                 "own (e.g. --cache judgments.sqlite), or --no-cache")
 
 
 def _same_path(a: Path, b: Path) -> bool:

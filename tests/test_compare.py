@@ -535,6 +535,14 @@ def test_compare_stops_on_an_unusable_cache_file_before_any_work(tmp_path):
     (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
     assert f"cache file {cache} cannot be used (not an SQLite file)" in error
     assert "Comparing" not in run.stderr and not (tmp_path / "cmp").exists()
+    # a system's file given as the cache is named as such, never with the advice to delete it
+    system_a = _write(tmp_path / "a.jsonl", [json.loads(line) for line in (SAMPLE / "pairs.jsonl").open()])
+    run = _compare_cli(tmp_path, "-s", f"A={system_a}", "-s", f"B={SAMPLE / 'system_b.jsonl'}", "-m", "green",
+                       "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl", "--cache", system_a,
+                       "-o", tmp_path / "cmp")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert f"--cache {system_a} is the input {system_a}" in error and "delete" not in error, error
 
 
 def _compare_cli(tmp_path, *args):

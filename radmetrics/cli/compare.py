@@ -72,8 +72,11 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     from radmetrics.meta.compare import compare, cut_answers, failed_calls, load_systems, missing_results, write_outputs
     from radmetrics.meta.html_report import shorten
 
-    aligned = load_systems(_systems(system_files), references, id_column, reference_column, candidate_column,
-                           on_mismatch)
+    systems = _systems(system_files)
+    from radmetrics.io import check_cache_is_no_input
+
+    check_cache_is_no_input(judge_flags.cache_files(), [*systems.values(), references])
+    aligned = load_systems(systems, references, id_column, reference_column, candidate_column, on_mismatch)
     for note in aligned.notes:
         click.echo(f"Note: {note}", err=True)
     from radmetrics.cli.data import check_judges
