@@ -290,11 +290,27 @@ def is_input_problem(reason: str | None) -> bool:
     return bool(reason and ROW_PREFIX.match(reason))
 
 
+#: distinct reasons a summary counts one by one. A reason may quote the judge's line, so a judge that drifts on
+#: every row gives every row its own reason: the summary (and a streaming run's memory) grew with the input
+#: (review 33: 3,000 rows, 3,000 reasons). Rows whose reason is first seen after these are counted together.
+MAX_REASONS = 1000
+OTHER_REASONS = (f"other reasons (the summary counts the first {MAX_REASONS:,} distinct reasons one by one; each "
+                 "row's own is in its reason)")
+
+
+def add_reason(reasons: dict[str, int], reason: str, n: int = 1) -> None:
+    """Count ``n`` rows under ``reason``, or under OTHER_REASONS once MAX_REASONS distinct reasons are counted: the
+    same counts whether rows come one at a time (a streaming run) or all at once (`count_reasons`)."""
+    if reason not in reasons and len(reasons) - (OTHER_REASONS in reasons) >= MAX_REASONS:
+        reason = OTHER_REASONS
+    reasons[reason] = reasons.get(reason, 0) + n
+
+
 def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
-    """How many rows went unscored for each reason (row and line numbers dropped so that reasons group)."""
+    """How many rows went unscored for each reason (row and line numbers dropped so that reasons group; at most
+    MAX_REASONS of them, the rest counted together)."""
     reasons: dict[str, int] = {}
     for j in judgments:
         if j.score is None:
-            reason = ROW_PREFIX.sub("", j.reason or "unknown")
-            reasons[reason] = reasons.get(reason, 0) + 1
+            add_reason(reasons, ROW_PREFIX.sub("", j.reason or "unknown"))
     return reasons

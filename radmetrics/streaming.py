@@ -109,15 +109,14 @@ class RunningSummary:
         self.keys: list[str] | None = None
 
     def add(self, judgment: Judgment) -> None:
-        from radmetrics.scoring import count_reasons
+        from radmetrics.scoring import ROW_PREFIX, add_reason
         from radmetrics.types import GreenJudgment
 
         self.total += 1
         self.row_means.add(judgment)
         self.empty_candidates += bool(judgment.details.get("empty_candidate"))
         if judgment.score is None:
-            for reason, n in count_reasons([judgment]).items():
-                self.reasons[reason] = self.reasons.get(reason, 0) + n
+            add_reason(self.reasons, ROW_PREFIX.sub("", judgment.reason or "unknown"))  # as `count_reasons` does
         else:
             self.scores.append(judgment.score)
             names = judgment.details.get("leniency") or []

@@ -37,6 +37,34 @@ def test_running_summary_equals_aggregate(metric):
     assert running.mode == "totals" and running.kept is None  # nothing per row is held
 
 
+
+def test_a_judge_that_gives_every_row_its_own_reason_keeps_the_summary_bounded():
+    """Review 33: a reason may quote the judge's line ("item (c) has no count in line '(c) ...'"), so a judge that
+    drifts differently on every row gave every row its own reason: 3,000 rows, 3,000 entries in the summary and
+    in the streaming run's memory. Now the first MAX_REASONS distinct reasons are counted one by one, the rest
+    together, the same way whether the judgments are streamed or aggregated."""
+    from radmetrics.cli.exit_status import FailureTally
+    from radmetrics.scoring import MAX_REASONS, OTHER_REASONS
+
+    from green_answers import green_answer
+
+    system = radmetrics.get_scoring_system("green")
+    answer, counted = green_answer({"a": 1}, {}, 2), "(c) Misidentification of a finding's anatomic location/position: 0."
+    judgments = [system.parse(answer.replace(counted, f"(c) Misidentification of the opacity seen on image {k}."))
+                 for k in range(MAX_REASONS + 500)] + [system.parse("garbage")] * 3
+    assert len({j.reason for j in judgments}) == MAX_REASONS + 501 and all(j.score is None for j in judgments)
+    running, tally = RunningSummary(system), FailureTally()
+    for j in judgments:
+        running.add(j)
+        tally.add(j)
+    reasons = running.result()["unscored_reasons"]
+    assert reasons == runner.aggregate(system, judgments)["unscored_reasons"]
+    assert len(reasons) == MAX_REASONS + 1 and reasons[OTHER_REASONS] == 503  # "garbage" came after the cap
+    assert sum(reasons.values()) == len(judgments)
+    assert len(tally.reasons) == MAX_REASONS + 1
+    assert f"{len(judgments) - 3} more with over {MAX_REASONS - 3:,} other reasons" in tally.message(None)
+
+
 def _score(tmp_path, out, *extra):
     return CliRunner().invoke(cli, ["score", "--metric", "green", "--input", str(tmp_path / "pairs.jsonl"),
                                      "--output", str(out), "--replay", str(SAMPLE / "green_replay.jsonl"),

@@ -99,16 +99,20 @@ class FailureTally:
             return
         self.judged += 1
         if judgment.score is None and not judgment.parsed:  # a failed call or an unreadable answer
-            self.reasons[judgment.reason or "unknown"] += 1
+            from radmetrics.scoring import add_reason
+
+            add_reason(self.reasons, judgment.reason or "unknown")  # at most MAX_REASONS kept: memory stays flat
 
     def _top(self) -> str:
         """The three most common reasons, each cut at a word, and how many other reasons there are."""
         from radmetrics.meta.html_report import shorten
+        from radmetrics.scoring import MAX_REASONS, OTHER_REASONS
 
-        top = self.reasons.most_common(3)
+        top = [(reason, n) for reason, n in self.reasons.most_common(4) if reason != OTHER_REASONS][:3]
         text = "; ".join(f"{n} × {shorten(reason, 160)}" for reason, n in top)
         rest = sum(self.reasons.values()) - sum(n for _, n in top)
-        return text + (f"; {rest} more with {len(self.reasons) - 3} other reasons" if rest else "")
+        kinds = f"over {MAX_REASONS - 3:,}" if OTHER_REASONS in self.reasons else f"{len(self.reasons) - 3}"
+        return text + (f"; {rest} more with {kinds} other reasons" if rest else "")
 
     def input_warning(self) -> str | None:
         """A line for rows the input left unscored (unreadable, missing or empty fields): the output has them,
