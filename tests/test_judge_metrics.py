@@ -452,3 +452,16 @@ def test_radcliq_errors_in_another_case_is_the_errors_object():
     both = radcliq_json({"omission": 2})[:-1] + ', "Errors": ' + json.dumps(json.loads(radcliq_json())["errors"]) + "}"
     judgment = rubric.parse(both)
     assert judgment.score is None and "given 2 times" in judgment.reason
+
+
+@pytest.mark.parametrize("metric", ["vert", "vert_formula", "vert_rubric", "vert_ft"])
+def test_vert_says_when_a_report_was_cut_to_its_prompt_limit(metric):
+    """Review 33: VERT's prompt keeps the first 300 words of each report (as GREEN's does), but only GREEN said so
+    in the row's warnings; a 3,500-word VERT reference was judged on its first 300 words without a word."""
+    system = radmetrics.get_scoring_system(metric)
+    long_reference = " ".join(f"word{i}" for i in range(3500))
+    prompt = system.build_prompt(long_reference, "No effusion.")
+    assert "word299" in prompt and "word300" not in prompt  # what the judge sees
+    assert system.input_warnings(long_reference, "No effusion.") == [
+        "reference cut from 3500 to 300 words (VERT prompt limit)"]
+    assert system.input_warnings("Small effusion.", "No effusion.") == []

@@ -194,6 +194,16 @@ class VertSystem(ScoringSystem):
         return build_vert_prompt(reference, candidate, self.variant, self.max_words,
                                  self._extra(reference, candidate))
 
+    def input_warnings(self, reference: str, candidate: str) -> list[str]:
+        """A report cut to max_words in the prompt, said in the row's details.warnings as GREEN says it (review 33:
+        VERT cut a 3,500-word reference to its first 300 words without a word)."""
+        out = []
+        for label, text in (("reference", reference), ("candidate", candidate)):
+            words = len(text.split())
+            if words > self.max_words:
+                out.append(f"{label} cut from {words} to {self.max_words} words (VERT prompt limit)")
+        return out
+
     def sample_answer(self, reference: str, candidate: str) -> str:
         """GREEN's analysis (shared words matched, candidate-only words (a) errors) and the overall score
         matched / (matched + errors)."""
