@@ -309,3 +309,31 @@ def test_an_answer_the_server_stopped_early_is_not_scored_and_is_asked_again(tmp
         again = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
         assert len(server.requests) == 5  # rows 0 and 1 asked again; row 2 from the cache
     assert again.returncode == 0 and all(json.loads(x)["parsed"] for x in out.read_text().splitlines())
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "generate"])
+def test_a_prompt_longer_than_the_judges_context_is_not_judged(tiny_judge, engine):
+    """Review 33: a RadCliQ-rubric prompt of thousands of tokens (a long reference; GREEN and VERT cut reports at
+    300 words, FineRadScore and the RadCliQ rubric do not) went to the tiny judge, whose positions end at 2,048,
+    with no word; a judge answering in format would have been scored on text read past its context. A server refuses such a prompt (HTTP 400, an unscored row);
+    now the in-process backend leaves it unscored too, with the reason, and judges the other prompts as before."""
+    from radmetrics.judge.transformers_backend import TransformersJudge
+    from radmetrics.types import GenerationFailure
+
+    judge = TransformersJudge(str(tiny_judge), engine=engine)
+    long_reference = "Small left pleural effusion with adjacent atelectasis. " * 500
+    system = radmetrics.get_scoring_system("radcliq_rubric")
+    prompts = [system.build_prompt(REFS[0], CANDS[0]), system.build_prompt(long_reference, CANDS[0])]
+    judge.load()
+    context = judge._model.config.max_position_embeddings
+    assert len(judge.encode(prompts[1])) > context > len(judge.encode(prompts[0]))
+    seen = []
+    answers = judge.generate(prompts, GenerationConfig(max_new_tokens=32), progress=False,
+                             on_result=lambda i, text: seen.append(i))
+    assert answers[0] and not isinstance(answers[0], GenerationFailure)
+    assert isinstance(answers[1], GenerationFailure) and f"more than the judge's context of {context:,}" in \
+        answers[1].reason
+    assert sorted(seen) == [0, 1]
+    result = radmetrics.score("radcliq_rubric", [REFS[0], long_reference], [CANDS[0]] * 2, judge=judge,
+                              progress=False)
+    assert result.judgments[1].score is None and "context" in result.judgments[1].reason

@@ -232,17 +232,53 @@ class TransformersJudge(JudgeBackend):
 
     def _generate_loaded(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                          progress: bool) -> list[str]:
-        from tqdm.auto import tqdm
+        """Answers of the prompts that fit the model's positions; a longer prompt is answered with a failure naming
+        both lengths (review 33: it went to the model with no word, which read it past the positions it was
+        trained on, and a judge answering in format would have been scored; a server refuses such a prompt)."""
+        from radmetrics.types import GenerationFailure
 
         encoded = self.encode_many(prompts)
+        context = self._context_tokens()
+        fits = [i for i, ids in enumerate(encoded) if context is None or len(ids) <= context]
+        if len(fits) == len(encoded):
+            return self._generate_encoded(encoded, config, on_result, progress)
         out: list[str] = [""] * len(prompts)
+        for i in sorted(set(range(len(prompts))) - set(fits)):
+            out[i] = GenerationFailure(
+                f"the prompt is {len(encoded[i]):,} tokens, more than the judge's context of {context:,} (its "
+                "max_position_embeddings): not sent to the model, which would read it past the positions it was "
+                "trained on; shorten the reports, or use a judge with a longer context")
+            if on_result:
+                on_result(i, out[i])
+        if fits:
+            answers = self._generate_encoded([encoded[i] for i in fits], config,
+                                             (lambda k, text: on_result(fits[k], text)) if on_result else None,
+                                             progress)
+            for i, answer in zip(fits, answers):
+                out[i] = answer
+        return out
+
+    def _context_tokens(self) -> int | None:
+        """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions)."""
+        config = self._model.config
+        for name in ("max_position_embeddings", "n_positions"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    def _generate_encoded(self, encoded: list[list[int]], config: GenerationConfig, on_result: OnResult | None,
+                          progress: bool) -> list[str]:
+        from tqdm.auto import tqdm
+
+        out: list[str] = [""] * len(encoded)
         prefix = self._shared_prefix(encoded)
         if self._uses_engine(config) and self._within_attention_window(encoded, config):
             return self._generate_engine(encoded, config, prefix, on_result, progress)
         plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
                               self.max_batch_size or self.GENERATE_BATCH_SIZE,
                               self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap)
-        with tqdm(total=len(prompts), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
+        with tqdm(total=len(encoded), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
             while plan:
                 batch = plan.next()
                 try:
