@@ -388,3 +388,23 @@ def test_a_ray_run_without_a_cache_is_not_told_its_answers_are_cached(fake_judge
     replay = radmetrics.runner.build_judge("replay", None, {"path": str(SAMPLE / "green_replay.jsonl")},
                                            engine="ray")
     assert replay.cache is None  # the actors open no cache file: the line above is true
+
+
+def test_the_failure_advice_counts_failed_calls_past_the_reason_cap_and_knows_when_nothing_is_cached():
+    """Review 33: failed calls whose reasons are all different (a server's error body with a request id) past
+    MAX_REASONS were counted as unreadable answers in the advice; and a run with --no-cache was told its
+    unreadable answers "are cached (a plain rerun gives the same)"."""
+    from radmetrics.cli.exit_status import FailureTally
+    from radmetrics.scoring import MAX_REASONS
+
+    tally = FailureTally()
+    for k in range(MAX_REASONS + 10):
+        tally.add(radmetrics.Judgment.unscored(f"judge call failed: HTTP 500: request id {k}"))
+    assert "rerun to ask again the 1010 rows whose judge call failed" in tally.advice()
+    assert "could not be read" not in tally.advice()
+    uncached = FailureTally(cached=False)
+    uncached.add(radmetrics.Judgment.unscored("no [Matched Findings] section", raw="text"))
+    assert "no response cache" in uncached.advice() and "are cached" not in uncached.advice()
+    cached = FailureTally()
+    cached.add(radmetrics.Judgment.unscored("no [Matched Findings] section", raw="text"))
+    assert "1 answer could not be read and is cached (a plain rerun gives the same)" in cached.advice()

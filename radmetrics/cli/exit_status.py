@@ -85,11 +85,14 @@ class FailureTally:
     """Rows the judge left unscored, counted row by row (the streaming runner keeps no list of judgments): the
     end-of-run warning, and the error when the run must exit non-zero."""
 
-    def __init__(self, replay: bool = False) -> None:
+    def __init__(self, replay: bool = False, cached: bool = True) -> None:
         self.replay = replay  # answers come from a file: asking again gives the same
+        self.cached = cached  # a response cache keeps the answers (not with --no-cache)
         self.judged = 0
         self.reasons: Counter = Counter()
         self.unreadable = 0  # rows the input itself left unscored (not counted against the judge)
+        # rows by what a rerun does for them, counted here: `reasons` lumps reasons past MAX_REASONS together
+        self.kinds: Counter = Counter()
 
     def add(self, judgment: Any) -> None:
         from radmetrics.scoring import is_input_problem
@@ -101,7 +104,12 @@ class FailureTally:
         if judgment.score is None and not judgment.parsed:  # a failed call or an unreadable answer
             from radmetrics.scoring import add_reason
 
+            from radmetrics.runner import judge_call_failed
+            from radmetrics.types import answer_was_cut
+
             add_reason(self.reasons, judgment.reason or "unknown")  # at most MAX_REASONS kept: memory stays flat
+            self.kinds["calls" if judge_call_failed(judgment.reason) else "cut" if answer_was_cut(judgment.reason)
+                       else "unreadable"] += 1
 
     def _top(self) -> str:
         """The three most common reasons, each cut at a word, and how many other reasons there are."""
@@ -136,13 +144,7 @@ class FailureTally:
     def advice(self) -> str:
         """What a rerun does for the failed rows: asks again those whose judge call failed (nothing is cached for
         them); an unreadable answer is cached, so a plain rerun gives it back (only --retry-unscored asks again)."""
-        from radmetrics.runner import judge_call_failed
-
-        from radmetrics.types import answer_was_cut
-
-        calls = sum(n for reason, n in self.reasons.items() if judge_call_failed(reason))
-        cut = sum(n for reason, n in self.reasons.items() if answer_was_cut(reason))
-        unreadable = sum(self.reasons.values()) - calls - cut
+        calls, cut, unreadable = self.kinds["calls"], self.kinds["cut"], self.kinds["unreadable"]
         parts = []
         if calls and self.replay:
             parts.append(f"the replay file has no answer for {calls} row{'s' if calls != 1 else ''} (a rerun gives "
@@ -152,7 +154,11 @@ class FailureTally:
         if cut:
             parts.append(f"{cut} answer{'s' if cut != 1 else ''} reached the token limit before {'they' if cut != 1 else 'it'} "
                          "ended (not cached): rerun with a higher --max-new-tokens")
-        if unreadable:
+        if unreadable and not self.cached:  # --no-cache: nothing kept, a rerun asks again (review 33: "are cached")
+            parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read (no response cache: a "
+                         "rerun asks again, and a judge that decodes greedily answers the same): check the judge and "
+                         "the answer format it was trained for")
+        elif unreadable:
             parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read and "
                          f"{'are' if unreadable != 1 else 'is'} cached (a plain rerun gives the same): check the "
                          "judge and the answer format it was trained for; --retry-unscored asks them again")

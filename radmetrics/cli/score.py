@@ -164,7 +164,7 @@ def score_command(metric, input_path, output_path, judge_flags: JudgeFlags, summ
         click.echo(f"Note: {output_path} holds an earlier run's results; this run replaces them when it finishes.",
                    err=True)
     running = RunningSummary(system, keep_all=summary)
-    tally = FailureTally(replay=judge_flags.backend == "replay")
+    tally = FailureTally(replay=judge_flags.backend == "replay", cached=the_judge.cache is not None)
     try:
         total = score_stream(system, the_judge, pairs, writer, running, config, fp, chunk_rows, progress,
                              run_id=run_id, retry_unscored=retry_unscored, tally=tally)
