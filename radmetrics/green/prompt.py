@@ -22,6 +22,16 @@ def truncate_words(text: str, max_words: int = MAX_WORDS) -> str:
     return " ".join(text.split()[:max_words])
 
 
+def cut_report_warnings(reference: str, candidate: str, max_words: int, prompt: str) -> list[str]:
+    """The row's warnings for a report its ``prompt`` (GREEN, VERT) keeps only the first ``max_words`` words of."""
+    out = []
+    for label, text in (("reference", reference), ("candidate", candidate)):
+        words = len(text.split())
+        if words > max_words:
+            out.append(f"{label} cut from {words} to {max_words} words ({prompt} prompt limit)")
+    return out
+
+
 def build_green_prompt(reference: str, candidate: str, max_words: int = MAX_WORDS) -> str:
     return (GREEN_HEAD + truncate_words(reference, max_words) + GREEN_BETWEEN_REPORTS
             + truncate_words(candidate, max_words) + GREEN_TAIL)

@@ -14,6 +14,7 @@ from radmetrics.green.prompt import (
     MAX_WORDS,
     PROMPT_VERSION,
     build_green_prompt,
+    cut_report_warnings,
     sample_green_analysis,
     truncate_words,
 )
@@ -43,12 +44,7 @@ class GreenSystem(ScoringSystem):
         return sample_green_analysis(truncate_words(reference, self.max_words), truncate_words(candidate, self.max_words))
 
     def input_warnings(self, reference: str, candidate: str) -> list[str]:
-        out = []
-        for label, text in (("reference", reference), ("candidate", candidate)):
-            words = len(text.split())
-            if words > self.max_words:
-                out.append(f"{label} cut from {words} to {self.max_words} words (GREEN prompt limit)")
-        return out
+        return cut_report_warnings(reference, candidate, self.max_words, "GREEN")
 
     def parse(self, text: str) -> Judgment:
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import InputError
-from radmetrics.green.prompt import sample_green_analysis, truncate_words
+from radmetrics.green.prompt import cut_report_warnings, sample_green_analysis, truncate_words
 from radmetrics.scoring import ScoringSystem, word_comparison
 from radmetrics.taxonomy import ErrorCounts
 from radmetrics.types import Judgment
@@ -197,12 +197,7 @@ class VertSystem(ScoringSystem):
     def input_warnings(self, reference: str, candidate: str) -> list[str]:
         """A report cut to max_words in the prompt, said in the row's details.warnings as GREEN says it (review 33:
         VERT cut a 3,500-word reference to its first 300 words without a word)."""
-        out = []
-        for label, text in (("reference", reference), ("candidate", candidate)):
-            words = len(text.split())
-            if words > self.max_words:
-                out.append(f"{label} cut from {words} to {self.max_words} words (VERT prompt limit)")
-        return out
+        return cut_report_warnings(reference, candidate, self.max_words, "VERT")
 
     def sample_answer(self, reference: str, candidate: str) -> str:
         """GREEN's analysis (shared words matched, candidate-only words (a) errors) and the overall score
