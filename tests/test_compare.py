@@ -543,6 +543,14 @@ def test_compare_stops_on_an_unusable_cache_file_before_any_work(tmp_path):
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
     (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
     assert f"--cache {system_a} is the input {system_a}" in error and "delete" not in error, error
+    # the report folder given as the cache: the cache file was made there, every row judged, then the folder could
+    # not be made ("File exists"); now one line before any work
+    run = _compare_cli(tmp_path, "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}",
+                       "-m", "green", "--backend", "replay", "--replay", SAMPLE / "green_replay.jsonl",
+                       "--cache", tmp_path / "out", "-o", tmp_path / "out")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("Error:")]
+    assert f"--cache {tmp_path / 'out'} is the report folder" in error and not (tmp_path / "out").exists(), error
 
 
 def _compare_cli(tmp_path, *args):

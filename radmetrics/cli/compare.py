@@ -64,7 +64,7 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     the other results are kept; the command then exits with code 2, as meta-eval does. So it does when the judge
     gave no answer for some rows (a failed call, not an unreadable answer): a rerun asks only those; and when answers
     ran into the token limit (raise --max-new-tokens)."""
-    check_report_folder(output, "compare", overwrite)
+    check_report_folder(output, "compare", overwrite, judge_flags.cache_files())
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it

@@ -71,7 +71,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     metrics are kept; the command then exits with code 2. So it does when the judge gave some rows no answer (a
     failed call) or an answer cut at the token limit: they are left out of the correlations, and a rerun with a
     cache asks only them."""
-    check_report_folder(output, "meta-eval", overwrite)
+    check_report_folder(output, "meta-eval", overwrite, judge_flags.cache_files())
     from radmetrics.errors import RadmetricsError, optional_import
 
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
@@ -432,7 +432,7 @@ def preference_eval_command(input_path, metrics, output, overwrite, judge_flags:
 
     A metric that fails (judge unreachable, ...) is reported with its reason and the others are kept; the
     command then exits with code 2, as meta-eval and compare do."""
-    check_report_folder(output, "preference-eval", overwrite)
+    check_report_folder(output, "preference-eval", overwrite, judge_flags.cache_files())
     import csv
 
     from radmetrics.errors import RadmetricsError, optional_import

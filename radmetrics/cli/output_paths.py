@@ -68,11 +68,18 @@ OVERWRITE_REPORT = click.option(
          "command wrote there (your own results.json, another command's report, which is then replaced whole).")
 
 
-def check_report_folder(folder: str, command: str, overwrite: bool) -> None:
+def check_report_folder(folder: str, command: str, overwrite: bool, cache_files: tuple[Path, ...] = ()) -> None:
     """Before any work: refuse a report folder whose files the report would overwrite without having written them
-    (review 24 M6), and say when an earlier report of the command is replaced (review 12: a meta-eval re-run with
-    a typo in -m replaced a finished judge report without a word)."""
+    (review 24 M6), or that is the response cache's path (review 33: `compare -o out/ --cache out/` made the cache
+    file there, judged every row, then could not make the folder), and say when an earlier report of the command
+    is replaced (review 12: a meta-eval re-run with a typo in -m replaced a finished judge report without a word)."""
+    from radmetrics.errors import InputError
     from radmetrics.meta.report_folder import check_report_folder as check
+
+    for cache_file in cache_files:
+        if Path(cache_file).expanduser().resolve() == Path(folder).expanduser().resolve():
+            raise InputError(f"--cache {cache_file} is the report folder -o {folder}: the response cache needs a file "
+                             f"of its own (e.g. --cache judgments.sqlite, or one inside the folder), or --no-cache")
 
     note = check(folder, command, overwrite)
     if note:
