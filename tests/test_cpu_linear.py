@@ -89,7 +89,8 @@ def test_the_judge_answers_as_generate_with_its_layers_on_onednn(tiny_judge):
     config = radmetrics.GenerationConfig(max_new_tokens=200)
 
     def judge(**options):
-        return radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32", **options)
+        return radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, dtype="float32",
+                                device="cpu", **options)
 
     reference = judge(engine=False, cpu_linear="torch")
     expected, ops = _profiled_ops(lambda: reference.generate(prompts, config, progress=False))
@@ -143,11 +144,12 @@ def test_a_failing_onednn_op_falls_back_to_pytorchs_product_with_one_warning(tin
     monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", broken)
     prompts = ["Reference: clear lungs.\nCandidate: clear lungs."]
     config = radmetrics.GenerationConfig(max_new_tokens=20)
+    # on the CPU also where a GPU is present (there the default device is CUDA, where no layer is oneDNN's)
     expected = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, cpu_linear="torch",
-                                    engine=False).generate(prompts, config, progress=False)
+                                    engine=False, device="cpu").generate(prompts, config, progress=False)
     with caplog.at_level(logging.WARNING, logger="radmetrics.judge.cpu_linear"):
-        answers = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False,
-                                       cpu_linear="onednn").generate(prompts, config, progress=False)
+        answers = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, cpu_linear="onednn",
+                                       device="cpu").generate(prompts, config, progress=False)
     assert answers == expected
     assert len(calls) == 1  # tried once; every later layer call went to PyTorch's product
     assert [r.getMessage() for r in caplog.records] == [
