@@ -565,7 +565,7 @@ def check_output_safe(output: str | os.PathLike, *inputs: str | os.PathLike | No
         if candidate.is_dir():
             raise InputError(f"{candidate} is a folder; --output must be a file path")
         for source, what in kept:
-            if _same_path(candidate, source):
+            if same_path(candidate, source):
                 raise InputError(f"--output {output} would overwrite {what} {source}; give another --output")
 
 
@@ -575,12 +575,12 @@ def check_cache_is_no_input(cache: Sequence[str | os.PathLike],
     cache's own error would advise deleting the file. One-line InputError (review 33)."""
     for cache_file in cache:
         for source in (Path(p) for p in inputs if p is not None):
-            if _same_path(Path(cache_file), source):
+            if same_path(Path(cache_file), source):
                 raise InputError(f"--cache {cache_file} is the input {source}: the response cache needs a file of its "
                                  "own (e.g. --cache judgments.sqlite), or --no-cache")
 
 
-def _same_path(a: Path, b: Path) -> bool:
+def same_path(a: Path, b: Path) -> bool:
     """The same file (a hard link, another spelling), or the same path where neither exists yet."""
     return (a.exists() and b.exists() and os.path.samefile(a, b)) or a.resolve() == b.resolve()
 

@@ -306,11 +306,16 @@ def add_reason(reasons: dict[str, int], reason: str, n: int = 1) -> None:
     reasons[reason] = reasons.get(reason, 0) + n
 
 
+def add_unscored(reasons: dict[str, int], judgment: Judgment) -> None:
+    """Count an unscored row under its reason, row and line numbers dropped so that reasons group (`add_reason`)."""
+    add_reason(reasons, ROW_PREFIX.sub("", judgment.reason or "unknown"))
+
+
 def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:
-    """How many rows went unscored for each reason (row and line numbers dropped so that reasons group; at most
-    MAX_REASONS of them, the rest counted together)."""
+    """How many rows went unscored for each reason (`add_unscored`; at most MAX_REASONS of them, the rest counted
+    together)."""
     reasons: dict[str, int] = {}
     for j in judgments:
         if j.score is None:
-            add_reason(reasons, ROW_PREFIX.sub("", j.reason or "unknown"))
+            add_unscored(reasons, j)
     return reasons

@@ -109,14 +109,14 @@ class RunningSummary:
         self.keys: list[str] | None = None
 
     def add(self, judgment: Judgment) -> None:
-        from radmetrics.scoring import ROW_PREFIX, add_reason
+        from radmetrics.scoring import add_unscored
         from radmetrics.types import GreenJudgment
 
         self.total += 1
         self.row_means.add(judgment)
         self.empty_candidates += bool(judgment.details.get("empty_candidate"))
         if judgment.score is None:
-            add_reason(self.reasons, ROW_PREFIX.sub("", judgment.reason or "unknown"))  # as `count_reasons` does
+            add_unscored(self.reasons, judgment)  # as `count_reasons` counts them
         else:
             self.scores.append(judgment.score)
             names = judgment.details.get("leniency") or []

@@ -74,10 +74,11 @@ def check_report_folder(folder: str, command: str, overwrite: bool, cache_files:
     file there, judged every row, then could not make the folder), and say when an earlier report of the command
     is replaced (review 12: a meta-eval re-run with a typo in -m replaced a finished judge report without a word)."""
     from radmetrics.errors import InputError
+    from radmetrics.io import same_path
     from radmetrics.meta.report_folder import check_report_folder as check
 
     for cache_file in cache_files:
-        if Path(cache_file).expanduser().resolve() == Path(folder).expanduser().resolve():
+        if same_path(Path(cache_file).expanduser(), Path(folder).expanduser()):
             raise InputError(f"--cache {cache_file} is the report folder -o {folder}: the response cache needs a file "
                              f"of its own (e.g. --cache judgments.sqlite, or one inside the folder), or --no-cache")
 
