@@ -148,20 +148,27 @@ class CutAnswer(str):
     of 5 items reads as 3), so the runner leaves its row unscored with `reason` (the text kept to read) and the
     response cache does not keep it. Backends return it where they know why generation stopped: the OpenAI
     backend from ``finish_reason == "length"``, vLLM likewise, the transformers backend when a row reached
-    ``max_new_tokens`` without its end token."""
+    ``max_new_tokens`` without its end token, or the end of the model's context (``context``: its positions; the
+    prompt left ``limit`` of them to the answer)."""
 
     limit: int | None
+    context: int | None
 
-    def __new__(cls, text: str, limit: int | None = None) -> CutAnswer:
+    def __new__(cls, text: str, limit: int | None = None, context: int | None = None) -> CutAnswer:
         obj = super().__new__(cls, text)
         obj.limit = limit
+        obj.context = context
         return obj
 
     def __reduce__(self):  # pickle, copy (a plugin backend's answers may cross processes)
-        return (CutAnswer, (str(self), self.limit))
+        return (CutAnswer, (str(self), self.limit, self.context))
 
     @property
     def reason(self) -> str:
+        if self.context:
+            return (f"{CONTEXT_CUT_REASON} ({self.context:,} tokens; the prompt left {self.limit:,} to "
+                    "the answer) before it ended: what it says last may be cut (a list, a number); shorten the "
+                    "reports, or use a judge with a longer context")
         at = f" (max_new_tokens={self.limit})" if self.limit else ""
         return (f"{CUT_REASON}{at} before it ended: what it says last may be cut (a list, a number); raise "
                 "--max-new-tokens (max_new_tokens= in evaluate.load)")
@@ -169,6 +176,8 @@ class CutAnswer(str):
 
 #: how the reason of a row whose answer ran into the token limit starts (`CutAnswer.reason`)
 CUT_REASON = "the judge's answer reached the token limit"
+#: ... and of a row whose answer reached the end of the judge's context (a higher max_new_tokens does not help)
+CONTEXT_CUT_REASON = CUT_REASON + " of the judge's context"
 #: how the reason of a row whose judge call failed (no answer: a server down, a timeout) starts
 JUDGE_CALL_FAILED = "judge call failed: "
 
@@ -176,6 +185,11 @@ JUDGE_CALL_FAILED = "judge call failed: "
 def answer_was_cut(reason: object) -> bool:
     """Whether an unscored row's reason says its answer ran into the token limit (a written row read back)."""
     return isinstance(reason, str) and reason.startswith(CUT_REASON)
+
+
+def answer_reached_context(reason: object) -> bool:
+    """Whether a cut answer (`answer_was_cut`) stopped at the end of the judge's context, not at max_new_tokens."""
+    return isinstance(reason, str) and reason.startswith(CONTEXT_CUT_REASON)
 
 
 def judge_call_failed(reason: object) -> bool:

@@ -337,3 +337,107 @@ def test_a_prompt_longer_than_the_judges_context_is_not_judged(tiny_judge, engin
     result = radmetrics.score("radcliq_rubric", [REFS[0], long_reference], [CANDS[0]] * 2, judge=judge,
                               progress=False)
     assert result.judgments[1].score is None and "context" in result.judgments[1].reason
+
+
+def _reference_leaving(judge, room: int, system: str = "radcliq_rubric") -> tuple[str, int]:
+    """A reference whose prompt (``system``'s, which does not cut reports) leaves the judge's context at most
+    ``room`` and at least 1 position for the answer; and the positions it leaves."""
+    build = radmetrics.get_scoring_system(system).build_prompt
+    context = judge._model.config.max_position_embeddings
+
+    def left(words: int) -> int:
+        return context - len(judge.encode(build("Small left pleural effusion. " * words, CANDS[0])))
+
+    low, high = 1, 2 * context  # left(low) > room >= left(high) (more words, fewer positions left)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if left(middle) > room else (low, middle)
+    assert 1 <= left(high) <= room, left(high)
+    return "Small left pleural effusion. " * high, left(high)
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "generate"])
+def test_an_answer_that_reaches_the_end_of_the_judges_context_is_cut_there_and_unscored(tiny_judge, engine):
+    """Review 35's open point: a prompt that fit the judge's context but left less room than max_new_tokens was
+    answered past the positions the model was trained on, and the answer scored. Now each row stops where its
+    prompt + answer fill the context (a server's max_model_len, generate's max_length): its text is what generate
+    with that many new tokens gives, it is a `CutAnswer` naming the context (unscored, not advice to raise
+    max_new_tokens), and the other rows are answered as before."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+    from radmetrics.types import answer_reached_context, answer_was_cut
+
+    judge = TransformersJudge(str(tiny_judge), engine=engine)
+    judge.load()
+    context = judge._model.config.max_position_embeddings
+    reference, room = _reference_leaving(judge, 12)
+    system = radmetrics.get_scoring_system("radcliq_rubric")
+    prompts = [system.build_prompt(reference, CANDS[0]), system.build_prompt(REFS[1], CANDS[1])]
+    config = GenerationConfig(max_new_tokens=64, min_new_tokens=64)  # no end token before the limit: a sure cut
+    answers = judge.generate(prompts, config, progress=False)
+    assert isinstance(answers[0], CutAnswer) and (answers[0].limit, answers[0].context) == (room, context)
+    ids = torch.tensor([judge.encode(prompts[0])])
+    with torch.inference_mode():
+        expected = judge._model.generate(ids, max_new_tokens=room, min_new_tokens=room, do_sample=False)
+    tok = AutoTokenizer.from_pretrained(str(tiny_judge))
+    assert str(answers[0]) == tok.decode(expected[0, ids.shape[1]:], skip_special_tokens=True)
+    assert answers[1] == judge.generate(prompts[1:], config, progress=False)[0]  # its 64 tokens, as alone
+    assert answer_was_cut(answers[0].reason) and answer_reached_context(answers[0].reason)
+    assert f"judge's context ({context:,} tokens; the prompt left {room} to the answer)" in answers[0].reason
+
+    result = radmetrics.score("radcliq_rubric", [reference], [CANDS[0]], judge=judge, config=config, progress=False)
+    assert result.scores == [None] and answer_reached_context(result.judgments[0].reason)
+    assert result.judgments[0].raw == str(answers[0])
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "generate"])
+def test_a_judge_with_learned_positions_stops_at_its_context_instead_of_crashing(tiny_judge, engine):
+    """A GPT-2-style judge (a table of n_positions position embeddings): a prompt of 52 tokens and max_new_tokens
+    30 against 64 positions stopped the whole call with "IndexError: index out of range in self", on the engine
+    (drafts included) and on generate. Now the row ends at the 12 positions it has, a cut answer; the engine and
+    generate give the same text, and a short prompt beside it gets all its 30 tokens."""
+    import torch
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_judge))
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(tok), n_positions=64,
+                                       eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)).eval()
+    judge = TransformersJudge.from_objects(model, tok, "tiny-gpt2", engine=engine, chat_template="none")
+    prompt = "word " * 17
+    assert len(judge.encode(prompt)) == 52
+    answers = judge.generate([prompt, "short"], GenerationConfig(max_new_tokens=30, min_new_tokens=30),
+                             progress=False)
+    assert isinstance(answers[0], CutAnswer) and (answers[0].limit, answers[0].context) == (12, 64)
+    assert len(tok(str(answers[0]))["input_ids"]) <= 12
+    assert isinstance(answers[1], CutAnswer) and answers[1].limit == 30 and answers[1].context is None
+    other = TransformersJudge.from_objects(model, tok, "tiny-gpt2", engine=not engine, chat_template="none")
+    assert other.generate([prompt, "short"], GenerationConfig(max_new_tokens=30, min_new_tokens=30),
+                          progress=False) == answers
+
+
+def test_the_closing_advice_for_answers_at_the_end_of_the_context_is_not_to_raise_max_new_tokens(tiny_judge,
+                                                                                                   tmp_path):
+    """`score` with the in-process judge: a row whose answer reached the end of the judge's context is unscored
+    with that reason, and the closing advice says what helps (shorter reports, a longer context), not "rerun
+    with a higher --max-new-tokens", which would give the same cut."""
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    judge = TransformersJudge(str(tiny_judge))
+    judge.load()
+    reference, room = _reference_leaving(judge, 6)
+    src = tmp_path / "pairs.jsonl"
+    src.write_text(json.dumps({"id": "long", "reference": reference, "candidate": CANDS[0]}) + "\n")
+    out = tmp_path / "o.jsonl"
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "radcliq_rubric", "-i", src, "-o",
+                          out, "--backend", "transformers", "--judge", str(tiny_judge), "--no-progress", "--no-cache"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    row = json.loads(out.read_text())
+    assert row["reason"].startswith("the judge's answer reached the token limit of the judge's context")
+    assert "1 answer reached the end of the judge's context before it ended" in run.stderr
+    assert "rerun with a higher --max-new-tokens" not in run.stderr

@@ -52,3 +52,51 @@ def test_vllm_backend_matches_transformers_token_for_token(tiny_judge, tmp_path)
     assert result["texts"] == ours  # GREEN chat format + EOS, prefix caching on: same greedy answers
     system = radmetrics.get_scoring_system("green")
     assert [system.parse(t).score for t in result["texts"]] == [0.0, 1 / 6, 1 / 3, 0.5, 0.25, 0.75]
+
+
+CONTEXT_SCRIPT = """
+import json, sys
+sys.path.insert(0, {repo!r})
+if __name__ == "__main__":
+    import radmetrics
+    prompts = json.loads(sys.argv[1])
+    judge = radmetrics.get_judge("vllm", model={model!r}, cache=False, max_model_len={context})
+    texts = judge.generate(prompts, radmetrics.GenerationConfig(max_new_tokens=64, min_new_tokens=64), progress=False)
+    print("RESULT " + json.dumps([[type(t).__name__, str(t), getattr(t, "reason", None)] for t in texts]))
+"""
+
+
+def test_vllm_answers_stop_at_the_end_of_the_context_and_a_prompt_without_room_fails_alone(tiny_judge, tmp_path):
+    """vLLM caps prompt + answer at max_model_len: an answer stopped there was a cut answer advising a higher
+    max_new_tokens, and one prompt longer than max_model_len made vLLM refuse the whole call. Now the first is a
+    cut answer naming the context (the same tokens as the transformers backend's, stopped there), the second an
+    unscored row of its own, and the other prompts are answered."""
+    from transformers import AutoTokenizer
+
+    context = 1024
+    system = radmetrics.get_scoring_system("radcliq_rubric")
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+    tok = AutoTokenizer.from_pretrained(str(tiny_judge))
+    words = next(n for n in range(1, 400) if len(judge.backend.encode(
+        system.build_prompt("Small left pleural effusion. " * n, CANDS_SHORT))) > context - 12) - 1
+    near = system.build_prompt("Small left pleural effusion. " * words, CANDS_SHORT)
+    room = context - len(judge.backend.encode(near))
+    too_long = system.build_prompt("Small left pleural effusion. " * 400, CANDS_SHORT)
+    short = system.build_prompt("Heart size normal.", CANDS_SHORT)
+    script = tmp_path / "run_vllm_context.py"
+    script.write_text(CONTEXT_SCRIPT.format(repo=str(REPO), model=str(tiny_judge), context=context))
+    env = {**os.environ, "PYTHONPATH": "", "VLLM_LOGGING_LEVEL": "WARNING"}
+    out = subprocess.run([VLLM_PYTHON, str(script), json.dumps([near, too_long, short])], capture_output=True,
+                         text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    (kind0, text0, reason0), (kind1, _, reason1), (kind2, text2, reason2) = json.loads(
+        next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))[7:])
+    ours = judge.generate([near, short], radmetrics.GenerationConfig(max_new_tokens=room, min_new_tokens=room),
+                          progress=False)
+    assert kind0 == "CutAnswer" and text0 == ours[0] and len(tok(text0, add_special_tokens=False)["input_ids"]) <= room
+    assert reason0.startswith(f"the judge's answer reached the token limit of the judge's context ({context:,} tokens")
+    assert kind1 == "GenerationFailure" and f"the judge's context of {context:,} (its max_model_len)" in reason1
+    assert kind2 == "CutAnswer" and text2 and "(max_new_tokens=64)" in reason2  # the short prompt: its 64 tokens
+
+
+CANDS_SHORT = "Small left effusion."

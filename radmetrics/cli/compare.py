@@ -130,7 +130,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     cut = cut_answers(result)
     if cut:  # as failed calls: their pairs left them out, and they follow the system with the longer reports
         problems.append(f"the judge's answer reached the token limit for some rows ({_named(cut)}); their pairs left "
-                        "them out. Rerun with a higher --max-new-tokens")
+                        "them out. Rerun with a higher --max-new-tokens (a row whose reason names the judge's "
+                        "context needs shorter reports or a judge with a longer context)")
     if problems:
         raise RadmetricsError("; ".join(problems) + "; per_row.csv names the rows.")
 

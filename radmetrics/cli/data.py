@@ -526,5 +526,6 @@ def _without_verdict(name: str, m: dict, cached: bool, unit: str, effect: str) -
                         f"{effect}; {rerun}")
     if m.get("answers_cut"):
         problems.append(f"{name}: {m['answers_cut']} judge answer(s) reached the token limit, {effect}; rerun with a "
-                        "higher --max-new-tokens")
+                        "higher --max-new-tokens (one whose reason names the judge's context needs shorter reports "
+                        "or a judge with a longer context)")
     return problems

@@ -105,11 +105,12 @@ class FailureTally:
             from radmetrics.scoring import add_reason
 
             from radmetrics.runner import judge_call_failed
-            from radmetrics.types import answer_was_cut
+            from radmetrics.types import answer_reached_context, answer_was_cut
 
             add_reason(self.reasons, judgment.reason or "unknown")  # at most MAX_REASONS kept: memory stays flat
-            self.kinds["calls" if judge_call_failed(judgment.reason) else "cut" if answer_was_cut(judgment.reason)
-                       else "unreadable"] += 1
+            reason = judgment.reason
+            self.kinds["calls" if judge_call_failed(reason) else "context" if answer_reached_context(reason)
+                       else "cut" if answer_was_cut(reason) else "unreadable"] += 1
 
     def _top(self) -> str:
         """The three most common reasons, each cut at a word, and how many other reasons there are."""
@@ -154,6 +155,11 @@ class FailureTally:
         if cut:
             parts.append(f"{cut} answer{'s' if cut != 1 else ''} reached the token limit before {'they' if cut != 1 else 'it'} "
                          "ended (not cached): rerun with a higher --max-new-tokens")
+        context = self.kinds["context"]
+        if context:
+            parts.append(f"{context} answer{'s' if context != 1 else ''} reached the end of the judge's context before "
+                         f"{'they' if context != 1 else 'it'} ended (the prompt left too few tokens; a higher "
+                         "--max-new-tokens does not help): shorten the reports, or use a judge with a longer context")
         if unreadable and not self.cached:  # --no-cache: nothing kept, a rerun asks again (review 33: "are cached")
             parts.append(f"{unreadable} answer{'s' if unreadable != 1 else ''} could not be read (no response cache: a "
                          "rerun asks again, and a judge that decodes greedily answers the same): check the judge and "

@@ -63,6 +63,18 @@ def local_weights_identity(model: str | None) -> dict[str, Any]:
     return {"model_path": folder, "model_files": stamp.hexdigest()[:16]}
 
 
+def context_failure(prompt_tokens: int, context: int, limit_name: str):
+    """The failure a prompt gets that leaves no position of the judge's context to an answer (an in-process
+    backend does not send it: the model would read it past the positions it was trained on; a server refuses it)."""
+    from radmetrics.types import GenerationFailure
+
+    size = "more than" if prompt_tokens > context else "all of"
+    return GenerationFailure(
+        f"the prompt is {prompt_tokens:,} tokens, {size} the judge's context of {context:,} (its {limit_name}): not "
+        "sent to the model, which would read it past the positions it was trained on; shorten the reports, or use a "
+        "judge with a longer context")
+
+
 class JudgeOptionError(RadmetricsError, TypeError):
     """A backend option that does not exist or has the wrong type."""
 

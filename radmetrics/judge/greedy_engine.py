@@ -269,6 +269,7 @@ def greedy_generate(
     decode_attention: str = "cascade",
     on_row_done: Callable[[int, list[int]], None] | None = None,
     on_plan: Callable[[EnginePlan], None] | None = None,
+    limits: Sequence[int] | None = None,
 ) -> list[list[int]]:
     """New token ids for each row (EOS and what follows it removed), greedy. ``rows`` are full prompts;
     when ``prefix`` is given every row starts with its ``length`` tokens. ``reserve``: answer tokens to hold a
@@ -276,7 +277,9 @@ def greedy_generate(
     ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
     allocated. ``share_stems``: rows that begin alike past the prefix (one reference, several candidates) are
     admitted together and their common tokens computed once (`shared_stems`). ``decode_attention``: one of
-    `DECODE_ATTENTION`."""
+    `DECODE_ATTENTION`. ``limits``: a row's own cap on answer tokens where it is below ``max_new_tokens`` (the
+    room its prompt leaves in the model's context): the row stops there as at ``max_new_tokens``, and no input of
+    it is placed at a position past its prompt + limit (drafts included)."""
     if decode_attention not in DECODE_ATTENTION:
         raise ValueError(f"decode_attention must be one of {', '.join(DECODE_ATTENTION)}, not {decode_attention!r}")
     n_prefix = prefix.length if prefix else 0
@@ -320,7 +323,8 @@ def greedy_generate(
     order = stem_order(own) if share_stems else []
     if not share_stems or shared_by_neighbours(own, order) < 0.1 * sum(map(len, own)):
         order = sorted(range(len(own)), key=lambda i: -len(own[i]))
-    waiting = [_Pending(i, own[i]) for i in order]
+    caps = [max_new_tokens] * len(rows) if limits is None else [max(1, min(n, max_new_tokens)) for n in limits]
+    waiting = [_Pending(i, own[i], limit=caps[i]) for i in order]
     overflow = engine.run(waiting, done)
     room = reserve
     while overflow:
@@ -330,7 +334,7 @@ def greedy_generate(
         del engine
         _free_device_cache(model)
         room *= CONTINUATION_GROWTH
-        longest = max(o.columns + min(room, max_new_tokens - len(o.produced)) for o in overflow)
+        longest = max(o.columns + min(room, o.limit - len(o.produced)) for o in overflow)
         plan2 = EnginePlan(rows=max(1, min(plan.rows, len(overflow))), window=longest,
                            prefill_chunk_tokens=plan.prefill_chunk_tokens, check_every=plan.check_every,
                            cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention)
@@ -347,6 +351,7 @@ class _Pending:
 
     index: int
     own: list[int]
+    limit: int = 2**62  # answer tokens at most (max_new_tokens, or less: the room in the model's context)
     produced: list[int] = field(default_factory=list)
     kv: list[tuple[Any, Any]] | None = None  # per layer [kv_heads, columns, head_dim], continuation only
     position: int = 0
@@ -400,6 +405,7 @@ class _SlotEngine:
         self.position = torch.zeros(B, **long)
         self.generated = torch.zeros(B, **long)  # answer tokens counted so far
         self.state = torch.zeros(B, **long)  # FREE / ACTIVE / FINISHED / OVERFLOW
+        self.limit = torch.full((B,), self.max_new, **long)  # answer tokens at most, per slot (`_Pending.limit`)
         self.columns = torch.arange(width, device=dev)
         self.offsets = torch.arange(1 + plan.draft_tokens, device=dev)  # a step's inputs: next token + drafts
         # varlen attention: row b's columns start at b * width in the flattened table; one query per row
@@ -516,13 +522,14 @@ class _SlotEngine:
         self.end[index] = start + lengths
         self.position[index] = n_prefix + lengths
         self.generated[index] = 0
+        self.limit[index] = torch.tensor([min(r.limit, self.max_new) for r in rows], device=self.device)
         self.state[index] = ACTIVE
         first = self._pick(logits, self.generated[index])
         counted = ~is_end(first, self.eos)
         self.tokens[index] = first
         self.generated[index] += counted.long()
-        # a first token that ends the answer (EOS, or max_new_tokens == 1) finishes the row at once
-        ends = ~counted | (self.generated[index] >= self.max_new)
+        # a first token that ends the answer (EOS, or a limit of 1) finishes the row at once
+        ends = ~counted | (self.generated[index] >= self.limit[index])
         self.state[index] = torch.where(ends, torch.full_like(first, FINISHED), torch.full_like(first, ACTIVE))
         for r, t, c in zip(rows, first.tolist(), counted.tolist()):
             if c:
@@ -643,6 +650,7 @@ class _SlotEngine:
         r.kv = None
         self.start[slot], self.end[slot], self.position[slot] = 1, 1 + n, r.position
         self.generated[slot], self.tokens[slot], self.state[slot] = len(r.produced), r.pending_token, ACTIVE
+        self.limit[slot] = min(r.limit, self.max_new)
 
     def _pick(self, logits, generated):
         """Greedy tokens; EOS suppressed where the answer has fewer than ``min_new_tokens`` (``generated``: the
@@ -710,7 +718,7 @@ class _SlotEngine:
             for keys, values in self.cache.layers:
                 keys[di] = keys[si]
                 values[di] = values[si]
-            for t in (self.tokens, self.start, self.end, self.position, self.generated, self.state):
+            for t in (self.tokens, self.start, self.end, self.position, self.generated, self.limit, self.state):
                 t[di] = t[si]
             for s, d in zip(src, dst):
                 self.slot_row[d], self.slot_row[s] = self.slot_row[s], None
@@ -760,11 +768,14 @@ class _SlotEngine:
             columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         extra = {"slot_columns": self._slot_columns(b, active, write[:, 0], cols)} if varlen else {}
-        logits = self._decode_logits(dict(input_ids=inputs, attention_mask=mask[:, None],
-                                          position_ids=self.position[:b, None] + steps,
+        positions = self.position[:b, None] + steps
+        if drafts is not None:  # a row's missing guesses (-1) sit at its next input's position: never past its limit
+            positions[:, 1:] = torch.where(drafts >= 0, positions[:, 1:], self.position[:b, None])
+        logits = self._decode_logits(dict(input_ids=inputs, attention_mask=mask[:, None], position_ids=positions,
                                           shared_prefix_kv=self.prefix_kv, **extra, **{self.cache_name: self.cache}))
         picks = self._pick(logits.float(), self.generated[:b, None] + steps)  # [b, q]
-        kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.max_new, self.eos)
+        kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.limit[:b],
+                                                  self.eos)
         valid = kept + 1
         generated = self.generated[:b] + counted
         # the next step would write past the window: set the row aside (columns start..end + kept are filled)
@@ -845,7 +856,10 @@ class _SlotEngine:
                     r.lookup = PromptLookup.after(self.lookup, r.own)
                 r.lookup.extend(r.produced[r.looked_up :])  # the row's last token is its next input
                 r.looked_up = len(r.produced)
-                guesses.append(r.lookup.draft(self.plan.draft_tokens, self.answers))
+                # no guess past what the row may still add: it could not be kept, and its input would sit at a
+                # position past the row's limit (past the model's context, for a row limited by it)
+                room = r.limit - len(r.produced) - 1
+                guesses.append(r.lookup.draft(min(self.plan.draft_tokens, room), self.answers) if room > 0 else [])
             width = max(map(len, guesses))
             if width:
                 drafts = torch.tensor([g + [-1] * (width - len(g)) for g in guesses], device=self.device)
@@ -910,12 +924,13 @@ def is_end(tokens, eos):
     return tokens == eos if isinstance(eos, int) else torch.isin(tokens, eos)
 
 
-def accepted_tokens(picks, drafts, active, generated, max_new: int, eos):
+def accepted_tokens(picks, drafts, active, generated, max_new, eos):
     """What one decode step adds to each row. ``picks``: ``[rows, q]`` the model's token after each input (the
     row's next token, then its ``drafts`` ``[rows, q - 1]``, -1 where none; None when q = 1). Returns ``kept``
     (leading drafts equal to the model's own choice: inputs 0..kept were the true answer, so picks 0..kept are
     valid), ``counted`` (answer tokens added: the valid picks up to the first EOS or ``max_new`` in all) and
-    ``finished`` (EOS among the valid picks, or ``max_new`` reached). Inactive rows add nothing."""
+    ``finished`` (EOS among the valid picks, or ``max_new`` reached; an int, or a tensor of each row's limit).
+    Inactive rows add nothing."""
     import torch
 
     steps = torch.arange(picks.shape[1], device=picks.device)

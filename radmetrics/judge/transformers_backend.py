@@ -25,7 +25,7 @@ from radmetrics.judge.chat_formats import AUTO_RULES, encode_prompts, prompt_for
 from radmetrics.judge.cpu_linear import CPU_LINEAR, onednn_linears
 from radmetrics.judge.greedy_engine import DECODE_ATTENTION, cache_argument, returned_cache
 from radmetrics.judge.greedy_engine import is_out_of_memory as _is_oom
-from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, GenerationConfig, cut_at_limit
+from radmetrics.types import DTYPE_CHOICES, TORCH_DTYPE_NAMES, CutAnswer, GenerationConfig, cut_at_limit
 
 log = logging.getLogger(__name__)
 
@@ -234,28 +234,39 @@ class TransformersJudge(JudgeBackend):
                          progress: bool) -> list[str]:
         """Answers of the prompts that fit the model's positions; a longer prompt is answered with a failure naming
         both lengths (review 33: it went to the model with no word, which read it past the positions it was
-        trained on, and a judge answering in format would have been scored; a server refuses such a prompt)."""
-        from radmetrics.types import GenerationFailure
+        trained on, and a judge answering in format would have been scored; a server refuses such a prompt).
+
+        An answer gets at most the positions its prompt leaves in the context (prompt + answer <= context, as
+        a server's max_model_len and generate's max_length count): one that reaches that end unfinished is a
+        `CutAnswer` naming the context, an unscored row. Before, it went on past the positions the model was
+        trained on and was scored (a RoPE judge), or stopped the whole run with an IndexError (learned position
+        embeddings, GPT-2's)."""
+        from radmetrics.judge.base import context_failure
 
         encoded = self.encode_many(prompts)
         context = self._context_tokens()
-        fits = [i for i, ids in enumerate(encoded) if context is None or len(ids) <= context]
-        if len(fits) == len(encoded):
+        fits = [i for i, ids in enumerate(encoded) if context is None or len(ids) < context]
+        limits = [min(config.max_new_tokens, context - len(encoded[i])) if context else config.max_new_tokens
+                  for i in fits]
+
+        def context_cut(k: int, answer: str) -> str:
+            if isinstance(answer, CutAnswer) and limits[k] < config.max_new_tokens:
+                return CutAnswer(str(answer), limits[k], context)
+            return answer
+
+        if len(fits) == len(encoded) and all(n == config.max_new_tokens for n in limits):
             return self._generate_encoded(encoded, config, on_result, progress)
         out: list[str] = [""] * len(prompts)
         for i in sorted(set(range(len(prompts))) - set(fits)):
-            out[i] = GenerationFailure(
-                f"the prompt is {len(encoded[i]):,} tokens, more than the judge's context of {context:,} (its "
-                "max_position_embeddings): not sent to the model, which would read it past the positions it was "
-                "trained on; shorten the reports, or use a judge with a longer context")
+            out[i] = context_failure(len(encoded[i]), context, "max_position_embeddings")
             if on_result:
                 on_result(i, out[i])
         if fits:
             answers = self._generate_encoded([encoded[i] for i in fits], config,
-                                             (lambda k, text: on_result(fits[k], text)) if on_result else None,
-                                             progress)
-            for i, answer in zip(fits, answers):
-                out[i] = answer
+                                             (lambda k, text: on_result(fits[k], context_cut(k, text)))
+                                             if on_result else None, progress, limits)
+            for k, (i, answer) in enumerate(zip(fits, answers)):
+                out[i] = context_cut(k, answer)
         return out
 
     def _context_tokens(self) -> int | None:
@@ -268,36 +279,52 @@ class TransformersJudge(JudgeBackend):
         return None
 
     def _generate_encoded(self, encoded: list[list[int]], config: GenerationConfig, on_result: OnResult | None,
-                          progress: bool) -> list[str]:
+                          progress: bool, limits: list[int] | None = None) -> list[str]:
+        """``limits``: each prompt's cap on answer tokens where its room in the context is below max_new_tokens
+        (`_generate_loaded`); generate runs such prompts in batches of their own, with that cap."""
+        import dataclasses
+
         from tqdm.auto import tqdm
 
         out: list[str] = [""] * len(encoded)
         prefix = self._shared_prefix(encoded)
         if self._uses_engine(config) and self._within_attention_window(encoded, config):
-            return self._generate_engine(encoded, config, prefix, on_result, progress)
-        plan = BatchPlan.make([len(e) - (prefix[1] if prefix else 0) for e in encoded], config.max_new_tokens,
-                              self.max_batch_size or self.GENERATE_BATCH_SIZE,
-                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap)
+            return self._generate_engine(encoded, config, prefix, on_result, progress, limits)
+        by_limit: dict[int, list[int]] = {}
+        for i in range(len(encoded)):
+            by_limit.setdefault(limits[i] if limits else config.max_new_tokens, []).append(i)
         with tqdm(total=len(encoded), desc=f"judge {self.model}", disable=not progress, unit="report") as bar:
-            while plan:
-                batch = plan.next()
-                try:
-                    texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
-                except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
-                    if not _is_oom(e) or len(batch) == 1:
-                        raise
-                    self._free_memory()
-                    # Re-plan this batch and every later one under the new ceiling (kept for later calls).
-                    self._oom_cap = plan.out_of_memory(batch)
-                    log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
-                                len(batch), self._oom_cap)
-                    continue
-                for i, text in zip(batch, texts):
-                    out[i] = text
-                    if on_result:
-                        on_result(i, text)
-                bar.update(len(batch))
+            for limit, indices in sorted(by_limit.items(), reverse=True):
+                limited = dataclasses.replace(config, max_new_tokens=limit,
+                                              min_new_tokens=min(config.min_new_tokens, limit))
+                self._generate_batches(encoded, indices, limited, prefix, out, on_result, bar)
         return out
+
+    def _generate_batches(self, encoded: list[list[int]], indices: list[int], config: GenerationConfig,
+                          prefix: tuple[Any, int] | None, out: list[str], on_result: OnResult | None, bar: Any) -> None:
+        """``generate`` over the prompts ``indices``, in batches under the token budget; answers into ``out``."""
+        sizes = [len(encoded[i]) - (prefix[1] if prefix else 0) for i in indices]
+        plan = BatchPlan.make(sizes, config.max_new_tokens, self.max_batch_size or self.GENERATE_BATCH_SIZE,
+                              self.max_batch_tokens or self.GENERATE_BATCH_TOKENS, self._oom_cap)
+        while plan:
+            planned = plan.next()  # positions in ``indices``
+            batch = [indices[j] for j in planned]
+            try:
+                texts = self._generate_batch([encoded[i] for i in batch], config, prefix)
+            except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
+                if not _is_oom(e) or len(batch) == 1:
+                    raise
+                self._free_memory()
+                # Re-plan this batch and every later one under the new ceiling (kept for later calls).
+                self._oom_cap = plan.out_of_memory(planned)
+                log.warning("out of GPU memory at batch size %d; retrying with batches of at most %d",
+                            len(batch), self._oom_cap)
+                continue
+            for i, text in zip(batch, texts):
+                out[i] = text
+                if on_result:
+                    on_result(i, text)
+            bar.update(len(batch))
 
     #: below this many shared tokens a prefix cache is not worth its copies
     MIN_PREFIX_TOKENS = 16
@@ -352,7 +379,7 @@ class TransformersJudge(JudgeBackend):
         return True
 
     def _generate_engine(self, encoded: list[list[int]], config: GenerationConfig, prefix: tuple[Any, int] | None,
-                         on_result: OnResult | None, progress: bool) -> list[str]:
+                         on_result: OnResult | None, progress: bool, limits: list[int] | None = None) -> list[str]:
         """All prompts through the greedy engine (continuous batching over one slot table sized from memory);
         each answer is handed to ``on_result`` as its row finishes. A CUDA out-of-memory halves the table and
         runs the rows not answered yet again."""
@@ -371,8 +398,9 @@ class TransformersJudge(JudgeBackend):
             def done(k: int, ids: list[int]) -> None:
                 i = todo[k]
                 self._answer_lengths = (self._answer_lengths + [len(ids)])[-1000:]
+                limit = limits[i] if limits else config.max_new_tokens
                 out[i] = _answer(tok.decode(ids, skip_special_tokens=True), config,
-                                 cut=len(ids) >= config.max_new_tokens)  # no end token within the limit
+                                 cut=len(ids) >= limit)  # no end token within the limit
                 if on_result:
                     on_result(i, out[i])
                 bar.update(1)
@@ -390,7 +418,7 @@ class TransformersJudge(JudgeBackend):
                                     memory_budget_bytes=budget, cuda_graphs=self.cuda_graphs,
                                     draft_tokens=self.draft_tokens, share_stems=self.share_stems,
                                     decode_attention=self.decode_attention, on_row_done=done,
-                                    on_plan=plans.append)
+                                    on_plan=plans.append, limits=[limits[i] for i in todo] if limits else None)
                 except Exception as e:  # noqa: BLE001 - only CUDA OOM is handled, the rest re-raised
                     if not _is_oom(e):
                         raise

@@ -117,12 +117,41 @@ class VLLMJudge(JudgeBackend):
 
     def _generate(self, prompts: list[str], config: GenerationConfig, on_result: OnResult | None,
                   progress: bool) -> list[str]:
+        from radmetrics.judge.base import context_failure
+
         llm = self.load()
-        requests = [{"prompt_token_ids": ids} for ids in self.encode_many(prompts)]
-        outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
-        texts = [cut_at_limit(o.outputs[0].text, config.max_new_tokens, o.outputs[0].finish_reason == "length")
-                 for o in outputs]
+        encoded = self.encode_many(prompts)
+        context = _max_model_len(llm)
+        # a prompt with no room for an answer fails alone (vLLM would refuse the whole call for it)
+        texts: list[str] = [context_failure(len(ids), context, "max_model_len") if context and len(ids) >= context
+                            else "" for ids in encoded]
+        fits = [i for i, ids in enumerate(encoded) if not (context and len(ids) >= context)]
+        if fits:
+            requests = [{"prompt_token_ids": encoded[i]} for i in fits]
+            outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
+            for i, o in zip(fits, outputs):
+                texts[i] = _answer(encoded[i], o.outputs[0], config.max_new_tokens, context)
         if on_result:
             for i, text in enumerate(texts):
                 on_result(i, text)
         return texts
+
+
+def _answer(prompt_ids: list[int], output: Any, max_new_tokens: int, context: int | None) -> str:
+    """An output's text; a `CutAnswer` where generation stopped at the limit ("length"): ``max_new_tokens``, or
+    the end of the context (``max_model_len``) when the prompt left fewer positions than that, which a higher
+    max_new_tokens would not change (the reason says so)."""
+    from radmetrics.types import CutAnswer
+
+    stopped = output.finish_reason == "length"
+    room = context - len(prompt_ids) if context else None
+    if stopped and room is not None and room < max_new_tokens and len(output.token_ids) >= room:
+        return CutAnswer(output.text, room, context)
+    return cut_at_limit(output.text, max_new_tokens, stopped)
+
+
+def _max_model_len(llm: Any) -> int | None:
+    """The engine's context (``max_model_len``: prompt + answer tokens), where this vLLM version exposes it."""
+    config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+    value = getattr(config, "max_model_len", None)
+    return value if isinstance(value, int) and value > 0 else None

@@ -430,7 +430,8 @@ def _count_per_system(per_system: dict[str, MetricRun], unscored_because) -> dic
 _LEFT_OUT = [
     (judge_call_failed, "no judge answer (judge call failed)", ", and a rerun with a cache asks only them"),
     (answer_was_cut, "the judge's answer reached the token limit",
-     ": raise the judge's max_new_tokens (--max-new-tokens)"),
+     ": raise the judge's max_new_tokens (--max-new-tokens); where a row's reason names the judge's context, "
+     "shorten its reports or use a judge with a longer context"),
 ]
 
 
