@@ -169,6 +169,37 @@ print(json.dumps({{"texts": [str(t) for t in texts], "seen": sorted(seen), "aske
         "texts": ["answer to p1", "answer to p2", "answer to p3"] * 2, "seen": list(range(6)), "asked": 3}
 
 
+@pytest.mark.slow
+def test_cut_answers_keep_which_limit_they_reached_across_the_actors(tiny_judge, tmp_path):
+    """The actors sent back only whether an answer was cut, and the driver remade it as cut at max_new_tokens: an
+    answer that reached the end of the judge's context was told to "raise --max-new-tokens", which gives the same
+    cut. Each cut answer now comes back with its limit and context (one actor: its own process, as on a cluster):
+    the same answers and reasons as a local run."""
+    from test_cut_answers import CANDS, _reference_leaving
+
+    local = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False)
+    local.backend.load()
+    reference, room = _reference_leaving(local.backend, 6)
+    system = radmetrics.get_scoring_system("radcliq_rubric")
+    prompts = [system.build_prompt(reference, CANDS[0]), system.build_prompt("Heart size normal.", CANDS[1])]
+    config = radmetrics.GenerationConfig(max_new_tokens=24)
+    expected = local.generate(prompts, config, progress=False)
+    assert expected[0].context and expected[1].limit == 24 and not expected[1].context  # both cut, differently
+    code = f"""
+import json, ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+import radmetrics
+from radmetrics.judge.ray_engine import RayShardedJudge
+judge = RayShardedJudge("transformers", model={str(tiny_judge)!r}, actors=1)
+texts = judge.generate({prompts!r}, radmetrics.GenerationConfig(max_new_tokens=24), progress=False)
+print(json.dumps([[str(t), t.reason] for t in texts]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[str(t), t.reason] for t in expected]
+
+
 def _cli_on_a_cluster_started_in(folder, args, cwd, timeout=300):
     """`radmetrics score ARGS` run in `cwd` on a local Ray cluster whose processes were started in `folder`, as
     `ray start` in another directory leaves its workers there."""

@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from radmetrics.errors import JudgeError
-from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure, cut_at_limit
+from radmetrics.types import CutAnswer, GenerationConfig, GenerationFailure
 
 
 class _JudgeActor:
@@ -34,8 +34,9 @@ class _JudgeActor:
 
     def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any]):
         texts = self.judge.generate(prompts, _config(config), progress=False)
+        # a cut answer's limit and context go back with it: its reason says which limit it reached
         return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
-            [isinstance(t, CutAnswer) for t in texts]
+            [(t.limit, t.context) if isinstance(t, CutAnswer) else None for t in texts]
 
     def forget(self, prompts: list[str], config: dict[str, Any]) -> None:
         self.judge.forget(prompts, _config(config))
@@ -145,7 +146,7 @@ class RayShardedJudge:
         try:
             for indices, answers, failures, cuts in _reraised_in_one_line(results):
                 for u, text, failure, cut in zip(indices, answers, failures, cuts):
-                    answer = GenerationFailure(failure) if failure else cut_at_limit(text, config.max_new_tokens, cut)
+                    answer = (GenerationFailure(failure) if failure else CutAnswer(text, *cut) if cut else text)
                     for i in positions[unique[u]]:
                         texts[i] = answer
                         if on_result:
