@@ -1,0 +1,62 @@
+"""How fast a CPU decode step reads its keys and values, by how much of them there are: the natural cpu-tiny step's
+own-key attention (96 rows, 2 query heads on one KV head, 64 dims, 2 layers: q·Kᵀ, softmax, P·V per layer) over a
+growing number of filled columns, each timed over ``--steps`` consecutive steps, as a decode loop reads them.
+
+Why: the natural preset's 96-row steps spend half their time in these products (BENCHMARKS.md, sessions 9 and 30).
+While the step's keys and values fit the CPU's last-level cache, consecutive steps read them from there; past it,
+from memory. Session 30 (AMD EPYC, 32 MiB L3): ~30 GB/s up to ~20 MB, 18-19 GB/s from ~35 MB, where a 96-row step
+of the natural preset sits (~42 MB at 430 columns).
+
+    python benchmarks/kv_working_set.py                      # the natural preset's shape
+    python benchmarks/kv_working_set.py --rows 48 --layers 4 --columns 200 400 800
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=96)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--query-heads", type=int, default=2, help="query heads per KV head")
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--columns", type=int, nargs="+", default=[150, 200, 250, 300, 350, 430, 500])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+
+    import torch
+
+    window = max(args.columns) + 64
+    # one table per layer for keys and one for values, allocated once as the engine's slot table is
+    tables = [torch.randn(args.rows, 1, window, args.dim) for _ in range(2 * args.layers)]
+    query = torch.randn(args.rows, 1, args.query_heads, args.dim)
+    rows = []
+    for cols in args.columns:
+        def step(cols: int = cols) -> None:
+            for layer in range(args.layers):
+                keys, values = tables[2 * layer][:, :, :cols], tables[2 * layer + 1][:, :, :cols]
+                torch.matmul(torch.matmul(query, keys.transpose(2, 3)).softmax(-1), values)
+
+        for _ in range(20):  # warm-up: the tensors' pages, the kernels' first calls
+            step()
+        started = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        seconds = (time.perf_counter() - started) / args.steps
+        megabytes = 2 * args.layers * args.rows * cols * args.dim * 4 / 1e6
+        rows.append({"columns": cols, "working_set_mb": round(megabytes, 1), "ms_per_step": round(seconds * 1e3, 3),
+                     "gb_per_s": round(megabytes / 1e3 / seconds, 1)})
+        print(f"{cols:5d} columns  {megabytes:6.1f} MB  {seconds * 1e3:7.3f} ms a step  "
+              f"{megabytes / 1e3 / seconds:5.1f} GB/s", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": args.rows, "layers": args.layers, "threads": torch.get_num_threads(),
+                       "torch": torch.__version__, "results": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
