@@ -61,6 +61,31 @@ def test_paired_difference_ci_is_the_bootstrap_of_row_differences():
     assert cs.paired_difference_ci([None], [1.0]).reason == "no row scored for both systems"
 
 
+def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test():
+    """A bootstrap interval of a difference that is the same on every row is that point: "[+0.0500, +0.0500]"
+    read as a difference known exactly, and scores that differ by 0.05 up to float rounding gave a "CI" of rounding
+    errors. Two rows give three possible resample means: "[+0.60, +0.80]" excluded 0 beside the exact p of 0.5.
+    Each now has no interval, with the reason; the permutation test (valid for either) still gives its p."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    base = list(np.linspace(0.1, 0.9, 12))
+    shifted = [v + 0.05 for v in base]  # 0.05 on every row, up to float rounding
+    same_shift = cs.paired_difference_ci(shifted, base)
+    assert same_shift.value == pytest.approx(0.05) and same_shift.n == 12
+    assert (same_shift.ci_low, same_shift.ci_high) == (None, None) and "same +0.05" in same_shift.reason
+    identical = cs.paired_difference_ci([0.5] * 8, [0.5] * 8)
+    assert (identical.value, identical.ci_low, identical.reason) == (0.0, None, "no paired row differs")
+    two = cs.paired_difference_ci([0.9, 0.8, None], [0.1, 0.2, 0.5])
+    assert two.value == pytest.approx(0.7) and two.ci_low is None and "too few" in two.reason and two.n == 2
+    assert cs.paired_difference_ci([0.9, 0.8, 0.7], [0.1, 0.2, 0.3]).ci_low is not None  # three rows: an interval
+
+    pair = analyse_metric({"A": MetricRun("m", shifted, True), "B": MetricRun("m", base, True)})["pairs"][0]
+    # the exact sign-flip test is defined for a constant difference: 12 rows all one way is significant
+    assert pair["ci_low"] is None and pair["significant"] and pair["better"] == "A"
+    assert pair["note"] == same_shift.reason  # the table says why the interval is n/a
+
+
 def test_paired_randomization_exact_hand_derived():
     # differences d = A − B = 1, 2, 3. Under the null each row's pair is swapped (d -> −d) with probability 1/2;
     # the 2^3 = 8 sign patterns give mean differences (±1 ±2 ±3)/3; only +++ reaches the observed 6/3 and only
@@ -178,7 +203,8 @@ def test_an_interval_that_excludes_zero_beside_a_test_that_is_not_significant_ha
     wide = analyse_metric(runs, resamples=1000, confidence=0.99)["pairs"][0]
     assert wide["ci_low"] < 0 < wide["ci_high"] and wide["note"] is None
     # a clear difference: both agree, no note
-    clear = {"A": MetricRun("A", [1.0] * 12, True), "B": MetricRun("B", [0.0] * 12, True)}
+    # (B varies: a difference that is the same on every row has no interval, and its note says so)
+    clear = {"A": MetricRun("A", [1.0] * 12, True), "B": MetricRun("B", [0.0, 0.1] * 6, True)}
     pair = analyse_metric(clear, resamples=1000)["pairs"][0]
     assert pair["significant"] and pair["note"] is None and pair["better"] == "A"
 

@@ -315,12 +315,14 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         systems[name] = {**interval.to_dict(), "num_scored": run.num_scored,
                          "num_unscored": len(run.scores) - run.num_scored,
                          "unscored_reasons": _top_reasons(run.reasons)}
-    pairs = []
+    pairs, interval_reasons = [], []
     trials = cs.randomization_trials(resamples, len(per_system) * (len(per_system) - 1) // 2, alpha)
     for a, b in combinations(per_system, 2):
         sa, sb = per_system[a].scores, per_system[b].scores
         diff = cs.paired_difference_ci(sa, sb, resamples, seed, confidence)
         p = cs.paired_randomization_p(sa, sb, trials, seed)
+        # a test without an interval (too few rows, zero variance) says why its interval is n/a
+        interval_reasons.append(diff.reason if p is not None and diff.ci_low is None else None)
         # no p-value: the metric failed, fewer than 2 rows both scored (the interval says which), or --resamples 0
         reason = None if p is not None else f"metric failed: {error}" if error else diff.reason or "no test: --resamples 0"
         # scipy enumerates every swap when there are no more than the trials asked for: then p is exact
@@ -340,7 +342,7 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
             pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
                               f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
                               f"across {tested} pairs at α = {alpha}")
-        pair["note"] = _interval_and_test_disagree(pair, tested, confidence, alpha)
+        pair["note"] = _interval_and_test_disagree(pair, tested, confidence, alpha) or interval_reasons[k]
         if pair["significant"] and pair["difference"]:
             pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
         else:

@@ -29,6 +29,9 @@ TIE_TOLERANCE = 1e-9
 #: allowed dimension exceeded" traceback once the metrics had run, and a million already puts an interval's ends
 #: within its printed rounding
 MIN_RESAMPLES, MAX_RESAMPLES = 10, 1_000_000
+#: paired rows a difference's bootstrap interval needs: with two, a resample's mean difference takes one of three
+#: values, and the "interval" is the two differences themselves
+MIN_PAIRED_ROWS_FOR_INTERVAL = 3
 
 
 @dataclass(frozen=True)
@@ -112,14 +115,28 @@ def paired_rows(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[n
 def paired_difference_ci(a: Sequence[float | None], b: Sequence[float | None], resamples: int = 1000,
                          seed: int = 0, confidence: float = 0.95) -> Interval:
     """Mean of A − B over the rows both scored, with the paired percentile bootstrap CI. Resampling rows and
-    taking mean(A*) − mean(B*) equals resampling the per-row differences d = A − B and taking mean(d*)."""
+    taking mean(A*) − mean(B*) equals resampling the per-row differences d = A − B and taking mean(d*). No interval
+    (None, with the reason) on fewer than 3 rows, or when every row differs by the same amount."""
     x, y = paired_rows(a, b)
     if len(x) == 0:
         return Interval(None, None, None, 0, "no row scored for both systems")
     if len(x) == 1:
         return Interval(float(x[0] - y[0]), None, None, 1, "one row scored for both systems: no interval")
-    low, high = _percentile_bootstrap(x - y, resamples, seed, confidence)
-    return Interval(float((x - y).mean()), low, high, len(x))
+    d = x - y
+    if len(x) < MIN_PAIRED_ROWS_FOR_INTERVAL:
+        # two rows give three possible resample means: "[+0.6, +0.8]" excluded 0 beside an exact p of 0.5
+        return Interval(float(d.mean()), None, None, len(x),
+                        f"{len(x)} rows scored for both systems: too few for a bootstrap interval "
+                        f"(needs {MIN_PAIRED_ROWS_FOR_INTERVAL})")
+    if np.allclose(d, d[0], rtol=0, atol=TIE_TOLERANCE):
+        # every resample has the same mean: a zero-width "CI" around a nonzero difference looked certain, and float
+        # noise (0.05000000000000001 vs 0.050000000000000044) made it a bootstrap of rounding errors
+        return Interval(float(d.mean()), None, None, len(x),
+                        "no paired row differs" if abs(d[0]) <= TIE_TOLERANCE else
+                        f"every one of the {len(x)} paired rows differs by the same {d[0]:+.4g} (zero variance): "
+                        "a bootstrap interval would have no width; the test says whether that is significant")
+    low, high = _percentile_bootstrap(d, resamples, seed, confidence)
+    return Interval(float(d.mean()), low, high, len(x))
 
 
 def randomization_trials(resamples: int, pairs: int, alpha: float) -> int:
