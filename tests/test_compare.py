@@ -86,6 +86,26 @@ def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test()
     assert pair["note"] == same_shift.reason  # the table says why the interval is n/a
 
 
+def test_a_pair_on_fewer_rows_than_its_systems_means_shows_the_means_it_compares():
+    """The difference, its interval and test use the rows both systems scored; the systems table's means use each
+    system's own. With B's worst rows unscored for A, A's mean 0.5 beside B's 0.433 read "A is better", while the
+    pair's A − B was −0.15 with nothing on the page reconciling the two. The pair now carries both means on its
+    rows, and a note saying so whenever its rows are fewer than a system's."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    runs = {"A": MetricRun("m", [0.5, 0.5, 0.5, 0.5, None, None], True),
+            "B": MetricRun("m", [0.6, 0.7, 0.6, 0.7, 0.0, 0.0], True)}
+    entry = analyse_metric(runs, resamples=100)
+    pair = entry["pairs"][0]
+    assert entry["systems"]["A"]["value"] > entry["systems"]["B"]["value"] and pair["difference"] == pytest.approx(-0.15)
+    assert (pair["mean_a_paired"], pair["mean_b_paired"]) == (pytest.approx(0.5), pytest.approx(0.65))
+    assert pair["note"] == "on the 4 rows both scored, A 0.5 and B 0.65 (the systems' means use 4 and 6 rows)"
+    every_row = analyse_metric({"A": MetricRun("m", [0.5, 0.2, 0.9], True), "B": MetricRun("m", [0.4, 0.3, 0.1], True)},
+                               resamples=100)["pairs"][0]
+    assert every_row["note"] is None  # same rows as the means: nothing to reconcile
+
+
 def test_paired_randomization_exact_hand_derived():
     # differences d = A − B = 1, 2, 3. Under the null each row's pair is swapped (d -> −d) with probability 1/2;
     # the 2^3 = 8 sign patterns give mean differences (±1 ±2 ±3)/3; only +++ reaches the observed 6/3 and only

@@ -315,7 +315,7 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         systems[name] = {**interval.to_dict(), "num_scored": run.num_scored,
                          "num_unscored": len(run.scores) - run.num_scored,
                          "unscored_reasons": _top_reasons(run.reasons)}
-    pairs, interval_reasons = [], []
+    pairs, interval_reasons, rows_notes = [], [], []
     trials = cs.randomization_trials(resamples, len(per_system) * (len(per_system) - 1) // 2, alpha)
     for a, b in combinations(per_system, 2):
         sa, sb = per_system[a].scores, per_system[b].scores
@@ -323,13 +323,22 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         p = cs.paired_randomization_p(sa, sb, trials, seed)
         # a test without an interval (too few rows, zero variance) says why its interval is n/a
         interval_reasons.append(diff.reason if p is not None and diff.ci_low is None else None)
+        # the difference, its interval and test use the rows both scored; the systems' means use each one's own
+        # rows, so with rows unscored on one side mean(A) − mean(B) need not be the difference (even in sign)
+        x, y = cs.paired_rows(sa, sb)
+        paired_means = (float(x.mean()), float(y.mean())) if len(x) else (None, None)
+        scored = (systems[a]["n"], systems[b]["n"])
+        rows_notes.append(None if not len(x) or len(x) == max(scored) else
+                          f"on the {len(x)} rows both scored, {a} {paired_means[0]:.4g} and {b} {paired_means[1]:.4g} "
+                          f"(the systems' means use {scored[0]} and {scored[1]} rows)")
         # no p-value: the metric failed, fewer than 2 rows both scored (the interval says which), or --resamples 0
         reason = None if p is not None else f"metric failed: {error}" if error else diff.reason or "no test: --resamples 0"
         # scipy enumerates every swap when there are no more than the trials asked for: then p is exact
         how = None if p is None else (f"exact: all {2 ** diff.n} swaps" if 2 ** diff.n <= trials
                                       else f"{trials} random swaps")
         pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
-                      "n_paired": diff.n, "p_value": p, "randomization": how, **cs.win_tie_loss(sa, sb, higher),
+                      "n_paired": diff.n, "mean_a_paired": paired_means[0], "mean_b_paired": paired_means[1],
+                      "p_value": p, "randomization": how, **cs.win_tie_loss(sa, sb, higher),
                       "reason": reason})
     tested = sum(p["p_value"] is not None for p in pairs)
     p_values = [p["p_value"] for p in pairs]
@@ -342,7 +351,8 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
             pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
                               f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
                               f"across {tested} pairs at α = {alpha}")
-        pair["note"] = _interval_and_test_disagree(pair, tested, confidence, alpha) or interval_reasons[k]
+        pair["note"] = "; ".join(filter(None, [_interval_and_test_disagree(pair, tested, confidence, alpha)
+                                               or interval_reasons[k], rows_notes[k]])) or None
         if pair["significant"] and pair["difference"]:
             pair["better"] = pair["a"] if (pair["difference"] > 0) == higher else pair["b"]
         else:
