@@ -530,6 +530,27 @@ def test_a_small_p_value_is_never_printed_as_zero(fake_judge):
     assert pairs_table.rows[0][4:6] == ["4.0e-04", "4.0e-04"]
 
 
+def test_several_metrics_say_their_p_values_are_corrected_per_metric_only(fake_judge, capsys):
+    """Holm corrects across the pairs of one metric; with several metrics the terminal table, report.html and
+    results.json said only "Holm across pairs", so a reader counting significant cells over metrics took them for
+    corrected across all. Each now says the p-values are per metric; one metric needs no such line."""
+    import radmetrics
+    from radmetrics.cli.compare import print_tables
+    from radmetrics.meta.compare import compare_report
+
+    refs = [f"left effusion {i} noted" for i in range(6)]
+    systems = {"A": refs, "B": ["pneumothorax"] * 6}
+    two = radmetrics.compare(systems, refs, ["green", "rouge-l"], backend="fake", cache=False, resamples=100)
+    said = "p-values are per metric: Holm corrects across each metric's pairs, not across the 2 metrics"
+    assert said in compare_report(two).intro
+    assert two.to_dict()["settings"]["correction"] == "Holm across the pairs of each metric, not across metrics"
+    print_tables(two)
+    assert said in " ".join(capsys.readouterr().out.split())  # rich may wrap the title
+    one = radmetrics.compare(systems, refs, ["rouge-l"], cache=False, resamples=100)
+    assert not any("per metric" in line for line in compare_report(one).intro)
+    assert one.to_dict()["settings"]["correction"] == "Holm across the pairs of each metric"
+
+
 def test_compare_reasons_name_rows_by_their_id(fake_judge):
     """Review 18 (6): compare judges all systems in one call over the stacked rows, and judge metrics' reasons
     named a row by its index there: system B's first row was "row 8" (B had 8 rows). They name the row's id."""

@@ -150,7 +150,7 @@ def print_tables(result) -> None:
     from radmetrics.cli.tables import table_console
     from rich.table import Table
 
-    from radmetrics.meta.compare import level_text, missing_results
+    from radmetrics.meta.compare import across_metrics_text, level_text, missing_results
     from radmetrics.meta.html_report import p_value_text, shorten
 
     missing = missing_results(result)
@@ -168,7 +168,8 @@ def print_tables(result) -> None:
                             str(s["num_unscored"]), shorten(note, 60))
     console.print(systems)
     pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; paired randomization, exact where "
-                        f"every swap is enumerated; Holm across pairs, α = {result.settings['alpha']})")
+                        f"every swap is enumerated; Holm across pairs, α = {result.settings['alpha']})"
+                        + (f"\n{across_metrics_text(len(result.metrics))}" if len(result.metrics) > 1 else ""))
     for col in ("metric", "pair (A − B)", "n", "difference", f"{conf} CI", "p", "p (Holm)", "win/tie/loss", "better"):
         pairs.add_column(col)
     for metric, entry in result.to_dict()["metrics"].items():

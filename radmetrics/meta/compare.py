@@ -371,6 +371,13 @@ def _cannot_be_significant(p_values: list[float | None], k: int, smallest: float
     return cs.holm(best)[k] >= alpha
 
 
+def across_metrics_text(metrics: int) -> str:
+    """What Holm does not cover when several metrics are compared: each metric's p-values are corrected across its
+    pairs only, so a reader counting "significant" cells over metrics must correct again."""
+    return "" if metrics <= 1 else (f"p-values are per metric: Holm corrects across each metric's pairs, not across "
+                                    f"the {metrics} metrics")
+
+
 def level_text(confidence: float) -> str:
     """0.95 -> "95%", 0.975 -> "97.5%"."""
     return f"{confidence * 100:.10g}%"
@@ -506,7 +513,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
     if system_options:
         judge_kwargs["system_options"] = dict(system_options)
     settings = {"resamples": resamples, "seed": seed, "confidence": confidence, "alpha": alpha,
-                "correction": "Holm across the pairs of each metric",
+                "correction": "Holm across the pairs of each metric" + (", not across metrics" if len(metrics) > 1
+                                                                          else ""),
                 "test": ("paired randomization (two-sided; exact where every swap is enumerated) on rows both "
                          "systems scored"),
                 "interval": "percentile bootstrap over rows"}
@@ -571,7 +579,8 @@ def compare_report(result: CompareResult) -> Report:
                            "20 × pairs / α random swaps, so that Holm's correction can reach α; exact, every swap, "
                            "when there are no more: results.json says which per pair) and "
                            "Holm-adjusted p across the pairs of a metric. Each number uses only the rows its "
-                           "metric scored (n)."] + list(data.get("notes") or []),
+                           "metric scored (n)."] + [t for t in [across_metrics_text(len(data["metrics"]))] if t]
+                          + list(data.get("notes") or []),
                     plots=[("forest.png", f"difference between systems per metric, with {level} CIs")])
     for metric, entry in data["metrics"].items():
         label = short_label(metric)
