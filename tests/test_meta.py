@@ -57,6 +57,28 @@ def test_error_type_f1_vert_appendix_c():
                                               "fn": 0.0}
 
 
+def test_preference_accuracy_interval_is_wilson_and_never_the_point_itself():
+    """preference-eval's CI was a percentile bootstrap of the share of pairs right: 20 pairs all right printed
+    "1.00 [1.00, 1.00]", and at a true accuracy of 0.95 on 20 pairs it held the truth 59% of the time. It is now the
+    Wilson score interval (scipy's binomtest), checked here against its formula."""
+    from radmetrics.meta import compare_stats as cs
+    from radmetrics.meta.preference import preference_accuracy
+
+    def wilson(k, n, z=1.959963984540054):
+        centre, half = (k + z * z / 2) / (n + z * z), z * math.sqrt(k * (n - k) / n + z * z / 4) / (n + z * z)
+        return centre - half, centre + half
+
+    for k, n in ((20, 20), (17, 20), (0, 5), (1, 1)):
+        out = cs.proportion_ci([True] * k + [False] * (n - k))
+        assert out.value == k / n and (out.ci_low, out.ci_high) == pytest.approx(wilson(k, n), abs=1e-9)
+        assert out.ci_low < out.ci_high
+    assert cs.proportion_ci([]).reason == "no pairs" and cs.proportion_ci([True], resamples=0).ci_low is None
+    refs = [f"left pleural effusion number {i} noted" for i in range(20)]
+    rows = [{"reference": r, "candidate_a": r, "candidate_b": "heart size normal", "preferred": "a"} for r in refs]
+    entry = preference_accuracy(rows, ["rouge-l"], {}, resamples=1000)["metrics"]["rouge-l"]
+    assert entry["accuracy"] == 1.0 and (entry["ci_low"], entry["ci_high"]) == pytest.approx(wilson(20, 20))
+
+
 def test_category_accuracy_rounds_expert_mean():
     assert stats.category_accuracy([[1, 0], [2, 1]], [[1.4, 0.2], [1.6, 0.0]]) == [1.0, 0.5]
 

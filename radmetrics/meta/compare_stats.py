@@ -100,6 +100,23 @@ def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0
     return Interval(float(x.mean()), low, high, len(x))
 
 
+def proportion_ci(successes: Sequence[bool | float], confidence: float = 0.95, resamples: int = 1000) -> Interval:
+    """The share of successes with its Wilson score interval (scipy.stats.binomtest(...).proportion_ci). A percentile
+    bootstrap of a share near 1 on few rows is often the point itself: 20 pairs all right gave "1.00 [1.00, 1.00]",
+    and at a true accuracy of 0.95 on 20 pairs it covered the truth 59% of the time (Wilson: about 95%, never zero
+    width). ``resamples`` 0 keeps every report command's "no intervals or tests" meaning."""
+    from scipy import stats
+
+    n = len(successes)
+    if n == 0:
+        return Interval(None, None, None, 0, "no pairs")
+    k = int(sum(bool(v) for v in successes))
+    if resamples <= 0:
+        return Interval(k / n, None, None, n)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Interval(k / n, float(ci.low), float(ci.high), n)
+
+
 def paired_rows(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
     """The rows both systems have a score for (a row unscored on either side carries no paired evidence)."""
     if len(a) != len(b):

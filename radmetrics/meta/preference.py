@@ -3,7 +3,8 @@
 Input rows: reference, candidate_a, candidate_b, preferred ("a" or "b"), optionally id and confidence. Each
 metric scores (reference, candidate_a) and (reference, candidate_b); the metric prefers the better-scored one
 in its own direction; a tie or an unscored side counts as wrong (as in GREEN), and the counts say how many.
-The 95% CI is the percentile bootstrap of the share of right pairs (compare_stats.mean_ci).
+The 95% CI is the Wilson score interval of the share of right pairs (compare_stats.proportion_ci): a percentile
+bootstrap of a share near 1 on few pairs was often the point itself ("1.00 [1.00, 1.00]").
 """
 from __future__ import annotations
 
@@ -128,7 +129,8 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
     ids = [str(r.get("id", n)) for n, r in enumerate(rows, 1)]
     levels = sorted({c for c in confidence if c is not None}, key=_level_order)
     out: dict[str, Any] = {"n_pairs": len(rows), "resamples": resamples, "seed": seed,
-                           "rule": "ties and unscored sides count as wrong (GREEN Sec. 4.3.2)", "metrics": {},
+                           "rule": "ties and unscored sides count as wrong (GREEN Sec. 4.3.2)",
+                           "interval": "Wilson score interval of the share of pairs right", "metrics": {},
                            "per_pair": []}
     if levels:
         out["pairs_without_confidence"] = confidence.count(None)
@@ -143,7 +145,7 @@ def preference_accuracy(rows: list[dict[str, Any]], metrics: Sequence[str], judg
         side_a = MetricRun(metric, run.scores[:n], run.higher_is_better, reasons=run.reasons[:n])
         side_b = MetricRun(metric, run.scores[n:], run.higher_is_better, reasons=run.reasons[n:])
         judged = judge_preferences(side_a, side_b, prefers_a)
-        interval = cs.mean_ci(judged["right"], resamples, seed)
+        interval = cs.proportion_ci(judged["right"], resamples=resamples)
         entry = {"accuracy": interval.value, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                  "ties": judged["ties"], "unscored_pairs": judged["unscored_pairs"], "error": None,
                  "higher_is_better": run.higher_is_better, "fingerprint": run.fingerprint,
