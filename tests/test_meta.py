@@ -369,3 +369,28 @@ def test_refisco_converter_matches_finerad_paper_examples(tmp_path):
     assert [r["expert_severity_max"] for r in data] == [2, 3, 2, 0]
     assert data[0]["inserted_lines"] == 1 and data[0]["corrected_lines"] == 2
     assert json.loads(data[1]["line_annotations"])[3]["corrected"] == "[delete]"
+
+
+def test_a_constant_metric_is_na_without_a_warning_about_resamples():
+    """A metric with the same score on every row has no τ or ρ: n/a, with the table's note saying it ranks nothing.
+    Before, two warnings also said its CI was 'made of 0 of 300 resamples (the others drew rows with one distinct
+    value)', as if resampling bad luck, not the metric, were why. A metric with a correlation keeps n and its CI."""
+    from datasets import Dataset
+
+    from radmetrics.meta.report import analyse, build_report
+    from radmetrics.meta.runs import MetricRun
+
+    counts = [0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 2, 1]
+    data = Dataset.from_dict({"id": [str(i) for i in range(12)], "expert_score": [float(c) for c in counts],
+                              "expert_higher_is_better": [False] * 12})
+    agreeing = [1 - c / 6 for c in counts]
+    agreeing[3] = None  # unscored: left out of this metric's correlations only
+    results = analyse([MetricRun("agreeing", agreeing, True), MetricRun("constant", [0.5] * 12, True)], data,
+                      resamples=300, seed=0)
+    assert not any("resamples" in w for w in results["warnings"]), results["warnings"]
+    constant = results["metrics"]["constant"]
+    assert math.isnan(constant["kendall_tau_b"]["value"]) and math.isnan(constant["spearman"]["value"])
+    agreeing_tau = results["metrics"]["agreeing"]["kendall_tau_b"]
+    assert agreeing_tau["n"] == 11 and agreeing_tau["value"] == pytest.approx(1.0)  # oriented: agreement is +1
+    note = build_report(results, "fixture", []).tables[0].note
+    assert "n/a for constant: the scores (or the expert values) are the same on every row" in note

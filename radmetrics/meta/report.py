@@ -223,7 +223,10 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         }
         for label, key in (("Kendall τ-b", "kendall_tau_b"), ("Spearman ρ", "spearman")):
             used, asked = entry[key].get("resamples_used"), entry[key].get("resamples")
-            if used is not None and asked and used < asked:  # few rows: many resamples repeat one row
+            # few rows: many resamples repeat one row. Not where the correlation itself is undefined (a constant
+            # metric or expert side): every resample is then constant, and "0 of 1000 resamples ... the others drew
+            # rows with one distinct value" misread a metric that ranks nothing as bad luck in the resampling
+            if used is not None and asked and used < asked and not _undefined(entry[key].get("value")):
                 out["warnings"].append(f"{full_run.name}: the {label} CI is made of {used} of {asked} resamples (the "
                                        "others drew rows with one distinct value, which have no correlation)")
         if failed_calls:
