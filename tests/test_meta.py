@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import FIXTURES, LM_EVAL_TASKS, REPO
 from scipy import stats as sp
@@ -394,3 +395,29 @@ def test_a_constant_metric_is_na_without_a_warning_about_resamples():
     assert agreeing_tau["n"] == 11 and agreeing_tau["value"] == pytest.approx(1.0)  # oriented: agreement is +1
     note = build_report(results, "fixture", []).tables[0].note
     assert "n/a for constant: the scores (or the expert values) are the same on every row" in note
+
+
+def test_meta_eval_pairwise_tests_carry_holm_adjusted_p_values():
+    """With several metrics meta-eval tests every pair; each raw p below 0.05 was read as a difference, though with 5
+    equally good metrics (10 pairs) some raw p is that low in far more than 5% of runs. Each tested pair now has
+    p_holm (Holm across the pairs tested; a skipped pair neither gets one nor counts), and the table shows it."""
+    from datasets import Dataset
+
+    from radmetrics.meta.compare_stats import holm
+    from radmetrics.meta.report import analyse, build_report
+    from radmetrics.meta.runs import MetricRun
+
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 7, 25)
+    data = Dataset.from_dict({"id": [str(i) for i in range(25)], "expert_score": counts.astype(float).tolist(),
+                              "expert_higher_is_better": [False] * 25})
+    runs = [MetricRun(f"m{k}", (-counts + rng.normal(0, 1 + k, 25)).tolist(), True) for k in range(3)]
+    runs.append(MetricRun("constant", [1.0] * 25, True))  # its 3 pairs are skipped: not in Holm's count
+    results = analyse(runs, data, resamples=200, seed=0)
+    tested = [t for t in results["pairwise_randomization"] if "skipped" not in t]
+    skipped = [t for t in results["pairwise_randomization"] if "skipped" in t]
+    assert len(tested) == 3 and len(skipped) == 3
+    assert [t["p_holm"] for t in tested] == holm([t["p_value"] for t in tested])
+    assert all(t["p_holm"] >= t["p_value"] for t in tested) and all(t["p_holm"] is None for t in skipped)
+    table = next(t for t in build_report(results, "fixture", []).tables if "randomization" in t.title)
+    assert table.headers[-1] == "p (Holm)" and "adjusted across the 3 pairs tested" in table.note
