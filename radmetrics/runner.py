@@ -17,6 +17,7 @@ from radmetrics.types import (
     GenerationConfig,
     Judgment,
     answer_problem,
+    answer_reached_context,
     answer_was_cut,
     judge_call_failed,
 )
@@ -302,7 +303,15 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0],
                     extra={PER_SYSTEM_RECORD: True})
-    cut = sum(answer_was_cut(j.reason) for j in judgments)
+    # an answer that reached the end of the judge's context is cut too, but a higher max_new_tokens gives the same
+    # cut: said apart, with what helps
+    context = sum(answer_reached_context(j.reason) for j in judgments)
+    cut = sum(answer_was_cut(j.reason) for j in judgments) - context
+    if context:
+        log.warning("%s: the judge's answer reached the end of the judge's context for %d of %d rows (the prompt left "
+                    "it fewer tokens than max_new_tokens); they are unscored: shorten the reports, or use a judge "
+                    "with a longer context (a higher max_new_tokens does not help)", system.name, context,
+                    len(judgments), extra={PER_SYSTEM_RECORD: True})
     if cut:  # the mean covers fewer rows: say why, and what helps (review 16)
         log.warning("%s: the judge's answer reached the token limit (max_new_tokens=%d) for %d of %d rows; they are "
                     "unscored: raise max_new_tokens (config=GenerationConfig(max_new_tokens=...) in radmetrics.score, "

@@ -441,3 +441,24 @@ def test_the_closing_advice_for_answers_at_the_end_of_the_context_is_not_to_rais
     assert row["reason"].startswith("the judge's answer reached the token limit of the judge's context")
     assert "1 answer reached the end of the judge's context before it ended" in run.stderr
     assert "rerun with a higher --max-new-tokens" not in run.stderr
+
+
+def test_python_score_says_an_answer_at_the_end_of_the_context_needs_shorter_reports(tiny_judge, caplog):
+    """radmetrics.score (and evaluate's compute, which calls it) warned of a row whose answer reached the end of the
+    judge's context as cut at "max_new_tokens=1024", with "raise max_new_tokens": advice that gives the same cut.
+    Now that row is said apart, with what helps; a row cut at max_new_tokens keeps its own warning."""
+    import logging
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    judge = TransformersJudge(str(tiny_judge))
+    judge.load()
+    reference, _ = _reference_leaving(judge, 6)
+    with caplog.at_level(logging.WARNING, logger="radmetrics"):
+        result = radmetrics.score("radcliq_rubric", [reference], [CANDS[0]], judge=judge, progress=False)
+    assert result.scores == [None]
+    said = [r.getMessage() for r in caplog.records if "token limit" in r.getMessage() or "context" in r.getMessage()]
+    assert said == [
+        "radcliq_rubric: the judge's answer reached the end of the judge's context for 1 of 1 rows (the prompt left "
+        "it fewer tokens than max_new_tokens); they are unscored: shorten the reports, or use a judge with a longer "
+        "context (a higher max_new_tokens does not help)"]
