@@ -858,6 +858,26 @@ def test_a_cut_judge_answer_says_how_a_reward_raises_the_limit(caplog):
     assert "max_new_tokens=64" in line and "reward_function(..., config=GenerationConfig(max_new_tokens=" in line
 
 
+def test_an_answer_at_the_end_of_the_judges_context_is_not_told_to_raise_the_limit(tiny_judge, caplog):
+    """An in-process judge whose context the prompt nearly fills: the answer stops at the end of the context, and
+    its reason says to shorten the reports or use a longer-context judge. The reward's log line added "for a
+    reward's judge the limit is reward_function(..., config=GenerationConfig(max_new_tokens=N))", advice that
+    gives the same cut; now only an answer cut at max_new_tokens gets it."""
+    from test_cut_answers import _reference_leaving
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    judge = TransformersJudge(str(tiny_judge))
+    judge.load()
+    reference, _ = _reference_leaving(judge, 6)
+    reward = reward_function("radcliq_rubric", judge=judge, cache=False)
+    with caplog.at_level(logging.WARNING, logger="radmetrics.rewards"):
+        assert reward(completions=[CANDS[0]], reference=[reference]) == [None]
+    line = next(r.getMessage() for r in caplog.records if r.name == "radmetrics.rewards")
+    assert "the judge's answer reached the token limit of the judge's context" in line
+    assert "shorten the reports" in line and "max_new_tokens=N" not in line
+
+
 @pytest.mark.parametrize("batch_size", [0, -3, 2.5, True])
 def test_check_reward_in_python_refuses_a_batch_size_below_one(batch_size):
     """The CLI's --batch-size has its range; check_reward called from Python had none: -3 scored nothing (an empty

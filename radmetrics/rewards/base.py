@@ -17,7 +17,7 @@ from typing import Any
 
 from radmetrics.errors import RadmetricsError
 from radmetrics.rewards.completions import completion_text, reference_values, training_step
-from radmetrics.types import answer_was_cut, is_finite_number
+from radmetrics.types import answer_reached_context, answer_was_cut, is_finite_number
 
 log = logging.getLogger("radmetrics.rewards")
 
@@ -174,7 +174,9 @@ class RadmetricsReward:
         if k:
             reasons = summarize_reasons([r for s, r in zip(batch.scores, batch.reasons) if s is None])
             listed = "; ".join(f"{reason} (x{count})" for reason, count in reasons.most_common())
-            if any(answer_was_cut(reason) for reason in reasons):  # the reason names the CLI's and evaluate's knobs
+            # the reason names the CLI's and evaluate's knobs; not for an answer at the end of the judge's context,
+            # which a higher limit does not help (its reason says what does)
+            if any(answer_was_cut(reason) and not answer_reached_context(reason) for reason in reasons):
                 listed += ("; for a reward's judge the limit is reward_function(..., config=GenerationConfig("
                            "max_new_tokens=N))")
             # TRL leaves a completion out only when every reward function returns None for it (combined_reward)
