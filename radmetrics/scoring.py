@@ -286,6 +286,18 @@ def row_means_summary(system: ScoringSystem, judgments: Sequence[Judgment]) -> d
 ROW_PREFIX = re.compile(r"^(?:row|input line) \d+: ")
 
 
+#: the part of a reason that differs from row to row where the cause is the same: the positions a prompt left its
+#: answer in the judge's context (`CutAnswer.reason`). Counted with it, each row of a run whose reports fill the
+#: context was a reason of its own (the summary's table listed the same truncated line once per row).
+PER_ROW_DETAIL = re.compile(r"; the prompt left [\d,]+ to the answer")
+
+
+def grouped_reason(reason: str | None, unknown: str = "unknown") -> str:
+    """A reason as counted with equal ones: row and line numbers (`ROW_PREFIX`) and per-row details
+    (`PER_ROW_DETAIL`) dropped; each row's own reason keeps them."""
+    return PER_ROW_DETAIL.sub("", ROW_PREFIX.sub("", reason or unknown))
+
+
 def is_input_problem(reason: str | None) -> bool:
     return bool(reason and ROW_PREFIX.match(reason))
 
@@ -307,8 +319,9 @@ def add_reason(reasons: dict[str, int], reason: str, n: int = 1) -> None:
 
 
 def add_unscored(reasons: dict[str, int], judgment: Judgment) -> None:
-    """Count an unscored row under its reason, row and line numbers dropped so that reasons group (`add_reason`)."""
-    add_reason(reasons, ROW_PREFIX.sub("", judgment.reason or "unknown"))
+    """Count an unscored row under its reason, row and line numbers dropped so that reasons group (`add_reason`,
+    `grouped_reason`)."""
+    add_reason(reasons, grouped_reason(judgment.reason))
 
 
 def count_reasons(judgments: Sequence[Judgment]) -> dict[str, int]:

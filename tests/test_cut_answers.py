@@ -462,3 +462,23 @@ def test_python_score_says_an_answer_at_the_end_of_the_context_needs_shorter_rep
         "radcliq_rubric: the judge's answer reached the end of the judge's context for 1 of 1 rows (the prompt left "
         "it fewer tokens than max_new_tokens); they are unscored: shorten the reports, or use a judge with a longer "
         "context (a higher max_new_tokens does not help)"]
+
+
+def test_rows_whose_answers_reached_the_end_of_the_context_are_counted_under_one_reason(tiny_judge):
+    """Each such row's reason names the positions its prompt left the answer, which differ from row to row: the
+    summary counted every row as a reason of its own (the CLI's table listed the same truncated line once per row,
+    each "1"), and past 1,000 of them other reasons were lumped together. They are counted under one reason now;
+    each row keeps its own."""
+    from radmetrics.judge.transformers_backend import TransformersJudge
+    from radmetrics.types import CONTEXT_CUT_REASON
+
+    judge = TransformersJudge(str(tiny_judge))
+    judge.load()
+    (near, near_room), (far, far_room) = _reference_leaving(judge, 6), _reference_leaving(judge, 12)
+    assert near_room != far_room
+    result = radmetrics.score("radcliq_rubric", [near, far], [CANDS[0]] * 2, judge=judge, progress=False)
+    assert [f"the prompt left {room} to the answer" in j.reason for j, room in
+            zip(result.judgments, (near_room, far_room))] == [True, True]
+    context = judge._model.config.max_position_embeddings
+    [(reason, count)] = result.summary["unscored_reasons"].items()
+    assert count == 2 and reason.startswith(f"{CONTEXT_CUT_REASON} ({context:,} tokens) before it ended")

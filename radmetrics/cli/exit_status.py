@@ -102,12 +102,12 @@ class FailureTally:
             return
         self.judged += 1
         if judgment.score is None and not judgment.parsed:  # a failed call or an unreadable answer
-            from radmetrics.scoring import add_reason
+            from radmetrics.scoring import add_reason, grouped_reason
 
             from radmetrics.runner import judge_call_failed
             from radmetrics.types import answer_reached_context, answer_was_cut
 
-            add_reason(self.reasons, judgment.reason or "unknown")  # at most MAX_REASONS kept: memory stays flat
+            add_reason(self.reasons, grouped_reason(judgment.reason))  # at most MAX_REASONS kept: memory stays flat
             reason = judgment.reason
             self.kinds["calls" if judge_call_failed(reason) else "context" if answer_reached_context(reason)
                        else "cut" if answer_was_cut(reason) else "unreadable"] += 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -112,8 +111,11 @@ def finite_scores(scores: Sequence[float | None], reasons: Sequence[str | None]
 
 
 def summarize_reasons(reasons: Sequence[str | None]) -> Counter:
-    """Reasons with their counts, row numbers dropped so that equal reasons group."""
-    return Counter(re.sub(r"^row \d+: ", "", r or "unknown reason") for r in reasons)
+    """Reasons with their counts, row numbers and per-row details dropped so that equal reasons group
+    (`scoring.grouped_reason`)."""
+    from radmetrics.scoring import grouped_reason
+
+    return Counter(grouped_reason(r, "unknown reason") for r in reasons)
 
 
 class RadmetricsReward:
