@@ -20,6 +20,7 @@ from radmetrics.types import (
     answer_reached_context,
     answer_was_cut,
     judge_call_failed,
+    prompt_filled_context,
 )
 
 log = logging.getLogger(__name__)
@@ -298,7 +299,12 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     config = config or GenerationConfig()
     judgments = judge_pairs(system, the_judge, references, candidates, config, progress=progress, row_ids=row_ids,
                             row_labels=row_labels)
-    failed = [j.reason for j in judgments if judge_call_failed(j.reason)]
+    too_long = sum(prompt_filled_context(j.reason) for j in judgments)
+    if too_long:  # not sent: a rerun fails them the same
+        log.warning("%s: %d of %d prompts left no room for an answer in the judge's context and were not sent; they "
+                    "are unscored: shorten the reports, or use a judge with a longer context", system.name, too_long,
+                    len(judgments), extra={PER_SYSTEM_RECORD: True})
+    failed = [j.reason for j in judgments if judge_call_failed(j.reason) and not prompt_filled_context(j.reason)]
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0],

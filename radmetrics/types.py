@@ -197,6 +197,13 @@ def judge_call_failed(reason: object) -> bool:
     return isinstance(reason, str) and reason.startswith(JUDGE_CALL_FAILED)
 
 
+def prompt_filled_context(reason: object) -> bool:
+    """Whether a failed judge call (`judge_call_failed`) is a prompt that leaves its answer no position of the
+    judge's context (`judge.base.context_failure`): not sent, and asked again it fails the same."""
+    return (judge_call_failed(reason) and reason[len(JUDGE_CALL_FAILED):].startswith("the prompt is ")
+            and " the judge's context of " in reason)
+
+
 def cut_at_limit(text: str, limit: int | None, cut: bool) -> str:
     """``text`` as a `CutAnswer` when ``cut`` (generation stopped at the limit, not by itself), else as is."""
     return CutAnswer(text, limit) if cut else text

@@ -482,3 +482,32 @@ def test_rows_whose_answers_reached_the_end_of_the_context_are_counted_under_one
     context = judge._model.config.max_position_embeddings
     [(reason, count)] = result.summary["unscored_reasons"].items()
     assert count == 2 and reason.startswith(f"{CONTEXT_CUT_REASON} ({context:,} tokens) before it ended")
+
+
+def test_a_prompt_longer_than_the_context_is_not_advised_a_rerun(tiny_judge, tmp_path, caplog):
+    """A prompt with no room for an answer in the judge's context is not sent and fails as a judge call; score's
+    closing advice counted it among failed calls, "rerun to ask again the 1 row whose judge call failed", and
+    radmetrics.score warned "a rerun with a cache asks only them": a rerun fails it the same. Now both say what
+    helps (shorter reports, a longer-context judge)."""
+    import logging
+
+    long_reference = "Small left pleural effusion with adjacent atelectasis. " * 500
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps({"id": n, "reference": r, "candidate": CANDS[0]}) + "\n"
+                           for n, r in (("long", long_reference), ("short", REFS[0]))))
+    out = tmp_path / "o.jsonl"
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "score", "-m", "radcliq_rubric", "-i", src, "-o",
+                          out, "--judge", str(tiny_judge), "--max-new-tokens", "32", "--no-progress", "--no-cache"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["reason"].startswith("judge call failed: the prompt is ") and rows[1]["reason"] != rows[0]["reason"]
+    assert "rerun to ask again" not in run.stderr
+    assert ("1 prompt left no room for an answer in the judge's context and was not sent (a rerun gives the same): "
+            "shorten the reports, or use a judge with a longer context") in run.stderr
+
+    with caplog.at_level(logging.WARNING, logger="radmetrics"):
+        radmetrics.score("radcliq_rubric", [long_reference], [CANDS[0]], judge=str(tiny_judge), cache=False,
+                         config=GenerationConfig(max_new_tokens=32), progress=False)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "a rerun with a cache asks only them" not in said and "1 of 1 prompts left no room" in said

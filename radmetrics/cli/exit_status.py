@@ -105,12 +105,14 @@ class FailureTally:
             from radmetrics.scoring import add_reason, grouped_reason
 
             from radmetrics.runner import judge_call_failed
-            from radmetrics.types import answer_reached_context, answer_was_cut
+            from radmetrics.types import answer_reached_context, answer_was_cut, prompt_filled_context
 
             add_reason(self.reasons, grouped_reason(judgment.reason))  # at most MAX_REASONS kept: memory stays flat
             reason = judgment.reason
-            self.kinds["calls" if judge_call_failed(reason) else "context" if answer_reached_context(reason)
-                       else "cut" if answer_was_cut(reason) else "unreadable"] += 1
+            # a prompt the judge's context has no room after fails as a call, but a rerun fails it the same
+            self.kinds["prompt_context" if prompt_filled_context(reason) else "calls" if judge_call_failed(reason)
+                       else "context" if answer_reached_context(reason) else "cut" if answer_was_cut(reason)
+                       else "unreadable"] += 1
 
     def _top(self) -> str:
         """The three most common reasons, each cut at a word, and how many other reasons there are."""
@@ -155,6 +157,11 @@ class FailureTally:
         if cut:
             parts.append(f"{cut} answer{'s' if cut != 1 else ''} reached the token limit before {'they' if cut != 1 else 'it'} "
                          "ended (not cached): rerun with a higher --max-new-tokens")
+        too_long = self.kinds["prompt_context"]
+        if too_long:
+            parts.append(f"{too_long} prompt{'s' if too_long != 1 else ''} left no room for an answer in the judge's "
+                         f"context and {'were' if too_long != 1 else 'was'} not sent (a rerun gives the same): shorten "
+                         "the reports, or use a judge with a longer context")
         context = self.kinds["context"]
         if context:
             parts.append(f"{context} answer{'s' if context != 1 else ''} reached the end of the judge's context before "
