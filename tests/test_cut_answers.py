@@ -511,3 +511,32 @@ def test_a_prompt_longer_than_the_context_is_not_advised_a_rerun(tiny_judge, tmp
                          config=GenerationConfig(max_new_tokens=32), progress=False)
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "a rerun with a cache asks only them" not in said and "1 of 1 prompts left no room" in said
+
+
+def test_an_answer_cached_past_the_end_of_the_context_is_asked_again(tiny_judge, tmp_path):
+    """Review 36a: answers cached before rows stopped at the end of the judge's context (a longer answer went on
+    past the positions the model was trained on) were served from the cache and scored. A cached answer that
+    may run past its prompt's room is now dropped from the cache and asked again (here: a cut answer, unscored);
+    one that fits is served as before, and a fully cached run still loads no weights to tell which is which."""
+    from radmetrics.judge.cache import ResponseCache
+
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=tmp_path / "c.sqlite")
+    judge.backend.load()
+    reference, room = _reference_leaving(judge.backend, 6)
+    system = radmetrics.get_scoring_system("radcliq_rubric")
+    near, far = system.build_prompt(reference, CANDS[0]), system.build_prompt(REFS[1], CANDS[1])
+    config = GenerationConfig(max_new_tokens=64)
+    long_answer = "Small left pleural effusion is present in the candidate report. " * 8  # well past 6 tokens
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_many([(key, "transformers", str(tiny_judge), long_answer) for key in judge.keys([near, far], config)])
+
+    from radmetrics.judge import CachedJudge
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    fresh = CachedJudge(TransformersJudge(str(tiny_judge)), cache)  # its own instance: no weights loaded yet
+    assert fresh.keys([near, far], config) == judge.keys([near, far], config)
+    answers = fresh.generate([far], config, progress=False)
+    assert answers == [long_answer] and fresh.calls == 0 and fresh.backend._model is None  # fits: served, no weights
+    answers = fresh.generate([near, far], config, progress=False)
+    assert fresh.calls == 1 and isinstance(answers[0], CutAnswer) and answers[0].context and answers[1] == long_answer
+    assert judge.keys([near], config)[0] not in cache.get_many(judge.keys([near], config))  # dropped, not kept

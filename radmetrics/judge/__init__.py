@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -19,6 +20,8 @@ from radmetrics.errors import JudgeError, UnknownNameError
 from radmetrics.judge.base import BackendOptions, Judge, JudgeBackend, JudgeOptionError, OnResult
 from radmetrics.judge.cache import ResponseCache, cache_key, default_cache_path, usable_answer
 from radmetrics.types import GenerationConfig, GenerationFailure
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BackendOptions", "CachedJudge", "Judge", "JudgeBackend", "JudgeOptionError", "ResponseCache", "get_judge",
            "clear_judges"]
@@ -130,6 +133,7 @@ class CachedJudge:
         hits = self.cache.get_many(keys) if self.cache is not None else {k: memo[k] for k in keys if k in memo} \
             if memo is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
+        self._drop_answers_past_context(prompts, answers, keys, config)
         for i, answer in enumerate(answers):
             if answer is not None and on_result:
                 on_result(i, answer)
@@ -187,6 +191,22 @@ class CachedJudge:
         elif todo:
             self._ask_claimed(list(todo), ask, settle, progress)
         return [a if a is not None else GenerationFailure("no answer") for a in answers]
+
+    def _drop_answers_past_context(self, prompts: list[str], answers: list[str | None], keys: list[str],
+                                   config: GenerationConfig) -> None:
+        """Cached answers the backend says may run past the judge's context (`cached_answers_past_context`:
+        cached by an in-process judge before it stopped rows there) are dropped from the cache and asked again."""
+        check = getattr(self.backend, "cached_answers_past_context", None)
+        hit = [i for i, a in enumerate(answers) if a is not None]
+        if check is None or not hit:
+            return
+        past = [i for i, bad in zip(hit, check([prompts[i] for i in hit], [answers[i] for i in hit], config)) if bad]
+        if past:
+            log.info("%d cached answers may run past the judge's context: asked again", len(past))
+            if self.cache is not None:
+                self.cache.delete([keys[i] for i in past])
+            for i in past:
+                answers[i] = None
 
     def _ask_claimed(self, keys: list[str], ask, settle, progress: bool) -> None:
         """Claim, ask, and wait for other processes' answers until every key is settled."""

@@ -206,11 +206,7 @@ class TransformersJudge(JudgeBackend):
 
     def encode_many(self, prompts: list[str]) -> list[list[int]]:
         self.load()  # the chat format is known only once the tokenizer is loaded
-        encoded = encode_prompts(prompts, prompt_formats(prompts, self.chat_template, self.chat_format),
-                                 self._tokenizer)
-        if self.max_input_tokens:  # keep the end: the instructions and answer slot
-            encoded = [ids[-self.max_input_tokens :] if len(ids) > self.max_input_tokens else ids for ids in encoded]
-        return encoded
+        return self._encode_with(self._tokenizer, prompts)  # max_input_tokens: keeps the end (instructions, answer slot)
 
     # -- generation --------------------------------------------------------------------------------------
     #: the generate path's defaults (the engine sizes itself from memory)
@@ -269,9 +265,67 @@ class TransformersJudge(JudgeBackend):
                 out[i] = context_cut(k, answer)
         return out
 
+    #: a cached answer re-encoded within this many tokens of its prompt's room is asked again (re-encoding a text
+    #: can give a few tokens more or fewer than were generated)
+    ROOM_SLACK = 8
+
+    def cached_answers_past_context(self, prompts: list[str], answers: list[str],
+                                    config: GenerationConfig) -> list[bool]:
+        """Which cached answers may run past the positions their prompt leaves in the judge's context: answers
+        cached before radmetrics stopped each row there (session 30) went on past the positions the model was
+        trained on, and were scored. The response cache asks those again (`CachedJudge`). Reads the tokenizer and
+        the config, never the weights (a fully cached run still loads no model). Only prompts that could reach the
+        context are encoded: one whose UTF-8 bytes (at least its tokens) + max_new_tokens + a margin for the chat
+        format stay within it is never past it."""
+        context = self._context_tokens()
+        if context is None or not prompts:
+            return [False] * len(prompts)
+        margin = 64  # the chat format's own tokens
+        near = [i for i, p in enumerate(prompts)
+                if len(p.encode("utf-8")) + min(config.max_new_tokens, 2**62) + margin > context]
+        past = [False] * len(prompts)
+        if near:
+            tokenizer = self._tokenizer_only()
+            encoded = self._encode_with(tokenizer, [prompts[i] for i in near])
+            answered = tokenizer([str(answers[i]) for i in near], add_special_tokens=False)["input_ids"]
+            for i, ids, answer in zip(near, encoded, answered):
+                past[i] = len(ids) + len(answer) + self.ROOM_SLACK > context
+        return past
+
+    def _tokenizer_only(self):
+        """The judge's tokenizer, without loading its weights when they are not loaded yet."""
+        if self._tokenizer is not None:
+            return self._tokenizer
+        from transformers import AutoTokenizer
+
+        try:
+            return AutoTokenizer.from_pretrained(self.model, revision=self.revision,
+                                                 trust_remote_code=self.trust_remote_code)
+        except OSError as e:
+            raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
+
+    def _encode_with(self, tokenizer: Any, prompts: list[str]) -> list[list[int]]:
+        """`encode_many` with a given tokenizer (its chat format resolved from it)."""
+        chat_format = self.chat_format if self._tokenizer is tokenizer else resolve_chat_format(
+            self.chat_template, self.model, tokenizer)
+        encoded = encode_prompts(prompts, prompt_formats(prompts, self.chat_template, chat_format), tokenizer)
+        if self.max_input_tokens:
+            encoded = [ids[-self.max_input_tokens :] if len(ids) > self.max_input_tokens else ids for ids in encoded]
+        return encoded
+
     def _context_tokens(self) -> int | None:
-        """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions)."""
-        config = self._model.config
+        """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions),
+        from the loaded model's config, or the checkpoint's before the weights are loaded."""
+        if self._model is not None:
+            config = self._model.config
+        else:
+            from transformers import AutoConfig
+
+            try:
+                config = AutoConfig.from_pretrained(self.model, revision=self.revision,
+                                                    trust_remote_code=self.trust_remote_code)
+            except OSError as e:
+                raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
         for name in ("max_position_embeddings", "n_positions"):
             value = getattr(config, name, None)
             if isinstance(value, int) and value > 0:
