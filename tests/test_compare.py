@@ -943,8 +943,7 @@ def test_rows_whose_answer_was_cut_are_named_per_system_and_fail_the_run(tmp_pat
     assert "GenerationConfig" not in run.stderr  # the Python API's advice, pooled over both systems
     assert run.stderr.strip().splitlines()[-1] == (
         "Error: the judge's answer reached the token limit for some rows (green: A 1); their pairs left them out. "
-        "Rerun with a higher --max-new-tokens (a row whose reason names the judge's context needs shorter reports "
-        "or a judge with a longer context); per_row.csv names the rows.")
+        "Rerun with a higher --max-new-tokens; per_row.csv names the rows.")
 
 
 MISSING_WORDS = REPO / "tests" / "fixtures" / "missing_words"

@@ -540,3 +540,25 @@ def test_an_answer_cached_past_the_end_of_the_context_is_asked_again(tiny_judge,
     answers = fresh.generate([near, far], config, progress=False)
     assert fresh.calls == 1 and isinstance(answers[0], CutAnswer) and answers[0].context and answers[1] == long_answer
     assert judge.keys([near], config)[0] not in cache.get_many(judge.keys([near], config))  # dropped, not kept
+
+
+def test_compare_and_meta_eval_count_a_too_short_context_apart_from_failed_calls_and_max_new_tokens():
+    """Review 36a (7): compare said "a rerun with a cache asks only them" of a prompt the judge's context cannot
+    hold, and named --max-new-tokens first for answers stopped by the end of the context; neither helps. Rows whose
+    context was too short are now counted apart (results entries' `past_context`), with what helps."""
+    from radmetrics.cli.data import _without_verdict
+    from radmetrics.judge.base import context_failure
+    from radmetrics.meta.compare import _LEFT_OUT
+    from radmetrics.meta.runs import MetricRun
+    from radmetrics.types import JUDGE_CALL_FAILED
+
+    reasons = [JUDGE_CALL_FAILED + "HTTP 500", JUDGE_CALL_FAILED + context_failure(3000, 2048, "max_position_embeddings").reason,
+               CutAnswer("x", 1024).reason, CutAnswer("x", 5, 2048).reason, None]
+    run = MetricRun("green", [None] * 4 + [0.5], True, [], {}, reasons)
+    assert run.rows_without_verdict() == {"judge_calls_failed": 1, "answers_cut": 1, "past_context": 2}
+    counted = {what: sum(map(which, reasons)) for which, what, _ in _LEFT_OUT}
+    assert list(counted.values()) == [1, 1, 2]
+    problems = _without_verdict("green", run.rows_without_verdict(), True, "row(s)", "left out")
+    assert problems[-1] == ("green: the judge's context was too short for 2 row(s), left out; shorten the reports, "
+                            "or use a judge with a longer context")
+    assert "max-new-tokens" not in problems[-1] and "rerun" not in problems[-1]

@@ -69,7 +69,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
 
     for module in ("scipy", "matplotlib"):  # before any judging, not after it
         optional_import(module, "meta", "by compare")
-    from radmetrics.meta.compare import compare, cut_answers, failed_calls, load_systems, missing_results, write_outputs
+    from radmetrics.meta.compare import (compare, cut_answers, failed_calls, load_systems, missing_results,
+                                         past_context, write_outputs)
     from radmetrics.meta.html_report import shorten
 
     systems = _systems(system_files)
@@ -130,8 +131,11 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     cut = cut_answers(result)
     if cut:  # as failed calls: their pairs left them out, and they follow the system with the longer reports
         problems.append(f"the judge's answer reached the token limit for some rows ({_named(cut)}); their pairs left "
-                        "them out. Rerun with a higher --max-new-tokens (a row whose reason names the judge's "
-                        "context needs shorter reports or a judge with a longer context)")
+                        "them out. Rerun with a higher --max-new-tokens")
+    too_short = past_context(result)
+    if too_short:  # not sent, or stopped at the end of the context: a rerun gives the same
+        problems.append(f"the judge's context was too short for some rows ({_named(too_short)}); their pairs left "
+                        "them out. Shorten the reports, or use a judge with a longer context")
     if problems:
         raise RadmetricsError("; ".join(problems) + "; per_row.csv names the rows.")
 

@@ -517,7 +517,7 @@ def _preference_problems(metrics: dict[str, dict], n_pairs: int, cached: bool) -
 
 
 def _without_verdict(name: str, m: dict, cached: bool, unit: str, effect: str) -> list[str]:
-    """A metric's rows the judge gave no verdict for (`judge_calls_failed`, `answers_cut` in its results entry):
+    """A metric's rows the judge gave no verdict for (`judge_calls_failed`, `answers_cut`, `past_context` in its entry):
     what a rerun (or a higher --max-new-tokens) would add, said as compare says it."""
     problems = []
     if m.get("judge_calls_failed"):
@@ -526,6 +526,8 @@ def _without_verdict(name: str, m: dict, cached: bool, unit: str, effect: str) -
                         f"{effect}; {rerun}")
     if m.get("answers_cut"):
         problems.append(f"{name}: {m['answers_cut']} judge answer(s) reached the token limit, {effect}; rerun with a "
-                        "higher --max-new-tokens (one whose reason names the judge's context needs shorter reports "
-                        "or a judge with a longer context)")
+                        "higher --max-new-tokens")
+    if m.get("past_context"):
+        problems.append(f"{name}: the judge's context was too short for {m['past_context']} {unit}, {effect}; shorten "
+                        "the reports, or use a judge with a longer context")
     return problems

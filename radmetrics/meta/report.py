@@ -214,7 +214,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         # disagreement with the experts, and they may follow the reports (long ones time out or run long), so the
         # correlations are over other rows than asked; named here, and the CLI exits 2 (review 29a), as compare does
         without_verdict = run.rows_without_verdict()
-        failed_calls, cut = without_verdict["judge_calls_failed"], without_verdict["answers_cut"]
+        failed_calls, cut, too_short = (without_verdict[k] for k in ("judge_calls_failed", "answers_cut", "past_context"))
         entry: dict[str, Any] = {
             "n_scored": n_scored, "num_unscored": len(expert) - n_scored, **without_verdict,
             # the correlations use the rows with both a score and an expert value (their "n")
@@ -236,6 +236,9 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         if cut:
             out["warnings"].append(f"{full_run.name}: {cut} judge answer(s) reached the token limit (unscored); its "
                                    "correlations leave them out")
+        if too_short:
+            out["warnings"].append(f"{full_run.name}: the judge's context was too short for {too_short} row(s) (the "
+                                   "prompt, or the prompt and its answer; unscored); its correlations leave them out")
         if target == "per-category" or full_run.extra:
             per_category = _per_category(full_run, data, test, resamples, seed, target)
             if per_category:

@@ -50,12 +50,16 @@ class MetricRun:
         return sum(s is not None for s in self.scores)
 
     def rows_without_verdict(self) -> dict[str, int]:
-        """Rows the judge gave no verdict for, by why: no answer at all (a failed call) and an answer cut at the
-        token limit; unreadable answers are the judge's own result and not counted. The results entries' keys."""
-        from radmetrics.types import answer_was_cut, judge_call_failed
+        """Rows the judge gave no verdict for, by why: no answer at all (a failed call), an answer cut at the
+        token limit (max_new_tokens), and the judge's context too short (a prompt it cannot hold, not sent; an
+        answer that reached its end: `past_context`, counted in neither of the others, as a rerun or a higher
+        max_new_tokens does not help); unreadable answers are the judge's own result and not counted. The results
+        entries' keys."""
+        from radmetrics.meta.compare import _call_failed, _cut_at_max_new_tokens, _past_context
 
         reasons = self.reasons or []
-        return {"judge_calls_failed": sum(map(judge_call_failed, reasons)), "answers_cut": sum(map(answer_was_cut, reasons))}
+        return {"judge_calls_failed": sum(map(_call_failed, reasons)),
+                "answers_cut": sum(map(_cut_at_max_new_tokens, reasons)), "past_context": sum(map(_past_context, reasons))}
 
 
 #: evaluate's own modules whose scores are errors, distances or losses (lower is better); any other module is
