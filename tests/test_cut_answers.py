@@ -562,3 +562,23 @@ def test_compare_and_meta_eval_count_a_too_short_context_apart_from_failed_calls
     assert problems[-1] == ("green: the judge's context was too short for 2 row(s), left out; shorten the reports, "
                             "or use a judge with a longer context")
     assert "max-new-tokens" not in problems[-1] and "rerun" not in problems[-1]
+
+
+def test_the_context_of_a_multimodal_or_other_named_judge_is_found():
+    """Review 36a (suspected): the context was read only from the top config's max_position_embeddings or
+    n_positions, so a multimodal judge (its decoder's positions in the text config) or a config naming them
+    max_seq_len had no limit, and its rows were not stopped at the end of the context."""
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config, LlamaConfig, LlavaConfig, PretrainedConfig
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    def context(config):
+        judge = TransformersJudge("unused")
+        judge._model = SimpleNamespace(config=config)
+        return judge._context_tokens()
+
+    assert context(LlavaConfig(text_config=LlamaConfig(max_position_embeddings=1234).to_dict())) == 1234
+    assert context(GPT2Config(n_positions=77)) == 77 and context(LlamaConfig(max_position_embeddings=99)) == 99
+    assert context(PretrainedConfig(max_seq_len=2048)) == 2048 and context(PretrainedConfig()) is None

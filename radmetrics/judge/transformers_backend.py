@@ -326,8 +326,10 @@ class TransformersJudge(JudgeBackend):
                                                     trust_remote_code=self.trust_remote_code)
             except OSError as e:
                 raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
-        for name in ("max_position_embeddings", "n_positions"):
-            value = getattr(config, name, None)
+        # a multimodal judge (Gemma 3, Llava) keeps its decoder's positions in its text config
+        text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+        for name in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+            value = getattr(text, name, None)
             if isinstance(value, int) and value > 0:
                 return value
         return None
