@@ -421,3 +421,31 @@ def test_meta_eval_pairwise_tests_carry_holm_adjusted_p_values():
     assert all(t["p_holm"] >= t["p_value"] for t in tested) and all(t["p_holm"] is None for t in skipped)
     table = next(t for t in build_report(results, "fixture", []).tables if "randomization" in t.title)
     assert table.headers[-1] == "p (Holm)" and "adjusted across the 3 pairs tested" in table.note
+
+
+def test_meta_eval_says_when_rows_share_studies_and_resamples_whole_studies_with_resample_by():
+    """Review 36c: on ReXVal's layout (4 candidate reports per study) the row bootstrap's CIs are narrower than their
+    level, with no word. meta-eval now says so where the dataset's study_id repeats, and `--resample-by study_id`
+    (analyse's resample_by) resamples whole studies: the same τ, an interval that says how it was made; a column
+    the dataset lacks is one line."""
+    from datasets import Dataset
+
+    from radmetrics.errors import InputError
+    from radmetrics.meta.report import analyse, build_report
+    from radmetrics.meta.runs import MetricRun
+
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 7, 24)
+    data = Dataset.from_dict({"id": [str(i) for i in range(24)], "expert_score": counts.astype(float).tolist(),
+                              "expert_higher_is_better": [False] * 24, "study_id": [f"s{i // 4}" for i in range(24)]})
+    run = MetricRun("m", (-counts + rng.normal(0, 1, 24)).tolist(), True)
+    plain = analyse([run], data, resamples=100, seed=0)
+    assert plain["resampled"] == "rows" and any("--resample-by study_id" in w for w in plain["warnings"])
+    by_study = analyse([run], data, resamples=100, seed=0, resample_by="study_id")
+    assert by_study["resampled"] == "study_id" and not any("resample-by" in w for w in by_study["warnings"])
+    tau, plain_tau = by_study["metrics"]["m"]["kendall_tau_b"], plain["metrics"]["m"]["kendall_tau_b"]
+    assert tau["resampled_groups"] == "study_id: 6 groups" and tau["value"] == plain_tau["value"]
+    assert (tau["ci_low"], tau["ci_high"]) != (plain_tau["ci_low"], plain_tau["ci_high"])
+    assert "whole groups of rows by study_id" in build_report(by_study, "fixture", []).intro[1]
+    with pytest.raises(InputError, match="'studyid': the dataset has no such column"):
+        analyse([run], data, resamples=10, resample_by="studyid")

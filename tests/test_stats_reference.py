@@ -165,3 +165,27 @@ def test_the_ci_says_how_many_resamples_it_is_made_of():
                       for i in (rng.integers(0, 4, 4) for _ in range(200)))
     assert result.resamples == 200 and result.resamples_used == defined < 200
     assert result.to_dict()["resamples_used"] == defined
+
+
+def test_resampling_groups_of_one_row_is_the_row_bootstrap_and_studies_widen_the_interval():
+    """Review 36c: ReXVal's 200 rows are 50 studies x 4 candidate reports; a study's reports move together, and the
+    row bootstrap's 95% CI held the population τ-b in 89% of simulated runs (resampling studies: 94%). With
+    ``groups`` the CI resamples whole groups: one row per group is exactly the row bootstrap; on clustered data
+    the interval is wider, and it says how it was made."""
+    rng = np.random.default_rng(36)
+    studies = np.repeat(np.arange(50), 4)
+    hardness = rng.normal(0, 1.5, 50)[studies]  # a hard study: every candidate worse
+    expert = np.clip(np.round(hardness + rng.normal(0, 1, 200) + 2), 0, 6)
+    metric = -expert + rng.normal(0, 2, 50)[studies] + rng.normal(0, 0.5, 200)  # and the metric misjudges it as one
+    rows = stats.kendall_tau(metric.tolist(), (-expert).tolist(), resamples=400)
+    singletons = stats.kendall_tau(metric.tolist(), (-expert).tolist(), resamples=400, groups=list(range(200)))
+    assert (singletons.ci_low, singletons.ci_high) == (rows.ci_low, rows.ci_high)
+    by_study = stats.kendall_tau(metric.tolist(), (-expert).tolist(), resamples=400, groups=studies.tolist(),
+                                 groups_name="study_id")
+    assert by_study.value == rows.value and by_study.n == 200
+    assert by_study.ci_high - by_study.ci_low > 1.3 * (rows.ci_high - rows.ci_low)  # 1.5x here
+    assert by_study.to_dict()["resampled_groups"] == "study_id: 50 groups" and "resampled_groups" not in rows.to_dict()
+    missing = metric.tolist()
+    missing[:4] = [None] * 4  # study 0 unscored: out of its group, not a group of nothing
+    assert stats.kendall_tau(missing, (-expert).tolist(), resamples=50, groups=studies.tolist()).resampled_groups \
+        == "group: 49 groups"

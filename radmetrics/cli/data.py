@@ -62,8 +62,11 @@ def convert_command(name: str, source: str, output: str, overwrite: bool) -> Non
 @judge_flags(several_judges=True, shared_answers=True)
 @click.option("--resamples", default=1000, show_default=True, type=RESAMPLES, help="Bootstrap resamples for CIs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of the bootstrap and randomization tests.")
+@click.option("--resample-by", default=None, metavar="COLUMN",
+              help="Resample whole groups of rows sharing COLUMN's value for the CIs (study_id: a study's candidate "
+                   "reports together); default: rows, as the papers.")
 def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target, split, split_seed, ensembles,
-                      judge_flags: JudgeFlags, resamples, seed) -> None:
+                      judge_flags: JudgeFlags, resamples, seed, resample_by) -> None:
     """How well do METRICs agree with the experts of DATASET? Writes results.json, per_sample.csv, plots,
     summary.md and a self-contained report.html to OUTPUT.
 
@@ -77,7 +80,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     for module in ("scipy", "matplotlib", "datasets"):  # before any judging, not after it
         optional_import(module, "meta", "by meta-eval")
     from radmetrics.meta import targets
-    from radmetrics.meta.report import Ensemble, write_report
+    from radmetrics.meta.report import Ensemble, resampling_groups, write_report
     from radmetrics.meta.runs import check_metrics_loadable, run_metric
 
     ensemble_specs = [Ensemble.parse(e) for e in ensembles]
@@ -88,6 +91,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
         raise RadmetricsError(f"--output {output} is a file; meta-eval writes a report folder.")
     data = load_meta_eval_data(dataset, dataset_name)
     targets.expert_target(data, target)  # a target the dataset cannot give stops here, before judging
+    resampling_groups(data, resample_by)  # a --resample-by column the dataset lacks: now, not after judging
     train_rows, _ = targets.held_out(len(data), split_size, split_seed)
     for ens in ensemble_specs:  # a linear fit needs members + 2 rows: said now, not as n/a after the judging
         needed = targets.rows_to_fit(len(ens.members))
@@ -123,7 +127,7 @@ def meta_eval_command(metrics, dataset, dataset_name, output, overwrite, target,
     with owner_only(output):  # per-report scores and reasons: readable by you only, as score's results
         folder = write_report(runs, data, output, dataset_name, resamples=resamples, seed=seed, target=target,
                               split=split_size, split_seed=split_seed, ensembles=ensemble_specs,
-                              overwrite=overwrite)  # checked again: the folder may have changed since
+                              overwrite=overwrite, resample_by=resample_by)  # the folder is checked again
     click.echo((folder / "summary.md").read_text())
     click.echo(f"Report: {folder} (open {folder / 'report.html'} in a browser)")
     import json

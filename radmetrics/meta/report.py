@@ -60,10 +60,45 @@ def _subset(values, rows):
     return [values[i] for i in rows]
 
 
-def _correlations(judge_up, expert_up, rows, resamples, seed) -> dict[str, Any]:
+def _correlations(judge_up, expert_up, rows, resamples, seed, groups: dict[str, Any] | None = None) -> dict[str, Any]:
+    """τ-b and ρ on ``rows``; ``groups`` (`resampling_groups`: all rows' labels) resamples whole groups."""
     a, b = _subset(judge_up, rows), _subset(expert_up, rows)
-    return {"kendall_tau_b": stats.kendall_tau(a, b, resamples=resamples, seed=seed).to_dict(),
-            "spearman": stats.spearman(a, b, resamples=resamples, seed=seed).to_dict()}
+    by = {"groups": _subset(groups["labels"], rows), "groups_name": groups["column"]} if groups else {}
+    return {"kendall_tau_b": stats.kendall_tau(a, b, resamples=resamples, seed=seed, **by).to_dict(),
+            "spearman": stats.spearman(a, b, resamples=resamples, seed=seed, **by).to_dict()}
+
+
+#: a dataset column that says which rows come from one study (ReXVal: 4 candidate reports for each of 50 studies)
+STUDY_COLUMN = "study_id"
+
+
+def resampling_groups(data, resample_by: str | None) -> dict[str, Any] | None:
+    """The rows' labels of ``resample_by`` for a cluster bootstrap (`stats.correlation`'s ``groups``); None: rows."""
+    if resample_by is None:
+        return None
+    from radmetrics.errors import InputError
+
+    if resample_by not in data.column_names:
+        raise InputError(f"--resample-by {resample_by!r}: the dataset has no such column (its columns: "
+                         f"{', '.join(data.column_names)})")
+    labels = list(data[resample_by])
+    if any(label is None for label in labels):
+        raise InputError(f"--resample-by {resample_by!r}: {sum(label is None for label in labels)} rows have no value "
+                         "there; every row needs its group")
+    return {"column": resample_by, "labels": labels}
+
+
+def _shared_studies_warning(data, resample_by: str | None) -> str | None:
+    """Rows resampled one by one though the dataset says several come from one study: said, with the option."""
+    if resample_by is not None or STUDY_COLUMN not in data.column_names:
+        return None
+    studies = [s for s in data[STUDY_COLUMN] if s is not None]
+    if len(set(studies)) == len(studies):
+        return None
+    return (f"the CIs resample rows one by one, as the papers do, but {len(studies)} rows come from "
+            f"{len(set(studies))} studies ({STUDY_COLUMN}); where a study's reports move together such intervals are "
+            f"narrower than their level (95% CIs held the true τ-b in 89% of simulated runs of 50 studies x 4 "
+            f"reports; 94% resampling studies): --resample-by {STUDY_COLUMN} resamples whole studies")
 
 
 @dataclass
@@ -132,8 +167,8 @@ def ensemble_runs(runs: list[MetricRun], ensembles: list[Ensemble], expert_up: l
     return made, details
 
 
-def _per_category(run: MetricRun, data, rows, resamples, seed,
-                  target: str = "per-category") -> tuple[dict[str, Any], str] | None:
+def _per_category(run: MetricRun, data, rows, resamples, seed, target: str = "per-category",
+                  groups: dict[str, Any] | None = None) -> tuple[dict[str, Any], str] | None:
     """Per error category (a)-(f): the judge's count (or ER²Score's reward for the matching RadCliQ criterion)
     against the expert mean count for that category: significant errors, and for ER²Score's criteria under the
     'total' target significant + insignificant (ER²Score Table 1: 1 point per error of either kind, the total their
@@ -157,7 +192,7 @@ def _per_category(run: MetricRun, data, rows, resamples, seed,
     out = {}
     for k, (letter, (values, source)) in enumerate(columns.items()):
         expert_up = [None if e is None else -e[k] for e in expert]
-        out[letter] = {"source": source, **_correlations(values, expert_up, rows, resamples, seed)}
+        out[letter] = {"source": source, **_correlations(values, expert_up, rows, resamples, seed, groups)}
     return out, graded_against
 
 
@@ -180,9 +215,12 @@ def expert_meaning(data) -> str:
 
 def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, target: str = "score",
             split: float | int | None = None, split_seed: int = 0, ensembles: list[Ensemble] | None = None,
-            ) -> dict[str, Any]:
+            resample_by: str | None = None) -> dict[str, Any]:
     """Every statistic on the graded rows: all rows, or the seeded held-out subset (`split`), against the expert
-    `target` (targets.TARGETS). Ensembles are added as runs; "_runs" carries every run for the outputs."""
+    `target` (targets.TARGETS). Ensembles are added as runs; "_runs" carries every run for the outputs.
+    ``resample_by``: a column whose value groups rows (ReXVal's ``study_id``): the correlations' CIs resample whole
+    groups (a cluster bootstrap) instead of rows."""
+    groups = resampling_groups(data, resample_by)
     expert_all, expert_higher, meaning = targets.expert_target(data, target)
     expert_up_all = _oriented(expert_all, expert_higher)
     train, test = targets.held_out(len(data), split, split_seed)
@@ -199,7 +237,10 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
                                                                 "seed": split_seed,
                                                                 "test_ids": [data[i]["id"] for i in test]},
                            "orientation": "scores and expert values oriented so positive correlation = agreement",
-                           "metrics": {}, "warnings": []}
+                           "resampled": resample_by or "rows", "metrics": {}, "warnings": []}
+    if shared := _shared_studies_warning(data, resample_by):
+        out["warnings"].append(shared)
+    test_groups = {"column": groups["column"], "labels": _subset(groups["labels"], test)} if groups else None
     for full_run in all_runs:
         if full_run.error:
             out["metrics"][full_run.name] = {"failed": full_run.error, "n_scored": 0, "num_unscored": len(expert)}
@@ -218,8 +259,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
         entry: dict[str, Any] = {
             "n_scored": n_scored, "num_unscored": len(expert) - n_scored, **without_verdict,
             # the correlations use the rows with both a score and an expert value (their "n")
-            "kendall_tau_b": stats.kendall_tau(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
-            "spearman": stats.spearman(judge_up, expert_up, resamples=resamples, seed=seed).to_dict(),
+            **_correlations(judge_up, expert_up, range(len(expert_up)), resamples, seed, test_groups),
             "fingerprint": run.fingerprint,
         }
         for label, key in (("Kendall τ-b", "kendall_tau_b"), ("Spearman ρ", "spearman")):
@@ -240,7 +280,7 @@ def analyse(runs: list[MetricRun], data, resamples: int = 1000, seed: int = 0, t
             out["warnings"].append(f"{full_run.name}: the judge's context was too short for {too_short} row(s) (the "
                                    "prompt, or the prompt and its answer; unscored); its correlations leave them out")
         if target == "per-category" or full_run.extra:
-            per_category = _per_category(full_run, data, test, resamples, seed, target)
+            per_category = _per_category(full_run, data, test, resamples, seed, target, groups)
             if per_category:
                 # which expert counts, in results.json: the report's title read it from other keys before
                 entry["per_category"], entry["per_category_expert"] = per_category
@@ -425,7 +465,10 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
                   f"(seed {results['split']['seed']})" if results.get("split") else "") + ".",
                f"{results['n']} reports, {results.get('n_with_expert_score', results['n'])} with an expert score. "
                f"Correlations: {results['orientation']}; 95% percentile bootstrap CIs over {results['resamples']} "
-               f"resamples (seed {results['seed']}). Each statistic uses only the rows its metric scored: its n is shown."],
+               f"resamples (seed {results['seed']}) of "
+               + ("rows" if results.get("resampled", "rows") == "rows" else f"whole groups of rows by "
+                  f"{results['resampled']}")
+               + ". Each statistic uses only the rows its metric scored: its n is shown."],
         warnings=list(results.get("warnings", [])), plots=plots)
     rows = []
     for name, m in results["metrics"].items():
@@ -509,7 +552,8 @@ def build_report(results: dict[str, Any], dataset_name: str, plots: list[tuple[s
 
 def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name: str | None = None,
                  resamples: int = 1000, seed: int = 0, target: str = "score", split: float | int | None = None,
-                 split_seed: int = 0, ensembles: list[Ensemble] | None = None, *, overwrite: bool = False) -> Path:
+                 split_seed: int = 0, ensembles: list[Ensemble] | None = None, *, overwrite: bool = False,
+                 resample_by: str | None = None) -> Path:
     """The report in `out_dir`, replacing an earlier meta-eval report there whole: none of its plots of a metric
     this run does not have is left beside the new report as if it were part of it (review 10 F21). A folder holding
     another command's report or files no meta-eval report wrote (your own results.json) is refused before anything is
@@ -521,7 +565,7 @@ def write_report(runs: list[MetricRun], data, out_dir: str | Path, dataset_name:
         staging = report_files.staging
         label = dataset_label(data, dataset_name or "expert dataset")
         results = analyse(runs, data, resamples=resamples, seed=seed, target=target, split=split,
-                          split_seed=split_seed, ensembles=ensembles)
+                          split_seed=split_seed, ensembles=ensembles, resample_by=resample_by)
         runs = results.pop("_runs")  # the ensembles included
         results["dataset"] = label
         results = strict_json_ready(results)

@@ -35,9 +35,12 @@ class Correlation:
     #: the resamples the CI is made of: those with a correlation (a resample of one distinct value has none, and
     #: is left out; with few rows that can be many of the `resamples` asked for)
     resamples_used: int | None = None
+    #: the CI resampled whole groups of rows (e.g. "study_id: 50 groups"), not rows (`correlation`'s ``groups``)
+    resampled_groups: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "resamples_used" or v is not None}
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("resamples_used", "resampled_groups") or v is not None}
 
 
 def _pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +53,14 @@ def _pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[np.nda
         return np.array([]), np.array([])
     a, b = zip(*keep)
     return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+
+def _kept_rows(x: Sequence[float | None], y: Sequence[float | None]) -> list[int]:
+    """The rows `_pairs` keeps, in order."""
+    def present(v: Any) -> bool:
+        return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+    return [i for i, (a, b) in enumerate(zip(x, y)) if present(a) and present(b)]
 
 
 def _statistic(name: str):
@@ -74,8 +85,16 @@ def _constant_input_is_nan():
 
 
 def correlation(x: Sequence[float | None], y: Sequence[float | None], method: str = "kendall",
-                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> Correlation:
-    """τ-b (method="kendall") or ρ ("spearman") with a percentile bootstrap CI over resampled pairs."""
+                resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                groups: Sequence[Any] | None = None, groups_name: str = "group") -> Correlation:
+    """τ-b (method="kendall") or ρ ("spearman") with a percentile bootstrap CI over resampled pairs; with ``groups``
+    (one label per row, e.g. its study), over resampled groups, each drawn with all its rows (a cluster bootstrap):
+    rows of one study move together (a hard study makes each of its candidate reports worse), so resampling them
+    as independent rows gives intervals narrower than their level (review 36c: 89% for a 95% CI on 50 studies x 4
+    candidates, 94% by study)."""
+    if groups is not None and len(groups) != len(x):
+        raise ValueError(f"{len(groups)} group labels but {len(x)} scores")
+    kept = _kept_rows(x, y)
     a, b = _pairs(x, y)
     n = len(a)
     if n < 3:
@@ -83,17 +102,27 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: st
     stat = _statistic(method)
     rng = np.random.default_rng(seed)
     boots = []
+    clusters, described = None, None
+    if groups is not None:
+        by_group: dict[Any, list[int]] = {}
+        for position, row in enumerate(kept):
+            by_group.setdefault(groups[row], []).append(position)
+        clusters = [np.asarray(rows) for rows in by_group.values()]
+        described = f"{groups_name}: {len(clusters)} groups"
     with _constant_input_is_nan():
         result = stat(a, b)
         for _ in range(resamples):
-            idx = rng.integers(0, n, n)
+            if clusters is None:
+                idx = rng.integers(0, n, n)
+            else:
+                idx = np.concatenate([clusters[k] for k in rng.integers(0, len(clusters), len(clusters))])
             value = stat(a[idx], b[idx]).statistic
             if not math.isnan(value):  # a resample with one distinct value has no correlation
                 boots.append(value)
     tail = (1 - confidence) / 2 * 100
     low, high = (np.percentile(boots, [tail, 100 - tail]) if boots else (float("nan"), float("nan")))
     return Correlation(float(result.statistic), float(low), float(high), float(result.pvalue), n, resamples,
-                       len(boots))
+                       len(boots), described)
 
 
 def why_no_correlation(x: Sequence[float | None], y: Sequence[float | None], scores: str = "the judge",
