@@ -582,3 +582,34 @@ def test_the_context_of_a_multimodal_or_other_named_judge_is_found():
     assert context(LlavaConfig(text_config=LlamaConfig(max_position_embeddings=1234).to_dict())) == 1234
     assert context(GPT2Config(n_positions=77)) == 77 and context(LlamaConfig(max_position_embeddings=99)) == 99
     assert context(PretrainedConfig(max_seq_len=2048)) == 2048 and context(PretrainedConfig()) is None
+
+
+def test_checking_cached_answers_against_the_context_makes_no_network_call(tmp_path):
+    """The check of cached answers against the judge's context reads the judge's config and tokenizer from local
+    files only: a fully cached run of a Hub judge whose files are not here, in a process without HF_HUB_OFFLINE,
+    makes no connection (it made one, and retried for ~20 s offline) and serves its cached answers as before."""
+    code = f"""
+import json, socket
+tried = []
+def refuse(self, address):
+    tried.append(str(address))
+    raise OSError("blocked by the test")
+socket.socket.connect = refuse
+def no_lookup(host, *args, **kwargs):
+    tried.append(str(host))
+    raise OSError("blocked by the test")
+socket.getaddrinfo = no_lookup
+from radmetrics.judge import CachedJudge
+from radmetrics.judge.cache import ResponseCache
+from radmetrics.judge.transformers_backend import TransformersJudge
+from radmetrics.types import GenerationConfig
+judge = CachedJudge(TransformersJudge("radmetrics-tests/not-a-local-model"), ResponseCache({str(tmp_path / "c.sqlite")!r}))
+config = GenerationConfig(max_new_tokens=64)
+prompt = "Findings: " + "small effusion " * 300  # long enough to need the check
+judge.cache.put_many([(judge.keys([prompt], config)[0], "transformers", judge.model, "cached answer")])
+print(json.dumps({{"answers": judge.generate([prompt], config, progress=False), "calls": judge.calls, "tried": tried}}))
+"""
+    env = {k: v for k, v in os.environ.items() if "OFFLINE" not in k}  # as a user runs it: online
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"answers": ["cached answer"], "calls": 0, "tried": []}

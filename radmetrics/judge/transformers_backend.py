@@ -274,10 +274,11 @@ class TransformersJudge(JudgeBackend):
         """Which cached answers may run past the positions their prompt leaves in the judge's context: answers
         cached before radmetrics stopped each row there (session 30) went on past the positions the model was
         trained on, and were scored. The response cache asks those again (`CachedJudge`). Reads the tokenizer and
-        the config, never the weights (a fully cached run still loads no model). Only prompts that could reach the
+        the config from this machine's files, never the weights or the network (a fully cached run still loads no
+        model and makes no call); where they are not here, the answers are served as before. Only prompts that could reach the
         context are encoded: one whose UTF-8 bytes (at least its tokens) + max_new_tokens + a margin for the chat
         format stay within it is never past it."""
-        context = self._context_tokens()
+        context = self._context_tokens()  # None where the judge's files are not here: served as before, not lost
         if context is None or not prompts:
             return [False] * len(prompts)
         margin = 64  # the chat format's own tokens
@@ -286,6 +287,8 @@ class TransformersJudge(JudgeBackend):
         past = [False] * len(prompts)
         if near:
             tokenizer = self._tokenizer_only()
+            if tokenizer is None:
+                return past
             encoded = self._encode_with(tokenizer, [prompts[i] for i in near])
             answered = tokenizer([str(answers[i]) for i in near], add_special_tokens=False)["input_ids"]
             for i, ids, answer in zip(near, encoded, answered):
@@ -293,16 +296,36 @@ class TransformersJudge(JudgeBackend):
         return past
 
     def _tokenizer_only(self):
-        """The judge's tokenizer, without loading its weights when they are not loaded yet."""
+        """The judge's tokenizer, without loading its weights when they are not loaded yet; from files already on
+        this machine only (`_local_folder`), None where there are none."""
         if self._tokenizer is not None:
             return self._tokenizer
+        folder = self._local_folder()
+        if folder is None:
+            return None
         from transformers import AutoTokenizer
 
         try:
-            return AutoTokenizer.from_pretrained(self.model, revision=self.revision,
-                                                 trust_remote_code=self.trust_remote_code)
-        except OSError as e:
-            raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
+            return AutoTokenizer.from_pretrained(folder, trust_remote_code=self.trust_remote_code)
+        except (OSError, ValueError) as e:
+            log.info("cached answers not checked against the judge's context (its tokenizer: %s)", e)
+            return None
+
+    def _local_folder(self) -> str | None:
+        """The judge's files on this machine: its folder, or its Hub snapshot in the local cache; None where they
+        are not here. Looked up without any network call (transformers' loaders, even with local_files_only, ask
+        the Hub for its agent registry)."""
+        import os
+
+        if os.path.isdir(self.model):
+            return self.model
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            config = try_to_load_from_cache(self.model, "config.json", revision=self.revision)
+        except Exception:  # noqa: BLE001 - a name that is no repo id: nothing cached under it
+            return None
+        return os.path.dirname(config) if isinstance(config, str) else None
 
     def _encode_with(self, tokenizer: Any, prompts: list[str]) -> list[list[int]]:
         """`encode_many` with a given tokenizer (its chat format resolved from it)."""
@@ -315,17 +338,21 @@ class TransformersJudge(JudgeBackend):
 
     def _context_tokens(self) -> int | None:
         """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions),
-        from the loaded model's config, or the checkpoint's before the weights are loaded."""
+        from the loaded model's config, or before the weights are loaded the checkpoint's on this machine (None
+        where its files are not here: `_local_folder`)."""
         if self._model is not None:
             config = self._model.config
         else:
             from transformers import AutoConfig
 
+            folder = self._local_folder()
+            if folder is None:
+                return None
             try:
-                config = AutoConfig.from_pretrained(self.model, revision=self.revision,
-                                                    trust_remote_code=self.trust_remote_code)
-            except OSError as e:
-                raise JudgeError(f"Could not load judge model {self.model!r}: {e}") from e
+                config = AutoConfig.from_pretrained(folder, trust_remote_code=self.trust_remote_code)
+            except (OSError, ValueError) as e:
+                log.info("the judge's context not read from %s (%s)", folder, e)
+                return None
         # a multimodal judge (Gemma 3, Llava) keeps its decoder's positions in its text config
         text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
         for name in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
