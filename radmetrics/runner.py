@@ -18,8 +18,9 @@ from radmetrics.types import (
     Judgment,
     answer_problem,
     answer_reached_context,
-    answer_was_cut,
-    judge_call_failed,
+    call_failed_for_now,
+    cut_at_max_new_tokens,
+    judge_call_failed,  # noqa: F401 - imported from here by the CLI
     prompt_filled_context,
 )
 
@@ -304,7 +305,7 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
         log.warning("%s: %d of %d prompts left no room for an answer in the judge's context and were not sent; they "
                     "are unscored: shorten the reports, or use a judge with a longer context", system.name, too_long,
                     len(judgments), extra={PER_SYSTEM_RECORD: True})
-    failed = [j.reason for j in judgments if judge_call_failed(j.reason) and not prompt_filled_context(j.reason)]
+    failed = [j.reason for j in judgments if call_failed_for_now(j.reason)]
     if failed:  # no answer at all (the CLI exits 1 on it): say so, not only in each row's reason (review 14)
         log.warning("%s: the judge gave no answer for %d of %d rows (first: %s); they are unscored, and a rerun with "
                     "a cache asks only them", system.name, len(failed), len(judgments), failed[0],
@@ -312,7 +313,7 @@ def score(metric: Any, references: Sequence[Any], candidates: Sequence[Any], *, 
     # an answer that reached the end of the judge's context is cut too, but a higher max_new_tokens gives the same
     # cut: said apart, with what helps
     context = sum(answer_reached_context(j.reason) for j in judgments)
-    cut = sum(answer_was_cut(j.reason) for j in judgments) - context
+    cut = sum(cut_at_max_new_tokens(j.reason) for j in judgments)
     if context:
         log.warning("%s: the judge's answer reached the end of the judge's context for %d of %d rows (the prompt left "
                     "it fewer tokens than max_new_tokens); they are unscored: shorten the reports, or use a judge "

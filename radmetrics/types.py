@@ -204,6 +204,22 @@ def prompt_filled_context(reason: object) -> bool:
             and " the judge's context of " in reason)
 
 
+def call_failed_for_now(reason: object) -> bool:
+    """A failed judge call a rerun may answer: not a prompt the judge's context cannot hold (`prompt_filled_context`)."""
+    return judge_call_failed(reason) and not prompt_filled_context(reason)
+
+
+def cut_at_max_new_tokens(reason: object) -> bool:
+    """An answer cut at max_new_tokens (a higher limit helps), not at the end of the judge's context."""
+    return answer_was_cut(reason) and not answer_reached_context(reason)
+
+
+def context_too_short(reason: object) -> bool:
+    """A row the judge's context was too short for: a prompt it cannot hold (not sent), or an answer that reached
+    its end. Neither a rerun nor a higher max_new_tokens helps; shorter reports or a longer-context judge do."""
+    return prompt_filled_context(reason) or answer_reached_context(reason)
+
+
 def cut_at_limit(text: str, limit: int | None, cut: bool) -> str:
     """``text`` as a `CutAnswer` when ``cut`` (generation stopped at the limit, not by itself), else as is."""
     return CutAnswer(text, limit) if cut else text

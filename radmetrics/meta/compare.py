@@ -24,7 +24,7 @@ from radmetrics.meta import compare_stats as cs
 from radmetrics.meta.html_report import (Report, Table, interval_text, p_value_text, short_label, strict_json_ready,
                                          text_as_written, to_html)
 from radmetrics.meta.runs import MetricRun, check_metrics_loadable, run_metric
-from radmetrics.types import answer_reached_context, answer_was_cut, judge_call_failed, prompt_filled_context
+from radmetrics.types import call_failed_for_now, context_too_short, cut_at_max_new_tokens
 
 log = logging.getLogger(__name__)
 
@@ -425,33 +425,21 @@ def failed_calls(result: CompareResult) -> dict[str, dict[str, int]]:
     that could not be read). Such rows leave their pairs, and failures that follow a system (longer outputs time
     out) bias the comparison: the CLI names them and exits non-zero, as `score` does. A prompt the judge's context
     cannot hold is counted by `past_context` instead: a rerun fails it the same."""
-    return _rows_where(result, _call_failed)
+    return _rows_where(result, call_failed_for_now)
 
 
 def cut_answers(result: CompareResult) -> dict[str, dict[str, int]]:
     """metric -> {system: rows whose answer ran into the token limit} (unscored, never read as complete). They leave
     their pairs as failed calls do, and follow a system as surely (longer reports, longer analyses): named, and the
     CLI exits non-zero (review 17). An answer stopped by the end of the judge's context is `past_context`'s."""
-    return _rows_where(result, _cut_at_max_new_tokens)
+    return _rows_where(result, cut_at_max_new_tokens)
 
 
 def past_context(result: CompareResult) -> dict[str, dict[str, int]]:
     """metric -> {system: rows the judge's context was too short for}: a prompt it cannot hold (not sent), or an
     answer that reached its end. Neither a rerun nor a higher max_new_tokens helps; shorter reports or a judge
     with a longer context do. They follow the system with the longer reports."""
-    return _rows_where(result, _past_context)
-
-
-def _call_failed(reason: object) -> bool:
-    return judge_call_failed(reason) and not prompt_filled_context(reason)
-
-
-def _cut_at_max_new_tokens(reason: object) -> bool:
-    return answer_was_cut(reason) and not answer_reached_context(reason)
-
-
-def _past_context(reason: object) -> bool:
-    return prompt_filled_context(reason) or answer_reached_context(reason)
+    return _rows_where(result, context_too_short)
 
 
 def _rows_where(result: CompareResult, unscored_because) -> dict[str, dict[str, int]]:
@@ -467,10 +455,10 @@ def _count_per_system(per_system: dict[str, MetricRun], unscored_because) -> dic
 
 #: rows a metric left unscored because of the judge, said per system after each metric: (which, what, what helps)
 _LEFT_OUT = [
-    (_call_failed, "no judge answer (judge call failed)", ", and a rerun with a cache asks only them"),
-    (_cut_at_max_new_tokens, "the judge's answer reached the token limit",
+    (call_failed_for_now, "no judge answer (judge call failed)", ", and a rerun with a cache asks only them"),
+    (cut_at_max_new_tokens, "the judge's answer reached the token limit",
      ": raise the judge's max_new_tokens (--max-new-tokens)"),
-    (_past_context, "the judge's context too short for the prompt and its answer",
+    (context_too_short, "the judge's context too short for the prompt and its answer",
      ": shorten the reports, or use a judge with a longer context"),
 ]
 

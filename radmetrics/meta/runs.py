@@ -55,11 +55,11 @@ class MetricRun:
         answer that reached its end: `past_context`, counted in neither of the others, as a rerun or a higher
         max_new_tokens does not help); unreadable answers are the judge's own result and not counted. The results
         entries' keys."""
-        from radmetrics.meta.compare import _call_failed, _cut_at_max_new_tokens, _past_context
+        from radmetrics.types import call_failed_for_now, context_too_short, cut_at_max_new_tokens
 
         reasons = self.reasons or []
-        return {"judge_calls_failed": sum(map(_call_failed, reasons)),
-                "answers_cut": sum(map(_cut_at_max_new_tokens, reasons)), "past_context": sum(map(_past_context, reasons))}
+        return {"judge_calls_failed": sum(map(call_failed_for_now, reasons)),
+                "answers_cut": sum(map(cut_at_max_new_tokens, reasons)), "past_context": sum(map(context_too_short, reasons))}
 
 
 #: evaluate's own modules whose scores are errors, distances or losses (lower is better); any other module is
