@@ -104,6 +104,9 @@ class TransformersJudge(JudgeBackend):
         self._load_lock = threading.Lock()
         self._model = None
         self._tokenizer = None
+        # before the weights load: the checkpoint's context and tokenizer, read once for the cache's check of
+        # cached answers (`cached_answers_past_context`; the CLI checks every chunk)
+        self._checkpoint: dict[str, Any] = {}
         self.chat_format: str | None = None
         self._oom_cap: int | None = None  # batch-size ceiling learned from an out-of-memory
         # taken when the judge is made, before its weights load: the key matches the weights it answers with
@@ -300,15 +303,22 @@ class TransformersJudge(JudgeBackend):
         this machine only (`_local_folder`), None where there are none."""
         if self._tokenizer is not None:
             return self._tokenizer
+        if "tokenizer" not in self._checkpoint:
+            from transformers import AutoTokenizer
+
+            self._checkpoint["tokenizer"] = self._read_local(AutoTokenizer)
+        return self._checkpoint["tokenizer"]
+
+    def _read_local(self, auto_class: Any) -> Any:
+        """``auto_class`` (AutoConfig, AutoTokenizer) from the judge's files on this machine; None where they are not
+        here or cannot be read."""
         folder = self._local_folder()
         if folder is None:
             return None
-        from transformers import AutoTokenizer
-
         try:
-            return AutoTokenizer.from_pretrained(folder, trust_remote_code=self.trust_remote_code)
+            return auto_class.from_pretrained(folder, trust_remote_code=self.trust_remote_code)
         except (OSError, ValueError) as e:
-            log.info("cached answers not checked against the judge's context (its tokenizer: %s)", e)
+            log.info("%s not read from %s (%s)", auto_class.__name__, folder, e)
             return None
 
     def _local_folder(self) -> str | None:
@@ -343,15 +353,12 @@ class TransformersJudge(JudgeBackend):
         if self._model is not None:
             config = self._model.config
         else:
-            from transformers import AutoConfig
+            if "config" not in self._checkpoint:
+                from transformers import AutoConfig
 
-            folder = self._local_folder()
-            if folder is None:
-                return None
-            try:
-                config = AutoConfig.from_pretrained(folder, trust_remote_code=self.trust_remote_code)
-            except (OSError, ValueError) as e:
-                log.info("the judge's context not read from %s (%s)", folder, e)
+                self._checkpoint["config"] = self._read_local(AutoConfig)
+            config = self._checkpoint["config"]
+            if config is None:
                 return None
         # a multimodal judge (Gemma 3, Llava) keeps its decoder's positions in its text config
         text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
