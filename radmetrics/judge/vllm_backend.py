@@ -123,9 +123,10 @@ class VLLMJudge(JudgeBackend):
         encoded = self.encode_many(prompts)
         context = _max_model_len(llm)
         # a prompt with no room for an answer fails alone (vLLM would refuse the whole call for it)
-        texts: list[str] = [context_failure(len(ids), context, "max_model_len") if context and len(ids) >= context
-                            else "" for ids in encoded]
-        fits = [i for i, ids in enumerate(encoded) if not (context and len(ids) >= context)]
+        no_room = [bool(context) and len(ids) >= context for ids in encoded]
+        texts: list[str] = [context_failure(len(ids), context, "max_model_len") if full else ""
+                            for ids, full in zip(encoded, no_room)]
+        fits = [i for i, full in enumerate(no_room) if not full]
         if fits:
             requests = [{"prompt_token_ids": encoded[i]} for i in fits]
             outputs = llm.generate(requests, self._sampling(config), use_tqdm=progress)
