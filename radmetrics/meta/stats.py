@@ -47,16 +47,12 @@ def _pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[np.nda
     """Drop pairs where either side is missing (unscored rows are reported separately, not imputed)."""
     if len(x) != len(y):
         raise ValueError(f"{len(x)} scores but {len(y)} expert values")
-    keep = [(a, b) for a, b in zip(x, y) if a is not None and b is not None
-            and not (isinstance(a, float) and math.isnan(a)) and not (isinstance(b, float) and math.isnan(b))]
-    if not keep:
-        return np.array([]), np.array([])
-    a, b = zip(*keep)
-    return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = _kept_rows(x, y)
+    return np.asarray([x[i] for i in keep], dtype=float), np.asarray([y[i] for i in keep], dtype=float)
 
 
 def _kept_rows(x: Sequence[float | None], y: Sequence[float | None]) -> list[int]:
-    """The rows `_pairs` keeps, in order."""
+    """The rows with both sides present (neither None nor NaN), in order: `_pairs`' rows."""
     def present(v: Any) -> bool:
         return v is not None and not (isinstance(v, float) and math.isnan(v))
 
