@@ -386,8 +386,8 @@ def level_text(confidence: float) -> str:
 def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: float, alpha: float = 0.05) -> str | None:
     """A note when the pair's bootstrap interval and its test point different ways (the interval excludes 0 and
     the test is not significant, or the reverse). They answer different questions: the interval is per pair and
-    uncorrected, the test is corrected across the pairs, and a percentile bootstrap over few rows runs narrow.
-    The test makes the call; the note keeps a reader from taking the interval for it."""
+    uncorrected, the test is corrected across the pairs, and near the threshold a bootstrap interval and a
+    randomization test can fall on different sides of it. The test makes the call; the note keeps a reader from taking the interval for it."""
     if pair["significant"] is None or pair["ci_low"] is None or pair["reason"]:
         return None
     excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
@@ -398,7 +398,7 @@ def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: f
     why = [f"the interval is {level}, the test's level is α = {alpha:g}"] if other_level else []
     if excludes_zero:
         why += [f"the test is corrected for {tested} pairs (Holm), the interval is not"] if tested > 1 else []
-        why.append(f"a percentile bootstrap over {pair['n_paired']} rows runs narrow")
+        why = why or ["a bootstrap interval and a randomization test differ near the threshold"]
         return (f"the {level} interval excludes 0 but the test is not significant: {'; '.join(why)}; "
                 "the test decides")
     return (f"significant, though the {level} interval includes 0: " + "; ".join(why or ["a difference near the "

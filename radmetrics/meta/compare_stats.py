@@ -1,8 +1,9 @@
 """Statistics for comparing report generators on the same references: pure functions, explicit seeds, scipy.
 
-- per system: mean over scored rows with a percentile bootstrap CI (scipy.stats.bootstrap);
+- per system: mean over scored rows with a percentile bootstrap CI (scipy.stats.bootstrap), expanded on few rows so
+  that it holds its level (Hesterberg 2015; `expanded_confidence`);
 - per pair of systems, on the rows both have scored: mean difference A − B with a paired percentile bootstrap
-  CI (resampling rows, i.e. the bootstrap of the per-row differences; Koehn 2004), and a two-sided paired
+  CI (resampling rows, i.e. the bootstrap of the per-row differences; Koehn 2004; expanded the same way), and a two-sided paired
   approximate-randomization test (scipy.stats.permutation_test, permutation_type="samples": each row's two
   scores are swapped at random; exact over all 2^n swaps when that is no more than the resamples asked for;
   otherwise (hits + 1) / (resamples + 1)) (Riezler & Maxwell 2005; Noreen 1989), with enough trials that the
@@ -73,8 +74,26 @@ def _finite(values: Sequence[float | None]) -> np.ndarray:
     return np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
 
 
+def expanded_confidence(n: int, confidence: float) -> float:
+    """The level a percentile bootstrap interval of a mean is taken at so that it covers as a t interval would on
+    ``n`` rows: the "expanded percentile interval" of Hesterberg (2015, "What teachers should know about the
+    bootstrap", The American Statistician 69(4); R's resample::CI.percentile(expand=TRUE)): its normal quantile is sqrt(n / (n - 1)) times
+    Student's t quantile with n - 1 degrees of freedom. The plain percentile interval is too narrow on few rows
+    (it is the bootstrap of the plug-in standard error and takes the normal quantile): on GREEN-like differences it
+    excluded a true zero in 7.3% of runs at 10 rows and 6.0% at 30 where 5% was asked; expanded, 3.6% and 5.0%
+    (`tests/test_compare.py::test_intervals_are_expanded_on_few_rows_and_hold_their_level`). 0.95 becomes 0.983 at
+    10 rows, 0.963 at 30, 0.954 at 100, 0.9504 at 1,000."""
+    from scipy import stats
+
+    if n < 2:
+        return confidence
+    quantile = math.sqrt(n / (n - 1)) * stats.t.ppf((1 + confidence) / 2, n - 1)
+    return float(min(1 - 2 * stats.norm.sf(quantile), 1 - 1e-12))
+
+
 def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
                           confidence: float) -> tuple[float | None, float | None]:
+    """The expanded percentile bootstrap interval of the mean of ``samples`` (`expanded_confidence`)."""
     from scipy import stats
 
     if resamples <= 0:
@@ -83,19 +102,25 @@ def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
         return float(samples[0]), float(samples[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on near-degenerate resamples; the percentiles stay defined
-        result = stats.bootstrap((samples,), np.mean, n_resamples=resamples, confidence_level=confidence,
+        result = stats.bootstrap((samples,), np.mean, n_resamples=resamples,
+                                 confidence_level=expanded_confidence(len(samples), confidence),
                                  method="percentile", rng=np.random.default_rng(seed), vectorized=True)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0,
             confidence: float = 0.95) -> Interval:
-    """Mean of the scored values with a percentile bootstrap CI; unscored (None/NaN/inf) values are left out."""
+    """Mean of the scored values with a percentile bootstrap CI (expanded on few rows: `expanded_confidence`);
+    unscored (None/NaN/inf) values are left out."""
     x = _finite(values)
     if len(x) == 0:
         return Interval(None, None, None, 0, "no scored rows")
     if len(x) == 1:
         return Interval(float(x[0]), None, None, 1, "one scored row: no interval")
+    if np.all(x == x[0]):
+        # every resample has the same mean: "1.0000 [1.0000, 1.0000]" read as a mean known exactly from 20 rows
+        return Interval(float(x[0]), None, None, len(x), f"all {len(x)} scored rows are {x[0]:.4g}: a bootstrap "
+                        "interval would have no width")
     low, high = _percentile_bootstrap(x, resamples, seed, confidence)
     return Interval(float(x.mean()), low, high, len(x))
 
@@ -131,7 +156,8 @@ def paired_rows(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[n
 
 def paired_difference_ci(a: Sequence[float | None], b: Sequence[float | None], resamples: int = 1000,
                          seed: int = 0, confidence: float = 0.95) -> Interval:
-    """Mean of A − B over the rows both scored, with the paired percentile bootstrap CI. Resampling rows and
+    """Mean of A − B over the rows both scored, with the paired percentile bootstrap CI (expanded on few rows:
+    `expanded_confidence`). Resampling rows and
     taking mean(A*) − mean(B*) equals resampling the per-row differences d = A − B and taking mean(d*). No interval
     (None, with the reason) on fewer than 3 rows, or when every row differs by the same amount."""
     x, y = paired_rows(a, b)
