@@ -513,6 +513,23 @@ def test_a_prompt_longer_than_the_context_is_not_advised_a_rerun(tiny_judge, tmp
     assert "a rerun with a cache asks only them" not in said and "1 of 1 prompts left no room" in said
 
 
+def _cache_as_an_older_radmetrics_did(path, rows) -> None:
+    """Write answers into a cache file as radmetrics did before session 31 (and as an older install sharing the
+    file still does): the five-value insert into `responses` alone, with no mark that the judge stopped at its
+    context."""
+    import sqlite3
+    import time
+
+    from radmetrics.judge.cache import ResponseCache
+
+    ResponseCache(path)  # the tables
+    con = sqlite3.connect(path)
+    with con:
+        con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                        [(*row, time.time()) for row in rows])
+    con.close()
+
+
 def test_an_answer_cached_past_the_end_of_the_context_is_asked_again(tiny_judge, tmp_path):
     """Review 36a: answers cached before rows stopped at the end of the judge's context (a longer answer went on
     past the positions the model was trained on) were served from the cache and scored. A cached answer that
@@ -527,8 +544,9 @@ def test_an_answer_cached_past_the_end_of_the_context_is_asked_again(tiny_judge,
     near, far = system.build_prompt(reference, CANDS[0]), system.build_prompt(REFS[1], CANDS[1])
     config = GenerationConfig(max_new_tokens=64)
     long_answer = "Small left pleural effusion is present in the candidate report. " * 8  # well past 6 tokens
+    _cache_as_an_older_radmetrics_did(tmp_path / "c.sqlite", [(key, "transformers", str(tiny_judge), long_answer)
+                                                              for key in judge.keys([near, far], config)])
     cache = ResponseCache(tmp_path / "c.sqlite")
-    cache.put_many([(key, "transformers", str(tiny_judge), long_answer) for key in judge.keys([near, far], config)])
 
     from radmetrics.judge import CachedJudge
     from radmetrics.judge.transformers_backend import TransformersJudge
@@ -540,6 +558,45 @@ def test_an_answer_cached_past_the_end_of_the_context_is_asked_again(tiny_judge,
     answers = fresh.generate([near, far], config, progress=False)
     assert fresh.calls == 1 and isinstance(answers[0], CutAnswer) and answers[0].context and answers[1] == long_answer
     assert judge.keys([near], config)[0] not in cache.get_many(judge.keys([near], config))  # dropped, not kept
+
+
+def test_an_answer_this_version_cached_near_the_end_of_the_context_is_served_on_every_run(tiny_judge, tmp_path):
+    """The check of cached answers re-encodes them with a slack of 8 tokens (a text re-encoded can come out a few
+    tokens longer than generated): an answer that really ended within 8 tokens of its prompt's room was dropped and
+    asked again on every run, and cached again each time. Answers written since rows stop at the context carry a
+    mark (`answers_within_context`, with the answer's `created`) and are served; one written by an older radmetrics
+    is still checked, and one an older install rewrites over a marked answer loses the mark."""
+    from radmetrics.judge import CachedJudge
+    from radmetrics.judge.cache import ResponseCache
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    path = tmp_path / "c.sqlite"
+    judge = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=path)
+    judge.backend.load()
+    reference, room = _reference_leaving(judge.backend, 12)
+    near = radmetrics.get_scoring_system("radcliq_rubric").build_prompt(reference, CANDS[0])
+    config = GenerationConfig(max_new_tokens=64)
+    tokenizer = judge.backend._tokenizer
+    answer = next(text for words in range(1, 40) for text in [" ".join(["effusion"] * words)]
+                  if len(tokenizer(text, add_special_tokens=False)["input_ids"]) == room - 4)  # fits, within the slack
+    key = judge.keys([near], config)[0]
+
+    def fresh() -> CachedJudge:  # a new process's judge: no weights loaded, the cache file as left
+        return CachedJudge(TransformersJudge(str(tiny_judge)), ResponseCache(path))
+
+    ResponseCache(path).put_many([(key, "transformers", str(tiny_judge), answer)])  # as this version's store writes it
+    for _ in range(2):  # every run: served, no weights loaded, nothing asked
+        again = fresh()
+        assert again.generate([near], config, progress=False) == [answer] and again.calls == 0
+        assert again.backend._model is None and ResponseCache(path).get_many([key]) == {key: answer}
+
+    # the same answer written by an older radmetrics (over the marked one: the mark no longer matches): checked,
+    # and within the slack, so asked again
+    _cache_as_an_older_radmetrics_did(path, [(key, "transformers", str(tiny_judge), answer)])
+    assert ResponseCache(path).written_before_context_stops([key]) == {key}
+    older = fresh()
+    older.generate([near], config, progress=False)
+    assert older.calls == 1
 
 
 def test_compare_and_meta_eval_count_a_too_short_context_apart_from_failed_calls_and_max_new_tokens():
@@ -606,7 +663,11 @@ from radmetrics.types import GenerationConfig
 judge = CachedJudge(TransformersJudge("radmetrics-tests/not-a-local-model"), ResponseCache({str(tmp_path / "c.sqlite")!r}))
 config = GenerationConfig(max_new_tokens=64)
 prompt = "Findings: " + "small effusion " * 300  # long enough to need the check
-judge.cache.put_many([(judge.keys([prompt], config)[0], "transformers", judge.model, "cached answer")])
+import sqlite3, time  # written as an older radmetrics did (no mark): the answer is checked against the context
+with sqlite3.connect({str(tmp_path / "c.sqlite")!r}) as con:
+    con.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
+                (judge.keys([prompt], config)[0], "transformers", judge.model, "cached answer", time.time()))
+assert judge.cache.written_before_context_stops(judge.keys([prompt], config))
 print(json.dumps({{"answers": judge.generate([prompt], config, progress=False), "calls": judge.calls, "tried": tried}}))
 """
     env = {k: v for k, v in os.environ.items() if "OFFLINE" not in k}  # as a user runs it: online

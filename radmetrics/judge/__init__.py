@@ -195,10 +195,18 @@ class CachedJudge:
     def _drop_answers_past_context(self, prompts: list[str], answers: list[str | None], keys: list[str],
                                    config: GenerationConfig) -> None:
         """Cached answers the backend says may run past the judge's context (`cached_answers_past_context`:
-        cached by an in-process judge before it stopped rows there) are dropped from the cache and asked again."""
+        cached by an in-process judge before it stopped rows there) are dropped from the cache and asked again. Only
+        answers written before that are checked (`written_before_context_stops`): one written since is within its
+        prompt's room, and re-encoding it (with the check's slack) would ask again, on every run, an answer that
+        ended within a few tokens of the context's end. Answers held in this process (no cache) are this version's."""
         check = getattr(self.backend, "cached_answers_past_context", None)
+        if check is None or self.cache is None:
+            return
         hit = [i for i, a in enumerate(answers) if a is not None]
-        if check is None or not hit:
+        if hit:
+            older = self.cache.written_before_context_stops([keys[i] for i in hit])
+            hit = [i for i in hit if keys[i] in older]
+        if not hit:
             return
         past = [i for i, bad in zip(hit, check([prompts[i] for i in hit], [answers[i] for i in hit], config)) if bad]
         if past:

@@ -122,6 +122,11 @@ class ResponseCache:
         con.execute("CREATE TABLE IF NOT EXISTS responses ("
                     " key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, created REAL)")
         con.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
+        # Answers written by a radmetrics whose in-process judges stop each row at the end of the judge's context
+        # (`written_before_context_stops`), with the answer's `created`: an older radmetrics sharing the file writes
+        # `responses` alone (INSERT OR REPLACE of five values), so an answer it replaces no longer matches its mark.
+        # A table of its own, not a column: older versions insert five values and would fail on a sixth column.
+        con.execute("CREATE TABLE IF NOT EXISTS answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
 
     def _connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -165,13 +170,32 @@ class ResponseCache:
             return
         with self._write() as con:
             con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+            con.executemany("INSERT OR REPLACE INTO answers_within_context VALUES (?, ?)", [(r[0], r[4]) for r in rows])
             con.executemany("DELETE FROM claims WHERE key = ?", [(r[0],) for r in rows])
+
+    @_guarded
+    def written_before_context_stops(self, keys: Sequence[str]) -> set[str]:
+        """Which of these cached answers were written by a radmetrics that did not yet stop an in-process judge's
+        rows at the end of its context (before session 31's marks; such an answer may have gone on past the
+        positions the model was trained on). Only those need the re-encoding check
+        (`TransformersJudge.cached_answers_past_context`); an answer written since is within its prompt's room by
+        construction (one cut there is never cached), however close to the end it stopped."""
+        con = self._connect()
+        unmarked: set[str] = set()
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            unmarked.update(key for (key,) in con.execute(
+                f"SELECT r.key FROM responses r LEFT JOIN answers_within_context w ON w.key = r.key "
+                f"AND w.created = r.created WHERE r.key IN ({marks}) AND w.key IS NULL", chunk))
+        return unmarked
 
     @_guarded
     def delete(self, keys: Sequence[str]) -> None:
         """Forget answers (`--retry-unscored` asks those prompts again)."""
         with self._write() as con:
             con.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
+            con.executemany("DELETE FROM answers_within_context WHERE key = ?", [(k,) for k in keys])
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

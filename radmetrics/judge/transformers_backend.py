@@ -269,7 +269,8 @@ class TransformersJudge(JudgeBackend):
         return out
 
     #: a cached answer re-encoded within this many tokens of its prompt's room is asked again (re-encoding a text
-    #: can give a few tokens more or fewer than were generated)
+    #: can give a few tokens more or fewer than were generated); only answers cached by an older radmetrics are
+    #: checked (`ResponseCache.written_before_context_stops`)
     ROOM_SLACK = 8
 
     def cached_answers_past_context(self, prompts: list[str], answers: list[str],
