@@ -641,6 +641,45 @@ def test_the_context_of_a_multimodal_or_other_named_judge_is_found():
     assert context(PretrainedConfig(max_seq_len=2048)) == 2048 and context(PretrainedConfig()) is None
 
 
+def test_a_rope_scaled_judges_context_is_what_vllm_gives_it():
+    """Session 30's open point: a judge with linear or dynamic RoPE scaling (vicuna-7b-v1.5-16k: 4,096 positions,
+    linear x 4) was cut at max_position_embeddings, a quarter of what it was trained for and of what a vLLM server
+    of it allows: its longer answers were unscored. The context is now derived as vLLM derives max_model_len:
+    linear and dynamic scaling multiply it; Llama 3.1 ("llama3"), YaRN and LongRoPE configs state it scaled already.
+    `tests/test_vllm_backend.py` asks vLLM itself for the same configs."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    def context(config):
+        judge = TransformersJudge("unused")
+        judge._model = SimpleNamespace(config=config)
+        return judge._context_tokens()
+
+    cases = [
+        (LlamaConfig(max_position_embeddings=4096, rope_scaling={"type": "linear", "factor": 4.0}), 16384),
+        (LlamaConfig(max_position_embeddings=4096, rope_scaling={"rope_type": "dynamic", "factor": 2.0}), 8192),
+        (LlamaConfig(max_position_embeddings=131072, rope_scaling={
+            "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192}), 131072),
+        (LlamaConfig(max_position_embeddings=32768, rope_scaling={
+            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}), 32768),
+        (LlamaConfig(max_position_embeddings=2048), 2048),
+    ]
+    for config, expected in cases:
+        assert context(config) == expected, config.to_dict().get("rope_scaling")
+    judge = TransformersJudge("unused")
+    judge._model = SimpleNamespace(config=cases[0][0])  # a prompt with no room names where the number comes from
+    assert judge._context() == (16384, "max_position_embeddings x its RoPE scaling factor of 4")
+    # per layer type (transformers 5 nests them): the factor applies as for one
+    nested = LlamaConfig(max_position_embeddings=1000)
+    nested.rope_parameters = {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+    assert context(nested) == 2000
+
+
 def test_checking_cached_answers_against_the_context_makes_no_network_call(tmp_path):
     """The check of cached answers against the judge's context reads the judge's config and tokenizer from local
     files only: a fully cached run of a Hub judge whose files are not here, in a process without HF_HUB_OFFLINE,

@@ -100,3 +100,45 @@ def test_vllm_answers_stop_at_the_end_of_the_context_and_a_prompt_without_room_f
 
 
 CANDS_SHORT = "Small left effusion."
+
+
+RANGE_SCRIPT = """
+import json, sys
+from vllm.config import ModelConfig
+print("RESULT " + json.dumps([ModelConfig(model=d, tokenizer=d, skip_tokenizer_init=True).max_model_len
+                              for d in json.loads(sys.argv[1])]))
+"""
+
+
+def test_the_in_process_context_of_a_rope_scaled_judge_is_vllms_max_model_len(tmp_path):
+    """The context the transformers backend stops rows at is the max_model_len vLLM derives for the same judge's
+    config (`rope_context_factor`): plain, linear and dynamic RoPE scaling (max_position_embeddings x factor), and
+    Llama 3.1 / YaRN configs that state the scaled length already. vLLM's own public ModelConfig is asked."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig, LlamaConfig
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    ropes = [(2048, None), (4096, {"type": "linear", "factor": 4.0}), (4096, {"rope_type": "dynamic", "factor": 2.0}),
+             (131072, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192}),
+             (32768, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192})]
+    folders, ours = [], []
+    for i, (positions, rope) in enumerate(ropes):
+        folder = tmp_path / f"judge{i}"
+        LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2,
+                    num_key_value_heads=1, vocab_size=100, architectures=["LlamaForCausalLM"],
+                    max_position_embeddings=positions, rope_scaling=rope).save_pretrained(folder)
+        judge = TransformersJudge(str(folder))
+        judge._model = SimpleNamespace(config=AutoConfig.from_pretrained(folder))
+        folders.append(str(folder))
+        ours.append(judge._context_tokens())
+    script = tmp_path / "max_model_len.py"
+    script.write_text(RANGE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": "", "VLLM_LOGGING_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([VLLM_PYTHON, str(script), json.dumps(folders)], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    theirs = json.loads(next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))[7:])
+    assert ours == theirs == [2048, 16384, 8192, 131072, 32768]

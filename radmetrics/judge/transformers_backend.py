@@ -243,7 +243,7 @@ class TransformersJudge(JudgeBackend):
         from radmetrics.judge.base import context_failure
 
         encoded = self.encode_many(prompts)
-        context = self._context_tokens()
+        context, context_name = self._context()
         fits = [i for i, ids in enumerate(encoded) if context is None or len(ids) < context]
         limits = [min(config.max_new_tokens, context - len(encoded[i])) if context else config.max_new_tokens
                   for i in fits]
@@ -257,7 +257,7 @@ class TransformersJudge(JudgeBackend):
             return self._generate_encoded(encoded, config, on_result, progress)
         out: list[str] = [""] * len(prompts)
         for i in sorted(set(range(len(prompts))) - set(fits)):
-            out[i] = context_failure(len(encoded[i]), context, "max_position_embeddings")
+            out[i] = context_failure(len(encoded[i]), context, context_name)
             if on_result:
                 on_result(i, out[i])
         if fits:
@@ -351,6 +351,11 @@ class TransformersJudge(JudgeBackend):
         """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions),
         from the loaded model's config, or before the weights are loaded the checkpoint's on this machine (None
         where its files are not here: `_local_folder`)."""
+        return self._context()[0]
+
+    def _context(self) -> tuple[int | None, str]:
+        """`_context_tokens` and where it comes from, in words ("max_position_embeddings", "n_positions x its RoPE
+        scaling factor of 4")."""
         if self._model is not None:
             config = self._model.config
         else:
@@ -360,14 +365,15 @@ class TransformersJudge(JudgeBackend):
                 self._checkpoint["config"] = self._read_local(AutoConfig)
             config = self._checkpoint["config"]
             if config is None:
-                return None
+                return None, ""
         # a multimodal judge (Gemma 3, Llava) keeps its decoder's positions in its text config
         text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
         for name in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
             value = getattr(text, name, None)
             if isinstance(value, int) and value > 0:
-                return value
-        return None
+                factor = rope_context_factor(text)
+                return int(value * factor), name + (f" x its RoPE scaling factor of {factor:g}" if factor != 1 else "")
+        return None, ""
 
     def _generate_encoded(self, encoded: list[list[int]], config: GenerationConfig, on_result: OnResult | None,
                           progress: bool, limits: list[int] | None = None) -> list[str]:
@@ -614,3 +620,29 @@ def _answer(text: str, config: GenerationConfig, cut: bool) -> str:
 def _apply_stop(text: str, stop: tuple[str, ...]) -> str:
     cut = min((text.find(s) for s in stop if s in text), default=-1)
     return text[:cut] if cut >= 0 else text
+
+
+#: RoPE scalings whose config already states the scaled context in max_position_embeddings (vLLM's list)
+_ROPE_ALREADY_SCALED = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})
+
+
+def rope_context_factor(text_config: Any) -> float:
+    """How many times its max_position_embeddings a RoPE-scaled judge's context holds, as vLLM derives its
+    max_model_len (vllm/config/model.py, `_get_and_verify_max_len`), so that the in-process backend stops rows where
+    a vLLM server of the same judge would: "linear" and "dynamic" scaling (any type with a factor, but those in
+    `_ROPE_ALREADY_SCALED`) multiply it by the factor (vicuna-7b-v1.5-16k: 4,096 positions x 4); Llama 3.1's
+    "llama3", YaRN and LongRoPE configs state the scaled length already, and so does Gemma 3's. Read from
+    ``rope_parameters`` (transformers 5) or ``rope_scaling`` (4.x), per layer type where they are nested."""
+    if "gemma3" in str(getattr(text_config, "model_type", "")):
+        return 1.0
+    rope = getattr(text_config, "rope_parameters", None) or getattr(text_config, "rope_scaling", None)
+    if not isinstance(rope, dict) or not rope:
+        return 1.0
+    nested = all(isinstance(v, dict) for v in rope.values())
+    factor = 1.0
+    for params in (rope.values() if nested else [rope]):
+        kind = params.get("rope_type") or params.get("type") or "default"
+        value = params.get("factor")
+        if kind not in _ROPE_ALREADY_SCALED and kind != "default" and isinstance(value, (int, float)) and value > 0:
+            factor = float(value)
+    return factor
