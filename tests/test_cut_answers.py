@@ -680,6 +680,33 @@ def test_a_rope_scaled_judges_context_is_what_vllm_gives_it():
     assert context(nested) == 2000
 
 
+def test_a_config_stating_several_lengths_has_the_smallest_as_vllm_takes_it():
+    """Review 37: the context was the first length the config named (max_position_embeddings before n_positions,
+    max_seq_len), so a config with max_position_embeddings 4,096 and n_positions 1,024 let answers run to 4,096
+    positions where a vLLM server of the same judge stops at 1,024 (vLLM 0.32's ModelConfig on these config files:
+    1,024 / 2,048 / 2,048): the rows past 1,024 were scored. vLLM takes the smallest, then applies RoPE scaling."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig
+
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    def context(extra, rope=None):
+        config = LlamaConfig(max_position_embeddings=4096, rope_scaling=rope)
+        for name, value in extra.items():
+            setattr(config, name, value)
+        judge = TransformersJudge("unused")
+        judge._model = SimpleNamespace(config=config)
+        return judge._context()
+
+    assert context({"n_positions": 1024}) == (1024, "n_positions")
+    assert context({"max_seq_len": 2048}) == (2048, "max_seq_len")
+    assert context({"model_max_length": 2048}) == (2048, "model_max_length")
+    assert context({"n_positions": 8192}) == (4096, "max_position_embeddings")
+    assert context({"n_positions": 1024}, {"rope_type": "linear", "factor": 4.0}) == (
+        4096, "n_positions x its RoPE scaling factor of 4")
+
+
 def test_checking_cached_answers_against_the_context_makes_no_network_call(tmp_path):
     """The check of cached answers against the judge's context reads the judge's config and tokenizer from local
     files only: a fully cached run of a Hub judge whose files are not here, in a process without HF_HUB_OFFLINE,

@@ -368,12 +368,15 @@ class TransformersJudge(JudgeBackend):
                 return None, ""
         # a multimodal judge (Gemma 3, Llava) keeps its decoder's positions in its text config
         text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-        for name in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
-            value = getattr(text, name, None)
-            if isinstance(value, int) and value > 0:
-                factor = rope_context_factor(text)
-                return int(value * factor), name + (f" x its RoPE scaling factor of {factor:g}" if factor != 1 else "")
-        return None, ""
+        # the smallest of the lengths the config states, as vLLM takes it: a config with max_position_embeddings
+        # 4,096 and n_positions (or max_seq_len, model_max_length) 1,024 has 1,024 positions there, not 4,096
+        lengths = {name: getattr(text, name, None) for name in _CONTEXT_KEYS}
+        lengths = {name: v for name, v in lengths.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+        if not lengths:
+            return None, ""
+        name = min(lengths, key=lengths.__getitem__)  # the first named of equal ones
+        factor = rope_context_factor(text)
+        return int(lengths[name] * factor), name + (f" x its RoPE scaling factor of {factor:g}" if factor != 1 else "")
 
     def _generate_encoded(self, encoded: list[list[int]], config: GenerationConfig, on_result: OnResult | None,
                           progress: bool, limits: list[int] | None = None) -> list[str]:
@@ -621,6 +624,10 @@ def _apply_stop(text: str, stop: tuple[str, ...]) -> str:
     cut = min((text.find(s) for s in stop if s in text), default=-1)
     return text[:cut] if cut >= 0 else text
 
+
+#: the config fields that state a judge's context, in vLLM's order (`derive_max_model_len_and_key`); the smallest holds
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 
 #: RoPE scalings whose config already states the scaled context in max_position_embeddings (vLLM's list)
 _ROPE_ALREADY_SCALED = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})
