@@ -44,6 +44,9 @@ def test_mean_ci_hand_derived_and_against_an_independent_bootstrap():
     assert cs.mean_ci([0.3, 0.3, 0.3]).to_dict() == {"value": 0.3, "ci_low": None, "ci_high": None, "n": 3,
                                                      "reason": "all 3 scored rows are 0.3: a bootstrap interval "
                                                                "would have no width"}
+    # review 37: scores equal but for float noise (0.1 + 0.2 is 0.30000000000000004) showed "0.3000 [0.3000, 0.3000]"
+    noisy = cs.mean_ci([0.3] * 10 + [0.1 + 0.2] * 10)
+    assert noisy.ci_low is None and noisy.reason.startswith("all 20 scored rows are 0.3:")
     rng = np.random.default_rng(7)
     values = list(rng.normal(0.6, 0.2, 60))
     ours = cs.mean_ci(values + [None, float("nan")], resamples=20000, seed=0)

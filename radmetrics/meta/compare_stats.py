@@ -117,8 +117,9 @@ def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0
         return Interval(None, None, None, 0, "no scored rows")
     if len(x) == 1:
         return Interval(float(x[0]), None, None, 1, "one scored row: no interval")
-    if np.all(x == x[0]):
-        # every resample has the same mean: "1.0000 [1.0000, 1.0000]" read as a mean known exactly from 20 rows
+    if np.allclose(x, x[0], rtol=0, atol=TIE_TOLERANCE):
+        # every resample has the same mean: "1.0000 [1.0000, 1.0000]" read as a mean known exactly from 20 rows;
+        # equal up to float noise (0.1 + 0.2 beside 0.3) is equal, as for a pair's differences
         return Interval(float(x[0]), None, None, len(x), f"all {len(x)} scored rows are {x[0]:.4g}: a bootstrap "
                         "interval would have no width")
     low, high = _percentile_bootstrap(x, resamples, seed, confidence)
