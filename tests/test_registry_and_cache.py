@@ -114,3 +114,36 @@ def test_cache_can_be_turned_off_by_env(fake_judge, monkeypatch):
     radmetrics.judge.clear_judges()
     radmetrics.score("green", REFS[:3], CANDS[:3], backend="fake", progress=False)
     assert fake_judge.calls == 6
+
+
+def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answers_checked(tmp_path, monkeypatch):
+    """Review 37: a cache file an older radmetrics wrote (only `responses` and `claims`), shared read-only, was
+    read before session 31; opening it then created the `answers_within_context` table and failed with
+    "cannot be used (attempt to write a readonly database): ... delete the file". It is read again, and with no
+    marks every answer is one an older radmetrics wrote: checked against the context
+    (`written_before_context_stops`). A file root owns cannot be made read-only by its mode, so the file is opened
+    read-only by SQLite's own URI."""
+    import sqlite3
+
+    from radmetrics.judge.cache import ResponseCache
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=WAL")  # as radmetrics has always opened it
+    con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, "
+                "created REAL)")
+    con.execute("CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
+    con.execute("INSERT INTO responses VALUES ('k', 'transformers', 'judge', 'an answer', 1.0)")
+    con.commit()
+    con.close()
+    connect = sqlite3.connect
+
+    def read_only(target, *args, **kwargs):
+        if os.fspath(target) == os.fspath(path):
+            return connect(f"file:{path}?mode=ro", *args, uri=True, **kwargs)
+        return connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+    cache = ResponseCache(path)
+    assert cache.get_many(["k", "other"]) == {"k": "an answer"}
+    assert cache.written_before_context_stops(["k", "other"]) == {"k"}

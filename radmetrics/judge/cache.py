@@ -126,7 +126,15 @@ class ResponseCache:
         # (`written_before_context_stops`), with the answer's `created`: an older radmetrics sharing the file writes
         # `responses` alone (INSERT OR REPLACE of five values), so an answer it replaces no longer matches its mark.
         # A table of its own, not a column: older versions insert five values and would fail on a sixth column.
-        con.execute("CREATE TABLE IF NOT EXISTS answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
+        try:
+            con.execute("CREATE TABLE IF NOT EXISTS answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
+        except sqlite3.OperationalError as e:
+            # a cache an older radmetrics wrote, shared read-only: it was read (every answer served) before this
+            # table existed; without it no answer is marked, so every one is checked (`written_before_context_stops`)
+            if "readonly" not in str(e):
+                raise
+        self._marked = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                                   "'answers_within_context'").fetchone() is not None
 
     def _connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -187,7 +195,8 @@ class ResponseCache:
             marks = ",".join("?" * len(chunk))
             unmarked.update(key for (key,) in con.execute(
                 f"SELECT r.key FROM responses r LEFT JOIN answers_within_context w ON w.key = r.key "
-                f"AND w.created = r.created WHERE r.key IN ({marks}) AND w.key IS NULL", chunk))
+                f"AND w.created = r.created WHERE r.key IN ({marks}) AND w.key IS NULL" if self._marked else
+                f"SELECT key FROM responses WHERE key IN ({marks})", chunk))
         return unmarked
 
     @_guarded
