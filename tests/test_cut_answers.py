@@ -584,19 +584,70 @@ def test_an_answer_this_version_cached_near_the_end_of_the_context_is_served_on_
     def fresh() -> CachedJudge:  # a new process's judge: no weights loaded, the cache file as left
         return CachedJudge(TransformersJudge(str(tiny_judge)), ResponseCache(path))
 
-    ResponseCache(path).put_many([(key, "transformers", str(tiny_judge), answer)])  # as this version's store writes it
+    context = judge.backend.context_tokens()
+    # as this version's store writes it: marked, with the context it was written under
+    ResponseCache(path).put_many([(key, "transformers", str(tiny_judge), answer)], context=context)
     for _ in range(2):  # every run: served, no weights loaded, nothing asked
         again = fresh()
         assert again.generate([near], config, progress=False) == [answer] and again.calls == 0
         assert again.backend._model is None and ResponseCache(path).get_many([key]) == {key: answer}
 
-    # the same answer written by an older radmetrics (over the marked one: the mark no longer matches): checked,
-    # and within the slack, so asked again
+    # marked under a longer context than the judge's now (review 37: how the context is read changed, e.g. the
+    # smallest of several stated lengths): checked, and within the slack, so asked again
+    ResponseCache(path).put_many([(key, "transformers", str(tiny_judge), answer)], context=context + 100)
+    longer = fresh()
+    longer.generate([near], config, progress=False)
+    assert longer.calls == 1
+
+    # the same answer written by an older radmetrics (over a marked one: the mark no longer matches): checked too
+    ResponseCache(path).put_many([(key, "transformers", str(tiny_judge), answer)], context=context)
     _cache_as_an_older_radmetrics_did(path, [(key, "transformers", str(tiny_judge), answer)])
-    assert ResponseCache(path).written_before_context_stops([key]) == {key}
+    assert ResponseCache(path).get_many_marked([key]) == {key: (answer, False, None)}
     older = fresh()
     older.generate([near], config, progress=False)
     assert older.calls == 1
+
+
+def test_the_judge_marks_what_it_caches_with_its_context_and_checks_answers_other_runs_write(tiny_judge, tmp_path):
+    """What the judge caches carries the context it was answered under. An answer another process writes while
+    this run waits for it (it held the claim) is read as this run's own cached answers are: one an older radmetrics
+    wrote past the prompt's room is dropped and asked here, not served (review 37: answers from other runs were
+    never checked)."""
+    import socket
+    import threading
+    import time
+
+    from radmetrics.judge import CachedJudge
+    from radmetrics.judge.cache import ResponseCache
+    from radmetrics.judge.transformers_backend import TransformersJudge
+
+    path = tmp_path / "c.sqlite"
+    judge = CachedJudge(TransformersJudge(str(tiny_judge)), ResponseCache(path))
+    short = radmetrics.get_scoring_system("green").build_prompt(REFS[1], CANDS[1])  # the tiny judge ends these
+    assert not isinstance(judge.generate([short], GenerationConfig(), progress=False)[0], CutAnswer)
+    key = judge.keys([short], GenerationConfig())[0]
+    assert ResponseCache(path).get_many_marked([key])[key][1:] == (True, judge.backend.context_tokens())
+
+    config = GenerationConfig(max_new_tokens=16)
+    reference, _ = _reference_leaving(judge.backend, 6)
+    near = radmetrics.get_scoring_system("radcliq_rubric").build_prompt(reference, CANDS[0])
+    near_key = judge.keys([near], config)[0]
+    other = ResponseCache(path)
+    with other._write() as con:  # another live process on this host (pid 1) holds the claim
+        con.execute("INSERT INTO claims VALUES (?, ?, ?)", (near_key, f"{socket.gethostname()}:1:other",
+                                                            time.time() + 600))
+    waiting = CachedJudge(TransformersJudge(str(tiny_judge)), ResponseCache(path))
+    waiting.poll_seconds = 0.05
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(answers=waiting.generate([near], config, progress=False)))
+    thread.start()
+    time.sleep(0.5)
+    past_the_room = "Small left pleural effusion is present in the candidate report. " * 8
+    _cache_as_an_older_radmetrics_did(path, [(near_key, "transformers", str(tiny_judge), past_the_room)])
+    other.release(f"{socket.gethostname()}:1:other")
+    thread.join(120)
+    assert not thread.is_alive() and waiting.calls == 1  # asked here, not served
+    assert isinstance(result["answers"][0], CutAnswer) and result["answers"][0].context
 
 
 def test_compare_and_meta_eval_count_a_too_short_context_apart_from_failed_calls_and_max_new_tokens():
@@ -634,7 +685,7 @@ def test_the_context_of_a_multimodal_or_other_named_judge_is_found():
     def context(config):
         judge = TransformersJudge("unused")
         judge._model = SimpleNamespace(config=config)
-        return judge._context_tokens()
+        return judge.context_tokens()
 
     assert context(LlavaConfig(text_config=LlamaConfig(max_position_embeddings=1234).to_dict())) == 1234
     assert context(GPT2Config(n_positions=77)) == 77 and context(LlamaConfig(max_position_embeddings=99)) == 99
@@ -656,7 +707,7 @@ def test_a_rope_scaled_judges_context_is_what_vllm_gives_it():
     def context(config):
         judge = TransformersJudge("unused")
         judge._model = SimpleNamespace(config=config)
-        return judge._context_tokens()
+        return judge.context_tokens()
 
     cases = [
         (LlamaConfig(max_position_embeddings=4096, rope_scaling={"type": "linear", "factor": 4.0}), 16384),
@@ -733,7 +784,7 @@ import sqlite3, time  # written as an older radmetrics did (no mark): the answer
 with sqlite3.connect({str(tmp_path / "c.sqlite")!r}) as con:
     con.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?)",
                 (judge.keys([prompt], config)[0], "transformers", judge.model, "cached answer", time.time()))
-assert judge.cache.written_before_context_stops(judge.keys([prompt], config))
+assert judge.cache.get_many_marked(judge.keys([prompt], config))[judge.keys([prompt], config)[0]][1] is False
 print(json.dumps({{"answers": judge.generate([prompt], config, progress=False), "calls": judge.calls, "tried": tried}}))
 """
     env = {k: v for k, v in os.environ.items() if "OFFLINE" not in k}  # as a user runs it: online

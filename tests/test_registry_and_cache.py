@@ -121,7 +121,7 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
     read before session 31; opening it then created the `answers_within_context` table and failed with
     "cannot be used (attempt to write a readonly database): ... delete the file". It is read again, and with no
     marks every answer is one an older radmetrics wrote: checked against the context
-    (`written_before_context_stops`). A file root owns cannot be made read-only by its mode, so the file is opened
+    (`get_many_marked`). A file root owns cannot be made read-only by its mode, so the file is opened
     read-only by SQLite's own URI."""
     import sqlite3
 
@@ -146,4 +146,4 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
     monkeypatch.setattr(sqlite3, "connect", read_only)
     cache = ResponseCache(path)
     assert cache.get_many(["k", "other"]) == {"k": "an answer"}
-    assert cache.written_before_context_stops(["k", "other"]) == {"k"}
+    assert cache.get_many_marked(["k", "other"]) == {"k": ("an answer", False, None)}

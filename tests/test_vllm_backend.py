@@ -133,7 +133,7 @@ def test_the_in_process_context_of_a_rope_scaled_judge_is_vllms_max_model_len(tm
         judge = TransformersJudge(str(folder))
         judge._model = SimpleNamespace(config=AutoConfig.from_pretrained(folder))
         folders.append(str(folder))
-        ours.append(judge._context_tokens())
+        ours.append(judge.context_tokens())
     script = tmp_path / "max_model_len.py"
     script.write_text(RANGE_SCRIPT)
     env = {**os.environ, "PYTHONPATH": "", "VLLM_LOGGING_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1"}

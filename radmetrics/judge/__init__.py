@@ -130,10 +130,14 @@ class CachedJudge:
         identity = self.backend.identity()
         keys = self.keys(prompts, config)
         memo = _run_answers if self.cache is None else None  # with a cache, the cache shares them
-        hits = self.cache.get_many(keys) if self.cache is not None else {k: memo[k] for k in keys if k in memo} \
+        prompt_of = dict(zip(keys, prompts)).__getitem__  # one key, one prompt
+
+        def read_cache(wanted: Sequence[str]) -> dict[str, str]:
+            return self._read_cached(wanted, prompt_of, config)
+
+        hits = read_cache(keys) if self.cache is not None else {k: memo[k] for k in keys if k in memo} \
             if memo is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
-        self._drop_answers_past_context(prompts, answers, keys, config)
         for i, answer in enumerate(answers):
             if answer is not None and on_result:
                 on_result(i, answer)
@@ -160,7 +164,8 @@ class CachedJudge:
                     with interrupts_deferred(), tally_lock:
                         cached = self.cache is not None and usable_answer(text)  # failures, junk: asked again
                         if cached:
-                            self.cache.put_many([(key, identity["backend"], identity.get("model"), text)])
+                            self.cache.put_many([(key, identity["backend"], identity.get("model"), text)],
+                                                context=self._answer_context())
                         # counted right after the write, with interrupts held back until both are done: the
                         # main thread (which may be the one storing) is never interrupted between the two
                         run_tally.update(answered=run_tally["answered"] + 1, cached=run_tally["cached"] + cached)
@@ -189,35 +194,47 @@ class CachedJudge:
         if todo and self.cache is None:
             ask(list(todo))
         elif todo:
-            self._ask_claimed(list(todo), ask, settle, progress)
+            self._ask_claimed(list(todo), ask, settle, progress, read_cache)
         return [a if a is not None else GenerationFailure("no answer") for a in answers]
 
-    def _drop_answers_past_context(self, prompts: list[str], answers: list[str | None], keys: list[str],
-                                   config: GenerationConfig) -> None:
-        """Cached answers the backend says may run past the judge's context (`cached_answers_past_context`:
-        cached by an in-process judge before it stopped rows there) are dropped from the cache and asked again. Only
-        answers written before that are checked (`written_before_context_stops`): one written since is within its
-        prompt's room, and re-encoding it (with the check's slack) would ask again, on every run, an answer that
-        ended within a few tokens of the context's end. Answers held in this process (no cache) are this version's."""
+    def _answer_context(self) -> int | None:
+        """The context, in tokens, the backend stops each row at (an in-process judge's), None where it has none or
+        it is not known: kept with each answer cached (`ResponseCache.put_many`)."""
+        context_tokens = getattr(self.backend, "context_tokens", None)
+        return context_tokens() if context_tokens is not None else None
+
+    def _read_cached(self, keys: Sequence[str], prompt_of: Callable[[str], str],
+                     config: GenerationConfig) -> dict[str, str]:
+        """The cached answers of these keys, less those the backend says may run past the judge's context
+        (`cached_answers_past_context`), which are dropped from the cache and asked again. Only answers that may have
+        been written without stopping there are checked (`ResponseCache.get_many_marked`): unmarked ones (an older
+        radmetrics wrote them, before rows stopped at the context), and marked ones written under a longer context
+        than the judge's now (how it is read changed). An answer written under this context is within its prompt's
+        room (one cut there is never cached); re-encoding it, with the check's slack, would ask again, on every run,
+        an answer that ended within a few tokens of the context's end."""
+        rows = self.cache.get_many_marked(keys)
+        found = {key: answer for key, (answer, _, _) in rows.items()}
         check = getattr(self.backend, "cached_answers_past_context", None)
-        if check is None or self.cache is None:
-            return
-        hit = [i for i, a in enumerate(answers) if a is not None]
-        if hit:
-            older = self.cache.written_before_context_stops([keys[i] for i in hit])
-            hit = [i for i in hit if keys[i] in older]
-        if not hit:
-            return
-        past = [i for i, bad in zip(hit, check([prompts[i] for i in hit], [answers[i] for i in hit], config)) if bad]
+        if check is None or not rows:
+            return found
+        now = self._answer_context()
+        doubtful = [key for key, (_, marked, context) in rows.items()
+                    if not marked or context is None or (now is not None and context > now)]
+        if not doubtful:
+            return found
+        past = [key for key, bad in zip(doubtful, check([prompt_of(k) for k in doubtful],
+                                                         [found[k] for k in doubtful], config)) if bad]
         if past:
             log.info("%d cached answers may run past the judge's context: asked again", len(past))
-            if self.cache is not None:
-                self.cache.delete([keys[i] for i in past])
-            for i in past:
-                answers[i] = None
+            self.cache.delete(past)
+            for key in past:
+                del found[key]
+        return found
 
-    def _ask_claimed(self, keys: list[str], ask, settle, progress: bool) -> None:
-        """Claim, ask, and wait for other processes' answers until every key is settled."""
+    def _ask_claimed(self, keys: list[str], ask, settle, progress: bool,
+                     read_cache: Callable[[Sequence[str]], dict[str, str]]) -> None:
+        """Claim, ask, and wait for other processes' answers until every key is settled. Their answers are read as
+        this run's own cached ones are (``read_cache``: one an older radmetrics wrote may be dropped and asked here)."""
         from tqdm.auto import tqdm
 
         concurrency = getattr(self.backend, "concurrency", None)
@@ -230,7 +247,7 @@ class CachedJudge:
                 if mine:
                     ask(mine, lease, show=progress and window is None)
                     bar.update(len(mine))
-                found = self.cache.get_many(others) if others else {}
+                found = read_cache(others) if others else {}
                 for key, text in found.items():
                     settle(key, text)
                 bar.update(len(found))

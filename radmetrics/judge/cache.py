@@ -123,14 +123,16 @@ class ResponseCache:
                     " key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, created REAL)")
         con.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
         # Answers written by a radmetrics whose in-process judges stop each row at the end of the judge's context
-        # (`written_before_context_stops`), with the answer's `created`: an older radmetrics sharing the file writes
-        # `responses` alone (INSERT OR REPLACE of five values), so an answer it replaces no longer matches its mark.
-        # A table of its own, not a column: older versions insert five values and would fail on a sixth column.
+        # (`get_many_marked`), with the answer's `created` and the context it was written under: an older radmetrics
+        # sharing the file writes `responses` alone (INSERT OR REPLACE of five values), so an answer it replaces no
+        # longer matches its mark. A table of its own, not a column: older versions insert five values and would fail
+        # on a sixth column.
         try:
-            con.execute("CREATE TABLE IF NOT EXISTS answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL,"
+                        " context INTEGER)")
         except sqlite3.OperationalError as e:
             # a cache an older radmetrics wrote, shared read-only: it was read (every answer served) before this
-            # table existed; without it no answer is marked, so every one is checked (`written_before_context_stops`)
+            # table existed; without it no answer is marked, so every one is checked (`get_many_marked`)
             if "readonly" not in str(e):
                 raise
         self._marked = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
@@ -170,34 +172,39 @@ class ResponseCache:
         return found
 
     @_guarded
-    def put_many(self, rows: Iterable[tuple[str, str, str | None, str]]) -> None:
+    def get_many_marked(self, keys: Sequence[str]) -> dict[str, tuple[str, bool, int | None]]:
+        """Like `get_many`, with each answer's mark, read in the same query (a run that drops and rewrites a key
+        between two reads cannot pair one answer with another's mark): key -> (answer, marked, context). ``marked``:
+        written by a radmetrics that stops an in-process judge's rows at the end of its context (`put_many` with a
+        ``context``); an unmarked answer (an older radmetrics wrote it) may have gone on past the positions the
+        model was trained on. ``context``: the context, in tokens, it was written under (None: not known)."""
+        con = self._connect()
+        found: dict[str, tuple[str, bool, int | None]] = {}
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            query = (f"SELECT r.key, r.response, w.key IS NOT NULL, w.context FROM responses r LEFT JOIN "
+                     f"answers_within_context w ON w.key = r.key AND w.created = r.created WHERE r.key IN ({marks})"
+                     if self._marked else
+                     f"SELECT key, response, 0, NULL FROM responses WHERE key IN ({marks})")
+            for key, response, marked, context in con.execute(query, chunk):
+                found[key] = (response, bool(marked), context)
+        return found
+
+    @_guarded
+    def put_many(self, rows: Iterable[tuple[str, str, str | None, str]], context: int | None = None) -> None:
         """rows: (key, backend, model, response); one transaction, so all or none land. Unusable answers
-        (blank, not text, oversized) are not kept. A claim on a key ends with its answer."""
+        (blank, not text, oversized) are not kept. A claim on a key ends with its answer. Each answer is marked as
+        written by a radmetrics that stops rows at the end of the judge's context, under ``context`` tokens (the
+        backend's, where it has one: `get_many_marked`)."""
         rows = [(k, b, m, r, time.time()) for k, b, m, r in rows if usable_answer(r)]
         if not rows:
             return
         with self._write() as con:
             con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
-            con.executemany("INSERT OR REPLACE INTO answers_within_context VALUES (?, ?)", [(r[0], r[4]) for r in rows])
+            con.executemany("INSERT OR REPLACE INTO answers_within_context VALUES (?, ?, ?)",
+                            [(r[0], r[4], context) for r in rows])
             con.executemany("DELETE FROM claims WHERE key = ?", [(r[0],) for r in rows])
-
-    @_guarded
-    def written_before_context_stops(self, keys: Sequence[str]) -> set[str]:
-        """Which of these cached answers were written by a radmetrics that did not yet stop an in-process judge's
-        rows at the end of its context (before session 31's marks; such an answer may have gone on past the
-        positions the model was trained on). Only those need the re-encoding check
-        (`TransformersJudge.cached_answers_past_context`); an answer written since is within its prompt's room by
-        construction (one cut there is never cached), however close to the end it stopped."""
-        con = self._connect()
-        unmarked: set[str] = set()
-        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-            chunk = list(keys[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            unmarked.update(key for (key,) in con.execute(
-                f"SELECT r.key FROM responses r LEFT JOIN answers_within_context w ON w.key = r.key "
-                f"AND w.created = r.created WHERE r.key IN ({marks}) AND w.key IS NULL" if self._marked else
-                f"SELECT key FROM responses WHERE key IN ({marks})", chunk))
-        return unmarked
 
     @_guarded
     def delete(self, keys: Sequence[str]) -> None:

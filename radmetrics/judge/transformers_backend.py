@@ -269,8 +269,8 @@ class TransformersJudge(JudgeBackend):
         return out
 
     #: a cached answer re-encoded within this many tokens of its prompt's room is asked again (re-encoding a text
-    #: can give a few tokens more or fewer than were generated); only answers cached by an older radmetrics are
-    #: checked (`ResponseCache.written_before_context_stops`)
+    #: can give a few tokens more or fewer than were generated); only answers an older radmetrics cached, or cached
+    #: under a longer context than the judge's now, are checked (`CachedJudge._read_cached`)
     ROOM_SLACK = 8
 
     def cached_answers_past_context(self, prompts: list[str], answers: list[str],
@@ -282,7 +282,7 @@ class TransformersJudge(JudgeBackend):
         model and makes no call); where they are not here, the answers are served as before. Only prompts that could reach the
         context are encoded: one whose UTF-8 bytes (at least its tokens) + max_new_tokens + a margin for the chat
         format stay within it is never past it."""
-        context = self._context_tokens()  # None where the judge's files are not here: served as before, not lost
+        context = self.context_tokens()  # None where the judge's files are not here: served as before, not lost
         if context is None or not prompts:
             return [False] * len(prompts)
         margin = 64  # the chat format's own tokens
@@ -347,14 +347,14 @@ class TransformersJudge(JudgeBackend):
             encoded = [ids[-self.max_input_tokens :] if len(ids) > self.max_input_tokens else ids for ids in encoded]
         return encoded
 
-    def _context_tokens(self) -> int | None:
+    def context_tokens(self) -> int | None:
         """The most positions the model was trained on (Llama's max_position_embeddings, GPT-2's n_positions),
         from the loaded model's config, or before the weights are loaded the checkpoint's on this machine (None
         where its files are not here: `_local_folder`)."""
         return self._context()[0]
 
     def _context(self) -> tuple[int | None, str]:
-        """`_context_tokens` and where it comes from, in words ("max_position_embeddings", "n_positions x its RoPE
+        """`context_tokens` and where it comes from, in words ("max_position_embeddings", "n_positions x its RoPE
         scaling factor of 4")."""
         if self._model is not None:
             config = self._model.config
