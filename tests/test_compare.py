@@ -36,14 +36,16 @@ def _numpy_bootstrap(values, resamples, seed):
 
 
 def test_mean_ci_hand_derived_and_against_an_independent_bootstrap():
-    # n = 2, values 0 and 1: a resample's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4, so with 1,000
-    # resamples ~250 are 0 and ~250 are 1: the 2.5th percentile is 0 and the 97.5th is 1.
+    # n = 2, values 0 and 1: a resample's mean is 0, 0.5 or 1, and the "95% interval" was [0, 1], the data's
+    # range; below 5 rows no bootstrap interval holds its level (review 37): the mean, with the reason
     two = cs.mean_ci([0.0, 1.0], resamples=1000, seed=0)
-    assert (two.value, two.ci_low, two.ci_high, two.n) == (0.5, 0.0, 1.0, 2)
+    assert (two.value, two.ci_low, two.ci_high, two.n) == (0.5, None, None, 2)
+    assert two.reason == "2 scored rows: too few for a bootstrap interval to hold its level (needs 5)"
+    assert cs.mean_ci([0.1, 0.9, 0.4, 0.6]).ci_low is None and cs.mean_ci([0.1, 0.9, 0.4, 0.6, 0.5]).ci_low < 0.5
     # constant scores: every resample has the same mean; a zero-width interval would read as a mean known exactly
-    assert cs.mean_ci([0.3, 0.3, 0.3]).to_dict() == {"value": 0.3, "ci_low": None, "ci_high": None, "n": 3,
-                                                     "reason": "all 3 scored rows are 0.3: a bootstrap interval "
-                                                               "would have no width"}
+    assert cs.mean_ci([0.3] * 5).to_dict() == {"value": 0.3, "ci_low": None, "ci_high": None, "n": 5,
+                                               "reason": "all 5 scored rows are 0.3: a bootstrap interval "
+                                                         "would have no width"}
     # review 37: scores equal but for float noise (0.1 + 0.2 is 0.30000000000000004) showed "0.3000 [0.3000, 0.3000]"
     noisy = cs.mean_ci([0.3] * 10 + [0.1 + 0.2] * 10)
     assert noisy.ci_low is None and noisy.reason.startswith("all 20 scored rows are 0.3:")
@@ -142,6 +144,25 @@ def test_intervals_are_expanded_on_few_rows_and_hold_their_level():
     assert expanded_covered / 300 >= 0.9 and expanded_covered >= plain_covered + 6, (plain_covered, expanded_covered)
 
 
+def test_an_interval_on_few_rows_takes_enough_resamples_for_its_expanded_ends():
+    """The expansion takes a 95% interval on 6 rows at the 99.5% level: with 1,000 resamples each end was the 2nd-3rd
+    most extreme resample, moving with the seed. The resamples are raised (as the test's trials are) so that at least
+    5 lie beyond each end, where that is cheap: 2,057 here, the asked-for count on many rows, and never more than
+    ~1e8 resampled scores; 10 asked on 1,000 rows take 202."""
+    from scipy import stats
+
+    values = [0.2, 0.9, 0.4, 0.7, 0.55, 0.3]
+    level = cs.expanded_confidence(6, 0.95)
+    assert cs.bootstrap_resamples(1000, 6, level) == 2057
+    ours = cs.mean_ci(values, resamples=1000, seed=4)
+    theirs = stats.bootstrap((np.asarray(values),), np.mean, n_resamples=2057, confidence_level=level,
+                             method="percentile", rng=np.random.default_rng(4), vectorized=True)
+    assert (ours.ci_low, ours.ci_high) == (theirs.confidence_interval.low, theirs.confidence_interval.high)
+    assert cs.bootstrap_resamples(1000, 500, cs.expanded_confidence(500, 0.95)) == 1000  # enough already: as asked
+    assert cs.bootstrap_resamples(10, 1000, cs.expanded_confidence(1000, 0.95)) == 202
+    assert cs.bootstrap_resamples(1000, 200_000, 0.999999) == 1000  # 10M resamples of 200k rows: not raised
+
+
 def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test():
     """A bootstrap interval of a difference that is the same on every row is that point: "[+0.0500, +0.0500]"
     read as a difference known exactly, and scores that differ by 0.05 up to float rounding gave a "CI" of rounding
@@ -159,7 +180,10 @@ def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test()
     assert (identical.value, identical.ci_low, identical.reason) == (0.0, None, "no paired row differs")
     two = cs.paired_difference_ci([0.9, 0.8, None], [0.1, 0.2, 0.5])
     assert two.value == pytest.approx(0.7) and two.ci_low is None and "too few" in two.reason and two.n == 2
-    assert cs.paired_difference_ci([0.9, 0.8, 0.7], [0.1, 0.2, 0.3]).ci_low is not None  # three rows: an interval
+    four = cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6], [0.1, 0.2, 0.3, 0.1])  # an interval could not hold 95%
+    assert four.ci_low is None and four.reason == ("4 rows scored for both systems: too few for a bootstrap interval "
+                                                   "to hold its level (needs 5)")
+    assert cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6, 0.5], [0.1, 0.2, 0.3, 0.1, 0.1]).ci_low is not None  # five
 
     pair = analyse_metric({"A": MetricRun("m", shifted, True), "B": MetricRun("m", base, True)})["pairs"][0]
     # the exact sign-flip test is defined for a constant difference: 12 rows all one way is significant
@@ -175,15 +199,15 @@ def test_a_pair_on_fewer_rows_than_its_systems_means_shows_the_means_it_compares
     from radmetrics.meta.compare import analyse_metric
     from radmetrics.meta.runs import MetricRun
 
-    runs = {"A": MetricRun("m", [0.5, 0.5, 0.5, 0.5, None, None], True),
-            "B": MetricRun("m", [0.6, 0.7, 0.6, 0.7, 0.0, 0.0], True)}
+    runs = {"A": MetricRun("m", [0.5, 0.5, 0.5, 0.5, 0.5, None, None], True),
+            "B": MetricRun("m", [0.6, 0.7, 0.6, 0.7, 0.65, 0.0, 0.0], True)}
     entry = analyse_metric(runs, resamples=100)
     pair = entry["pairs"][0]
     assert entry["systems"]["A"]["value"] > entry["systems"]["B"]["value"] and pair["difference"] == pytest.approx(-0.15)
     assert (pair["mean_a_paired"], pair["mean_b_paired"]) == (pytest.approx(0.5), pytest.approx(0.65))
-    assert pair["note"] == "on the 4 rows both scored, A 0.5 and B 0.65 (the systems' means use 4 and 6 rows)"
-    every_row = analyse_metric({"A": MetricRun("m", [0.5, 0.2, 0.9], True), "B": MetricRun("m", [0.4, 0.3, 0.1], True)},
-                               resamples=100)["pairs"][0]
+    assert pair["note"] == "on the 5 rows both scored, A 0.5 and B 0.65 (the systems' means use 5 and 7 rows)"
+    every_row = analyse_metric({"A": MetricRun("m", [0.5, 0.2, 0.9, 0.4, 0.6], True),
+                                "B": MetricRun("m", [0.4, 0.3, 0.1, 0.5, 0.2], True)}, resamples=100)["pairs"][0]
     assert every_row["note"] is None  # same rows as the means: nothing to reconcile
 
 

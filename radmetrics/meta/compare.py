@@ -526,7 +526,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
                                                                           else ""),
                 "test": ("paired randomization (two-sided; exact where every swap is enumerated) on rows both "
                          "systems scored"),
-                "interval": "percentile bootstrap over rows, expanded on few rows (Hesterberg 2015)"}
+                "interval": ("percentile bootstrap over rows, expanded on few rows (Hesterberg 2015), with at least "
+                             "5 resamples beyond each end where that is cheap")}
     result = CompareResult(ids, names, {}, {}, settings, list(notes))
     for metric in metrics:
         # all systems in one call: the judge batches and de-duplicates across them
