@@ -775,8 +775,8 @@ def test_an_interrupt_between_caching_and_counting_waits_for_both(tmp_path, monk
     previous = signal.signal(signal.SIGTERM, raise_terminated), signal.signal(signal.SIGINT, signal.default_int_handler)
     real_put_many = ResponseCache.put_many
 
-    def put_many_then_signal(self, rows):
-        real_put_many(self, rows)
+    def put_many_then_signal(self, rows, **kwargs):
+        real_put_many(self, rows, **kwargs)
         os.kill(os.getpid(), signum)  # the handler would run at the next bytecode, before the tally's update
         time.sleep(0.05)
 
