@@ -5,7 +5,8 @@ growing number of filled columns, each timed over ``--steps`` consecutive steps,
 Why: the natural preset's 96-row steps spend half their time in these products (BENCHMARKS.md, sessions 9 and 30).
 While the step's keys and values fit the CPU's last-level cache, consecutive steps read them from there; past it,
 from memory. Session 30 (AMD EPYC, 32 MiB L3): ~30 GB/s up to ~20 MB, 18-19 GB/s from ~35 MB, where a 96-row step
-of the natural preset sits (~42 MB at 430 columns).
+of the natural preset sits (~42 MB at 430 columns). Beside each, a plain read of the same bytes (a reduction): session
+31 measured ~50 GB/s at 42 MB, so there the batched products, not the memory, set the rate.
 
     python benchmarks/kv_working_set.py                      # the natural preset's shape
     python benchmarks/kv_working_set.py --rows 48 --layers 4 --columns 200 400 800
@@ -35,23 +36,32 @@ def main() -> None:
     tables = [torch.randn(args.rows, 1, window, args.dim) for _ in range(2 * args.layers)]
     query = torch.randn(args.rows, 1, args.query_heads, args.dim)
     rows = []
-    for cols in args.columns:
-        def step(cols: int = cols) -> None:
-            for layer in range(args.layers):
-                keys, values = tables[2 * layer][:, :, :cols], tables[2 * layer + 1][:, :, :cols]
-                torch.matmul(torch.matmul(query, keys.transpose(2, 3)).softmax(-1), values)
-
+    def timed(step) -> float:
         for _ in range(20):  # warm-up: the tensors' pages, the kernels' first calls
             step()
         started = time.perf_counter()
         for _ in range(args.steps):
             step()
-        seconds = (time.perf_counter() - started) / args.steps
+        return (time.perf_counter() - started) / args.steps
+
+    for cols in args.columns:
+        def attention(cols: int = cols) -> None:
+            for layer in range(args.layers):
+                keys, values = tables[2 * layer][:, :, :cols], tables[2 * layer + 1][:, :, :cols]
+                torch.matmul(torch.matmul(query, keys.transpose(2, 3)).softmax(-1), values)
+
+        def plain_read(cols: int = cols) -> None:  # the same bytes streamed by a reduction: what the memory gives
+            for table in tables:
+                table[:, :, :cols].sum()
+
+        seconds, read_seconds = timed(attention), timed(plain_read)
         megabytes = 2 * args.layers * args.rows * cols * args.dim * 4 / 1e6
         rows.append({"columns": cols, "working_set_mb": round(megabytes, 1), "ms_per_step": round(seconds * 1e3, 3),
-                     "gb_per_s": round(megabytes / 1e3 / seconds, 1)})
+                     "gb_per_s": round(megabytes / 1e3 / seconds, 1),
+                     "plain_read_gb_per_s": round(megabytes / 1e3 / read_seconds, 1)})
         print(f"{cols:5d} columns  {megabytes:6.1f} MB  {seconds * 1e3:7.3f} ms a step  "
-              f"{megabytes / 1e3 / seconds:5.1f} GB/s", flush=True)
+              f"{megabytes / 1e3 / seconds:5.1f} GB/s  (a plain read of the same bytes: "
+              f"{megabytes / 1e3 / read_seconds:5.1f} GB/s)", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": args.rows, "layers": args.layers, "threads": torch.get_num_threads(),
