@@ -135,8 +135,21 @@ class ResponseCache:
             # table existed; without it no answer is marked, so every one is checked (`get_many_marked`)
             if "readonly" not in str(e):
                 raise
-        self._marked = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                                   "'answers_within_context'").fetchone() is not None
+        columns = {row[1] for row in con.execute("PRAGMA table_info(answers_within_context)")}
+        self._marked = bool(columns)
+        if self._marked and "context" not in columns:
+            # a file a radmetrics of the day before marks kept their context made: its marks (context NULL) are
+            # checked as ones written under a longer context; without the column every read and write of a mark
+            # failed ('no such column: w.context', '2 columns but 3 values') and the file was called unusable
+            try:
+                con.execute("ALTER TABLE answers_within_context ADD COLUMN context INTEGER")
+                columns.add("context")
+            except sqlite3.OperationalError as e:
+                if "duplicate column" in str(e):  # another process opening the file added it first
+                    columns.add("context")
+                elif "readonly" not in str(e):
+                    raise
+        self._mark_context = "context" in columns  # False: a read-only file without it, read with context NULL
 
     def _connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -183,7 +196,8 @@ class ResponseCache:
         for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
             chunk = list(keys[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            query = (f"SELECT r.key, r.response, w.key IS NOT NULL, w.context FROM responses r LEFT JOIN "
+            context = "w.context" if self._mark_context else "NULL"
+            query = (f"SELECT r.key, r.response, w.key IS NOT NULL, {context} FROM responses r LEFT JOIN "
                      f"answers_within_context w ON w.key = r.key AND w.created = r.created WHERE r.key IN ({marks})"
                      if self._marked else
                      f"SELECT key, response, 0, NULL FROM responses WHERE key IN ({marks})")
@@ -202,7 +216,7 @@ class ResponseCache:
             return
         with self._write() as con:
             con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
-            con.executemany("INSERT OR REPLACE INTO answers_within_context VALUES (?, ?, ?)",
+            con.executemany("INSERT OR REPLACE INTO answers_within_context (key, created, context) VALUES (?, ?, ?)",
                             [(r[0], r[4], context) for r in rows])
             con.executemany("DELETE FROM claims WHERE key = ?", [(r[0],) for r in rows])
 
