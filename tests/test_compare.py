@@ -37,14 +37,14 @@ def _numpy_bootstrap(values, resamples, seed):
 
 def test_mean_ci_hand_derived_and_against_an_independent_bootstrap():
     # n = 2, values 0 and 1: a resample's mean is 0, 0.5 or 1, and the "95% interval" was [0, 1], the data's
-    # range; below 5 rows no bootstrap interval holds its level (review 37): the mean, with the reason
+    # range; below 6 rows no 95% bootstrap interval holds its level (reviews 37, 38): the mean, with the reason
     two = cs.mean_ci([0.0, 1.0], resamples=1000, seed=0)
     assert (two.value, two.ci_low, two.ci_high, two.n) == (0.5, None, None, 2)
-    assert two.reason == "2 scored rows: too few for a bootstrap interval to hold its level (needs 5)"
-    assert cs.mean_ci([0.1, 0.9, 0.4, 0.6]).ci_low is None and cs.mean_ci([0.1, 0.9, 0.4, 0.6, 0.5]).ci_low < 0.5
+    assert two.reason == "2 scored rows: too few for a bootstrap interval to hold its level (needs 6)"
+    assert cs.mean_ci([0.1, 0.9, 0.4, 0.6, 0.5]).ci_low is None and cs.mean_ci([0.1, 0.9, 0.4, 0.6, 0.5, 0.3]).ci_low < 0.5
     # constant scores: every resample has the same mean; a zero-width interval would read as a mean known exactly
-    assert cs.mean_ci([0.3] * 5).to_dict() == {"value": 0.3, "ci_low": None, "ci_high": None, "n": 5,
-                                               "reason": "all 5 scored rows are 0.3: a bootstrap interval "
+    assert cs.mean_ci([0.3] * 6).to_dict() == {"value": 0.3, "ci_low": None, "ci_high": None, "n": 6,
+                                               "reason": "all 6 scored rows are 0.3: a bootstrap interval "
                                                          "would have no width"}
     # review 37: scores equal but for float noise (0.1 + 0.2 is 0.30000000000000004) showed "0.3000 [0.3000, 0.3000]"
     noisy = cs.mean_ci([0.3] * 10 + [0.1 + 0.2] * 10)
@@ -182,13 +182,29 @@ def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test()
     assert two.value == pytest.approx(0.7) and two.ci_low is None and "too few" in two.reason and two.n == 2
     four = cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6], [0.1, 0.2, 0.3, 0.1])  # an interval could not hold 95%
     assert four.ci_low is None and four.reason == ("4 rows scored for both systems: too few for a bootstrap interval "
-                                                   "to hold its level (needs 5)")
-    assert cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6, 0.5], [0.1, 0.2, 0.3, 0.1, 0.1]).ci_low is not None  # five
+                                                   "to hold its level (needs 6)")
+    assert cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6, 0.5], [0.1, 0.2, 0.3, 0.1, 0.1]).ci_low is None  # five
+    assert cs.paired_difference_ci([0.9, 0.8, 0.7, 0.6, 0.5, 0.4], [0.1, 0.2, 0.3, 0.1, 0.1, 0.0]).ci_low is not None
 
     pair = analyse_metric({"A": MetricRun("m", shifted, True), "B": MetricRun("m", base, True)})["pairs"][0]
     # the exact sign-flip test is defined for a constant difference: 12 rows all one way is significant
     assert pair["ci_low"] is None and pair["significant"] and pair["better"] == "A"
     assert pair["note"] == same_shift.reason  # the table says why the interval is n/a
+
+
+def test_an_interval_needs_the_rows_its_confidence_can_hold():
+    """Review 38: a bootstrap interval lies within the data's range, which misses the median of a symmetric
+    distribution with chance 2^(1-n): on 5 rows a "95%" interval held the truth about 93% of the time (at most
+    93.75%), and on 7 rows a "99%" one at most 98.4%, yet both were printed. An interval now needs the rows its
+    confidence can hold: 6 at 95%, 8 at 99%, 21 at 99.9999%."""
+    assert [cs.rows_for_interval(c) for c in (0.9, 0.95, 0.99, 0.999999)] == [5, 6, 8, 21]
+    rng = np.random.default_rng(3)
+    seven, eight = rng.normal(size=7), rng.normal(size=8)
+    assert cs.mean_ci(seven, confidence=0.99).reason == ("7 scored rows: too few for a bootstrap interval to hold its "
+                                                         "level (needs 8)")
+    assert cs.mean_ci(seven, confidence=0.95).ci_low is not None and cs.mean_ci(eight, confidence=0.99).ci_low is not None
+    assert cs.paired_difference_ci(seven, [0.0] * 7, confidence=0.99).ci_low is None
+    assert cs.mean_ci(seven[:5], confidence=0.9).ci_low is not None  # 1 - 2^-4 = 93.75% >= 90%
 
 
 def test_a_pair_on_fewer_rows_than_its_systems_means_shows_the_means_it_compares():
@@ -199,15 +215,15 @@ def test_a_pair_on_fewer_rows_than_its_systems_means_shows_the_means_it_compares
     from radmetrics.meta.compare import analyse_metric
     from radmetrics.meta.runs import MetricRun
 
-    runs = {"A": MetricRun("m", [0.5, 0.5, 0.5, 0.5, 0.5, None, None], True),
-            "B": MetricRun("m", [0.6, 0.7, 0.6, 0.7, 0.65, 0.0, 0.0], True)}
+    runs = {"A": MetricRun("m", [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, None, None], True),
+            "B": MetricRun("m", [0.6, 0.7, 0.6, 0.7, 0.65, 0.65, 0.0, 0.0], True)}
     entry = analyse_metric(runs, resamples=100)
     pair = entry["pairs"][0]
     assert entry["systems"]["A"]["value"] > entry["systems"]["B"]["value"] and pair["difference"] == pytest.approx(-0.15)
     assert (pair["mean_a_paired"], pair["mean_b_paired"]) == (pytest.approx(0.5), pytest.approx(0.65))
-    assert pair["note"] == "on the 5 rows both scored, A 0.5 and B 0.65 (the systems' means use 5 and 7 rows)"
-    every_row = analyse_metric({"A": MetricRun("m", [0.5, 0.2, 0.9, 0.4, 0.6], True),
-                                "B": MetricRun("m", [0.4, 0.3, 0.1, 0.5, 0.2], True)}, resamples=100)["pairs"][0]
+    assert pair["note"] == "on the 6 rows both scored, A 0.5 and B 0.65 (the systems' means use 6 and 8 rows)"
+    every_row = analyse_metric({"A": MetricRun("m", [0.5, 0.2, 0.9, 0.4, 0.6, 0.7], True),
+                                "B": MetricRun("m", [0.4, 0.3, 0.1, 0.5, 0.2, 0.6], True)}, resamples=100)["pairs"][0]
     assert every_row["note"] is None  # same rows as the means: nothing to reconcile
 
 
