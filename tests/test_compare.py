@@ -356,6 +356,23 @@ def test_an_interval_that_excludes_zero_beside_a_test_that_is_not_significant_ha
     assert pair["significant"] and pair["note"] is None and pair["better"] == "A"
 
 
+def test_tied_rows_count_against_the_smallest_p_the_exact_test_can_give():
+    """Review 38: on 6 paired rows one of which is tied, the exact test's smallest p is 2 / 2^5 = 0.0625 (swapping the
+    tied row changes nothing, so each extreme split counts twice), not 2 / 2^6; a pair whose every differing row
+    points one way read "the interval excludes 0 but the test is not significant" instead of "too few rows". The
+    rows that differ now set the smallest p."""
+    from radmetrics.meta.compare import analyse_metric
+    from radmetrics.meta.runs import MetricRun
+
+    assert cs.smallest_p(6, 1000) == pytest.approx(2 / 64) and cs.smallest_p(6, 1000, 5) == pytest.approx(2 / 32)
+    assert cs.smallest_p(20, 1000, 5) == pytest.approx(2 / 1001)  # sampled, not enumerated: the trials decide
+    a, b = [0.9, 0.8, 0.7, 0.9, 0.6, 0.5], [0.2, 0.3, 0.1, 0.4, 0.2, 0.5]  # the last row tied
+    pair = analyse_metric({"A": MetricRun("m", a, True), "B": MetricRun("m", b, True)})["pairs"][0]
+    assert pair["p_value"] == pytest.approx(0.0625) and not pair["significant"]
+    assert pair["reason"] == ("6 paired rows (5 that differ): the smallest p the test can give, 0.0625, is not "
+                              "significant after Holm across 1 pairs at α = 0.05")
+
+
 def test_win_tie_loss_follows_the_direction():
     a, b = [0.9, 0.5, 0.2, None], [0.1, 0.5, 0.3, 0.4]
     assert cs.win_tie_loss(a, b) == {"win": 1, "tie": 1, "loss": 1}

@@ -315,7 +315,7 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         systems[name] = {**interval.to_dict(), "num_scored": run.num_scored,
                          "num_unscored": len(run.scores) - run.num_scored,
                          "unscored_reasons": _top_reasons(run.reasons)}
-    pairs, interval_reasons, rows_notes = [], [], []
+    pairs, interval_reasons, rows_notes, differing = [], [], [], []
     trials = cs.randomization_trials(resamples, len(per_system) * (len(per_system) - 1) // 2, alpha)
     for a, b in combinations(per_system, 2):
         sa, sb = per_system[a].scores, per_system[b].scores
@@ -336,6 +336,7 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         # scipy enumerates every swap when there are no more than the trials asked for: then p is exact
         how = None if p is None else (f"exact: all {2 ** diff.n} swaps" if 2 ** diff.n <= trials
                                       else f"{trials} random swaps")
+        differing.append(sum(abs(u - v) > cs.TIE_TOLERANCE for u, v in zip(x, y)))  # tied rows add nothing to the test
         pairs.append({"a": a, "b": b, "difference": diff.value, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
                       "n_paired": diff.n, "mean_a_paired": paired_means[0], "mean_b_paired": paired_means[1],
                       "p_value": p, "randomization": how, **cs.win_tie_loss(sa, sb, higher),
@@ -345,12 +346,13 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
     for k, (pair, adjusted) in enumerate(zip(pairs, cs.holm(p_values))):
         pair["p_holm"] = adjusted
         pair["significant"] = None if adjusted is None else bool(adjusted < alpha)
-        if adjusted is not None and _cannot_be_significant(p_values, k, cs.smallest_p(pair["n_paired"], trials),
-                                                           alpha):
+        smallest = cs.smallest_p(pair["n_paired"], trials, differing[k])
+        if adjusted is not None and _cannot_be_significant(p_values, k, smallest, alpha):
             # too few rows both scored for any difference to be significant: "not significant" says nothing here
-            pair["reason"] = (f"{pair['n_paired']} paired rows: the smallest p the test can give, "
-                              f"{cs.smallest_p(pair['n_paired'], trials):.3g}, is not significant after Holm "
-                              f"across {tested} pairs at α = {alpha}")
+            rows = (f"{pair['n_paired']} paired rows" if differing[k] == pair["n_paired"] else
+                    f"{pair['n_paired']} paired rows ({differing[k]} that differ)")
+            pair["reason"] = (f"{rows}: the smallest p the test can give, {smallest:.3g}, is not significant after "
+                              f"Holm across {tested} pairs at α = {alpha}")
         pair["note"] = "; ".join(filter(None, [_interval_and_test_disagree(pair, tested, confidence, alpha)
                                                or interval_reasons[k], rows_notes[k]])) or None
         if pair["significant"] and pair["difference"]:

@@ -223,11 +223,13 @@ def randomization_trials(resamples: int, pairs: int, alpha: float) -> int:
     return max(resamples, math.ceil(20 * max(1, pairs) / alpha))
 
 
-def smallest_p(n_paired: int, trials: int) -> float:
-    """The smallest two-sided p `paired_randomization_p` can give on ``n_paired`` rows: 2 / 2^n for the exact test
-    (every swap enumerated), 2 / (trials + 1) otherwise (the observed split counts as one of the trials)."""
+def smallest_p(n_paired: int, trials: int, differing: int | None = None) -> float:
+    """The smallest two-sided p `paired_randomization_p` can give on ``n_paired`` rows, ``differing`` of which differ
+    (all, by default): 2 / 2^differing for the exact test (every swap enumerated; swapping a tied row changes
+    nothing, so each extreme split counts 2^ties times), 2 / (trials + 1) otherwise (the observed split counts as
+    one of the trials)."""
     if n_paired < 63 and 2**n_paired <= trials:
-        return min(1.0, 2 / 2**n_paired)
+        return min(1.0, 2 / 2 ** (n_paired if differing is None else differing))
     return min(1.0, 2 / (trials + 1))
 
 
