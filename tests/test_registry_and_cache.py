@@ -123,19 +123,40 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
     marks every answer is one an older radmetrics wrote: checked against the context
     (`get_many_marked`). A file root owns cannot be made read-only by its mode, so the file is opened
     read-only by SQLite's own URI."""
-    import sqlite3
 
     from radmetrics.judge.cache import ResponseCache
 
     path = tmp_path / "old.sqlite"
+    _an_older_cache(path)
+    _open_read_only(monkeypatch, path)
+    cache = ResponseCache(path)
+    assert cache.get_many(["k", "other"]) == {"k": "an answer"}
+    assert cache.get_many_marked(["k", "other"]) == {"k": ("an answer", False, None)}
+
+
+def _an_older_cache(path, marks_without_context: bool = False) -> None:
+    """A cache file an older radmetrics made, holding one answer ('k'): only `responses` and `claims`; with
+    ``marks_without_context``, as the radmetrics of b9afb71 made it, with marks of (key, created) and no context."""
+    import sqlite3
+
     con = sqlite3.connect(path)
     con.execute("PRAGMA journal_mode=WAL")  # as radmetrics has always opened it
     con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, "
                 "created REAL)")
     con.execute("CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
     con.execute("INSERT INTO responses VALUES ('k', 'transformers', 'judge', 'an answer', 1.0)")
+    if marks_without_context:
+        con.execute("CREATE TABLE answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
+        con.execute("INSERT INTO answers_within_context VALUES ('k', 1.0)")
     con.commit()
     con.close()
+
+
+def _open_read_only(monkeypatch, path) -> None:
+    """From here on SQLite opens ``path`` read-only, by its own URI (a file root owns cannot be made read-only by its
+    mode)."""
+    import sqlite3
+
     connect = sqlite3.connect
 
     def read_only(target, *args, **kwargs):
@@ -144,25 +165,6 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
         return connect(target, *args, **kwargs)
 
     monkeypatch.setattr(sqlite3, "connect", read_only)
-    cache = ResponseCache(path)
-    assert cache.get_many(["k", "other"]) == {"k": "an answer"}
-    assert cache.get_many_marked(["k", "other"]) == {"k": ("an answer", False, None)}
-
-
-def _a_cache_whose_marks_have_no_context(path):
-    """A cache file as the radmetrics of b9afb71 made it: marks of (key, created), without the context column."""
-    import sqlite3
-
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, backend TEXT, model TEXT, response TEXT NOT NULL, "
-                "created REAL)")
-    con.execute("CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)")
-    con.execute("CREATE TABLE answers_within_context (key TEXT PRIMARY KEY, created REAL NOT NULL)")
-    con.execute("INSERT INTO responses VALUES ('k', 'transformers', 'judge', 'an answer', 1.0)")
-    con.execute("INSERT INTO answers_within_context VALUES ('k', 1.0)")
-    con.commit()
-    con.close()
 
 
 def test_a_cache_whose_marks_have_no_context_column_is_read_and_written(tmp_path, monkeypatch):
@@ -170,12 +172,11 @@ def test_a_cache_whose_marks_have_no_context_column_is_read_and_written(tmp_path
     before (marks of two columns) failed every read ('no such column: w.context') and write ('2 columns but 3 values
     were supplied') with 'cannot be used ... delete the file', for any backend. The column is added; its marks,
     whose context is not known, are checked; a read-only such file is read with no context."""
-    import sqlite3
 
     from radmetrics.judge.cache import ResponseCache
 
     path = tmp_path / "marks.sqlite"
-    _a_cache_whose_marks_have_no_context(path)
+    _an_older_cache(path, marks_without_context=True)
     cache = ResponseCache(path)
     assert cache.get_many_marked(["k", "other"]) == {"k": ("an answer", True, None)}
     cache.put_many([("new", "transformers", "judge", "a new answer")], context=4096)
@@ -183,13 +184,6 @@ def test_a_cache_whose_marks_have_no_context_column_is_read_and_written(tmp_path
     assert ResponseCache(path).get_many_marked(["new"]) == {"new": ("a new answer", True, 4096)}  # opened again
 
     read_only_path = tmp_path / "read_only.sqlite"
-    _a_cache_whose_marks_have_no_context(read_only_path)
-    connect = sqlite3.connect
-
-    def read_only(target, *args, **kwargs):
-        if os.fspath(target) == os.fspath(read_only_path):
-            return connect(f"file:{read_only_path}?mode=ro", *args, uri=True, **kwargs)
-        return connect(target, *args, **kwargs)
-
-    monkeypatch.setattr(sqlite3, "connect", read_only)
+    _an_older_cache(read_only_path, marks_without_context=True)
+    _open_read_only(monkeypatch, read_only_path)
     assert ResponseCache(read_only_path).get_many_marked(["k"]) == {"k": ("an answer", True, None)}
