@@ -1217,3 +1217,22 @@ def test_compare_cli_loads_each_evaluate_module_once_to_check_it_and_once_to_run
                                    "--resamples", "50", "-o", str(tmp_path / "cmp")])
     assert run.exit_code == 0, run.output[-3000:]
     assert loads == [str(MISSING_WORDS)] * 2, loads  # rouge-l is radmetrics' own: no evaluate.load
+
+
+def test_the_terminal_table_says_why_a_pairs_interval_is_na_beside_its_tests_reason(tmp_path):
+    """Review 38: on 4 rows a pair has no interval (too few to hold 95%) and no difference can be significant (the
+    exact test's smallest p is 2 / 16): the terminal showed only the test's reason beside "n/a"; the interval's
+    reason was in results.json and report.html alone. Both are said."""
+    rows = [{"id": str(i), "reference": f"Finding number {i} is a small effusion.", "candidate": text}
+            for i, text in enumerate(["Small effusion.", "No effusion.", "Finding two.", "Effusion number three."])]
+    other = [{**row, "candidate": row["candidate"] + " Heart normal."} for row in rows]
+    for name, data in (("a.jsonl", rows), ("b.jsonl", other)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in data))
+    run = subprocess.run([sys.executable, "-m", "radmetrics.cli", "compare", "-s", f"A={tmp_path / 'a.jsonl'}",
+                          "-s", f"B={tmp_path / 'b.jsonl'}", "-m", "rouge-l", "-o", str(tmp_path / "out")],
+                         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "500"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    (pair_row,) = [line for line in run.stdout.splitlines() if "A − B " in line and "rouge-l" in line]
+    assert ("not significant (4 paired rows: the smallest p the test can give, 0.125, is not significant after Holm "
+            "across 1 pairs at α = 0.05; 4 rows scored for both systems: too few for a bootstrap interval to hold its "
+            "level (needs 6))") in pair_row

@@ -182,7 +182,7 @@ def print_tables(result) -> None:
             if p["better"]:
                 better = p["better"] + (f" ({p['note']})" if p["note"] else "")
             elif p["p_holm"] is not None:  # a reason here: too few rows for any difference to be significant
-                why = p["reason"] or p["note"]
+                why = "; ".join(filter(None, [p["reason"], p["note"]]))  # the note: why the interval is n/a, if it is
                 better = "not significant" + (f" ({why})" if why else "")
             else:
                 better = f"n/a: {p['reason']}"
