@@ -117,13 +117,12 @@ def bootstrap_resamples(resamples: int, rows: int, level: float) -> int:
 
 def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
                           confidence: float) -> tuple[float | None, float | None]:
-    """The expanded percentile bootstrap interval of the mean of ``samples`` (`expanded_confidence`)."""
+    """The expanded percentile bootstrap interval of the mean of ``samples`` (`expanded_confidence`). Its callers
+    give no interval for samples equal up to `TIE_TOLERANCE` (every resample would have the same mean)."""
     from scipy import stats
 
     if resamples <= 0:
         return None, None
-    if np.all(samples == samples[0]):  # every resample has the same mean: the interval is that point
-        return float(samples[0]), float(samples[0])
     level = expanded_confidence(len(samples), confidence)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on near-degenerate resamples; the percentiles stay defined
