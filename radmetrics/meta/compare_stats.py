@@ -143,9 +143,10 @@ def mean_ci(values: Sequence[float | None], resamples: int = 1000, seed: int = 0
         return Interval(None, None, None, 0, "no scored rows")
     if len(x) == 1:
         return Interval(float(x[0]), None, None, 1, "one scored row: no interval")
-    if len(x) < rows_for_interval(confidence):
+    needed = rows_for_interval(confidence)
+    if len(x) < needed:
         return Interval(float(x.mean()), None, None, len(x), f"{len(x)} scored rows: too few for a bootstrap "
-                        f"interval to hold its level (needs {rows_for_interval(confidence)})")
+                        f"interval to hold its level (needs {needed})")
     if np.allclose(x, x[0], rtol=0, atol=TIE_TOLERANCE):
         # every resample has the same mean: "1.0000 [1.0000, 1.0000]" read as a mean known exactly from 20 rows;
         # equal up to float noise (0.1 + 0.2 beside 0.3) is equal, as for a pair's differences
@@ -197,10 +198,11 @@ def paired_difference_ci(a: Sequence[float | None], b: Sequence[float | None], r
     if len(x) == 1:
         return Interval(float(x[0] - y[0]), None, None, 1, "one row scored for both systems: no interval")
     d = x - y
-    if len(x) < rows_for_interval(confidence):
+    needed = rows_for_interval(confidence)
+    if len(x) < needed:
         return Interval(float(d.mean()), None, None, len(x),
                         f"{len(x)} rows scored for both systems: too few for a bootstrap interval to hold its level "
-                        f"(needs {rows_for_interval(confidence)})")
+                        f"(needs {needed})")
     if np.allclose(d, d[0], rtol=0, atol=TIE_TOLERANCE):
         # every resample has the same mean: a zero-width "CI" around a nonzero difference looked certain, and float
         # noise (0.05000000000000001 vs 0.050000000000000044) made it a bootstrap of rounding errors
