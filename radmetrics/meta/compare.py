@@ -389,7 +389,8 @@ def _interval_and_test_disagree(pair: dict[str, Any], tested: int, confidence: f
     """A note when the pair's bootstrap interval and its test point different ways (the interval excludes 0 and
     the test is not significant, or the reverse). They answer different questions: the interval is per pair and
     uncorrected, the test is corrected across the pairs, and near the threshold a bootstrap interval and a
-    randomization test can fall on different sides of it. The test makes the call; the note keeps a reader from taking the interval for it."""
+    randomization test can fall on different sides of it. The test makes the call; the note keeps a reader from
+    taking the interval for it."""
     if pair["significant"] is None or pair["ci_low"] is None or pair["reason"]:
         return None
     excludes_zero = pair["ci_low"] > 0 or pair["ci_high"] < 0
