@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU measurements a session that is lent a device runs, prepared so that they fit its 15 minutes (a start
-# costs ~1-1.5 min; one command may run 10 min). Two calls of the device tool's `run`, each from the checkout root:
+# costs ~1-1.5 min; one command may run 10 min). Calls of the device tool's `run`, each from the checkout root:
 #
 #   bash benchmarks/gpu_session.sh kernels      # ~5 min: one layer's decode attention, then the GPU tests
-#   bash benchmarks/gpu_session.sh throughput   # ~6 min: judge_throughput gpu-7b, 128 GREEN prompts, one round
+#   bash benchmarks/gpu_session.sh tests        # ~4 min: the engine's GPU tests and the context limit on CUDA
+#   bash benchmarks/gpu_session.sh throughput   # ~4 min on an H200: judge_throughput gpu-7b, 128 GREEN prompts, one round
+#   bash benchmarks/gpu_session.sh first-call   # ~1.5 min: the first full-size call against the next ones
 #
 # Results go to $OUT (the device tool brings that folder back): the card and versions, each step's output and
 # JSON. The device image has torch, transformers and pytest; radmetrics runs from the checkout (PYTHONPATH).
@@ -31,17 +33,28 @@ case "${1:-}" in
     step attention 120 python benchmarks/decode_attention.py --preset gpu-7b --json "$OUT/attention.json"
     step tests 240 python -m pytest -q -p no:cacheprovider tests/test_greedy_engine.py tests/test_lean_decode.py
     ;;
+  tests)
+    # token equality with `generate` on CUDA (graphs, cuDNN and varlen kernels), the CPU-linear tests' device pins,
+    # and the per-row context limit inside decode steps replayed from CUDA graphs (the trained tiny judge, fp32)
+    step tests 420 python -m pytest -q -p no:cacheprovider -rs tests/test_greedy_engine.py tests/test_lean_decode.py \
+      tests/test_cpu_linear.py tests/test_cut_answers.py
+    ;;
   throughput)
     # the official loop, the default (no options), tuned, without stem sharing and with the varlen attention
     step throughput 560 python benchmarks/judge_throughput.py --preset gpu-7b --n 128 --rounds 1 \
       --no-engine-off --no-vllm --json "$OUT/throughput.json"
+    ;;
+  first-call)
+    # does a process's first full-size call pay a one-time cost (the default row runs first and trails the tuned
+    # row, which plans the same table, by 7-10%: BENCHMARKS.md session 32)? ~1.5 min
+    step first_call 200 python benchmarks/first_call.py --preset gpu-7b
     ;;
   profile)
     # where a 128-row decode step's time goes (if device time is left)
     step profile 300 python benchmarks/decode_profile.py --preset gpu-7b --json "$OUT/profile.json"
     ;;
   *)
-    echo "usage: bash benchmarks/gpu_session.sh kernels|throughput|profile" >&2
+    echo "usage: bash benchmarks/gpu_session.sh kernels|tests|throughput|first-call|profile" >&2
     exit 2
     ;;
 esac

@@ -86,6 +86,23 @@ def test_decode_profile_names_where_the_default_judge_spends_its_time(tmp_path):
 
 
 @pytest.mark.slow
+def test_first_call_times_each_full_call_of_the_default_judge(tmp_path):
+    """The first-call check prepared for a GPU session (benchmarks/first_call.py) runs on the CPU preset: the
+    default judge's full call timed four times (twice on one judge, once on a second judge, once more on the
+    first), each with the allocator segments it added (none on a CPU)."""
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "first_call.py"), "--preset", "cpu-tiny",
+                          "--n", "4", "--out-tokens", "4", "--json", str(tmp_path / "f.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads((tmp_path / "f.json").read_text())
+    assert result["info"]["n"] == 4 and result["info"]["device"] == "cpu"
+    assert [c["call"] for c in result["calls"]] == ["first judge, call 1", "first judge, call 2",
+                                                    "second judge, call 1", "first judge, call 3"]
+    assert all(c["seconds"] > 0 and c["new_segments"] == 0 for c in result["calls"])
+    assert "first judge, call 1: " in out.stdout
+
+
+@pytest.mark.slow
 def test_decode_attention_candidates_agree_with_the_reference(tmp_path):
     """The attention candidates prepared for a GPU session (benchmarks/decode_attention.py) run on the CPU preset:
     the engine's matmul cascade, its length-aware (varlen) attention over the offsets of each row's filled columns

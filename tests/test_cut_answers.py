@@ -339,6 +339,12 @@ def test_a_prompt_longer_than_the_judges_context_is_not_judged(tiny_judge, engin
     assert result.judgments[1].score is None and "context" in result.judgments[1].reason
 
 
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _reference_leaving(judge, room: int, system: str = "radcliq_rubric") -> tuple[str, int]:
     """A reference whose prompt (``system``'s, which does not cut reports) leaves the judge's context at most
     ``room`` and at least 1 position for the answer; and the positions it leaves."""
@@ -356,20 +362,28 @@ def _reference_leaving(judge, room: int, system: str = "radcliq_rubric") -> tupl
     return "Small left pleural effusion. " * high, left(high)
 
 
-@pytest.mark.parametrize("engine", [True, False], ids=["engine", "generate"])
-def test_an_answer_that_reaches_the_end_of_the_judges_context_is_cut_there_and_unscored(tiny_judge, engine):
+@pytest.mark.parametrize("engine,device", [
+    (True, "cpu"), (False, "cpu"),
+    pytest.param(True, "cuda", marks=pytest.mark.skipif(not _cuda(), reason="no CUDA device: the engine's CUDA "
+                                                        "path (decode steps replayed from CUDA graphs) runs where one is"))],
+    ids=["engine", "generate", "engine-cuda"])
+def test_an_answer_that_reaches_the_end_of_the_judges_context_is_cut_there_and_unscored(tiny_judge, engine, device,
+                                                                                        caplog):
     """Review 35's open point: a prompt that fit the judge's context but left less room than max_new_tokens was
     answered past the positions the model was trained on, and the answer scored. Now each row stops where its
     prompt + answer fill the context (a server's max_model_len, generate's max_length): its text is what generate
     with that many new tokens gives, it is a `CutAnswer` naming the context (unscored, not advice to raise
-    max_new_tokens), and the other rows are answered as before."""
+    max_new_tokens), and the other rows are answered as before. On CUDA (fp32, TF32 off: no near-tie flips between
+    kernels) the per-row limit holds inside decode steps replayed from CUDA graphs, where the host checks rows
+    only every few steps."""
     import torch
     from transformers import AutoTokenizer
 
     from radmetrics.judge.transformers_backend import TransformersJudge
     from radmetrics.types import answer_reached_context, answer_was_cut
 
-    judge = TransformersJudge(str(tiny_judge), engine=engine)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    judge = TransformersJudge(str(tiny_judge), engine=engine, device=device, dtype="fp32")
     judge.load()
     context = judge._model.config.max_position_embeddings
     reference, room = _reference_leaving(judge, 12)
@@ -378,7 +392,7 @@ def test_an_answer_that_reaches_the_end_of_the_judges_context_is_cut_there_and_u
     config = GenerationConfig(max_new_tokens=64, min_new_tokens=64)  # no end token before the limit: a sure cut
     answers = judge.generate(prompts, config, progress=False)
     assert isinstance(answers[0], CutAnswer) and (answers[0].limit, answers[0].context) == (room, context)
-    ids = torch.tensor([judge.encode(prompts[0])])
+    ids = torch.tensor([judge.encode(prompts[0])], device=device)
     with torch.inference_mode():
         expected = judge._model.generate(ids, max_new_tokens=room, min_new_tokens=room, do_sample=False)
     tok = AutoTokenizer.from_pretrained(str(tiny_judge))
@@ -386,6 +400,7 @@ def test_an_answer_that_reaches_the_end_of_the_judges_context_is_cut_there_and_u
     assert answers[1] == judge.generate(prompts[1:], config, progress=False)[0]  # its 64 tokens, as alone
     assert answer_was_cut(answers[0].reason) and answer_reached_context(answers[0].reason)
     assert f"judge's context ({context:,} tokens; the prompt left {room} to the answer)" in answers[0].reason
+    assert "capture failed" not in caplog.text  # on CUDA: the steps ran as graphs, not eagerly
 
     result = radmetrics.score("radcliq_rubric", [reference], [CANDS[0]], judge=judge, config=config, progress=False)
     assert result.scores == [None] and answer_reached_context(result.judgments[0].reason)

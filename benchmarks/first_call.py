@@ -1,0 +1,71 @@
+"""Does a process's first full-size engine call pay a one-time cost the next calls do not? The gpu-7b preset's
+default judge, warmed on 8 prompts x 4 tokens as judge_throughput.py warms every contender, then the full call
+three times: twice on one judge, once on a second default judge over the same model; with the allocator's new
+segments (cudaMalloc calls) of each call.
+
+    python benchmarks/first_call.py --preset gpu-7b     # ~1 min on an H200
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_throughput import PRESETS, build_model, report_pairs  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
+    parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
+    parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample (default: the preset's)")
+    parser.add_argument("--json", type=Path, help="also write each call's seconds and new segments here")
+    args = parser.parse_args()
+    preset = dict(PRESETS[args.preset])
+    n, out_tokens = args.n or preset["n"], args.out_tokens or preset["out_tokens"]
+
+    import torch
+
+    from radmetrics.green import build_green_prompt
+    from radmetrics.judge.transformers_backend import TransformersJudge
+    from radmetrics.types import GenerationConfig
+
+    prompts = [build_green_prompt(r, c) for r, c in report_pairs(n, preset["report_repeat"])]
+    model, tok = build_model(preset, prompts)
+    model = model.to(preset["device"])
+    cuda = preset["device"] == "cuda"
+    first, second = (TransformersJudge.from_objects(model, tok, "random-green-judge") for _ in range(2))
+    warm = GenerationConfig(max_new_tokens=4, min_new_tokens=4)
+    for judge in (first, second):
+        judge.generate(prompts[:8], warm, progress=False)
+    config = GenerationConfig(max_new_tokens=out_tokens, min_new_tokens=out_tokens)
+
+    def segments() -> int:
+        return torch.cuda.memory_stats().get("segment.all.allocated", 0) if cuda else 0
+
+    calls = []
+    for label, judge in (("first judge, call 1", first), ("first judge, call 2", first),
+                         ("second judge, call 1", second), ("first judge, call 3", first)):
+        before = segments()
+        if cuda:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        judge.generate(prompts, config, progress=False)
+        if cuda:
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        calls.append({"call": label, "seconds": round(seconds, 3), "samples_per_s": round(n / seconds, 2),
+                      "new_segments": segments() - before})
+        print(f"{label}: {seconds:.2f} s ({n / seconds:.2f} samples/s), new allocator segments "
+              f"{calls[-1]['new_segments']}", flush=True)
+    if args.json:
+        info = {"preset": args.preset, "n": n, "forced_output_tokens": out_tokens, "torch": torch.__version__,
+                "device": torch.cuda.get_device_name() if cuda else "cpu"}
+        args.json.write_text(json.dumps({"info": info, "calls": calls}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
