@@ -1,9 +1,13 @@
 """Does a process's first full-size engine call pay a one-time cost the next calls do not? The gpu-7b preset's
 default judge, warmed on 8 prompts x 4 tokens as judge_throughput.py warms every contender, then the full call
-three times: twice on one judge, once on a second default judge over the same model; with the allocator's new
-segments (cudaMalloc calls) of each call.
+four times: twice on one judge, once on a second default judge over the same model, once more on the first; with
+the allocator's new segments (cudaMalloc calls) of each call. ``--no-cudnn-sdp`` turns cuDNN off in PyTorch's
+``scaled_dot_product_attention`` (the prefill's passes; the decode steps call cuDNN's kernel directly and keep it):
+cuDNN builds an execution plan for each new shape, once per process, and the prefill's passes come in many shapes;
+if the first call's extra time goes with it, that is the cost.
 
-    python benchmarks/first_call.py --preset gpu-7b     # ~1 min on an H200
+    python benchmarks/first_call.py --preset gpu-7b                  # ~1 min on an H200
+    python benchmarks/first_call.py --preset gpu-7b --no-cudnn-sdp
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
     parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample (default: the preset's)")
     parser.add_argument("--json", type=Path, help="also write each call's seconds and new segments here")
+    parser.add_argument("--no-cudnn-sdp", action="store_true", help="PyTorch's cuDNN attention off (CUDA)")
     args = parser.parse_args()
     preset = dict(PRESETS[args.preset])
     n, out_tokens = args.n or preset["n"], args.out_tokens or preset["out_tokens"]
@@ -33,6 +38,8 @@ def main() -> None:
     from radmetrics.judge.transformers_backend import TransformersJudge
     from radmetrics.types import GenerationConfig
 
+    if args.no_cudnn_sdp:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     prompts = [build_green_prompt(r, c) for r, c in report_pairs(n, preset["report_repeat"])]
     model, tok = build_model(preset, prompts)
     model = model.to(preset["device"])
@@ -63,7 +70,8 @@ def main() -> None:
               f"{calls[-1]['new_segments']}", flush=True)
     if args.json:
         info = {"preset": args.preset, "n": n, "forced_output_tokens": out_tokens, "torch": torch.__version__,
-                "device": torch.cuda.get_device_name() if cuda else "cpu"}
+                "device": torch.cuda.get_device_name() if cuda else "cpu",
+                "cudnn_sdp": torch.backends.cuda.cudnn_sdp_enabled()}
         args.json.write_text(json.dumps({"info": info, "calls": calls}, indent=1))
 
 

@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu_session.sh kernels      # ~5 min: one layer's decode attention, then the GPU tests
 #   bash benchmarks/gpu_session.sh tests        # ~4 min: the engine's GPU tests and the context limit on CUDA
 #   bash benchmarks/gpu_session.sh throughput   # ~4 min on an H200: judge_throughput gpu-7b, 128 GREEN prompts, one round
-#   bash benchmarks/gpu_session.sh first-call   # ~1.5 min: the first full-size call against the next ones
+#   bash benchmarks/gpu_session.sh first-call   # ~3 min: the first full-size call against the next ones
 #
 # Results go to $OUT (the device tool brings that folder back): the card and versions, each step's output and
 # JSON. The device image has torch, transformers and pytest; radmetrics runs from the checkout (PYTHONPATH).
@@ -46,8 +46,10 @@ case "${1:-}" in
     ;;
   first-call)
     # does a process's first full-size call pay a one-time cost (the default row runs first and trails the tuned
-    # row, which plans the same table, by 7-10%: BENCHMARKS.md session 32)? ~1.5 min
-    step first_call 200 python benchmarks/first_call.py --preset gpu-7b
+    # row, which plans the same table, by 7-10%: BENCHMARKS.md session 32)? With and without cuDNN attention; ~3 min
+    step first_call 200 python benchmarks/first_call.py --preset gpu-7b --json "$OUT/first_call.json"
+    step first_call_no_cudnn 200 python benchmarks/first_call.py --preset gpu-7b --no-cudnn-sdp \
+      --json "$OUT/first_call_no_cudnn.json"
     ;;
   profile)
     # where a 128-row decode step's time goes (if device time is left)
