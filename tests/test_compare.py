@@ -3,6 +3,7 @@ matching by id, and the command end to end on the bundled sample with the tiny j
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -161,6 +162,45 @@ def test_an_interval_on_few_rows_takes_enough_resamples_for_its_expanded_ends():
     assert cs.bootstrap_resamples(1000, 500, cs.expanded_confidence(500, 0.95)) == 1000  # enough already: as asked
     assert cs.bootstrap_resamples(10, 1000, cs.expanded_confidence(1000, 0.95)) == 202
     assert cs.bootstrap_resamples(1000, 200_000, 0.999999) == 1000  # 10M resamples of 200k rows: not raised
+
+
+def test_intervals_whose_resamples_could_not_be_raised_say_so_with_the_resamples_that_would_steady_them(
+        tmp_path, monkeypatch):
+    """Session 31's open point: a high confidence over many rows (99.9% over 50,000 rows needs 10,000 resamples for
+    5 beyond each end) costs more than the cap on resampled scores allows, so the resamples were not raised and the
+    interval's ends rested on about one resample each, moving with --seed, with nothing said. Now results.json,
+    the terminal and report.html say which intervals and the --resamples that would steady them. The cap is
+    lowered here so that 200 rows reach it (the same code path as 50,000 rows under the real cap)."""
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+
+    monkeypatch.setattr(cs, "MAX_RAISED_DRAWS", 20_000)
+    assert cs.thin_tails(1000, 200, 0.95) is None  # 95%: 1,000 resamples leave 25 beyond each end
+    used, needed = cs.thin_tails(1000, 200, 0.999)
+    assert used == 1000 and needed == cs._tail_resamples(cs.expanded_confidence(200, 0.999)) > 10_000
+    words = ["effusion", "edema", "pneumothorax", "consolidation", "cardiomegaly", "atelectasis", "nodule"]
+    rows = [{"id": str(i), "reference": f"{words[i % 7]} and {words[i * 3 % 7]} on the left",
+             "candidate": f"{words[i * 5 % 7]} on the left"} for i in range(200)]
+    other = [{**row, "candidate": f"{words[i * 2 % 7]} and {words[i % 7]}"} for i, row in enumerate(rows)]
+    a, b = _write(tmp_path / "a.jsonl", rows), _write(tmp_path / "b.jsonl", other)
+    out = tmp_path / "cmp"
+    run = CliRunner().invoke(cli, ["compare", "-s", f"A={a}", "-s", f"B={b}", "-m", "rouge-l", "--confidence",
+                                   "0.999", "-o", str(out)])
+    assert run.exit_code == 0, run.output[-3000:]
+    said = (f"rouge-l: 3 of its 99.9% intervals (over up to 200 rows) rest on as few as 1,000 resamples, fewer than 5 "
+            f"beyond each end (raising them would cost over 20,000 resampled scores): their ends move with --seed; "
+            f"--resamples {needed:,} steadies them")
+    data = json.loads((out / "results.json").read_text())
+    assert data["metrics"]["rouge-l"]["interval_note"] == said.removeprefix("rouge-l: ")
+    assert said in data["notes"]
+    assert f"Note: {said}" in " ".join(run.output.split())
+    assert said in html.unescape((out / "report.html").read_text())
+    # at 95% the same rows' intervals have their resamples: nothing said
+    run = CliRunner().invoke(cli, ["compare", "-s", f"A={a}", "-s", f"B={b}", "-m", "rouge-l", "-o", str(out),
+                                   "--overwrite"])
+    assert run.exit_code == 0 and "steadies" not in run.output
+    assert json.loads((out / "results.json").read_text())["metrics"]["rouge-l"]["interval_note"] is None
 
 
 def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test():

@@ -114,6 +114,8 @@ def compare_command(system_files, references, metrics, output, overwrite, id_col
     with owner_only(output):  # every report text's score and reason: readable by you only, as score's results
         paths = write_outputs(result, output, overwrite)  # checked again: the folder may have changed since
     print_tables(result)
+    for note in result.notes[len(aligned.notes):]:  # what the statistics found (the input's notes were said above)
+        click.echo(f"Note: {note}", err=True)
     click.echo("Wrote " + ", ".join(str(p) for p in paths.values()), err=True)
     missing = missing_results(result)
     if missing:

@@ -360,7 +360,29 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
         else:
             pair["better"] = None
     return {"higher_is_better": higher, "error": error, "fingerprint": runs[0].fingerprint,
-            "randomization_trials": trials, "systems": systems, "pairs": pairs}
+            "randomization_trials": trials, "systems": systems, "pairs": pairs,
+            "interval_note": _thin_tails_note([*systems.values(), *pairs], resamples, confidence)}
+
+
+def _thin_tails_note(entries: list[dict[str, Any]], resamples: int, confidence: float) -> str | None:
+    """A note when some of a metric's intervals could not be given `cs.MIN_RESAMPLES_PER_TAIL` resamples beyond each
+    end (`cs.thin_tails`: a high confidence over many rows, where raising them would cost over
+    `cs.MAX_RAISED_DRAWS` resampled scores): their ends rest on a resample or two and move with the seed. It says
+    which --resamples would steady them."""
+    thin = []
+    for entry in entries:  # a system's interval counts its rows as "n", a pair's as "n_paired"
+        rows = entry["n"] if "n" in entry else entry["n_paired"]
+        found = cs.thin_tails(resamples, rows, confidence) if entry["ci_low"] is not None else None
+        if found:
+            thin.append((rows, found))
+    if not thin:
+        return None
+    used = min(found[0] for _, found in thin)
+    needed = max(found[1] for _, found in thin)
+    return (f"{len(thin)} of its {level_text(confidence)} intervals (over up to {max(n for n, _ in thin):,} rows) "
+            f"rest on as few as {used:,} resamples, fewer than {cs.MIN_RESAMPLES_PER_TAIL} beyond each end (raising "
+            f"them would cost over {cs.MAX_RAISED_DRAWS:,} resampled scores): their ends move with --seed; "
+            f"--resamples {needed:,} steadies them")
 
 
 def _cannot_be_significant(p_values: list[float | None], k: int, smallest: float, alpha: float) -> bool:
@@ -545,6 +567,8 @@ def compare(systems: Mapping[str, Sequence[Any]], references: Sequence[Any], met
                                          run.reasons[rows] if run.reasons else [None] * n, run.error)
         result.runs[metric] = per_system
         result.metrics[metric] = analyse_metric(per_system, resamples, seed, confidence, alpha)
+        if result.metrics[metric]["interval_note"]:
+            result.notes.append(f"{metric}: {result.metrics[metric]['interval_note']}")
         for unscored_because, what, remedy in _LEFT_OUT:
             counts = _count_per_system(per_system, unscored_because)
             if counts:

@@ -112,8 +112,29 @@ def bootstrap_resamples(resamples: int, rows: int, level: float) -> int:
     that costs at most `MAX_RAISED_DRAWS` resampled scores. An end with fewer is the most extreme resample or two and
     moves with the seed: the expansion takes a 95% interval on 6 rows at the 99.5% level, whose ends 1,000 resamples
     put on the 2nd-3rd most extreme resample; it takes 2,057."""
-    needed = math.ceil(MIN_RESAMPLES_PER_TAIL / max((1 - level) / 2, 1e-300))
+    needed = _tail_resamples(level)
     return int(min(max(resamples, needed), max(resamples, MAX_RAISED_DRAWS // max(rows, 1)), MAX_RESAMPLES))
+
+
+def _tail_resamples(level: float) -> int:
+    """Resamples an interval at ``level`` takes for `MIN_RESAMPLES_PER_TAIL` beyond each of its ends."""
+    return math.ceil(MIN_RESAMPLES_PER_TAIL / max((1 - level) / 2, 1e-300))
+
+
+def thin_tails(resamples: int, rows: int, confidence: float) -> tuple[int, int] | None:
+    """Where `bootstrap_resamples` could not raise an interval's resamples far enough (their cost, rows x resamples,
+    is capped at `MAX_RAISED_DRAWS`; the count at `MAX_RESAMPLES`): (resamples used, resamples its ends need), the
+    second at most `MAX_RESAMPLES`. None when the ends have their resamples, or there is no interval (too few
+    rows, --resamples 0). Example: a 99.9% interval over 50,000 rows needs 10,000 resamples and is drawn with
+    2,000: about one resample lies beyond each end, which moves with the seed."""
+    if resamples <= 0 or rows < rows_for_interval(confidence):
+        return None
+    level = expanded_confidence(rows, confidence)
+    used = bootstrap_resamples(resamples, rows, level)
+    # rounded: 1,000 resamples of a 99% interval over 2M rows (expanded to 99.0001%) leave 4.9995 beyond each end
+    if round(used * (1 - level) / 2) >= MIN_RESAMPLES_PER_TAIL:
+        return None
+    return used, min(_tail_resamples(level), MAX_RESAMPLES)
 
 
 def _percentile_bootstrap(samples: np.ndarray, resamples: int, seed: int,
