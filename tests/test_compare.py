@@ -203,6 +203,27 @@ def test_intervals_whose_resamples_could_not_be_raised_say_so_with_the_resamples
     assert json.loads((out / "results.json").read_text())["metrics"]["rouge-l"]["interval_note"] is None
 
 
+@pytest.mark.parametrize("cap", [1_000_000, 1_500_000, 1_900_000, 2_000_000, 2_200_000, 2_400_000])
+def test_thin_tails_flags_an_interval_exactly_when_fewer_than_5_resamples_lie_beyond_an_end(monkeypatch, cap):
+    """Review 39a: `thin_tails` flagged an interval when its resamples x (1 - level) / 2 rounded below 5, but scipy's
+    percentile end interpolates between sorted resamples, at position (resamples - 1) x (1 - level) / 2, so from
+    4 on 5 lie beyond it: 8,695 resamples of a 99.9% interval over 11,500 rows (4.33) have 5 beyond each end and
+    were said to have fewer (also 95% with --resamples 10 over 552,487-617,283 rows, 99% over 110,988-124,688).
+    Counted here on scipy's own resamples (the cap lowered so that 200 rows reach it)."""
+    from scipy import stats
+
+    monkeypatch.setattr(cs, "MAX_RAISED_DRAWS", cap)
+    x = np.random.default_rng(3).random(200)
+    level = cs.expanded_confidence(200, 0.999)
+    used = cs.bootstrap_resamples(1000, 200, level)
+    assert used == cap // 200
+    result = stats.bootstrap((x,), np.mean, n_resamples=used, confidence_level=level, method="percentile",
+                             rng=np.random.default_rng(0), vectorized=True)
+    drawn, (low, high) = result.bootstrap_distribution, result.confidence_interval
+    beyond = min(int((drawn < low).sum()), int((drawn > high).sum()))
+    assert (cs.thin_tails(1000, 200, 0.999) is not None) == (beyond < cs.MIN_RESAMPLES_PER_TAIL), beyond
+
+
 def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test():
     """A bootstrap interval of a difference that is the same on every row is that point: "[+0.0500, +0.0500]"
     read as a difference known exactly, and scores that differ by 0.05 up to float rounding gave a "CI" of rounding
