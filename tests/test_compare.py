@@ -224,6 +224,46 @@ def test_thin_tails_flags_an_interval_exactly_when_fewer_than_5_resamples_lie_be
     assert (cs.thin_tails(1000, 200, 0.999) is not None) == (beyond < cs.MIN_RESAMPLES_PER_TAIL), beyond
 
 
+def test_the_thin_tails_note_advises_only_resamples_that_steady_the_intervals():
+    """Review 39a: past 99.999% (and 99.9% on 11-13 rows, 99.99% on 15-35, once expanded) 5 resamples beyond each end
+    take more than the 1,000,000 resamples --resamples allows, yet the note advised "--resamples 1,000,000 steadies
+    them": on 12 rows at 99.9% after 1,000,000 resamples had been drawn (one beyond each end); at 99.9999% over
+    50,000 rows, 5e10 resampled scores an interval, for still one beyond; and it blamed the cost cap, which did not
+    bind on 12 rows. Now an advised
+    --resamples leaves 5 beyond each end, and where none allowed does the note says a lower --confidence does."""
+    from radmetrics.meta.compare import _thin_tails_note
+
+    for rows, confidence, asked in [(12, 0.999, 1000), (12, 0.999, 1_000_000), (25, 0.9999, 1_000_000),
+                                    (50_000, 0.999999, 1000), (600, 0.99999, 10), (50_000, 0.999, 1000),
+                                    (1_000_000, 0.95, 10), (200_000, 0.99999, 1000)]:
+        level = cs.expanded_confidence(rows, confidence)
+        used, needed = cs.thin_tails(asked, rows, confidence)
+        assert cs.resamples_beyond(used, level) < cs.MIN_RESAMPLES_PER_TAIL
+        if needed is not None:  # the advice, followed, gives its ends their resamples
+            assert cs.MIN_RESAMPLES <= needed <= cs.MAX_RESAMPLES
+            assert cs.resamples_beyond(cs.bootstrap_resamples(needed, rows, level), level) >= cs.MIN_RESAMPLES_PER_TAIL
+        else:
+            assert cs.resamples_beyond(cs.MAX_RESAMPLES, level) < cs.MIN_RESAMPLES_PER_TAIL
+    assert cs.thin_tails(1000, 12, 0.999)[1] is None and cs.thin_tails(1000, 50_000, 0.999999)[1] is None
+    assert cs.thin_tails(10, 600, 0.99999)[1] == cs.MAX_RESAMPLES  # 1,000,000 leave 5 beyond each end there
+
+    def entries(*rows):
+        return [{"n": n, "ci_low": 0.1} for n in rows]
+
+    note = _thin_tails_note(entries(12, 12), 1_000_000, 0.999)
+    assert "--resamples 1,000,000 steadies" not in note and "resampled scores" not in note
+    assert note == ("2 of its 99.9% intervals (over up to 12 rows) rest on as few as 1,000,000 resamples, fewer than 5 "
+                    "beyond each end (5 would take more than the 1,000,000 resamples --resamples allows): their ends "
+                    "move with --seed; a lower --confidence steadies them")
+    note = _thin_tails_note(entries(12, 50_000), 1000, 0.999)  # one interval of each kind
+    assert note == ("2 of its 99.9% intervals (over up to 50,000 rows) rest on as few as 2,000 resamples, fewer than 5 "
+                    "beyond each end (raising them would cost over 100,000,000 resampled scores, and for 1 of them 5 "
+                    "would take more than the 1,000,000 resamples --resamples allows): their ends move with --seed; "
+                    f"--resamples {cs.thin_tails(1000, 50_000, 0.999)[1]:,} steadies 1 of them, a lower --confidence "
+                    "the other")
+    assert _thin_tails_note(entries(50_000), 1000, 0.999).endswith("--resamples 10,009 steadies them")
+
+
 def test_a_difference_with_no_spread_or_two_rows_has_no_interval_only_its_test():
     """A bootstrap interval of a difference that is the same on every row is that point: "[+0.0500, +0.0500]"
     read as a difference known exactly, and scores that differ by 0.05 up to float rounding gave a "CI" of rounding

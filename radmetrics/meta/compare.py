@@ -367,8 +367,9 @@ def analyse_metric(per_system: dict[str, MetricRun], resamples: int = 1000, seed
 def _thin_tails_note(entries: list[dict[str, Any]], resamples: int, confidence: float) -> str | None:
     """A note when some of a metric's intervals could not be given `cs.MIN_RESAMPLES_PER_TAIL` resamples beyond each
     end (`cs.thin_tails`: a high confidence over many rows, where raising them would cost over
-    `cs.MAX_RAISED_DRAWS` resampled scores): their ends rest on a resample or two and move with the seed. It says
-    which --resamples would steady them."""
+    `cs.MAX_RAISED_DRAWS` resampled scores, or past what `cs.MAX_RESAMPLES` can give): their ends rest on a resample
+    or two and move with the seed. It says which --resamples would steady them, or that a lower --confidence
+    would where no --resamples allowed does."""
     thin = []
     for entry in entries:  # a system's interval counts its rows as "n", a pair's as "n_paired"
         rows = entry["n"] if "n" in entry else entry["n_paired"]
@@ -378,11 +379,23 @@ def _thin_tails_note(entries: list[dict[str, Any]], resamples: int, confidence: 
     if not thin:
         return None
     used = min(found[0] for _, found in thin)
-    needed = max(found[1] for _, found in thin)
+    steadied = [found[1] for _, found in thin if found[1] is not None]
+    beyond_allowed = len(thin) - len(steadied)
+    too_many = f"the {cs.MAX_RESAMPLES:,} resamples --resamples allows"
+    why = ", and ".join(filter(None, [
+        steadied and f"raising them would cost over {cs.MAX_RAISED_DRAWS:,} resampled scores",
+        beyond_allowed and (f"5 would take more than {too_many}" if not steadied else
+                            f"for {beyond_allowed} of them 5 would take more than {too_many}")]))
+    if not beyond_allowed:
+        advice = f"--resamples {max(steadied):,} steadies them"
+    elif not steadied:
+        advice = "a lower --confidence steadies them"
+    else:
+        advice = (f"--resamples {max(steadied):,} steadies {len(steadied)} of them, a lower --confidence the "
+                  f"{'other' if beyond_allowed == 1 else 'others'}")
     return (f"{len(thin)} of its {level_text(confidence)} intervals (over up to {max(n for n, _ in thin):,} rows) "
-            f"rest on as few as {used:,} resamples, fewer than {cs.MIN_RESAMPLES_PER_TAIL} beyond each end (raising "
-            f"them would cost over {cs.MAX_RAISED_DRAWS:,} resampled scores): their ends move with --seed; "
-            f"--resamples {needed:,} steadies them")
+            f"rest on as few as {used:,} resamples, fewer than {cs.MIN_RESAMPLES_PER_TAIL} beyond each end ({why}): "
+            f"their ends move with --seed; {advice}")
 
 
 def _cannot_be_significant(p_values: list[float | None], k: int, smallest: float, alpha: float) -> bool:
