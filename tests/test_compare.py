@@ -195,7 +195,9 @@ def test_intervals_whose_resamples_could_not_be_raised_say_so_with_the_resamples
     assert data["metrics"]["rouge-l"]["interval_note"] == said.removeprefix("rouge-l: ")
     assert said in data["notes"]
     assert f"Note: {said}" in " ".join(run.output.split())
-    assert said in html.unescape((out / "report.html").read_text())
+    page = html.unescape((out / "report.html").read_text())
+    # the page's intro said "Means with 1000-resample bootstrap CIs" beside intervals raised past 1,000 (review 39a)
+    assert said in page and "bootstrap 99.9% CIs (at least 1000 resamples, more where an interval needs" in page
     # at 95% the same rows' intervals have their resamples: nothing said
     run = CliRunner().invoke(cli, ["compare", "-s", f"A={a}", "-s", f"B={b}", "-m", "rouge-l", "-o", str(out),
                                    "--overwrite"])

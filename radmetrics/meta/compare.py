@@ -624,7 +624,8 @@ def compare_report(result: CompareResult) -> Report:
     data = result.to_dict()
     level = level_text(result.settings["confidence"])
     report = Report(title=f"Comparison of {', '.join(result.systems)} on {len(result.ids)} reports",
-                    intro=[f"Means with {data['settings'].get('resamples', '?')}-resample bootstrap {level} CIs; pairs: mean "
+                    intro=[f"Means with bootstrap {level} CIs (at least {data['settings'].get('resamples', '?')} resamples, more "
+                           "where an interval needs them for 5 beyond each end); pairs: mean "
                            "difference (A − B) with a paired-bootstrap CI, paired randomization p (at least "
                            "20 × pairs / α random swaps, so that Holm's correction can reach α; exact, every swap, "
                            "when there are no more: results.json says which per pair) and "
