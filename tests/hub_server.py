@@ -123,6 +123,10 @@ class HubServer:
         self.repos: dict[tuple[str, str], dict] = {}  # (type, id) -> {"private", "gated", "sha"}
         self.requests: list[tuple[str, str, dict]] = []
         self.validated: list[tuple[str, list[str]]] = []  # (repo type, errors) per validate-yaml call
+        #: (status, message) every request is answered with when set, as the Hub answers a token it does not
+        #: accept (401) or one that may not write there (403); "{auth}" in the message is the request's
+        #: Authorization header, echoed as a careless proxy would
+        self.refuse: tuple[int, str] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -147,9 +151,19 @@ class HubServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 return self.rfile.read(length) if length else b""
 
+            def _refused(self, head=False):
+                if server.refuse is None:
+                    return False
+                status, message = server.refuse
+                message = message.replace("{auth}", self.headers.get("Authorization", ""))
+                self._send(status, {"error": message}, {"X-Error-Message": message}, head=head)
+                return True
+
             def do_POST(self):
                 server.requests.append(("POST", self.path, dict(self.headers)))
                 body = self._body()
+                if self._refused():
+                    return
                 path = urlparse(self.path).path
                 if path == "/api/repos/create":
                     return self._send(*server.create(json.loads(body)))
@@ -173,6 +187,8 @@ class HubServer:
             def do_PUT(self):
                 server.requests.append(("PUT", self.path, dict(self.headers)))
                 body = self._body()
+                if self._refused():
+                    return
                 m = re.fullmatch(r"/api/(model|dataset|space)s/([^/]+/[^/]+)/settings", urlparse(self.path).path)
                 if m and (m.group(1), m.group(2)) in server.repos:
                     server.repos[(m.group(1), m.group(2))].update(json.loads(body))
@@ -187,6 +203,8 @@ class HubServer:
 
             def _get(self, head):
                 server.requests.append(("HEAD" if head else "GET", self.path, dict(self.headers)))
+                if self._refused(head):
+                    return
                 path = unquote(urlparse(self.path).path)
                 m = re.fullmatch(r"/api/(model|dataset|space)s/([^/]+/[^/]+?)(?:/revision/([^/]+))?", path)
                 if m:

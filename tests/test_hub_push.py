@@ -279,6 +279,26 @@ def test_a_bad_repo_id_or_a_folder_with_no_dataset_is_one_line_and_no_request(hu
     assert not hub.requests and not hub.repos
 
 
+@pytest.mark.parametrize("status", [401, 403, 500])
+def test_an_error_the_hub_answers_is_one_line_without_the_token(hub, rexval_folder, tmp_path, status):
+    """Review 39b: a token the Hub refused (401), one that may not write to the namespace (403) or a Hub error
+    (500) was the Hub client's traceback (exit 1) from `data push` and `hub push` (every push goes through
+    push_folder); and where a proxy echoed the request's
+    Authorization header in its error, the token was printed. Now one line naming the fix, exit 2, no token."""
+    hub.refuse = (status, "Invalid credentials in Authorization header ({auth})")
+    judge = tmp_path / "judge"
+    judge.mkdir()
+    (judge / "config.json").write_text("{}")
+    for out in (push(hub, rexval_folder, "lab/rexval"), hub_push(hub, judge, "lab/judge")):
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+        assert out.stderr.startswith("Error: The Hub refused the push to lab/"), out.stderr
+        assert {401: "set HF_TOKEN", 403: "may not write to lab", 500: "try again later"}[status] in out.stderr
+        assert "SECRET" not in out.stdout + out.stderr
+    assert any("Bearer hf_testtoken_SECRET" in str(headers) for _, _, headers in hub.requests)  # it was sent
+    assert not hub.repos
+
+
 def test_a_second_push_leaves_no_weights_of_the_first(hub, tmp_path):
     """Review 27 (H1): upload_folder only adds, so a judge pushed again in shards kept the first push's
     model.safetensors, which transformers loads before the new index: the old judge scored under the new card.

@@ -66,8 +66,8 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     repository unless public=True. A README.md on the Hub that a person wrote is kept (not uploaded over)
     unless overwrite_card. Returns {"url", "commit", "private" (read back from the Hub after the push),
     "gated", "card_kept", "public_requested"}. The token comes from the argument or the usual environment /
-    login, and is never printed."""
-    from huggingface_hub import HfApi
+    login, and is never printed: an error the Hub answers with is one RadmetricsError line, the token redacted."""
+    from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -79,6 +79,16 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:
         check_public_allowed(folder, f"{folder} to {repo_id}")
+    try:
+        return _push(folder, repo_id, repo_type, public, gated, token, commit_message, overwrite_card)
+    except HfHubHTTPError as e:  # a token refused, no right to write there, the Hub down: one line, no token
+        raise RadmetricsError(hub_refused(e, repo_id, token)) from None
+
+
+def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str | None, token: str | None,
+          commit_message: str | None, overwrite_card: bool) -> dict[str, Any]:
+    from huggingface_hub import HfApi
+
     card = folder / "README.md"
     if card.is_file():
         validate_card(card, repo_type)
@@ -109,6 +119,32 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     url = f"{api.endpoint}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
     return {"url": url, "commit": getattr(commit, "oid", None), "private": repo_visibility(api, repo_id, repo_type),
             "gated": gated or False, "card_kept": "README.md" in ignore, "public_requested": public}
+
+
+def hub_refused(error: Exception, repo_id: str, token: str | None = None) -> str:
+    """The one line for an HTTP error the Hub answered a push with (review 39b: 401/403/5xx were the Hub client's
+    traceback, and a server or proxy that echoed the request's Authorization header put the token on the screen).
+    Every token the push may have sent (the argument, HF_TOKEN, the saved login) is redacted."""
+    import os
+
+    from radmetrics.errors import redact
+
+    try:
+        from huggingface_hub import get_token
+
+        saved = get_token()
+    except Exception:  # noqa: BLE001 - an unreadable token file: nothing more to hide
+        saved = None
+    secrets = [token, saved, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")]
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    lines = [" ".join(line.split()) for line in str(error).splitlines()]
+    detail = "; ".join(line for line in lines if line and not line.startswith("For more information check"))
+    owner = repo_id.split("/")[0] if "/" in repo_id else "your account"
+    hint = {401: "the Hub did not accept the token: set HF_TOKEN to a valid token (or run `hf auth login`)",
+            403: f"the token may not write to {owner}: use a write token of an account that can create "
+                 f"repositories there (HF_TOKEN or `hf auth login`)"}.get(
+        status, "the Hub (HF_ENDPOINT) answered with an error: try again later, or check HF_ENDPOINT")
+    return redact(f"The Hub refused the push to {repo_id} ({detail[:300]}): {hint}", secrets)
 
 
 def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:
