@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -267,6 +268,40 @@ def test_rexval_duplicated_or_non_whole_counts_are_errors_never_added_or_truncat
     from radmetrics.data.rexval import read_rexval
 
     assert read_rexval(folder) == read_rexval(source)
+
+
+@pytest.mark.parametrize("name, file", [("rexval", "50_samples_gt_and_candidates.csv"),
+                                        ("radeval", "reader_study_final_with_annotationsv3.csv"),
+                                        ("refisco", "refisco_annotations.csv")])
+def test_a_download_cut_inside_a_quoted_field_is_an_error_naming_its_line(tmp_path, name, file):
+    """Review 39b: a ReXVal reports file cut inside its last row's radgraph text (an interrupted download) was
+    converted without a word: that candidate was the cut text and the row's other three candidates None (lm_eval
+    then died on them with an AttributeError); RadEval's cut row became an unannotated pair. A row with other than
+    the header's number of fields is now an error naming its line, and nothing is written."""
+    import shutil
+
+    folder = tmp_path / name
+    shutil.copytree(FIXTURES / name, folder)
+    with open(folder / file, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)  # the same data, every field quoted
+    text = buffer.getvalue()
+    line_no, first, start, quoted = 1, 1, 0, False  # where the last record starts: after a newline outside quotes
+    for at, char in enumerate(text.rstrip("\n")):
+        quoted ^= char == '"'
+        if char == "\n":
+            line_no += 1
+            first, start = (first, start) if quoted else (line_no, at + 1)
+    field = next(i for i, value in enumerate(rows[-1][:-1]) if len(value) > 30)  # a report, not the last column
+    before = "".join('"' + value.replace('"', '""') + '",' for value in rows[-1][:field])
+    cut = start + len(before) + 15  # inside that report
+    assert text[start:].startswith(before) and text[:cut].count('"') % 2
+    (folder / file).write_text(text[:cut], encoding="utf-8")
+    source = folder if name == "rexval" else folder / file
+    line = _one_line_error(_convert(name, source, "-o", tmp_path / "out", cwd=tmp_path))
+    assert f"{file} line {first}: " in line and "fields, the header has" in line and "cut short" in line, line
+    assert not (tmp_path / "out").exists()
 
 
 def test_refisco_report_repeated_after_other_reports_is_an_error(tmp_path):

@@ -47,7 +47,9 @@ def read_count(value: Any, where: str, column: str) -> int:
 
 
 def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict[str, str]]:
-    """Rows of a CSV the user downloaded; a missing file or column is an error naming the file and columns."""
+    """Rows of a CSV the user downloaded; a missing file or column is an error naming the file and columns, and
+    so is a row with more or fewer fields than the header (review 39b: a download cut inside a quoted field read
+    as a last row whose cut text was a candidate and whose later columns were None, converted without a word)."""
     import csv
 
     from radmetrics.errors import InputError
@@ -58,13 +60,26 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
 
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
-            reader = csv.DictReader(fh)
-            if reader.fieldnames is None:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
                 raise InputError(f"{path} is empty: a {what} CSV needs the columns {', '.join(required)}")
-            missing = [c for c in required if c not in reader.fieldnames]
+            missing = [c for c in required if c not in header]
             if missing:
-                raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {reader.fieldnames}")
-            return list(reader)
+                raise InputError(f"{path}: missing column(s) {', '.join(missing)}; columns are {header}")
+            rows, first = [], reader.line_num + 1
+            for fields in reader:
+                if fields and len(fields) != len(header):
+                    where = (f"line {first}" if reader.line_num == first
+                             else f"lines {first}-{reader.line_num} (read as one record)")
+                    why = ("an unquoted comma?" if len(fields) > len(header)
+                           else f'a file cut short, or an unmatched " on line {first}?')
+                    raise InputError(f"{path} {where}: {len(fields)} field{'s' if len(fields) != 1 else ''}, the "
+                                     f"header has {len(header)} ({why}); fix the file or download it again")
+                if fields:  # a blank line is no row, as csv.DictReader reads it
+                    rows.append(dict(zip(header, fields)))
+                first = reader.line_num + 1
+            return rows
     except UnicodeDecodeError as e:  # an Excel / Latin-1 export, or not text at all
         raise InputError(not_utf8_file(path, e)) from None
     except csv.Error as e:
