@@ -26,9 +26,21 @@ def _source(dataset: str, metadata: dict) -> str:
 
 def _load(dataset: str, source: str):
     from radmetrics.data import open_expert_dataset
+    from radmetrics.errors import InputError
+    from radmetrics.runner import pair_problem
 
     # a missing folder is named as such, not taken silently for a Hub id
-    return open_expert_dataset(dataset, source, f"{PATH_KEYS[dataset]} {source!r}")
+    data = open_expert_dataset(dataset, source, f"{PATH_KEYS[dataset]} {source!r}")
+    # lm-eval sends every doc to the model: a row with no report to judge (a None candidate in a dataset converted
+    # from a cut download, a missing-value marker) was an AttributeError deep in the prompt (review 39b)
+    problems = [f"{row.get('id', i)}: {why}" for i, row in enumerate(data)
+                if (why := pair_problem(row["reference"], row["candidate"]))]
+    if problems:
+        raise InputError(f"{PATH_KEYS[dataset]} {source!r}: {len(problems)} of {len(data)} rows cannot be judged "
+                         f"({'; '.join(problems[:3])}{'; ...' if len(problems) > 3 else ''}): lm-eval sends every "
+                         "row to the model, so fix the dataset (convert the original files again), or grade the "
+                         "judge with `radmetrics meta-eval`, which leaves such rows unscored")
+    return data
 
 
 def load_judge_dataset(**metadata):

@@ -260,6 +260,29 @@ def test_a_missing_task_data_folder_is_named_not_taken_for_a_hub_id(monkeypatch,
         utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path="my-lab/rexval")
 
 
+def test_a_dataset_row_with_no_report_to_judge_is_one_error_naming_it(monkeypatch, tmp_path):
+    """Review 39b: a converted dataset holding a row whose candidate is None (converted from a download cut short
+    before the converter refused such files, or a hand-made or Hub dataset) made every GREEN task die with
+    "AttributeError: 'NoneType' object has no attribute 'split'" inside the prompt. Now one error naming the rows."""
+    import datasets
+
+    from radmetrics.data import convert
+
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    folder = convert("rexval", FIXTURES / "rexval", tmp_path / "rexval")
+    data = datasets.load_from_disk(str(folder))
+    broken = data.map(lambda row, i: {"candidate": None if i in (5, 7) else row["candidate"]}, with_indices=True)
+    broken.save_to_disk(str(tmp_path / "broken"))
+    monkeypatch.chdir(tmp_path)
+    for load, system in ((utils.load_judge_dataset, "green"), (utils.load_judge_conversations, "finerad_score")):
+        with pytest.raises(radmetrics.errors.InputError, match=rf"rexval_path 'broken': 2 of {len(data)} rows cannot "
+                           rf"be judged \({data[5]['id']}: candidate is missing \(None\); {data[7]['id']}: .*meta-eval"):
+            load(dataset="rexval", scoring_system=system, rexval_path="broken")
+    assert len(utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path="rexval")["test"]) == 20
+
+
 def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):
     """Review 11 (R2): the README's route for a judge behind an API, lm_eval's local-chat-completions model, failed
     on a radmetrics[lm-eval] install ("required packages ['tenacity'] are not installed"): the extra now includes
