@@ -938,8 +938,13 @@ def check_new_folder(output: str | os.PathLike, overwrite: bool, holds: str) -> 
 
 def check_report_lists(references: Any, candidates: Any, names: tuple[str, str] = ("references", "candidates")) -> None:
     """One report given where a list of reports is expected: a str is a sequence, and each of its characters was
-    judged as a report (review 27, M2)."""
+    judged as a report (review 27, M2). None, a number or a generator was "TypeError: object of type 'NoneType' has
+    no len()" from deep inside, naming neither argument (review 39b): each is refused here, naming it."""
     for value, name in zip((references, candidates), names):
         if isinstance(value, (str, bytes)):
             raise InputError(f"{name} is one {type(value).__name__} ({value[:40]!r}), not a list of reports: pass "
                              f"[{name[:-1]}] for one report, or a list")
+        if not (hasattr(value, "__len__") and hasattr(value, "__getitem__")):
+            shown = "None" if value is None else type(value).__name__
+            hint = " (list(...) of it)" if hasattr(value, "__next__") else ""  # a generator, an iterator
+            raise InputError(f"{name} is {shown}, not a list of reports: pass a list{hint}, one report per row")

@@ -148,6 +148,16 @@ def test_one_string_instead_of_a_list_is_refused_not_judged_per_character(name, 
     with pytest.raises(InputError, match="references is one str"):
         radmetrics.score(name, "ab", "cd", backend="fake", cache=False, progress=False)
     assert module.compute(predictions=[CANDS[0]], references=[REFS[0]])["num_unscored"] == 0
+    # review 39b: None, a generator or a number was "TypeError: object of type 'NoneType' has no len()" from evaluate
+    with pytest.raises(InputError, match=r"^predictions is None, not a list of reports"):
+        module.compute(predictions=None, references=[REFS[0]])
+    with pytest.raises(InputError, match=r"^predictions is generator, not a list of reports: pass a list \(list"):
+        module.compute(predictions=(c for c in CANDS[:1]), references=[REFS[0]])
+    with pytest.raises(InputError, match=r"^candidates is int, not a list of reports"):
+        radmetrics.score(name, [REFS[0]], 5, backend="fake", cache=False, progress=False)
+    import numpy as np
+
+    assert module.compute(predictions=np.array(CANDS[:2]), references=np.array(REFS[:2]))["num_unscored"] == 0
 
 def test_a_number_keeps_its_verdict_when_evaluate_hands_the_rows_in_another_order(fake_judge, monkeypatch):
     """Review 21 (M2): add("7", R1) then add_batch(["7", 7], [R2, R3]); evaluate 0.4.1 with datasets 3.0 hands
