@@ -109,7 +109,10 @@ def load_judge_conversations(**metadata):
         return {"judge_system": head, "judge_prompt": turns[-1]["content"], "scoring_system": system.name,
                 "system_options": json.dumps(options, sort_keys=True)}
 
-    test = data.map(split)
+    # in memory, never from a cache file: a map served from the cache file an earlier run left beside a saved
+    # dataset never calls split, which collects the example turns (review 39b: every run after the first on a
+    # converted folder was "KeyError: 'examples'")
+    test = data.map(split, keep_in_memory=True, load_from_cache_file=False)
     head, pairs = seen["examples"]
     examples = datasets.Dataset.from_dict({"judge_prompt": [q for q, _ in pairs],
                                            "judge_answer": [a for _, a in pairs]})

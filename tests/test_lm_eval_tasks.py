@@ -283,6 +283,23 @@ def test_a_dataset_row_with_no_report_to_judge_is_one_error_naming_it(monkeypatc
     assert len(utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path="rexval")["test"]) == 20
 
 
+def test_the_chat_task_runs_again_on_a_converted_folder(monkeypatch, tmp_path):
+    """Review 39b: rexval_judge_finerad_chat on a folder `radmetrics data convert` wrote ran once; every later run
+    on that folder died with "KeyError: 'examples'": datasets served the map from the cache file the first run left
+    beside the saved dataset, so the function that collects the example turns never ran."""
+    from radmetrics.data import convert
+
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    convert("rexval", FIXTURES / "rexval", tmp_path / "rexval")
+    monkeypatch.chdir(tmp_path)
+    runs = [utils.load_judge_conversations(dataset="rexval", scoring_system="finerad_score", rexval_path="rexval")
+            for _ in range(2)]
+    assert runs[0]["fewshot"].to_list() == runs[1]["fewshot"].to_list() and len(runs[1]["fewshot"]) == 5
+    assert runs[0]["test"].to_list() == runs[1]["test"].to_list()
+
+
 def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):
     """Review 11 (R2): the README's route for a judge behind an API, lm_eval's local-chat-completions model, failed
     on a radmetrics[lm-eval] install ("required packages ['tenacity'] are not installed"): the extra now includes
