@@ -109,6 +109,13 @@ def test_score_as_written(system, text, score, written):
                  "GREEN's error items", id="in-sentence-then-numbered-green-item"),
     pytest.param("vert", HEAD + "about 0.7\nb. Missing a finding: 1. Left pleural effusion.", "GREEN's error items",
                  id="in-sentence-then-green-item-with-detail"),
+    # review 39b: a small judge's GREEN analysis with its sections glued mid-line and its items' markers lost, read as
+    # 1.0 (lm_eval's rexval_judge_vert_ft on the tests' tiny GREEN judge); GREEN's words anywhere say what it is
+    pytest.param("vert_ft", "The left Misidentification of a finding's anatomic location/position: 1.\n(f) Mentioning a "
+                 "comparison detailing a change from a prior study upper[Matched Findings]:\n0. Both",
+                 "GREEN's analysis", id="ft-green-words-mid-line"),
+    pytest.param("vert_ft", "Omitting a comparison that isn't in the reference: 1. The monitoring devices are unchanged.",
+                 "GREEN's analysis", id="ft-green-item-label-then-prose"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)

@@ -489,6 +489,15 @@ _GREEN_SECTION = re.compile(r"(?im)^[ \t>#*_`-]*(?:\[[ \t]*(?:clinically[ \t]+(?
                             r"findings)[ \t*_]*(?::[ \t*_]*)?$)")
 
 
+# GREEN's own words anywhere in an answer: its section names in brackets (also mid-line, where a small judge glues
+# them to the text before: "... upper[Matched Findings]:") and the labels of its error items, phrases of GREEN's
+# prompt (radmetrics/green/prompt.py, from Stanford-AIMI/GREEN) that a bare VERT score never carries
+_GREEN_WORDS = re.compile(r"(?i)\[[ \t]*(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+findings)[ \t]*\]"
+                          r"|anatomic[ \t]+location/position|comparison[ \t]+that[ \t]+isn['’]t[ \t]+in[ \t]+the[ \t]+"
+                          r"reference|comparison[ \t]+detailing[ \t]+a[ \t]+change|misassessment[ \t]+of[ \t]+the[ \t]+"
+                          r"severity")
+
+
 def _is_green_item(line: str) -> bool:
     return bool(_GREEN_ITEM_LINE.match(line))
 
@@ -898,9 +907,11 @@ def read_bare_score(text: str) -> tuple[float, str]:
     head = text.strip().split("\n", 1)[0]
     if _HEADER.match(head):
         return read_overall_score_with_form(text)
-    if _GREEN_SECTION.search(text):
+    if _GREEN_SECTION.search(text) or _GREEN_WORDS.search(text):
         # GREEN's analysis, which reads as a score only where it ends in VERT's score block (a whole VERT answer):
-        # its first number is in the explanation or a count (review 21, H3: read as 1.0)
+        # its first number is in the explanation or a count (review 21, H3: read as 1.0). Its words count too, where
+        # its sections are not on lines of their own (review 39b: a small judge's "...anatomic location/position:
+        # 1.\n(f) ... upper[Matched Findings]:" was read as 1.0)
         if _HEADER.search(text):
             return read_overall_score_with_form(text)
         raise VertParseError("the answer is GREEN's analysis (its sections for GREEN's error items and matched "
