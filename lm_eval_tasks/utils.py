@@ -62,7 +62,9 @@ def load_judge_dataset(**metadata):
         return {"judge_prompt": render_text(prompt, chat_format, eos), "scoring_system": system.name,
                 "system_options": options_text}
 
-    data = data.map(add_prompt)
+    # in memory: a map written to cache files left each pair's report text in cache-*.arrow files beside the
+    # user's converted dataset (review 39b), and one served from them skips the function (see below)
+    data = data.map(add_prompt, keep_in_memory=True, load_from_cache_file=False)
     target = metadata.get("expert_target")
     if target:  # what kendall_tau grades against, when not the dataset's expert_score (meta-eval's --target)
         from radmetrics.meta.targets import expert_target

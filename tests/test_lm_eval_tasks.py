@@ -300,6 +300,23 @@ def test_the_chat_task_runs_again_on_a_converted_folder(monkeypatch, tmp_path):
     assert runs[0]["test"].to_list() == runs[1]["test"].to_list()
 
 
+def test_the_tasks_leave_no_cache_files_with_report_text_in_a_converted_folder(monkeypatch, tmp_path):
+    """Review 39b (left): the prompt task's map wrote cache-*.arrow files, each pair's report text in them, into the
+    folder `radmetrics data convert` wrote (its own files owner-only); both loaders now map in memory."""
+    from radmetrics.data import convert
+
+    sys.path.insert(0, str(LM_EVAL_TASKS))
+    import utils
+
+    convert("rexval", FIXTURES / "rexval", tmp_path / "rexval")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "rexval").rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    docs = utils.load_judge_dataset(dataset="rexval", scoring_system="green", rexval_path="rexval")
+    utils.load_judge_conversations(dataset="rexval", scoring_system="finerad_score", rexval_path="rexval")
+    assert len(docs["test"]) == 20 and docs["test"][0]["judge_prompt"]
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "rexval").rglob("*")) == before
+
+
 def test_lm_eval_judge_behind_an_api_runs_with_the_lm_eval_extra(tmp_path):
     """Review 11 (R2): the README's route for a judge behind an API, lm_eval's local-chat-completions model, failed
     on a radmetrics[lm-eval] install ("required packages ['tenacity'] are not installed"): the extra now includes
