@@ -16,47 +16,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_throughput import PRESETS, build_model, report_pairs  # noqa: E402
+from judge_throughput import add_workload_arguments, forced_workload, timed  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
-    parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
-    parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample (default: the preset's)")
+    add_workload_arguments(parser)
     parser.add_argument("--top", type=int, default=25, help="operators listed")
     parser.add_argument("--json", type=Path, help="also write the figures and the top operators here")
     parser.add_argument("--trace", type=Path, help="also write the profiled run's Chrome trace here")
     args = parser.parse_args()
-    preset = dict(PRESETS[args.preset])
-    n, out_tokens = args.n or preset["n"], args.out_tokens or preset["out_tokens"]
 
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from radmetrics.green import build_green_prompt
     from radmetrics.judge.transformers_backend import TransformersJudge
     from radmetrics.types import GenerationConfig
 
-    prompts = [build_green_prompt(r, c) for r, c in report_pairs(n, preset["report_repeat"])]
-    model, tok = build_model(preset, prompts)
+    preset, n, out_tokens, prompts, model, tok = forced_workload(args)
     cuda = preset["device"] == "cuda"
     judge = TransformersJudge.from_objects(model, tok, "random-green-judge")  # the default: no options
     config = GenerationConfig(max_new_tokens=out_tokens, min_new_tokens=out_tokens)
     judge.generate(prompts[:8], GenerationConfig(max_new_tokens=4, min_new_tokens=4), progress=False)  # warm-up
 
     def run() -> float:
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        judge.generate(prompts, config, progress=False)
-        if cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter() - start
+        return timed(lambda: judge.generate(prompts, config, progress=False), preset["device"])[1]
 
     seconds = run()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -14,35 +14,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_throughput import PRESETS, build_model, report_pairs  # noqa: E402
+from judge_throughput import add_workload_arguments, forced_workload, timed  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
-    parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
-    parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample (default: the preset's)")
+    add_workload_arguments(parser)
     parser.add_argument("--json", type=Path, help="also write each call's seconds and new segments here")
     parser.add_argument("--no-cudnn-sdp", action="store_true", help="PyTorch's cuDNN attention off (CUDA)")
     args = parser.parse_args()
-    preset = dict(PRESETS[args.preset])
-    n, out_tokens = args.n or preset["n"], args.out_tokens or preset["out_tokens"]
 
     import torch
 
-    from radmetrics.green import build_green_prompt
     from radmetrics.judge.transformers_backend import TransformersJudge
     from radmetrics.types import GenerationConfig
 
     if args.no_cudnn_sdp:
         torch.backends.cuda.enable_cudnn_sdp(False)
-    prompts = [build_green_prompt(r, c) for r, c in report_pairs(n, preset["report_repeat"])]
-    model, tok = build_model(preset, prompts)
-    model = model.to(preset["device"])
+    preset, n, out_tokens, prompts, model, tok = forced_workload(args)
     cuda = preset["device"] == "cuda"
     first, second = (TransformersJudge.from_objects(model, tok, "random-green-judge") for _ in range(2))
     warm = GenerationConfig(max_new_tokens=4, min_new_tokens=4)
@@ -57,13 +49,7 @@ def main() -> None:
     for label, judge in (("first judge, call 1", first), ("first judge, call 2", first),
                          ("second judge, call 1", second), ("first judge, call 3", first)):
         before = segments()
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        judge.generate(prompts, config, progress=False)
-        if cuda:
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
+        _, seconds, _ = timed(lambda judge=judge: judge.generate(prompts, config, progress=False), preset["device"])
         calls.append({"call": label, "seconds": round(seconds, 3), "samples_per_s": round(n / seconds, 2),
                       "new_segments": segments() - before})
         print(f"{label}: {seconds:.2f} s ({n / seconds:.2f} samples/s), new allocator segments "

@@ -140,6 +140,25 @@ def build_model(preset: dict, prompts: list[str]):
     return model.eval(), tok
 
 
+def add_workload_arguments(parser) -> None:
+    """--preset, --n and --out-tokens, as the scripts beside this one take them (decode_profile, first_call)."""
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu-tiny")
+    parser.add_argument("--n", type=int, help="number of report pairs (default: the preset's)")
+    parser.add_argument("--out-tokens", type=int, help="forced output tokens per sample (default: the preset's)")
+
+
+def forced_workload(args) -> tuple[dict, int, int, list[str], Any, Any]:
+    """What those arguments name: the preset, n, the forced output tokens, the GREEN prompts, and the preset's
+    random-weight model (on its device) with its tokenizer."""
+    from radmetrics.green import build_green_prompt
+
+    preset = dict(PRESETS[args.preset])
+    n, out_tokens = args.n or preset["n"], args.out_tokens or preset["out_tokens"]
+    prompts = [build_green_prompt(r, c) for r, c in report_pairs(n, preset["report_repeat"])]
+    model, tok = build_model(preset, prompts)
+    return preset, n, out_tokens, prompts, model, tok
+
+
 def natural_prompts(n: int) -> list[str]:
     """``n`` distinct GREEN prompts for the trained tiny judge: the pairs it learned, candidates shortened by
     0, 1, 2, ... words, so answers differ in length (and stop at EOS at different steps)."""
