@@ -382,10 +382,13 @@ def _thin_tails_note(entries: list[dict[str, Any]], resamples: int, confidence: 
     steadied = [found[1] for _, found in thin if found[1] is not None]
     beyond_allowed = len(thin) - len(steadied)
     too_many = f"the {cs.MAX_RESAMPLES:,} resamples --resamples allows"
-    why = ", and ".join(filter(None, [
-        steadied and f"raising them would cost over {cs.MAX_RAISED_DRAWS:,} resampled scores",
-        beyond_allowed and (f"5 would take more than {too_many}" if not steadied else
-                            f"for {beyond_allowed} of them 5 would take more than {too_many}")]))
+    reasons = []
+    if steadied:
+        reasons.append(f"raising them would cost over {cs.MAX_RAISED_DRAWS:,} resampled scores")
+    if beyond_allowed:
+        reasons.append(f"5 would take more than {too_many}" if not steadied else
+                       f"for {beyond_allowed} of them 5 would take more than {too_many}")
+    why = ", and ".join(reasons)
     if not beyond_allowed:
         advice = f"--resamples {max(steadied):,} steadies them"
     elif not steadied:

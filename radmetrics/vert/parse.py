@@ -483,16 +483,17 @@ _GREEN_ITEM_LINE = re.compile(
     rf"{_GREEN_MARKER}(?:{_GREEN_COUNT}[ \t*_]*(?:\.[ \t*_]*)?$|[^\n]*?:{_GREEN_COUNT}[ \t*_]*(?:$|[.,;:(\-–—]))"
     rf"|[ \t>`*_-]*(?:(?:\(?[a-fA-F1-6]\)|[a-fA-F1-6]\.)[*_]*[ \t]+[*_]*)?{_GREEN_TYPE}[^\n]*?[:=\-–—]{_GREEN_COUNT}",
     re.I)
+# the names of GREEN's sections
+_GREEN_SECTION_NAME = r"(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+findings)"
 # GREEN's section headers ("[Clinically Significant Errors]:", "**Matched Findings:**" on its own line)
-_GREEN_SECTION = re.compile(r"(?im)^[ \t>#*_`-]*(?:\[[ \t]*(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched"
-                            r"[ \t]+findings)[ \t]*\]|(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+"
-                            r"findings)[ \t*_]*(?::[ \t*_]*)?$)")
+_GREEN_SECTION = re.compile(rf"(?im)^[ \t>#*_`-]*(?:\[[ \t]*{_GREEN_SECTION_NAME}[ \t]*\]|{_GREEN_SECTION_NAME}"
+                            r"[ \t*_]*(?::[ \t*_]*)?$)")
 
 
 # GREEN's own words anywhere in an answer: its section names in brackets (also mid-line, where a small judge glues
 # them to the text before: "... upper[Matched Findings]:") and the labels of its error items, phrases of GREEN's
 # prompt (radmetrics/green/prompt.py, from Stanford-AIMI/GREEN) that a bare VERT score never carries
-_GREEN_WORDS = re.compile(r"(?i)\[[ \t]*(?:clinically[ \t]+(?:in)?significant[ \t]+errors|matched[ \t]+findings)[ \t]*\]"
+_GREEN_WORDS = re.compile(rf"(?i)\[[ \t]*{_GREEN_SECTION_NAME}[ \t]*\]"
                           r"|anatomic[ \t]+location/position|comparison[ \t]+that[ \t]+isn['’]t[ \t]+in[ \t]+the[ \t]+"
                           r"reference|comparison[ \t]+detailing[ \t]+a[ \t]+change|misassessment[ \t]+of[ \t]+the[ \t]+"
                           r"severity")
