@@ -36,6 +36,10 @@ HEAD = "[Overall Accuracy Score]:\n"
                  "lobe.\n2) Otherwise the findings match.", 0.8, "in-sentence", id="in-sentence-numbered-reasons"),
     pytest.param("vert_ft", "The candidate deserves 0.6 since\n1) it misses 2 findings", 0.6, "in-sentence",
                  id="ft-in-sentence-numbered-reason"),
+    # a whole number in a bare answer's sentence is its score where a scoring word governs it (parser 18)
+    pytest.param("vert_ft", "I would give it 1.", 1.0, "in-sentence", id="ft-whole-number-after-scoring-word"),
+    pytest.param("vert_ft", "The score is 0 since the report names another patient.", 0.0, "in-sentence",
+                 id="ft-zero-after-score-is"),
     pytest.param("vert", "[Overall Accuracy Score]\nScore of 0.7 given.\na) Missed finding: pleural effusion "
                  "(1 error).", 0.7, "in-sentence", id="in-sentence-lettered-reason"),
     pytest.param("vert", HEAD + "I would rate this report 0.8.\n1) Missing a finding: the 5 mm nodule in the "
@@ -116,6 +120,11 @@ def test_score_as_written(system, text, score, written):
                  "GREEN's analysis", id="ft-green-words-mid-line"),
     pytest.param("vert_ft", "Omitting a comparison that isn't in the reference: 1. The monitoring devices are unchanged.",
                  "GREEN's analysis", id="ft-green-item-label-then-prose"),
+    # review 39b, left then: a small judge's garbled sentence with a lone 0 or 1 in it was read as 0.0 or 1.0
+    pytest.param("vert_ft", "The candidate report is 1 the effusion upper lobe.", "no scoring word",
+                 id="ft-lone-one-in-garbled-sentence"),
+    pytest.param("vert_ft", "left lower 0 pleural the of", "no scoring word", id="ft-lone-zero-in-garbled-sentence"),
+    pytest.param("vert_ft", "The report is accurate. 1", "no scoring word", id="ft-whole-number-after-a-sentence"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)

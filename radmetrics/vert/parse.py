@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "17"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "18"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -67,7 +67,8 @@ PARSER_VERSION = "17"  # 4: a second score after the first has no single reading
 # single reading (review 31: it was never read, the score it revises taken); 16: a Markdown table's row "| Overall
 # Accuracy Score | 0.8 |" is a header (it was unscored: no header found); 17: a score spelled out ("zero point six",
 # "one point zero") is read as written in digits: as the score, or as a revision after it (review 31: "0.8" then
-# "Actually, I'd say zero point five." was 0.8)
+# "Actually, I'd say zero point five." was 0.8); 18: a vert_ft answer's lone whole number inside a sentence with no
+# scoring word before it ("The candidate report is 1 the effusion") is no score (review 39b: it was 1.0)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -95,6 +96,7 @@ _SAME_SCALE_AFTER = re.compile(r"[ \t*_`]*(?:\([ \t*_`]*)?(?:/|out\s+of\b)[ \t*_
 # the score 0)
 _COUNT_BEFORE = re.compile(r"(?:\b(?:errors?|findings?|omissions?|discrepanc\w*|mistakes?|matched|matches)|"
                            r"(?-i:\b[MSI]))[ \t*_)\]]*[:=][ \t*_]*$", re.I)
+_WHOLE_NUMBER = re.compile(r"[-−]?\d+")
 # a worked answer's result follows its last "=" or "≈" ("Score = 2/3 ≈ 0.67" is 0.67)
 _RESULT_SIGN = re.compile(r"=|≈|→|->")
 _SCORE_LABEL = re.compile(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", re.I)
@@ -158,8 +160,9 @@ def _to_float(token: str) -> float:
     return float(token)
 
 
-def read_score_text(answer: str) -> tuple[float, str]:
-    """The score in the text after the header (or a bare answer): (value, how it was written)."""
+def read_score_text(answer: str, bare: bool = False) -> tuple[float, str]:
+    """The score in the text after the header (or a bare answer, ``bare``: no header says a score follows): (value,
+    how it was written)."""
     head = next((line.strip(" *`_\t") for line in answer.splitlines() if line.strip(" *`_\t")), "")
     if _NOT_A_SCORE.match(re.sub(_SCORE_LABEL, "", head).strip(" *`_")):
         # "N/A (cannot be assessed)" then a note with a number: no score, not the note's number (review 24: "...
@@ -188,7 +191,7 @@ def read_score_text(answer: str) -> tuple[float, str]:
         # as after a band
         lines = lines[1:]
         line, stated = _unlabelled(lines[0]), True
-    value, form = _read_score_line(line, lines[1:], stated)
+    value, form = _read_score_line(line, lines[1:], stated, bare)
     if band and not _band_holds(value, band):
         raise VertParseError(f"[Overall Accuracy Score] gives {value:g} outside the band it names "
                              f"({band.group(0).strip()[:40]!r}): no single reading")
@@ -200,7 +203,7 @@ def _unlabelled(line: str) -> str:
     return re.sub(_SCORE_LABEL, "", line.strip(" *`_")).strip(" *`_")
 
 
-def _read_score_line(line: str, later: list[str], stated: bool) -> tuple[float, str]:
+def _read_score_line(line: str, later: list[str], stated: bool, bare: bool = False) -> tuple[float, str]:
     """The score on its line (first line with a number, after any band or measurements), checked against the rest."""
     if _RESULT_SIGN.search(line):  # a worked answer: the result is the number after the last "=" (or "≈")
         first, after = _worked_result(line)
@@ -217,6 +220,12 @@ def _read_score_line(line: str, later: list[str], stated: bool) -> tuple[float, 
                                  f"no single reading: {line[:60]!r}")
         if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
             first, form = _number_in_sentence(line, later, stated), "in-sentence"
+            if bare and _WHOLE_NUMBER.fullmatch(first.group(1)) and not _SCORE_GOVERNS.search(_lead(line[:first.start()])):
+                # a bare answer's lone 0 or 1 inside a sentence, no scoring word before it ("The candidate report is 1
+                # the effusion"): a small judge's garbled text, not its score (review 39b: 2 of 20 such answers read
+                # as 0.0 or 1.0). A decimal ("deserves 0.6 since") or "the score is 1." is read
+                raise VertParseError(f"the answer has a whole number inside a sentence and no scoring word before it: "
+                                     f"{line[:60]!r}, no single reading")
         after = line[first.end():]
         scale = _SCALE_AFTER.match(after)
         if scale and _to_float(scale.group(1)) == _SCALE_TOP:  # "0.7/1", "0.8 out of 1.0": VERT's own scale
@@ -917,7 +926,7 @@ def read_bare_score(text: str) -> tuple[float, str]:
             return read_overall_score_with_form(text)
         raise VertParseError("the answer is GREEN's analysis (its sections for GREEN's error items and matched "
                               "findings), not a score")
-    value, form = read_score_text(text.strip())  # the first line with a number; a later score is refused
+    value, form = read_score_text(text.strip(), bare=True)  # the first line with a number; a later score is refused
     check_range(value, form)
     return value, form
 
