@@ -382,6 +382,11 @@ class Records:
                     if len(fields) > len(header) else "a missing field?"
                 problem = (f"{len(fields)} field{'s' if len(fields) != 1 else ''}, the header has {len(header)} "
                            f"({hint})")
+            elif feed.quotes % 2 and ends_inside_quotes(feed.last_text, self.delimiter):
+                # the file's last record, cut inside its last field's quotes: the right number of fields, the text
+                # cut short (session 33: read as a whole candidate and scored). One line: a record over several with
+                # an odd number of quotes is refused above
+                problem = CUT_INSIDE_QUOTES
             if feed.bad:
                 where = f" on line {feed.bad[0]}" if feed.bad[0] != feed.first else ""
                 problem = f"{NOT_UTF8}{where} ({feed.bad[1]}); {ICONV_HINT}"
@@ -416,6 +421,7 @@ class _RecordLines:
 
     def next_record(self) -> None:
         self.first, self.escaped, self.bad, self.quotes = self.last + 1, "", None, 0
+        self.last_text = ""
 
     def __iter__(self) -> _RecordLines:
         return self
@@ -428,7 +434,22 @@ class _RecordLines:
         if bad and self.bad is None:
             self.bad = (lineno, bad)
         self.quotes += text.count('"')
+        self.last_text = text
         return text
+
+
+CUT_INSIDE_QUOTES = ("the file ends inside this row's quoted field, whose closing quote never comes: a file cut "
+                     "short (an interrupted download or copy), or one still being written? Its text is not whole")
+
+
+def ends_inside_quotes(text: str, delimiter: str = ",") -> bool:
+    """Whether a CSV record's whole text (all its lines) ends inside a quoted field, as a file cut short does. A quote
+    inside an unquoted field (`5" nodule`) is text, not an open field."""
+    try:
+        next(csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True), None)
+    except csv.Error as error:
+        return "unexpected end of data" in str(error)
+    return False
 
 
 def read_rows_strict(path: str | os.PathLike, why: str = "") -> list[dict[str, Any]]:

@@ -446,6 +446,29 @@ def test_a_pipe_a_line_that_is_no_row_and_a_cut_last_line_are_named_for_what_the
                       "newline: was the file still being written?"), reason
 
 
+def test_a_csv_cut_inside_its_last_rows_quoted_field_leaves_that_row_unscored_with_the_reason(tmp_path):
+    """Session 33 (review 39b's left item): a CSV cut inside its last row's quoted last field still has the header's
+    number of fields, and the cut text ("Small effus") was judged as a whole candidate. Now that row is unscored with
+    the reason; the rows before it are judged; a quote inside an unquoted field (5" nodule) is still text."""
+    pair = json.loads((REPO / "radmetrics" / "sample_data" / "pairs.jsonl").read_text().splitlines()[0])
+    rows = [["id", "reference", "candidate"], ["r1", pair["reference"], pair["candidate"]]]
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    cut = tmp_path / "cut.csv"
+    cut.write_text(buffer.getvalue() + '"r2","Small left effusion.","Small effus', encoding="utf-8")
+    out = cli("score", "-m", "green", "-i", cut, "-o", tmp_path / "c.jsonl", "--replay", REPO / "radmetrics" /
+              "sample_data" / "green_replay.jsonl")
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, second = (json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines())
+    assert first["green"] is not None, first
+    assert second["green"] is None and second["id"] == "r2", second
+    assert "input line 3: the file ends inside this row's quoted field" in second["reason"], second
+    inch = tmp_path / "inch.csv"
+    inch.write_text(buffer.getvalue() + 'r2,Effusion.,5" nodule', encoding="utf-8")
+    assert [r.problem for r in Records(inch)] == [None, None]
+    assert list(Records(inch))[1].row["candidate"] == '5" nodule'
+
+
 def test_a_column_named_exactly_wins_over_one_that_differs_in_case(tmp_path):
     """Review finding: one row keyed "Reference" among rows keyed "reference" made the run read "Reference" for the
     whole file (the last spelling seen won): 11 of 12 rows unscored, the corpus score one row's, exit 0."""

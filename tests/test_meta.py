@@ -230,6 +230,33 @@ def test_rexval_bad_files_name_the_problem(tmp_path):
         read_rexval(tmp_path)
 
 
+@pytest.mark.parametrize("name, file", [("rexval", "50_samples_gt_and_candidates.csv"),
+                                        ("rexval", "6_valid_raters_per_rater_error_categories.csv"),
+                                        ("radeval", "reader_study_final_with_annotationsv3.csv"),
+                                        ("refisco", "refisco_annotations.csv")])
+def test_a_download_cut_inside_its_last_quoted_field_is_an_error_naming_its_line(tmp_path, name, file):
+    """Session 33 (review 39b's left item): cut inside the last column's quotes, the last row still has the header's
+    number of fields, and its cut text was converted as if whole. Now an error naming the line; nothing written."""
+    import shutil
+
+    folder = tmp_path / name
+    shutil.copytree(FIXTURES / name, folder)
+    with open(folder / file, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    buffer = io.StringIO()
+    csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    text = buffer.getvalue().rstrip("\n")
+    last = rows[-1][-1]
+    cut = len(text) - len(last.replace('"', '""')) - 1 + min(5, len(last) // 2)  # inside the last field's quotes
+    (folder / file).write_text(text[:cut], encoding="utf-8")
+    lines = text[:cut].count("\n") + 1
+    source = folder if name == "rexval" else folder / file
+    line = _one_line_error(_convert(name, source, "-o", tmp_path / "out", cwd=tmp_path))
+    assert f"{file} line " in line and "ends inside a quoted field" in line and "cut short" in line, line
+    assert int(line.split(f"{file} line ")[1].split(":")[0]) <= lines
+    assert not (tmp_path / "out").exists()
+
+
 def _convert(*args, cwd):
     return subprocess.run([sys.executable, "-m", "radmetrics.cli", "data", "convert", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=os.environ.copy())

@@ -56,11 +56,12 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
 
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
-    from radmetrics.io import not_utf8_file
+    from radmetrics.io import ends_inside_quotes, not_utf8_file
 
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:  # -sig: spreadsheet exports start with a BOM
-            reader = csv.reader(fh)
+            lines = fh.readlines()  # a download of a few thousand rows; kept to read the last record's own text
+            reader = csv.reader(lines)
             header = next(reader, None)
             if header is None:
                 raise InputError(f"{path} is empty: a {what} CSV needs the columns {', '.join(required)}")
@@ -76,6 +77,11 @@ def read_csv_rows(path: Path, required: tuple[str, ...], what: str) -> list[dict
                            else f'a file cut short, or an unmatched " on line {first}?')
                     raise InputError(f"{path} {where}: {len(fields)} field{'s' if len(fields) != 1 else ''}, the "
                                      f"header has {len(header)} ({why}); fix the file or download it again")
+                if fields and reader.line_num == len(lines) and ends_inside_quotes("".join(lines[first - 1:])):
+                    # a download cut inside its last field's quotes keeps the header's number of fields (session 33:
+                    # converted without a word, the cut text a whole report)
+                    raise InputError(f"{path} line {first}: the file ends inside a quoted field, whose closing quote "
+                                     "never comes (a download cut short?); download it again")
                 if fields:  # a blank line is no row, as csv.DictReader reads it
                     rows.append(dict(zip(header, fields)))
                 first = reader.line_num + 1
