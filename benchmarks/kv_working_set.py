@@ -8,8 +8,13 @@ from memory. Session 30 (AMD EPYC, 32 MiB L3): ~30 GB/s up to ~20 MB, 18-19 GB/s
 of the natural preset sits (~42 MB at 430 columns). Beside each, a plain read of the same bytes (a reduction): session
 31 measured ~50 GB/s at 42 MB, so there the batched products, not the memory, set the rate.
 
+Other formulations of the same step, measured beside it (``--variants``; session 33, none faster here):
+``flipped``, q·Kᵀ computed as (K·qᵀ)ᵀ; ``compiled``, the step as ``torch.compile`` (inductor, ``dynamic=True``)
+builds it from a multiply-and-reduce that reads each key once for both query heads (its compile time is printed).
+
     python benchmarks/kv_working_set.py                      # the natural preset's shape
     python benchmarks/kv_working_set.py --rows 48 --layers 4 --columns 200 400 800
+    python benchmarks/kv_working_set.py --columns 430 --variants flipped compiled
 """
 from __future__ import annotations
 
@@ -26,6 +31,8 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--columns", type=int, nargs="+", default=[150, 200, 250, 300, 350, 430, 500])
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--variants", nargs="*", default=[], choices=["flipped", "compiled"],
+                        help="other formulations of the step, timed beside it")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
 
@@ -36,6 +43,8 @@ def main() -> None:
     tables = [torch.randn(args.rows, 1, window, args.dim) for _ in range(2 * args.layers)]
     query = torch.randn(args.rows, 1, args.query_heads, args.dim)
     rows = []
+    forms = {"flipped": _flipped, "compiled": _compiled(torch)}
+
     def timed(step) -> float:
         for _ in range(20):  # warm-up: the tensors' pages, the kernels' first calls
             step()
@@ -54,18 +63,48 @@ def main() -> None:
             for table in tables:
                 table[:, :, :cols].sum()
 
+        def variant(form, cols: int = cols) -> None:
+            for layer in range(args.layers):
+                form(query, tables[2 * layer][:, :, :cols], tables[2 * layer + 1][:, :, :cols])
+
         seconds, read_seconds = timed(attention), timed(plain_read)
         megabytes = 2 * args.layers * args.rows * cols * args.dim * 4 / 1e6
-        rows.append({"columns": cols, "working_set_mb": round(megabytes, 1), "ms_per_step": round(seconds * 1e3, 3),
-                     "gb_per_s": round(megabytes / 1e3 / seconds, 1),
-                     "plain_read_gb_per_s": round(megabytes / 1e3 / read_seconds, 1)})
+        row = {"columns": cols, "working_set_mb": round(megabytes, 1), "ms_per_step": round(seconds * 1e3, 3),
+               "gb_per_s": round(megabytes / 1e3 / seconds, 1),
+               "plain_read_gb_per_s": round(megabytes / 1e3 / read_seconds, 1)}
+        for name in args.variants:
+            started = time.perf_counter()
+            variant(forms[name])  # the first call: a compile, for the compiled form
+            first_call = time.perf_counter() - started
+            row[f"{name}_ms_per_step"] = round(timed(lambda form=forms[name]: variant(form)) * 1e3, 3)
+            row[f"{name}_first_call_s"] = round(first_call, 2)
+        rows.append(row)
+        others = "".join(f"; {name} {row[f'{name}_ms_per_step']:.3f} ms (first call {row[f'{name}_first_call_s']} s)"
+                         for name in args.variants)
         print(f"{cols:5d} columns  {megabytes:6.1f} MB  {seconds * 1e3:7.3f} ms a step  "
               f"{megabytes / 1e3 / seconds:5.1f} GB/s  (a plain read of the same bytes: "
-              f"{megabytes / 1e3 / read_seconds:5.1f} GB/s)", flush=True)
+              f"{megabytes / 1e3 / read_seconds:5.1f} GB/s){others}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": args.rows, "layers": args.layers, "threads": torch.get_num_threads(),
                        "torch": torch.__version__, "results": rows}, f, indent=1)
+
+
+def _flipped(query, keys, values):
+    """q·Kᵀ as (K·qᵀ)ᵀ: the product with 2 columns instead of 2 rows (session 10: faster on another CPU)."""
+    import torch
+
+    scores = torch.matmul(keys, query.transpose(2, 3)).transpose(2, 3)
+    return torch.matmul(scores.softmax(-1), values)
+
+
+def _compiled(torch):
+    """The step as one multiply-and-reduce per product, which a compiler can fuse into one pass over the keys."""
+    def fused(query, keys, values):
+        scores = (query.unsqueeze(-2) * keys.unsqueeze(2)).sum(-1)  # [rows, 1, heads, columns]
+        return (scores.softmax(-1).unsqueeze(-1) * values.unsqueeze(2)).sum(-2)
+
+    return torch.compile(fused, dynamic=True)
 
 
 if __name__ == "__main__":
