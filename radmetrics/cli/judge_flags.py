@@ -119,7 +119,8 @@ def judge_flags(cache: bool = True, system_options: bool = True, backend_default
     if cache:
         names += ["cache_path", "no_cache"]
         options += [click.option("--cache", "cache_path", default=None,
-                                 help="Response cache file (default ~/.cache/radmetrics)."),
+                                 help="Response cache file (default $RADMETRICS_CACHE, else "
+                                      "~/.cache/radmetrics/judgments.sqlite)."),
                     click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")]
     if system_options:
         names.append("system_option")

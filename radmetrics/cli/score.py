@@ -82,7 +82,8 @@ def result_row(row: dict[str, Any], judgment, score_key: str, fingerprint: dict[
 @judge_flags()
 @click.option("--summary/--no-summary", default=False, show_default=True,
               help="Add the GREEN summary (clustered error explanations; loads an embedding model).")
-@click.option("--summary-model", default=None, help="sentence-transformers model for --summary.")
+@click.option("--summary-model", default=None, help="sentence-transformers model for --summary (default "
+              "sentence-transformers/paraphrase-mpnet-base-v2).")
 @click.option("--reference-column", default=None, help="Column holding the reference report.")
 @click.option("--candidate-column", default=None, help="Column holding the candidate report.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
