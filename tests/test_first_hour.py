@@ -251,6 +251,17 @@ def test_metrics_without_a_published_judge_say_so(metric, tmp_path):
         radmetrics.score(metric, ["a"], ["b"])
 
 
+
+def test_data_transform_without_a_judge_names_the_flag(tmp_path):
+    """Review 40b: `data transform` with no --judge ended in "The openai backend needs model= (...)" (a Python
+    argument, not the command's flag), and its --help said the default was "the metric's published judge": a data
+    step has no metric, hence no default judge."""
+    for backend in (["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"], []):
+        run = cli("data", "transform", "standardize", "-i", SAMPLE_PAIRS, "-o", tmp_path / "std", *backend)
+        assert_one_line_error(run, "data transform standardize", "--judge MODEL")
+        assert "model=" not in run.stderr and not (tmp_path / "std").exists()
+    assert "published judge" not in cli("data", "transform", "--help").stdout
+
 # -- 7. the output format follows the extension ----------------------------------------------------------------------
 def test_output_format_follows_the_extension(tmp_path):
     replay = SAMPLE / "green_replay.jsonl"

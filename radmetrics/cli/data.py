@@ -230,7 +230,7 @@ def check_judges(names, backend: str, judge: str | None, options, system_options
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
-@judge_flags()
+@judge_flags(judge_default="required by the transformers, openai and vllm backends")
 def transform_command(step, input_path, column, output, overwrite, error_type, k, modality, region, seed,
                       judge_flags: JudgeFlags) -> None:
     """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.
@@ -240,9 +240,13 @@ def transform_command(step, input_path, column, output, overwrite, error_type, k
     import datasets
 
     from radmetrics.data import steps
-    from radmetrics.errors import InputError
+    from radmetrics.errors import InputError, JudgeError
     from radmetrics.io import ICONV_HINT, NOT_UTF8, columns_read_line
 
+    if judge_flags.model is None and judge_flags.backend in ("transformers", "vllm", "openai"):
+        # a data step has no metric, so no published judge to fall back on: say so in the command's own flags
+        raise JudgeError(f"data transform {step} rewrites each report with a judge: name one (--judge MODEL: a Hub "
+                         "id or a local folder; or --backend openai --base-url URL --judge NAME), or give --replay FILE.")
     step_options = {"standardize": (), "inject": ("max_attempts", "validate"), "green-modify": ()}[step]
     unknown = sorted(set(judge_flags.system_options) - set(step_options))
     if unknown:

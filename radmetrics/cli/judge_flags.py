@@ -94,18 +94,20 @@ class JudgeFlags:
 
 
 def judge_flags(cache: bool = True, system_options: bool = True, backend_default: str = "transformers",
-                several_judges: bool = False, shared_answers: bool = False
+                several_judges: bool = False, shared_answers: bool = False,
+                judge_default: str = "default: the metric's published judge"
                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Adds the judge flags to a click command; the command receives `judge_flags: JudgeFlags`.
     several_judges: --judge is repeatable (JudgeFlags.judges lists them; .model is the first).
     shared_answers: the command runs several metrics over the same pairs; with --no-cache a prompt is still asked
-    once in the run (`radmetrics.judge.answers_shared_in_run`), so GREEN's variants read one analysis."""
+    once in the run (`radmetrics.judge.answers_shared_in_run`), so GREEN's variants read one analysis.
+    judge_default: what --help says runs without --judge (a command with no metric has no published judge)."""
     names = ["backend", "judge", "replay", "revision", "base_url", "judge_option", "max_new_tokens"]
     options = [
         click.option("--backend", "-b", default=backend_default, show_default=True,
                      help="Judge backend: transformers, openai, vllm, replay, or a plugin's (`radmetrics list`)."),
         click.option("--judge", "-j", default=None, multiple=several_judges,
-                     help="Judge model id or path (default: the metric's published judge)"
+                     help=f"Judge model id or path ({judge_default})"
                           + ("; repeat to grade several judges in one run." if several_judges else ".")),
         click.option("--replay", type=INPUT_FILE, default=None,
                      help="Recorded {prompt, response} JSONL; implies --backend replay."),
