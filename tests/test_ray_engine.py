@@ -333,6 +333,15 @@ CHECK_THE_CLUSTER = ("check that it runs (`ray status` on its head node; a clust
     pytest.param(lambda e: e._ray_init_failure_line("auto", "Failed to connect to Ray cluster at 10.0.0.7:6379"),
                  f"cannot connect to the Ray cluster at 10.0.0.7:6379 (found by RAY_ADDRESS=auto): {CHECK_THE_CLUSTER}",
                  id="auto"),
+    # review 40b: README's own command (RAY_ADDRESS=auto) with no Ray running put Ray's whole message where the
+    # address goes: "cannot connect to the Ray cluster at Could not find any running Ray instance. Please specify ..."
+    pytest.param(lambda e: e._ray_init_failure_line("auto", "Could not find any running Ray instance. Please specify "
+                                                    "the one to connect to by setting `--address` flag or "
+                                                    "`RAY_ADDRESS` environment variable."),
+                 "RAY_ADDRESS=auto found no running Ray cluster on this machine: start one (`ray start --head`, or "
+                 "`ray start --address HEAD:6379` to join a cluster), set RAY_ADDRESS to the cluster's address, or "
+                 "unset RAY_ADDRESS to run on a local Ray instance",
+                 id="auto-finds-no-cluster"),
     pytest.param(lambda e: e._ray_init_failure_line(None, "Failed to connect to Ray cluster at 127.0.0.1:6379"),
                  "cannot connect to the Ray cluster at 127.0.0.1:6379 (the local cluster Ray last recorded): check it "
                  "with `ray status`, or run `ray stop` so that the next run starts a local Ray instance",

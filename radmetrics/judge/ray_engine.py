@@ -214,6 +214,10 @@ def _unreachable_address_line(address: str) -> str:
 def _ray_init_failure_line(address: str | None, ray_message: str) -> str:
     """ray.init could not connect: the address Ray tried (the end of its message) named with how it was chosen."""
     found = ray_message.rsplit(" at ", 1)[-1] if " at " in ray_message else ray_message
+    if address == "auto" and " at " not in ray_message:  # "Could not find any running Ray instance": no address
+        return ("RAY_ADDRESS=auto found no running Ray cluster on this machine: start one (`ray start --head`, or "
+                "`ray start --address HEAD:6379` to join a cluster), set RAY_ADDRESS to the cluster's address, or "
+                "unset RAY_ADDRESS to run on a local Ray instance")
     if address == "auto":
         return f"cannot connect to the Ray cluster at {found} (found by RAY_ADDRESS=auto): {_CHECK_THE_CLUSTER}"
     if address:
