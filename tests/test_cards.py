@@ -115,6 +115,28 @@ def test_meta_eval_results_give_metric_ids_without_spaces(tmp_path):
     assert {r.metric_type for r in card.data.eval_results} == {"green_kendall_tau_b", "green_spearman"}
 
 
+@pytest.mark.parametrize("recipe", ["green", "vert"])
+def test_a_model_card_shows_only_usage_that_runs(recipe):
+    """Review 40b: the card of a judge trained with `--recipe vert` told readers to
+    `evaluate.load("radmetrics/vert_ft", judge=...)`, a module that does not exist ("Unknown evaluate module
+    'vert_ft'"): VERT's fine-tuned answer format is a scoring system (`--metric vert_ft`), not an evaluate module."""
+    import re
+
+    import radmetrics
+    from radmetrics.hub.cards import RECIPES
+
+    training = {**TRAINING, "config": {**TRAINING["config"], "recipe": recipe}}
+    text = render_model_card("lab/judge", training, [])
+    metric = RECIPES[recipe][0]
+    modules = re.findall(r'evaluate\.load\("radmetrics/([\w-]+)"', text)
+    for name in modules:
+        assert os.path.isfile(radmetrics.evaluate_module_path(name))
+    systems = re.findall(r'radmetrics\.score\("([\w-]+)"', text) + re.findall(r"--metric ([\w-]+)", text)
+    assert set(systems) == {metric} and metric in radmetrics.list_scoring_systems()
+    assert modules == (["green"] if recipe == "green" else [])
+    assert 'judge="lab/judge"' in text and "--judge lab/judge" in text
+
+
 def test_adapters_are_carded_as_peft():
     card = parsed_model_card(render_model_card("lab/judge-lora", TRAINING, [], adapter=True))
     assert card.data.library_name == "peft" and card.data.base_model == "StanfordAIMI/GREEN-RadLlama2-7b"

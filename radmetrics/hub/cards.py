@@ -224,7 +224,17 @@ def render_model_card(repo_id: str, training: dict[str, Any], evaluations: list[
     base_text = (f"[`{hub_base}`](https://huggingface.co/{hub_base})" if hub_base
                  else f"a local model folder (`{Path(base).name}`; not a Hub model, so no `base_model` metadata)")
     losses = training.get("losses") or []
+    from radmetrics.plugins import get_scoring_system
+
+    as_module = get_scoring_system(metric).evaluate_module is not None  # vert_ft has no evaluate module of its own
+    if as_module:
+        python_usage = (f'import evaluate\nmetric = evaluate.load("radmetrics/{metric}", judge="{repo_id}")\n'
+                        "metric.compute(predictions=generated_reports, references=reference_reports)")
+    else:
+        python_usage = (f'import radmetrics\nresult = radmetrics.score("{metric}", reference_reports, generated_reports, '
+                        f'judge="{repo_id}")\nresult.summary["{metric}"], result.scores')
     return load_template("model").format(
+        python_usage=python_usage, through_evaluate=", evaluate" if as_module else "",
         front_matter=yaml.safe_dump(front, sort_keys=False).strip(), repo_id=repo_id, recipe=config["recipe"],
         recipe_description=description, metric=metric, lm_eval_task=task, base_model=base_text,
         data_description=data_description or training.get("data_description", "see training.json"),
