@@ -260,7 +260,9 @@ def test_data_transform_without_a_judge_names_the_flag(tmp_path):
         run = cli("data", "transform", "standardize", "-i", SAMPLE_PAIRS, "-o", tmp_path / "std", *backend)
         assert_one_line_error(run, "data transform standardize", "--judge MODEL")
         assert "model=" not in run.stderr and not (tmp_path / "std").exists()
-    assert "published judge" not in cli("data", "transform", "--help").stdout
+    helped = " ".join(cli("data", "transform", "--help").stdout.split())
+    assert "published judge" not in helped and "inject takes max_attempts=N and validate=false" in helped
+    assert "shots_path" not in helped  # VERT's options are no data step's
 
 # -- 7. the output format follows the extension ----------------------------------------------------------------------
 def test_output_format_follows_the_extension(tmp_path):

@@ -230,7 +230,9 @@ def check_judges(names, backend: str, judge: str | None, options, system_options
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
 @click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
-@judge_flags(judge_default="required by the transformers, openai and vllm backends")
+@judge_flags(judge_default="required by the transformers, openai and vllm backends",
+             system_option_help="The step's option, repeatable: inject takes max_attempts=N and validate=false; "
+                                "standardize and green-modify take none.")
 def transform_command(step, input_path, column, output, overwrite, error_type, k, modality, region, seed,
                       judge_flags: JudgeFlags) -> None:
     """Run an LLM data STEP over a column through the shared judge; writes a dataset with provenance columns.

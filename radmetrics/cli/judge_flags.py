@@ -95,13 +95,16 @@ class JudgeFlags:
 
 def judge_flags(cache: bool = True, system_options: bool = True, backend_default: str = "transformers",
                 several_judges: bool = False, shared_answers: bool = False,
-                judge_default: str = "default: the metric's published judge"
+                judge_default: str = "default: the metric's published judge",
+                system_option_help: str = ("Scoring-system option, repeatable (e.g. k=5 shots_path=shots.jsonl for "
+                                           "VERT, report_score=max for FineRadScore).")
                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Adds the judge flags to a click command; the command receives `judge_flags: JudgeFlags`.
     several_judges: --judge is repeatable (JudgeFlags.judges lists them; .model is the first).
     shared_answers: the command runs several metrics over the same pairs; with --no-cache a prompt is still asked
     once in the run (`radmetrics.judge.answers_shared_in_run`), so GREEN's variants read one analysis.
-    judge_default: what --help says runs without --judge (a command with no metric has no published judge)."""
+    judge_default: what --help says runs without --judge (a command with no metric has no published judge);
+    system_option_help: --system-option's help (a command with no scoring system has options of its own)."""
     names = ["backend", "judge", "replay", "revision", "base_url", "judge_option", "max_new_tokens"]
     options = [
         click.option("--backend", "-b", default=backend_default, show_default=True,
@@ -127,8 +130,7 @@ def judge_flags(cache: bool = True, system_options: bool = True, backend_default
     if system_options:
         names.append("system_option")
         options.append(click.option("--system-option", "system_option", multiple=True, metavar="KEY=VALUE",
-                                    help="Scoring-system option, repeatable (e.g. k=5 shots_path=shots.jsonl for "
-                                         "VERT, report_score=max for FineRadScore)."))
+                                    help=system_option_help))
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
