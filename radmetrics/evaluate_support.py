@@ -22,7 +22,9 @@ Loading options (evaluate.load("radmetrics/<metric>", ...)):
     cache: response-cache path, or False to turn it off (default ~/.cache/radmetrics/judgments.sqlite).
     max_new_tokens (int): generation limit (default 1024).
     system_options (dict): scoring-system options, e.g. VERT {"shots_path": "shots.jsonl", "k": 5}.
-    summary (bool): GREEN's clustered error summary in the output (GREEN only).
+    summary (bool): GREEN's clustered error summary in the output (GREEN only); summary_model (str): its
+        embedding model (default paraphrase-mpnet-base-v2).
+    progress (bool): a progress bar while the judge runs (default True).
     Any other name is an error naming these.
 Args (compute):
     predictions (list of str): generated (candidate) reports; a value that is not text (a number, None) is
