@@ -292,6 +292,15 @@ class OrderedPartWriter:
         except OSError:  # flushing a chunk onto the full disk again: its cut line is dropped when a run continues
             pass
         finally:
+            try:
+                if not self.done_rows and self.part.stat().st_size == 0:
+                    # a run stopped before its first row (an option refused once the judge starts, e.g. --actors
+                    # past the Ray cluster's CPUs): nothing to continue, so no empty OUTPUT.part and stamp left
+                    # behind (review 40b); unlinked while still locked, as `finish` does
+                    self.part.unlink()
+                    self.stamp_file.unlink(missing_ok=True)
+            except OSError:
+                pass
             os.close(self.stamp_fd)  # the lock goes with it: the next run may continue the part file
 
     def finish(self) -> None:

@@ -142,6 +142,35 @@ def test_interrupted_run_continues_after_the_written_rows(many_pairs, monkeypatc
     assert other.exit_code == 0 and "already written" not in other.output
 
 
+def test_a_run_stopped_before_its_first_row_leaves_no_part_file(many_pairs, monkeypatch):
+    """Review 40b: `score --engine ray --actors 8` on a 2-CPU cluster is refused once the judge starts, after the part
+    file was opened: an empty OUTPUT.part and OUTPUT.part.json were left beside the output. A run stopped before its
+    first row now leaves neither; one stopped after rows keeps them to continue."""
+    from radmetrics import streaming
+
+    tmp_path = many_pairs
+    real_write = streaming.OrderedPartWriter.write
+
+    def refused(self, rows):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", refused)
+    out = tmp_path / "out.jsonl"
+    _score(tmp_path, out, "--chunk-rows", "4")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.jsonl")) == []
+
+    def dies_after_one_chunk(self, rows):
+        if self.done_rows:
+            raise KeyboardInterrupt
+        real_write(self, rows)
+
+    monkeypatch.setattr(streaming.OrderedPartWriter, "write", dies_after_one_chunk)
+    _score(tmp_path, out, "--chunk-rows", "4")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.jsonl")) == [
+        "out.jsonl.part", "out.jsonl.part.json"]
+    assert (tmp_path / "out.jsonl.part").read_text().count("\n") == 4
+
+
 def test_parquet_is_written_a_batch_at_a_time_with_the_same_rows(many_pairs, monkeypatch):
     """Parquet from the part file in batches (memory flat at any n): the same rows as the JSONL output, columns
     whose values differ in type across batches (int and float scores, null reasons) promoted to one type."""
