@@ -266,6 +266,44 @@ except JudgeError as e:
 
 
 @pytest.mark.slow
+def test_an_actor_killed_mid_run_ends_it_saying_the_answers_are_kept_and_a_rerun_continues(tmp_path):
+    """Review 40a: one actor of `score --engine ray` killed mid-run (the OOM killer, a kill -9) ended the run with Ray's
+    text alone ("The actor is dead because its worker process has died ... consider enabling resource isolation"),
+    not a word on the work: the answers both actors had given were in the response cache and the same command
+    continued after them. The line now says so, as a judge server that went down does."""
+    cache = tmp_path / "c.sqlite"
+    code = f"""
+import os, signal, sys, threading
+sys.path.insert(0, {str(REPO / "tests")!r})
+import ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+from radmetrics.errors import JudgeError
+from radmetrics.judge.cache import ResponseCache
+from radmetrics.judge.ray_engine import RayShardedJudge
+server = FakeOpenAIServer(analysis_for, delay=0.1).__enter__()
+judge = RayShardedJudge("openai", model="m", base_url=server.base_url, cache={str(cache)!r}, actors=2, concurrency=1)
+judge.generate(["p1", "p2"], progress=False)  # both actors up
+pid = ray.get(judge._actors()[0].__ray_call__.remote(lambda self: os.getpid()))
+threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
+try:
+    judge.generate([f"p{{i}}" for i in range(3, 83)], progress=False)
+except JudgeError as e:
+    print("cached:", len(ResponseCache({str(cache)!r})))
+    print("JudgeError:", e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    *_, cached, line = out.stdout.strip().splitlines()
+    assert line.startswith("JudgeError: a Ray actor failed: The actor is dead because its worker process has died"), line
+    assert line.endswith("; the answers received are in the response cache: run the same command again to continue "
+                         "(cached answers are not asked again)"), line
+    assert int(cached.split()[-1]) > 2  # the answers given before the kill, kept
+
+
+@pytest.mark.slow
 def test_a_judge_error_in_every_actor_ends_the_run_in_one_line_without_rays_unhandled_errors(tmp_path):
     """Review 30a: when the judge raised in both actors (the judge server down), the run ended with the first
     actor's line, then Ray printed the other actor's traceback as an "Unhandled error" below it. The other

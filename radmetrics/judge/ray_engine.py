@@ -114,7 +114,7 @@ class RayShardedJudge:
         if prompts:
             config_dict = (config or GenerationConfig()).to_dict()
             refs = [actor.forget.remote(prompts, config_dict) for actor in self._actors()]
-            for _ in _reraised_in_one_line(ray.get(ref) for ref in refs):  # an actor that died: one line
+            for _ in _reraised_in_one_line((ray.get(ref) for ref in refs), bool(self.cache)):  # an actor that died: one line
                 pass
 
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
@@ -144,7 +144,7 @@ class RayShardedJudge:
         # answers come back batch by batch as actors finish (no gathering of the whole run)
         results = pool.map_unordered(submit, batches)
         try:
-            for indices, answers, failures, cuts in _reraised_in_one_line(results):
+            for indices, answers, failures, cuts in _reraised_in_one_line(results, bool(self.cache)):
                 for u, text, failure, cut in zip(indices, answers, failures, cuts):
                     answer = (GenerationFailure(failure) if failure else CutAnswer(text, *cut) if cut else text)
                     for i in positions[unique[u]]:
@@ -227,13 +227,22 @@ def _ray_init_failure_line(address: str | None, ray_message: str) -> str:
             "status`, or run `ray stop` so that the next run starts a local Ray instance")
 
 
-def _reraised_in_one_line(results):
+def _reraised_in_one_line(results, cached: bool = False):
     """The batches' results; an actor that died (its judge could not be built: a judge folder or replay file missing
-    on its node, weights that do not fit) ends the run with the actor's own error line, not Ray's traceback of it."""
+    on its node, weights that do not fit) ends the run with the actor's own error line, not Ray's traceback of it.
+    An actor whose process died while it worked (the OOM killer, a kill -9, a lost node) ends it saying what became of
+    the work (``cached``: the actors have a response cache), as a judge server that went down does: a rerun continues
+    (review 40a: Ray's advice on the OOM killer alone)."""
     import ray.exceptions
 
     try:
         yield from results
     except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:
         lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-        raise JudgeError(f"a Ray actor failed: {lines[-1] if lines else type(e).__name__}") from None
+        line = f"a Ray actor failed: {lines[-1] if lines else type(e).__name__}"
+        if isinstance(e, ray.exceptions.RayActorError) and not getattr(e, "actor_init_failed", False):
+            line = line.rstrip(".") + ("; the answers received are in the response cache: run the same command again "
+                                       "to continue (cached answers are not asked again)" if cached else
+                                       "; no response cache is in use (--no-cache), so only rows already written are "
+                                       "kept: run the same command again to continue")
+        raise JudgeError(line) from None
