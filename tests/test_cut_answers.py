@@ -252,6 +252,47 @@ def test_a_continued_retry_unscored_run_does_not_ask_a_third_time(tmp_path):
     assert all(r["details"]["asked_again"] and not r["parsed"] for r in rows)
 
 
+def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_no_more_than_itself(tmp_path):
+    """Review 40a: --retry-unscored deleted the unreadable answers from the cache before asking again. Killed before
+    the second answers came (an in-process judge answers a whole chunk, 4,096 rows, in one call), the rerun found
+    nothing cached for those rows, asked them, and then asked them again as unreadable: 221 + 221 prompts where an
+    uninterrupted retry asks 221. The first answers now stay cached until the second ones replace them."""
+    import signal
+    import time
+    from collections import Counter
+
+    from fake_judge import UNREADABLE
+
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    asked: Counter = Counter()
+
+    def never_readable(prompt):
+        asked[prompt] += 1
+        time.sleep(0.2)
+        return UNREADABLE
+
+    with FakeOpenAIServer(never_readable) as server:
+        args = _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1")
+        first = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
+        assert first.returncode == 1 and sum(asked.values()) == 8, first.stderr[-2000:]
+        proc = subprocess.Popen(args + ["--retry-unscored"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=tmp_path)
+        deadline = time.time() + 60
+        while time.time() < deadline and sum(asked.values()) < 8 + 2:  # two rows asked again, six not yet
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        before = sum(asked.values())
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert sum(asked.values()) - before == 8, asked  # each row asked again once, as an uninterrupted retry asks
+    assert max(asked.values()) <= 3, asked
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(8)) and all(r["details"]["asked_again"] for r in rows)
+
+
 def test_a_run_continued_with_other_system_options_starts_over(tmp_path):
     """Review 18 (4): system options (FineRadScore's report_score, VERT's variant...) were in neither the results'
     fingerprint nor the identity a continued run is matched on: a run killed with report_score=sum and rerun with

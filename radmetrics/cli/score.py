@@ -361,14 +361,16 @@ def _worth_asking_again(parsed: bool, raw: str | None, reason: str | None) -> bo
 
 
 def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
-    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer
-    forgotten first (a cached unreadable answer would otherwise come back on every rerun)."""
+    """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer not read
+    (it would otherwise come back on every rerun) but kept until the new one replaces it: a run killed meanwhile
+    leaves its rerun the same asks, not those and every row again as uncached (review 40a)."""
     from radmetrics.runner import judge_pairs
 
     redo = [k for k, j in enumerate(judged) if _worth_asking_again(j.parsed, j.raw, j.reason)]
-    if not redo or not hasattr(judge, "forget"):
+    ask_anew = getattr(judge, "ask_anew", None) or getattr(judge, "forget", None)  # a plugin's judge: forget
+    if not redo or ask_anew is None:
         return judged
-    judge.forget([system.build_prompt(refs[k], cands[k]) for k in redo], config)
+    ask_anew([system.build_prompt(refs[k], cands[k]) for k in redo], config)
     again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
                         progress=progress, row_labels=[row_labels[k] for k in redo])
     judged = list(judged)

@@ -97,6 +97,7 @@ class CachedJudge:
         self.backend = backend
         self.cache = cache
         self.calls = 0  # prompts actually sent to the backend (tests and benchmarks read it)
+        self._anew: set[str] = set()  # keys the next generate asks again instead of reading the cache (`ask_anew`)
 
     @property
     def model(self) -> str | None:
@@ -118,6 +119,16 @@ class CachedJudge:
             for key in self.keys(prompts, config):
                 _run_answers.pop(key, None)
 
+    def ask_anew(self, prompts: Sequence[str], config: GenerationConfig | None = None) -> None:
+        """The next generate asks these prompts again instead of reading their cached answers, which stay cached until
+        the new answers replace them (`--retry-unscored`). A run killed before its new answers came keeps the old
+        ones: the rerun reads them and asks each prompt again once. Deleting them first (`forget`) made it ask each
+        twice, first as uncached, then as unreadable (review 40a)."""
+        if self.cache is None:
+            self.forget(prompts, config)  # answers kept for this run only: nothing a kill could lose
+        else:
+            self._anew.update(self.keys(prompts, config))
+
     def generate(
         self,
         prompts: Sequence[str],
@@ -135,8 +146,10 @@ class CachedJudge:
         def read_cache(wanted: Sequence[str]) -> dict[str, str]:
             return self._read_cached(wanted, prompt_of, config)
 
-        hits = read_cache(keys) if self.cache is not None else {k: memo[k] for k in keys if k in memo} \
-            if memo is not None else {}
+        anew = self._anew.intersection(keys)
+        self._anew -= anew
+        hits = read_cache([k for k in keys if k not in anew]) if self.cache is not None else \
+            {k: memo[k] for k in keys if k in memo} if memo is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
         for i, answer in enumerate(answers):
             if answer is not None and on_result:
@@ -171,6 +184,9 @@ class CachedJudge:
                         run_tally.update(answered=run_tally["answered"] + 1, cached=run_tally["cached"] + cached)
                     if memo is not None and usable_answer(text):
                         memo[key] = text
+                if key in anew and self.cache is not None and (isinstance(text, GenerationFailure)
+                                                               or not usable_answer(text)):
+                    self.cache.delete([key])  # asked again, no usable answer: the old one goes, as `forget` dropped it
                 if lease is not None and not (self.cache is not None and usable_answer(text)):
                     lease.release([key])  # let another run try it
                 settle(key, text)
@@ -194,7 +210,7 @@ class CachedJudge:
         if todo and self.cache is None:
             ask(list(todo))
         elif todo:
-            self._ask_claimed(list(todo), ask, settle, progress, read_cache)
+            self._ask_claimed(list(todo), ask, settle, progress, read_cache, anew)
         return [a if a is not None else GenerationFailure("no answer") for a in answers]
 
     def _answer_context(self) -> int | None:
@@ -232,7 +248,7 @@ class CachedJudge:
         return found
 
     def _ask_claimed(self, keys: list[str], ask, settle, progress: bool,
-                     read_cache: Callable[[Sequence[str]], dict[str, str]]) -> None:
+                     read_cache: Callable[[Sequence[str]], dict[str, str]], anew: set[str] = frozenset()) -> None:
         """Claim, ask, and wait for other processes' answers until every key is settled. Their answers are read as
         this run's own cached ones are (``read_cache``: one an older radmetrics wrote may be dropped and asked here)."""
         from tqdm.auto import tqdm
@@ -243,7 +259,7 @@ class CachedJudge:
                                                disable=not progress or window is None) as bar:
             pending = dict.fromkeys(keys)  # ordered; settled keys are removed, so a window reads a prefix
             while pending:
-                mine, others = lease.claim(pending.keys(), limit=window)
+                mine, others = lease.claim(pending.keys(), limit=window, anew=anew)  # anew: asked though answered
                 if mine:
                     ask(mine, lease, show=progress and window is None)
                     bar.update(len(mine))

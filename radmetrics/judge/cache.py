@@ -24,7 +24,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -242,12 +242,13 @@ class ResponseCache:
 
     # -- claims: concurrent runs wait for each other's answers instead of asking twice --------------------------
     @_guarded
-    def claim(self, keys: Iterable[str], owner: str, ttl: float,
-              limit: int | None = None) -> tuple[list[str], list[str]]:
+    def claim(self, keys: Iterable[str], owner: str, ttl: float, limit: int | None = None,
+              anew: Collection[str] = ()) -> tuple[list[str], list[str]]:
         """Claim up to LIMIT of KEYS for OWNER, in order: keys nobody holds, whose lease has expired, or whose
         owner is a dead process on this host. Returns (claimed, others): the keys claimed, and the keys looked at
-        that are answered already or held by another live run (the caller reads or waits for those). Keys after
-        the LIMIT-th claim are not looked at, so a long list costs one window's work per call."""
+        that are answered already (except those in ANEW, to be asked again: `CachedJudge.ask_anew`) or held by
+        another live run (the caller reads or waits for those). Keys after the LIMIT-th claim are not looked at, so
+        a long list costs one window's work per call."""
         now = time.time()
         claimed: list[str] = []
         others: list[str] = []
@@ -264,7 +265,7 @@ class ResponseCache:
                 for key in chunk:
                     if limit is not None and len(claimed) >= limit:
                         break
-                    if key in answered:
+                    if key in answered and key not in anew:
                         others.append(key)
                         continue
                     if key in held:
@@ -338,8 +339,9 @@ class Lease:
             except Exception:  # a busy file now and then: the next beat renews
                 pass
 
-    def claim(self, keys: Iterable[str], limit: int | None = None) -> tuple[list[str], list[str]]:
-        return self.cache.claim(keys, self.owner, self.ttl, limit)
+    def claim(self, keys: Iterable[str], limit: int | None = None,
+              anew: Collection[str] = ()) -> tuple[list[str], list[str]]:
+        return self.cache.claim(keys, self.owner, self.ttl, limit, anew)
 
     def release(self, keys: Sequence[str] | None = None) -> None:
         self.cache.release(self.owner, keys)

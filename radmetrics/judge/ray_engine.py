@@ -32,7 +32,9 @@ class _JudgeActor:
             os.chdir(cwd)
         self.judge = get_judge(backend, model=model, cache=cache, **options)
 
-    def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any]):
+    def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any], anew: list[str] = ()):
+        if anew:  # asked again, their cached answers not read (--retry-unscored)
+            self.judge.ask_anew(anew, _config(config))
         texts = self.judge.generate(prompts, _config(config), progress=False)
         # a cut answer's limit and context go back with it: its reason says which limit it reached
         return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
@@ -70,6 +72,7 @@ class RayShardedJudge:
         self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
         self._identity = local.identity()
         self._pool: list[Any] | None = None
+        self._anew: set[str] = set()  # prompts the next generate has asked again (`ask_anew`), by whichever actor
 
     def identity(self) -> dict[str, Any]:
         # not the actor count: it changes no answer, and a run resumed on a cluster that grew or shrank would
@@ -117,6 +120,11 @@ class RayShardedJudge:
             for _ in _reraised_in_one_line((ray.get(ref) for ref in refs), bool(self.cache)):  # an actor that died: one line
                 pass
 
+    def ask_anew(self, prompts, config: GenerationConfig | None = None) -> None:
+        """The next generate asks these prompts again instead of reading their cached answers, which stay cached until
+        the new ones replace them (`--retry-unscored`; `CachedJudge.ask_anew`): told to the actor each one goes to."""
+        self._anew.update(prompts)
+
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
         from ray.util import ActorPool
 
@@ -136,9 +144,11 @@ class RayShardedJudge:
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
         submitted: list[Any] = []
+        anew, self._anew = self._anew, set()
 
         def submit(actor, batch):
-            submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict))
+            submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict,
+                                                      [p for p in batch[1] if p in anew]))
             return submitted[-1]
 
         # answers come back batch by batch as actors finish (no gathering of the whole run)
