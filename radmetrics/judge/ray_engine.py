@@ -144,7 +144,8 @@ class RayShardedJudge:
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
         submitted: list[Any] = []
-        anew, self._anew = self._anew, set()
+        anew = self._anew.intersection(prompts)  # as CachedJudge: each prompt asked anew once, by the call that has it
+        self._anew -= anew
 
         def submit(actor, batch):
             submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict,
