@@ -2,6 +2,8 @@
 
 Every actor opens the same response cache file (SQLite in WAL mode is safe across processes), so answers
 already judged are never asked again and an interrupted sharded run resumes like a single one.
+An actor whose process dies (the OOM killer, a preempted node) is restarted by Ray and its batch asked again
+(`RayShardedJudge.actor_restarts`): the new judge reads the dead one's answers from that cache.
 `radmetrics score --engine ray --actors N`.
 
 At scale: the actors are created once (weights loaded once each) and kept across calls; each gets batches big
@@ -58,6 +60,11 @@ class RayShardedJudge:
 
     #: rows per actor call at most (the engine refills its slots within a call; several times its table)
     max_batch_rows = 2048
+    #: times Ray restarts an actor whose process died (the OOM killer, a kill -9, a preempted node) and asks its batch
+    #: again, in a run: the restarted judge answers from the response cache what the dead one had answered, so a
+    #: long run survives a worker lost at any hour; an actor that keeps dying (the same batch over the memory each
+    #: time) stops the run once these are spent. A judge that cannot be built is never restarted (Ray's rule).
+    actor_restarts = 3
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
                  batch_size: int | None = None, gpus_per_actor: float | None = None, default_cache: Any = None,
@@ -86,7 +93,8 @@ class RayShardedJudge:
             if not ray.is_initialized():
                 _connect_to_ray(ray)
             gpus = self._gpus_per_actor(ray.cluster_resources())
-            actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(_JudgeActor)
+            actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1, max_restarts=self.actor_restarts,
+                               max_task_retries=self.actor_restarts)(_JudgeActor)
             self._pool = [actor.remote(self.backend_name, self.model, self.options,
                                        str(self.cache) if self.cache else False, os.getcwd())
                           for _ in range(self.actors)]
@@ -117,7 +125,8 @@ class RayShardedJudge:
         if prompts:
             config_dict = (config or GenerationConfig()).to_dict()
             refs = [actor.forget.remote(prompts, config_dict) for actor in self._actors()]
-            for _ in _reraised_in_one_line((ray.get(ref) for ref in refs), bool(self.cache)):  # an actor that died: one line
+            # an actor that died: one line
+            for _ in _reraised_in_one_line((ray.get(ref) for ref in refs), bool(self.cache), self.actor_restarts):
                 pass
 
     def ask_anew(self, prompts, config: GenerationConfig | None = None) -> None:
@@ -155,7 +164,8 @@ class RayShardedJudge:
         # answers come back batch by batch as actors finish (no gathering of the whole run)
         results = pool.map_unordered(submit, batches)
         try:
-            for indices, answers, failures, cuts in _reraised_in_one_line(results, bool(self.cache)):
+            for indices, answers, failures, cuts in _reraised_in_one_line(results, bool(self.cache),
+                                                                                self.actor_restarts):
                 for u, text, failure, cut in zip(indices, answers, failures, cuts):
                     answer = (GenerationFailure(failure) if failure else CutAnswer(text, *cut) if cut else text)
                     for i in positions[unique[u]]:
@@ -238,12 +248,13 @@ def _ray_init_failure_line(address: str | None, ray_message: str) -> str:
             "status`, or run `ray stop` so that the next run starts a local Ray instance")
 
 
-def _reraised_in_one_line(results, cached: bool = False):
+def _reraised_in_one_line(results, cached: bool = False, restarts: int = 0):
     """The batches' results; an actor that died (its judge could not be built: a judge folder or replay file missing
     on its node, weights that do not fit) ends the run with the actor's own error line, not Ray's traceback of it.
-    An actor whose process died while it worked (the OOM killer, a kill -9, a lost node) ends it saying what became of
-    the work (``cached``: the actors have a response cache), as a judge server that went down does: a rerun continues
-    (review 40a: Ray's advice on the OOM killer alone)."""
+    An actor whose process died while it worked (the OOM killer, a kill -9, a lost node) more often than Ray restarts it
+    (`RayShardedJudge.actor_restarts`) ends it saying what became of the work (``cached``: the actors have a response
+    cache), as a judge server that went down does: a rerun continues (review 40a: Ray's advice on the OOM killer
+    alone)."""
     import ray.exceptions
 
     try:
@@ -252,8 +263,10 @@ def _reraised_in_one_line(results, cached: bool = False):
         lines = [line.strip() for line in str(e).splitlines() if line.strip()]
         line = f"a Ray actor failed: {lines[-1] if lines else type(e).__name__}"
         if isinstance(e, ray.exceptions.RayActorError) and not getattr(e, "actor_init_failed", False):
-            line = line.rstrip(".") + ("; the answers received are in the response cache: run the same command again "
-                                       "to continue (cached answers are not asked again)" if cached else
-                                       "; no response cache is in use (--no-cache), so only rows already written are "
-                                       "kept: run the same command again to continue")
+            restarted = f" (Ray restarted it {restarts} time{'s' * (restarts > 1)} in this run)" if restarts else ""
+            line = line.rstrip(".") + restarted + (
+                "; the answers received are in the response cache: run the same command again to continue (cached "
+                "answers are not asked again)" if cached else
+                "; no response cache is in use (--no-cache), so only rows already written are kept: run the same "
+                "command again to continue")
         raise JudgeError(line) from None
