@@ -293,6 +293,44 @@ def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_n
     assert [r["id"] for r in rows] == list(range(8)) and all(r["details"]["asked_again"] for r in rows)
 
 
+def test_two_runs_asking_one_prompt_again_at_once_read_the_new_answer_not_the_old(tmp_path):
+    """Review 41a: two --retry-unscored runs at once on one cache (green and green_f1 share their prompts): the run
+    that found the prompt held by the other read its old, unreadable answer at once (still cached while the other
+    asked again) and wrote it as asked again; with `forget` it had waited for the new one. It waits again now."""
+    import threading
+    import time
+
+    from radmetrics.judge import CachedJudge
+    from radmetrics.judge.base import JudgeBackend
+    from radmetrics.judge.cache import ResponseCache
+
+    asking, answers = threading.Event(), iter(["old, unreadable", "new"])
+
+    class Slow(JudgeBackend):
+        backend_name = "fake"
+
+        def _generate(self, prompts, config, on_result, progress):
+            asking.set()
+            text = next(answers)
+            time.sleep(0.5)
+            on_result(0, text)
+            return [text]
+
+    first, second = (CachedJudge(Slow("m"), ResponseCache(tmp_path / "c.sqlite")) for _ in range(2))
+    assert first.generate(["P"], progress=False) == ["old, unreadable"]
+    asking.clear()
+    first.ask_anew(["P"])
+    second.ask_anew(["P"])
+    got = {}
+    thread = threading.Thread(target=lambda: got.update(first=first.generate(["P"], progress=False)))
+    thread.start()
+    assert asking.wait(10)  # the first run holds the prompt and asks it again
+    got["second"] = second.generate(["P"], progress=False)
+    thread.join()
+    assert got == {"first": ["new"], "second": ["new"]}
+    assert (first.calls, second.calls) == (2, 0)
+
+
 def test_a_run_continued_with_other_system_options_starts_over(tmp_path):
     """Review 18 (4): system options (FineRadScore's report_score, VERT's variant...) were in neither the results'
     fingerprint nor the identity a continued run is matched on: a run killed with report_score=sum and rerun with

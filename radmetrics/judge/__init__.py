@@ -12,8 +12,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from radmetrics.errors import JudgeError, UnknownNameError
@@ -97,7 +98,9 @@ class CachedJudge:
         self.backend = backend
         self.cache = cache
         self.calls = 0  # prompts actually sent to the backend (tests and benchmarks read it)
-        self._anew: set[str] = set()  # keys the next generate asks again instead of reading the cache (`ask_anew`)
+        # keys the next generate asks again instead of reading the cache (`ask_anew`), each with when the answer to ask
+        # again was written (None: none was), to tell it from one another run writes meanwhile
+        self._anew: dict[str, float | None] = {}
 
     @property
     def model(self) -> str | None:
@@ -127,7 +130,9 @@ class CachedJudge:
         if self.cache is None:
             self.forget(prompts, config)  # answers kept for this run only: nothing a kill could lose
         else:
-            self._anew.update(self.keys(prompts, config))
+            keys = self.keys(prompts, config)
+            written = self.cache.written(keys)
+            self._anew.update((key, written.get(key)) for key in keys)
 
     def generate(
         self,
@@ -146,8 +151,7 @@ class CachedJudge:
         def read_cache(wanted: Sequence[str]) -> dict[str, str]:
             return self._read_cached(wanted, prompt_of, config)
 
-        anew = self._anew.intersection(keys)
-        self._anew -= anew
+        anew = {key: self._anew.pop(key) for key in dict.fromkeys(keys) if key in self._anew}
         hits = read_cache([k for k in keys if k not in anew]) if self.cache is not None else \
             {k: memo[k] for k in keys if k in memo} if memo is not None else {}
         answers: list[str | None] = [hits.get(k) for k in keys]
@@ -248,7 +252,8 @@ class CachedJudge:
         return found
 
     def _ask_claimed(self, keys: list[str], ask, settle, progress: bool,
-                     read_cache: Callable[[Sequence[str]], dict[str, str]], anew: set[str] = frozenset()) -> None:
+                     read_cache: Callable[[Sequence[str]], dict[str, str]],
+                     anew: Mapping[str, float | None] = MappingProxyType({})) -> None:
         """Claim, ask, and wait for other processes' answers until every key is settled. Their answers are read as
         this run's own cached ones are (``read_cache``: one an older radmetrics wrote may be dropped and asked here)."""
         from tqdm.auto import tqdm
@@ -263,7 +268,7 @@ class CachedJudge:
                 if mine:
                     ask(mine, lease, show=progress and window is None)
                     bar.update(len(mine))
-                found = read_cache(others) if others else {}
+                found = read_cache(self._not_to_ask_again(others, anew)) if others else {}
                 for key, text in found.items():
                     settle(key, text)
                 bar.update(len(found))
@@ -271,6 +276,18 @@ class CachedJudge:
                     pending.pop(key, None)
                 if not mine and not found:
                     time.sleep(self.poll_seconds)  # every remaining prompt is being asked by another run
+
+    def _not_to_ask_again(self, keys: list[str], anew: Mapping[str, float | None]) -> list[str]:
+        """``keys`` (answered, or held by another run), less those this call asks again whose answer is still the one
+        to ask again: another run holds them, asking them again too (`--retry-unscored` of a metric sharing the
+        prompts, e.g. green and green_f1); its answer is waited for, the old one not read (review 41a: it was, and
+        the row marked as asked again)."""
+        again = [key for key in keys if key in anew]
+        if not again:
+            return keys
+        written = self.cache.written(again)
+        old = {key for key in again if key in written and written[key] == anew[key]}
+        return [key for key in keys if key not in old]
 
     def __repr__(self) -> str:
         return f"<CachedJudge {self.backend!r} cache={self.cache.path if self.cache else None}>"

@@ -24,8 +24,9 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
@@ -185,6 +186,18 @@ class ResponseCache:
         return found
 
     @_guarded
+    def written(self, keys: Sequence[str]) -> dict[str, float]:
+        """When each of these keys' answers was written (its ``created``), for the keys answered: which answer a
+        run asks again (`CachedJudge.ask_anew`), told from one another run wrote since."""
+        con = self._connect()
+        found: dict[str, float] = {}
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            found.update(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
+        return found
+
+    @_guarded
     def get_many_marked(self, keys: Sequence[str]) -> dict[str, tuple[str, bool, int | None]]:
         """Like `get_many`, with each answer's mark, read in the same query (a run that drops and rewrites a key
         between two reads cannot pair one answer with another's mark): key -> (answer, marked, context). ``marked``:
@@ -243,12 +256,13 @@ class ResponseCache:
     # -- claims: concurrent runs wait for each other's answers instead of asking twice --------------------------
     @_guarded
     def claim(self, keys: Iterable[str], owner: str, ttl: float, limit: int | None = None,
-              anew: Collection[str] = ()) -> tuple[list[str], list[str]]:
+              anew: Mapping[str, float | None] = MappingProxyType({})) -> tuple[list[str], list[str]]:
         """Claim up to LIMIT of KEYS for OWNER, in order: keys nobody holds, whose lease has expired, or whose
         owner is a dead process on this host. Returns (claimed, others): the keys claimed, and the keys looked at
-        that are answered already (except those in ANEW, to be asked again: `CachedJudge.ask_anew`) or held by
-        another live run (the caller reads or waits for those). Keys after the LIMIT-th claim are not looked at, so
-        a long list costs one window's work per call."""
+        that are answered already or held by another live run (the caller reads or waits for those). ANEW: keys to
+        be asked again (`CachedJudge.ask_anew`), each with when the answer to ask again was written (`written`;
+        None: none was): that answer is no answer here, one written since (another run asked it again) is. Keys
+        after the LIMIT-th claim are not looked at, so a long list costs one window's work per call."""
         now = time.time()
         claimed: list[str] = []
         others: list[str] = []
@@ -259,13 +273,13 @@ class ResponseCache:
                 if not chunk:
                     break
                 marks = ",".join("?" * len(chunk))
-                answered = {k for (k,) in con.execute(f"SELECT key FROM responses WHERE key IN ({marks})", chunk)}
+                answered = dict(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
                 held = {k: (o, e) for k, o, e in con.execute(
                     f"SELECT key, owner, expires FROM claims WHERE key IN ({marks})", chunk)}
                 for key in chunk:
                     if limit is not None and len(claimed) >= limit:
                         break
-                    if key in answered and key not in anew:
+                    if key in answered and not (key in anew and answered[key] == anew[key]):
                         others.append(key)
                         continue
                     if key in held:
@@ -340,7 +354,7 @@ class Lease:
                 pass
 
     def claim(self, keys: Iterable[str], limit: int | None = None,
-              anew: Collection[str] = ()) -> tuple[list[str], list[str]]:
+              anew: Mapping[str, float | None] = MappingProxyType({})) -> tuple[list[str], list[str]]:
         return self.cache.claim(keys, self.owner, self.ttl, limit, anew)
 
     def release(self, keys: Sequence[str] | None = None) -> None:
