@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -444,9 +445,11 @@ CUT_INSIDE_QUOTES = ("the file ends inside this row's quoted field, whose closin
 
 def ends_inside_quotes(text: str, delimiter: str = ",") -> bool:
     """Whether a CSV record's whole text (all its lines) ends inside a quoted field, as a file cut short does. A quote
-    inside an unquoted field (`5" nodule`) is text, not an open field."""
+    inside an unquoted field (`5" nodule`) is text, not an open field. Split into lines as the file was read (at
+    "\n", "\r", "\r\n" only): `str.splitlines` also splits at a form feed, U+2028, ..., which in an unquoted
+    field ended the record there, so a cut after one was read as whole (review 41a)."""
     try:
-        next(csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True), None)
+        next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True), None)
     except csv.Error as error:
         return "unexpected end of data" in str(error)
     return False

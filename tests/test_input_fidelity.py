@@ -469,6 +469,28 @@ def test_a_csv_cut_inside_its_last_rows_quoted_field_leaves_that_row_unscored_wi
     assert list(Records(inch))[1].row["candidate"] == '5" nodule'
 
 
+@pytest.mark.parametrize("separator", ["\x0c", "\u2028", "\x85", "\x1e", "\x0b"],
+                         ids=["form-feed", "line-separator", "next-line", "record-separator", "vertical-tab"])
+def test_a_cut_last_row_is_found_though_an_unquoted_field_before_it_holds_a_page_break_or_unicode_line_break(tmp_path, separator):
+    """Review 41a: the cut check split the record's text with str.splitlines, which also breaks at a form feed (PDF
+    page breaks in extracted reports), U+2028, ...: in an unquoted field before the cut one, the check's record ended
+    there, and the cut text was judged (and converted) as a whole report. csv writers leave such fields unquoted."""
+    from radmetrics.data.schema import read_csv_rows
+    from radmetrics.io import CUT_INSIDE_QUOTES
+
+    whole = f'id,reference,candidate\n1,No effusion.,No effusion.\n2,Lungs clear.{separator}Page 2,"Small effusion."\n'
+    cut = tmp_path / "cut.csv"
+    cut.write_text(whole[: whole.index("effusion.\"")], encoding="utf-8", newline="")
+    assert [r.problem for r in Records(cut)] == [None, CUT_INSIDE_QUOTES]
+    with pytest.raises(InputError, match="line 3: the file ends inside a quoted field"):
+        read_csv_rows(cut, ("reference", "candidate"), "test")
+    full = tmp_path / "whole.csv"
+    full.write_text(whole, encoding="utf-8", newline="")
+    assert [r.problem for r in Records(full)] == [None, None]
+    assert list(Records(full))[1].row["reference"] == f"Lungs clear.{separator}Page 2"
+    assert read_csv_rows(full, ("reference", "candidate"), "test")[1]["candidate"] == "Small effusion."
+
+
 def test_a_column_named_exactly_wins_over_one_that_differs_in_case(tmp_path):
     """Review finding: one row keyed "Reference" among rows keyed "reference" made the run read "Reference" for the
     whole file (the last spelling seen won): 11 of 12 rows unscored, the corpus score one row's, exit 0."""
