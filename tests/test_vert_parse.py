@@ -40,6 +40,13 @@ HEAD = "[Overall Accuracy Score]:\n"
     pytest.param("vert_ft", "I would give it 1.", 1.0, "in-sentence", id="ft-whole-number-after-scoring-word"),
     pytest.param("vert_ft", "The score is 0 since the report names another patient.", 0.0, "in-sentence",
                  id="ft-zero-after-score-is"),
+    # ... or where a score noun earlier in the clause, or an answer's label, states it (parser 19; review 41a: parser
+    # 18 left these unscored)
+    pytest.param("vert_ft", "The score would be 1.", 1.0, "in-sentence", id="ft-whole-number-score-would-be"),
+    pytest.param("vert_ft", "The score for this report is 0.", 0.0, "in-sentence", id="ft-whole-number-score-for-is"),
+    pytest.param("vert_ft", "Score is: 1", 1.0, "in-sentence", id="ft-whole-number-score-is-colon"),
+    pytest.param("vert_ft", "Overall Accuracy: 1", 1.0, "in-sentence", id="ft-whole-number-accuracy-label"),
+    pytest.param("vert_ft", "Final answer: 0", 0.0, "in-sentence", id="ft-whole-number-final-answer-label"),
     pytest.param("vert", "[Overall Accuracy Score]\nScore of 0.7 given.\na) Missed finding: pleural effusion "
                  "(1 error).", 0.7, "in-sentence", id="in-sentence-lettered-reason"),
     pytest.param("vert", HEAD + "I would rate this report 0.8.\n1) Missing a finding: the 5 mm nodule in the "
@@ -125,6 +132,10 @@ def test_score_as_written(system, text, score, written):
                  id="ft-lone-one-in-garbled-sentence"),
     pytest.param("vert_ft", "left lower 0 pleural the of", "no scoring word", id="ft-lone-zero-in-garbled-sentence"),
     pytest.param("vert_ft", "The report is accurate. 1", "no scoring word", id="ft-whole-number-after-a-sentence"),
+    pytest.param("vert_ft", "The score is high and the candidate report is 1 the effusion", "no scoring word",
+                 id="ft-score-noun-in-another-clause"),
+    pytest.param("vert_ft", "The candidate answer: the effusion 1 upper lobe", "no scoring word",
+                 id="ft-answer-label-not-right-before"),
 ])
 def test_unreadable_or_out_of_range_is_unscored(system, text, reason):
     judgment = radmetrics.get_scoring_system(system).parse(text)

@@ -39,7 +39,7 @@ import math
 import re
 from typing import Any
 
-PARSER_VERSION = "18"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
+PARSER_VERSION = "19"  # 4: a second score after the first has no single reading (review 15); 5: GREEN items are
 # no in-sentence score (review 19); 6: only GREEN-shaped count lines after the score line are (review 20); 7: GREEN's
 # analysis in any of its layouts (sections; items "(b)", "b.", "1.", bold, with the finding after the count) is no
 # score, a vert_ft answer that is a whole VERT answer is read under its header; a number after a rounding word is a
@@ -68,7 +68,9 @@ PARSER_VERSION = "18"  # 4: a second score after the first has no single reading
 # Accuracy Score | 0.8 |" is a header (it was unscored: no header found); 17: a score spelled out ("zero point six",
 # "one point zero") is read as written in digits: as the score, or as a revision after it (review 31: "0.8" then
 # "Actually, I'd say zero point five." was 0.8); 18: a vert_ft answer's lone whole number inside a sentence with no
-# scoring word before it ("The candidate report is 1 the effusion") is no score (review 39b: it was 1.0)
+# scoring word before it ("The candidate report is 1 the effusion") is no score (review 39b: it was 1.0); 19: ... where
+# a score noun earlier in the clause or an answer's label states it ("The score would be 1.", "The score for this
+# report is 0.", "Overall Accuracy: 1", "Final answer: 1") is the score again (review 41a: parser 18 left them unscored)
 
 # "[Overall Accuracy Score]:", "[Overall accuracy Score]:" (both spellings are in App. D), "**Overall Accuracy
 # Score:**", "Overall Accuracy Score = 0.6", "## Overall Accuracy Score", "4. [Overall Accuracy Score]": at the
@@ -97,6 +99,14 @@ _SAME_SCALE_AFTER = re.compile(r"[ \t*_`]*(?:\([ \t*_`]*)?(?:/|out\s+of\b)[ \t*_
 _COUNT_BEFORE = re.compile(r"(?:\b(?:errors?|findings?|omissions?|discrepanc\w*|mistakes?|matched|matches)|"
                            r"(?-i:\b[MSI]))[ \t*_)\]]*[:=][ \t*_]*$", re.I)
 _WHOLE_NUMBER = re.compile(r"[-−]?\d+")
+# ... a bare answer's whole number is its score after a score noun a few words before ("The score would be 1.", "The
+# score for this report is 0.", "Score is: 1"; not "The score is high and the report is 1 the ...") or after an answer's label that opens the line ("Overall Accuracy: 1",
+# "Final answer: 1", "Verdict: 0"), as after a scoring word (`_SCORE_GOVERNS`)
+_BARE_SCORE_LEAD = re.compile(
+    r"\b(?:score|rating|grade)(?:[ \t]+(?:for|of|to|here|now|given|assigned|this|that|the|a|an|candidate|generated|"
+    r"report|reports|it))*[ \t*_]*(?:(?:is|was|would[ \t]+be|should[ \t]+be|will[ \t]+be)\b[ \t*_]*:?|[:=])[ \t*_]*$"
+    r"|^[ \t>*_-]*(?:the\s+)?(?:(?:overall|final)\s+)*(?:accuracy|answer|verdict|result|assessment)[ \t*_]*(?:is\b|[:=])"
+    r"[ \t*_]*$", re.I)
 # a worked answer's result follows its last "=" or "≈" ("Score = 2/3 ≈ 0.67" is 0.67)
 _RESULT_SIGN = re.compile(r"=|≈|→|->")
 _SCORE_LABEL = re.compile(r"^(?:final\s+)?(?:overall\s+)?(?:accuracy\s+)?score\s*[:=]\s*", re.I)
@@ -220,7 +230,9 @@ def _read_score_line(line: str, later: list[str], stated: bool, bare: bool = Fal
                                  f"no single reading: {line[:60]!r}")
         if not first:  # "I would rate it 0.85." - one number in a sentence; several have no single reading
             first, form = _number_in_sentence(line, later, stated), "in-sentence"
-            if bare and _WHOLE_NUMBER.fullmatch(first.group(1)) and not _SCORE_GOVERNS.search(_lead(line[:first.start()])):
+            lead = _lead(line[:first.start()])
+            if bare and _WHOLE_NUMBER.fullmatch(first.group(1)) and not (_SCORE_GOVERNS.search(lead)
+                                                                         or _BARE_SCORE_LEAD.search(lead)):
                 # a bare answer's lone 0 or 1 inside a sentence, no scoring word before it ("The candidate report is 1
                 # the effusion"): a small judge's garbled text, not its score (review 39b: 2 of 20 such answers read
                 # as 0.0 or 1.0). A decimal ("deserves 0.6 since") or "the score is 1." is read
