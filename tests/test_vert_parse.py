@@ -47,6 +47,8 @@ HEAD = "[Overall Accuracy Score]:\n"
     pytest.param("vert_ft", "Score is: 1", 1.0, "in-sentence", id="ft-whole-number-score-is-colon"),
     pytest.param("vert_ft", "Overall Accuracy: 1", 1.0, "in-sentence", id="ft-whole-number-accuracy-label"),
     pytest.param("vert_ft", "Final answer: 0", 0.0, "in-sentence", id="ft-whole-number-final-answer-label"),
+    pytest.param("vert_ft", "I rate it as 1.", 1.0, "in-sentence", id="ft-whole-number-rate-it-as"),
+    pytest.param("vert_ft", "The report deserves a perfect 1.", 1.0, "in-sentence", id="ft-whole-number-deserves-perfect"),
     pytest.param("vert", "[Overall Accuracy Score]\nScore of 0.7 given.\na) Missed finding: pleural effusion "
                  "(1 error).", 0.7, "in-sentence", id="in-sentence-lettered-reason"),
     pytest.param("vert", HEAD + "I would rate this report 0.8.\n1) Missing a finding: the 5 mm nodule in the "

@@ -641,7 +641,7 @@ _SCORE_STATEMENT_BEFORE = re.compile(
     r"(?:score|rating|grade)|\bscore\s+of|^[ \t>*_-]*(?:(?:overall|accuracy)\s+)*(?:score|rating|grade))[ \t*_]*"
     r"(?:(?:is|=|:|of|would\s+be|should\s+be|becomes)[ \t*_]*)?(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$"
     r"|\b(?:give|assign|rate|award|score|deserves?|merits?|warrants?|earns?)\s+(?:(?:it|this|that|the|report|"
-    r"candidate|a|an|only|just|score|rating|grade|of)\s+)*(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
+    r"candidate|a|an|as|only|just|perfect|full|score|rating|grade|of)\s+)*(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
 # ... and "Score: 0.8" inside a sentence: the score among sizes on one line ("The nodule is 1.5 vs 1.6 cm; score: 0.8")
 _SCORE_GOVERNS = re.compile(rf"{_SCORE_STATEMENT_BEFORE.pattern}|\b(?:score|rating|grade)[ \t*_]*(?:is\b|=|:)"
                             rf"[ \t*_]*$", re.I)
