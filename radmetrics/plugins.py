@@ -10,6 +10,8 @@ and implement ``register_scoring_systems`` / ``register_judge_backends`` with ``
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import logging
 import threading
 import warnings
 from collections.abc import Callable
@@ -21,6 +23,8 @@ import radmetrics.judge as _judge_package
 from radmetrics import hookspecs
 from radmetrics.errors import RadmetricsError, UnknownNameError
 from radmetrics.scoring import ScoringSystem
+
+log = logging.getLogger(__name__)
 
 # Modules that ship the built-ins; each has hookimpls, registered exactly like third-party plugins.
 DEFAULT_PLUGINS = (
@@ -43,33 +47,152 @@ def get_plugin_manager() -> pluggy.PluginManager:
             pm.add_hookspecs(hookspecs)
             for name in DEFAULT_PLUGINS:
                 pm.register(importlib.import_module(name), name=name)
-            pm.load_setuptools_entrypoints("radmetrics")
+            _load_entry_points(pm)
             _pm = pm
         return _pm
+
+
+#: plugin name -> how messages name it ("plugin 'x' (distribution x-pkg 0.1.0)")
+_labels: dict[str, str] = {}
+#: problems already said in this process (the registry is read at every lookup; each is said once)
+_said: set[str] = set()
+
+
+def _say(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning("%s", message)
+
+
+def _label(plugin_name: str | None) -> str:
+    return _labels.get(plugin_name or "", f"plugin '{plugin_name}'")
+
+
+def _dist_name(dist: importlib.metadata.Distribution) -> str:
+    return (dist.metadata["Name"] or "?").lower().replace("_", "-")
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> None:
+    """Each `radmetrics` entry point of the installed distributions, one at a time: a plugin that cannot be loaded
+    (a missing dependency, a hook with the wrong arguments), a second install of one distribution, or a second
+    plugin under one entry-point name is one warning naming it, and the built-ins and the other plugins keep
+    working (pluggy's own loader stopped at the first failure, so one broken plugin stopped every command, and
+    it skipped a second plugin under a taken name without a word)."""
+    where: dict[str, importlib.metadata.Distribution] = {}  # distribution name -> the install in use
+    for dist in importlib.metadata.distributions():
+        eps = [ep for ep in dist.entry_points if ep.group == "radmetrics"]
+        if not eps:
+            continue
+        dist_name, version = _dist_name(dist), dist.version
+        if dist_name in where:
+            first = where[dist_name]
+            _say(f"radmetrics plugin distribution {dist_name} is installed twice ({first.version} and {version}): "
+                 f"the first on the path, {first.version}, is used; pip uninstall {dist_name} until one is left")
+            continue
+        where[dist_name] = dist
+        for ep in eps:
+            label = f"plugin '{ep.name}' (distribution {dist_name} {version})"
+            if pm.get_plugin(ep.name) is not None or ep.name in _labels:
+                _say(f"radmetrics {label} is not loaded: {_label(ep.name)} has that entry-point name; "
+                     "rename one of them")
+                continue
+            try:
+                plugin = ep.load()
+                pm.register(plugin, name=ep.name)
+            except Exception as e:  # a broken plugin must not stop the built-ins and the other plugins
+                _say(f"radmetrics {label} could not be loaded, its scoring systems and backends are left out: "
+                     f"{type(e).__name__}: {e}" + (f" (pip install the missing package, or pip uninstall {dist_name})"
+                                                   if isinstance(e, ImportError) else ""))
+                continue
+            _labels[ep.name] = label
+            for caller in pm.get_hookcallers(plugin) or []:
+                if not caller.has_spec():
+                    _say(f"radmetrics {label} implements {caller.name}, which is no radmetrics hook (they are "
+                         "register_scoring_systems and register_judge_backends): it is never called")
 
 
 def register_plugin(plugin: object, name: str | None = None) -> None:
     """Register a plugin object or module at run time (tests, notebooks)."""
     get_plugin_manager().register(plugin, name=name)
+    _said.clear()
 
 
 def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
     get_plugin_manager().unregister(plugin, name=name)
+    _said.clear()
+
+
+#: hook -> names several plugins registered -> the message: refused when asked for, so that no plugin's numbers are
+#: reported under a name another also claims
+_ambiguous: dict[str, dict[str, str]] = {}
 
 
 def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
+    """Every plugin's registrations for one hook, each plugin's hook called on its own so that a problem is said
+    naming the plugin and costs only that plugin's entries: a hook that raises, an entry without a name or outside
+    the contract, a name a built-in has (the built-in is kept) or another plugin has (neither is used)."""
+    claims: dict[str, list[tuple[str, Any]]] = {}  # name -> (plugin, entry) in order, built-ins first
+    kind = "judge backend" if pairs else "scoring system"
+    impls = getattr(get_plugin_manager().hook, hook_name).get_hookimpls()
+    # built-ins first, whatever order pluggy calls them in (tryfirst / trylast)
+    impls = sorted(impls, key=lambda impl: impl.plugin_name not in DEFAULT_PLUGINS)
+    for impl in impls:
+        if impl.hookwrapper or impl.wrapper:  # wraps the others' calls: registers nothing of its own
+            continue
+        builtin = impl.plugin_name in DEFAULT_PLUGINS
+        label = _label(impl.plugin_name)
+        mine: dict[str, Any] = {}
+
+        def register_one(name_or_obj=None, factory=None, *, mine=mine, label=label):
+            name = name_or_obj if pairs else getattr(name_or_obj, "name", None)
+            if not isinstance(name, str) or not name:
+                raise RadmetricsError(f"radmetrics {label} registered a {kind} without a name: {name_or_obj!r}")
+            if pairs and not callable(factory):
+                raise RadmetricsError(f"radmetrics {label} registered judge backend '{name}' with {factory!r}, "
+                                      "not a factory: register(name, factory), factory(model=..., **options) "
+                                      "returning a judge")
+            if not pairs and not isinstance(name_or_obj, ScoringSystem):
+                raise RadmetricsError(f"radmetrics {label}: scoring system '{name}' ({type(name_or_obj).__name__}) "
+                                      "must subclass radmetrics.scoring.ScoringSystem, the contract the runner calls")
+            mine[name] = factory if pairs else name_or_obj
+
+        def checked(*args, register_one=register_one, builtin=builtin):
+            try:
+                register_one(*args)
+            except RadmetricsError as e:
+                if builtin:
+                    raise
+                _say(f"{e}; left out")
+
+        arguments = {"register": checked}
+        try:
+            returned = impl.function(*[arguments[a] for a in impl.argnames])
+        except Exception as e:
+            if builtin:
+                raise
+            _say(f"radmetrics {label}: its {hook_name} raised {type(e).__name__}: {e}; its {kind}s are left out")
+            continue
+        if returned is not None and not builtin:
+            _say(f"radmetrics {label}: its {hook_name} returned {type(returned).__name__}, which is ignored: "
+                 f"call register(...) for each {kind}")
+        for name, value in mine.items():
+            claims.setdefault(name, []).append((impl.plugin_name, value))
     found: dict[str, Any] = {}
-
-    def register_one(name_or_obj, factory=None):
-        name = name_or_obj if pairs else getattr(name_or_obj, "name", None)
-        if not isinstance(name, str) or not name:
-            raise RadmetricsError(f"A plugin registered a {hook_name} entry without a name: {name_or_obj!r}")
-        if not pairs and not isinstance(name_or_obj, ScoringSystem):
-            raise RadmetricsError(f"Scoring system '{name}' ({type(name_or_obj).__name__}) must subclass "
-                                  "radmetrics.scoring.ScoringSystem, the contract the runner calls.")
-        found[name] = factory if pairs else name_or_obj
-
-    getattr(get_plugin_manager().hook, hook_name)(register=register_one)
+    ambiguous: dict[str, str] = {}
+    for name, claimants in claims.items():
+        owners = [owner for owner, _ in claimants]
+        if owners[0] in DEFAULT_PLUGINS:
+            for owner in owners[1:]:
+                _say(f"radmetrics {_label(owner)} registers {kind} '{name}', a built-in's name: the built-in is "
+                     "used; rename the plugin's")
+        elif len(claimants) > 1:
+            ambiguous[name] = (f"{kind.capitalize()} '{name}' is registered by {len(owners)} plugins, "
+                               f"{' and '.join(_label(owner) for owner in owners)}: none is used, so that no result "
+                               "is another's; uninstall or rename all but one")
+            _say(ambiguous[name])
+            continue
+        found[name] = claimants[0][1]
+    _ambiguous[hook_name] = ambiguous
     return found
 
 
@@ -113,6 +236,8 @@ def get_scoring_system(name: str, **options: Any):
                       DeprecationWarning, stacklevel=2)
         name = DEPRECATED_NAMES[name]
     if name not in systems:
+        if name in _ambiguous.get("register_scoring_systems", {}):
+            raise RadmetricsError(_ambiguous["register_scoring_systems"][name])
         raise UnknownNameError("scoring system", name, systems, plugin_install_hint(name))
     system = systems[name]
     return system.configure(**options) if options else system
@@ -122,5 +247,18 @@ def list_judge_backends() -> list[str]:
     return sorted(judge_backends())
 
 
+def _backends_for_judges() -> dict[str, Callable[..., Any]]:
+    """The backends, and for a name several plugins registered a factory that says so (not "unknown backend")."""
+    found = judge_backends()
+
+    def refuse(message: str) -> Callable[..., Any]:
+        def factory(**_: Any) -> Any:
+            raise RadmetricsError(message)
+        return factory
+
+    return {**{name: refuse(message) for name, message in _ambiguous.get("register_judge_backends", {}).items()},
+            **found}
+
+
 # radmetrics.judge.get_judge finds backends here; the judge package does not import the registry.
-_judge_package.backend_factories = judge_backends
+_judge_package.backend_factories = _backends_for_judges

@@ -1,0 +1,161 @@
+"""Installed plugins that are broken, as a third party's may be (review 41b): each is one warning line naming it, the
+built-ins and the other plugins keep working, and a name two plugins claim gives no number."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from radmetrics.hub_cards import sample_path
+
+SYSTEM = '''
+import radmetrics
+from radmetrics.scoring import ScoringSystem
+
+
+class Fixed(ScoringSystem):
+    name = score_key = "{name}"
+
+    def build_prompt(self, reference, candidate):
+        return f"R: {{reference}}\\nC: {{candidate}}"
+
+    def sample_answer(self, reference, candidate):
+        return "1"
+
+    def parse(self, text):
+        return radmetrics.Judgment(score={score}, parsed=True, raw=text)
+'''
+
+#: distribution name -> (version, module body); each module is the distribution's `radmetrics` entry point
+BROKEN = {
+    "hook-raises": ("0.1.0", '''
+import radmetrics
+
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    raise RuntimeError("no config file")
+'''),
+    "import-fails": ("0.1.0", "import radmetrics\nimport a_dependency_that_is_not_installed\n"),
+    "takes-green": ("0.1.0", SYSTEM.format(name="green", score=0.123) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(Fixed())
+
+@radmetrics.hookimpl
+def register_judge_backends(register):
+    register("replay", lambda **options: None)
+'''),
+    "registers-none": ("0.1.0", '''
+import radmetrics
+
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(None)
+
+@radmetrics.hookimpl
+def register_judge_backends(register):
+    register("not_a_factory", "a string")
+'''),
+    "returns-list": ("0.1.0", SYSTEM.format(name="returned", score=0.5) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    return [Fixed()]
+'''),
+    "misspelt-hook": ("0.1.0", SYSTEM.format(name="misspelt", score=0.5) + '''
+@radmetrics.hookimpl
+def register_scoring_system(register):
+    register(Fixed())
+'''),
+    "first-same": ("0.1.0", SYSTEM.format(name="same", score=0.25) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(Fixed())
+'''),
+    "second-same": ("0.1.0", SYSTEM.format(name="same", score=0.75) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(Fixed())
+'''),
+}
+
+
+def install(site, dist: str, version: str, body: str) -> None:
+    """A distribution as pip leaves it: the module, and a dist-info with its `radmetrics` entry point."""
+    module = dist.replace("-", "_")
+    (site / f"{module}.py").write_text(textwrap.dedent(body))
+    info = site / f"{module}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[radmetrics]\n{module} = {module}\n")
+
+
+def run_cli(args, site, cwd):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(s) for s in site), "HF_HUB_OFFLINE": "1",
+           "RADMETRICS_CACHE": "off"}
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True)
+
+
+@pytest.fixture(scope="module")
+def broken_site(tmp_path_factory):
+    site = tmp_path_factory.mktemp("site")
+    for dist, (version, body) in BROKEN.items():
+        install(site, dist, version, body)
+    return site
+
+
+def test_each_broken_plugin_is_one_line_naming_it_and_the_builtins_keep_working(broken_site, tmp_path):
+    listed = run_cli(["list"], [broken_site], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr
+    lines = listed.stderr.splitlines()
+
+    def line(*words):
+        found = [entry for entry in lines if all(word in entry for word in words)]
+        assert len(found) == 1, (words, lines)
+        return found[0]
+
+    line("plugin 'hook_raises' (distribution hook-raises 0.1.0)", "raised RuntimeError: no config file")
+    line("plugin 'import_fails' (distribution import-fails 0.1.0)", "could not be loaded",
+         "No module named 'a_dependency_that_is_not_installed'", "pip uninstall import-fails")
+    line("plugin 'takes_green'", "scoring system 'green', a built-in's name: the built-in is used")
+    line("plugin 'takes_green'", "judge backend 'replay', a built-in's name: the built-in is used")
+    line("plugin 'registers_none'", "registered a scoring system without a name: None")
+    line("plugin 'registers_none'", "judge backend 'not_a_factory' with 'a string', not a factory")
+    line("plugin 'returns_list'", "returned list, which is ignored: call register(...)")
+    line("plugin 'misspelt_hook'", "implements register_scoring_system, which is no radmetrics hook")
+    line("Scoring system 'same' is registered by 2 plugins", "plugin 'first_same'", "plugin 'second_same'",
+         "none is used")
+    systems = next(entry for entry in listed.stdout.splitlines() if entry.startswith("scoring systems:"))
+    assert "green" in systems and "same" not in systems and "returned" not in systems
+    # the built-in GREEN, on the built-in replay backend, gives the bundled sample's number
+    scored = run_cli(["score", "-m", "green", "-i", str(sample_path("pairs.jsonl")), "-o", "out.jsonl", "--backend",
+                      "replay", "--replay", str(sample_path("green_replay.jsonl"))], [broken_site], tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    summary = json.loads((tmp_path / "out.jsonl.summary.json").read_text())["summary"]
+    assert summary["green"] == pytest.approx(2 / 7)
+    # a name two plugins claim is no number: refused, naming both
+    same = run_cli(["score", "-m", "same", "-i", str(sample_path("pairs.jsonl")), "-o", "same.jsonl", "--backend",
+                    "replay", "--replay", str(sample_path("green_replay.jsonl"))], [broken_site], tmp_path)
+    assert same.returncode == 2 and "Traceback" not in same.stderr
+    assert "Error: Scoring system 'same' is registered by 2 plugins" in same.stderr
+    assert not (tmp_path / "same.jsonl").exists()
+
+
+def test_a_distribution_installed_twice_is_said_and_the_first_on_the_path_is_used(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for site, (version, score) in ((first, ("0.2.0", 0.2)), (second, ("0.1.0", 0.1))):
+        site.mkdir()
+        install(site, "twice", version, SYSTEM.format(name="twice", score=score) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(Fixed())
+''')
+    listed = run_cli(["list"], [first, second], tmp_path)
+    assert listed.returncode == 0 and "twice" in listed.stdout
+    assert ("radmetrics plugin distribution twice is installed twice (0.2.0 and 0.1.0): the first on the path, "
+            "0.2.0, is used") in listed.stderr
