@@ -6,6 +6,8 @@ become unscored Judgments with a reason; nothing here raises for one row's sake.
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,10 +113,16 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
         if problem:
             judgments[i] = Judgment.unscored(f"{row_labels[i]}: {problem}")
             continue
-        note = system.input_warnings(ref, cand)
+        try:
+            note = system.input_warnings(ref, cand)
+            prompt = system.build_prompt(ref, cand)
+        except Exception as e:  # a plugin's bug on one pair must not lose the other rows (review 41b)
+            judgments[i] = Judgment.unscored(f"{row_labels[i]}: scoring system '{system.name}' could not build the "
+                                             f"prompt ({type(e).__name__}: {e})")
+            continue
         if note:
             warnings[i] = note
-        prompts.append(system.build_prompt(ref, cand))
+        prompts.append(prompt)
         rows.append(i)
         if not cand.strip():  # judged as written (pair_problem)
             empty_candidates.append(i)
@@ -162,13 +170,40 @@ def _parse(system, text: str) -> Judgment:
     if why:
         return Judgment.unscored(why, raw=str(text) if isinstance(text, CutAnswer) else "")
     try:
-        return system.parse(text)
+        return _held_to_contract(system, system.parse(text), "parse", text)
     except Exception as e:  # a parser bug must not lose the other rows
         return Judgment.unscored(f"parser error ({type(e).__name__}: {e})", raw=text)
 
 
 def _finalize(system, judgment: Judgment, reference: str, candidate: str) -> Judgment:
-    return system.finalize(judgment, reference, candidate) if judgment.parsed else judgment
+    if not judgment.parsed:
+        return judgment
+    try:
+        return _held_to_contract(system, system.finalize(judgment, reference, candidate), "finalize", judgment.raw)
+    except Exception as e:
+        return Judgment.unscored(f"scoring system '{system.name}': finalize raised {type(e).__name__}: {e}",
+                                 raw=judgment.raw)
+
+
+def _held_to_contract(system, judgment: Any, step: str, text: Any) -> Judgment:
+    """What a scoring system's parse or finalize gave, held to the Judgment contract: anything but a Judgment, or
+    a score that is not a finite number (nan, inf, a string, True), is the row unscored naming the system, never
+    a number in the mean (review 41b: a plugin's nan made the corpus mean nan, a string score or a parse that
+    returned None stopped the whole run)."""
+    name = getattr(system, "name", type(system).__name__)
+    if not isinstance(judgment, Judgment):
+        return Judgment.unscored(f"scoring system '{name}': {step} returned {type(judgment).__name__}, not a "
+                                 "radmetrics.Judgment", raw=text if isinstance(text, str) else "")
+    score = judgment.score
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+            return Judgment(score=None, parsed=False, raw=judgment.raw, details=dict(judgment.details),
+                            reason=f"scoring system '{name}': {step} gave the score {score!r}, not a finite number")
+        if type(score) not in (int, float):  # numpy's float32 and the like: as JSON and the sums take it
+            judgment.score = float(score)
+    elif not judgment.reason:
+        judgment.reason = f"scoring system '{name}': {step} gave no score and no reason"
+    return judgment
 
 
 def read_answer(system, text: str, reference: str, candidate: str) -> Judgment:

@@ -159,3 +159,70 @@ def register_scoring_systems(register):
     assert listed.returncode == 0 and "twice" in listed.stdout
     assert ("radmetrics plugin distribution twice is installed twice (0.2.0 and 0.1.0): the first on the path, "
             "0.2.0, is used") in listed.stderr
+
+
+class _Echo:
+    """A judge that answers every prompt "1"."""
+
+    model = "echo"
+
+    def identity(self):
+        return {"backend": "echo", "model": "echo"}
+
+    def generate(self, prompts, config=None, on_result=None, progress=True):
+        return ["1" for _ in prompts]
+
+
+def _system(parse, build=None):
+    import radmetrics
+    from radmetrics.scoring import ScoringSystem
+
+    class Hostile(ScoringSystem):
+        name = score_key = "hostile"
+
+        def build_prompt(self, reference, candidate):
+            return build(reference, candidate) if build else f"R: {reference}\nC: {candidate}"
+
+        def sample_answer(self, reference, candidate):
+            return "1"
+
+    Hostile.parse = lambda self, text: parse(text, radmetrics.Judgment)
+    return Hostile()
+
+
+@pytest.mark.parametrize(("parse", "reason"), [
+    pytest.param(lambda text, J: J(score=float("nan"), parsed=True, raw=text), "parse gave the score nan, not a finite number",
+                 id="nan"),
+    pytest.param(lambda text, J: J(score=float("inf"), parsed=True, raw=text), "parse gave the score inf", id="inf"),
+    pytest.param(lambda text, J: J(score="0.5", parsed=True, raw=text), "parse gave the score '0.5'", id="string-score"),
+    pytest.param(lambda text, J: J(score=True, parsed=True, raw=text), "parse gave the score True", id="bool-score"),
+    pytest.param(lambda text, J: None, "parse returned NoneType, not a radmetrics.Judgment", id="returns-none"),
+    pytest.param(lambda text, J: "0.5", "parse returned str, not a radmetrics.Judgment", id="returns-str"),
+    pytest.param(lambda text, J: J(score=None, parsed=True, raw=text), "parse gave no score and no reason",
+                 id="no-score-no-reason"),
+])
+def test_a_parse_outside_the_contract_leaves_its_rows_unscored_naming_the_system(parse, reason):
+    import radmetrics
+
+    result = radmetrics.score(_system(parse), ["a b", "c d"], ["a b", "c"], judge=_Echo(), progress=False)
+    assert result.scores == [None, None]
+    assert all(f"scoring system 'hostile': {reason}" in j.reason for j in result.judgments)
+    assert result.summary["hostile"] is None and result.summary["num_unscored"] == 2
+
+
+def test_a_numpy_score_is_a_plain_float_and_a_prompt_that_cannot_be_built_costs_only_its_row():
+    import numpy
+
+    import radmetrics
+
+    def build(reference, candidate):
+        if candidate == "bad":
+            raise ValueError("cannot number the sentences")
+        return f"R: {reference}\nC: {candidate}"
+
+    system = _system(lambda text, J: J(score=numpy.float32(0.5), parsed=True, raw=text), build)
+    result = radmetrics.score(system, ["a", "b", "c"], ["a", "bad", "c"], judge=_Echo(), progress=False)
+    assert result.scores == [0.5, None, 0.5] and type(result.scores[0]) is float
+    assert result.judgments[1].reason == ("row 1: scoring system 'hostile' could not build the prompt (ValueError: "
+                                          "cannot number the sentences)")
+    assert result.summary["hostile"] == 0.5
