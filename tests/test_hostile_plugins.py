@@ -226,3 +226,63 @@ def test_a_numpy_score_is_a_plain_float_and_a_prompt_that_cannot_be_built_costs_
     assert result.judgments[1].reason == ("row 1: scoring system 'hostile' could not build the prompt (ValueError: "
                                           "cannot number the sentences)")
     assert result.summary["hostile"] == 0.5
+
+
+class _ProtocolJudge:
+    """A judge as the Judge protocol describes it, not built on JudgeBackend."""
+
+    def __init__(self, model=None, **options):
+        self.model = model
+
+    def identity(self):
+        return {"backend": "protocol", "model": self.model}
+
+    def generate(self, prompts, config=None, on_result=None, progress=True):
+        return ["1" for _ in prompts]
+
+
+class _NoIdentity:
+    model = "m"
+
+    def generate(self, prompts, config=None, on_result=None, progress=True):
+        return ["1" for _ in prompts]
+
+
+class _ReturnsNone(_ProtocolJudge):
+    def generate(self, prompts, config=None, on_result=None, progress=True):
+        return None
+
+
+class _BackendPlugin:
+    import radmetrics
+
+    @radmetrics.hookimpl
+    def register_judge_backends(self, register):
+        register("protocol", _ProtocolJudge)
+        register("no_identity", lambda **options: _NoIdentity())
+        register("returns_none", _ReturnsNone)
+
+
+@pytest.fixture
+def backend_plugin():
+    from radmetrics.judge import clear_judges
+    from radmetrics.plugins import register_plugin, unregister_plugin
+
+    register_plugin(_BackendPlugin(), name="hostile-backends")
+    yield
+    unregister_plugin(name="hostile-backends")
+    clear_judges()
+
+
+def test_a_plugin_judge_of_the_protocol_runs_and_one_outside_it_is_one_line(backend_plugin, tmp_path, monkeypatch):
+    import radmetrics
+    from radmetrics.errors import JudgeError
+
+    # the protocol, not JudgeBackend: built and asked, its answers cached (it had no cache_by_default: AttributeError)
+    monkeypatch.setenv("RADMETRICS_CACHE", str(tmp_path / "cache.sqlite"))
+    judge = radmetrics.get_judge("protocol", model="m")
+    assert judge.generate(["a", "b"]) == ["1", "1"] and judge.cache is not None
+    with pytest.raises(JudgeError, match=r"^Judge backend 'no_identity' built _NoIdentity, which has no identity\(\)"):
+        radmetrics.get_judge("no_identity", model="m", cache=None)
+    with pytest.raises(JudgeError, match="^The protocol backend's generate returned NoneType, not a list of answers"):
+        radmetrics.get_judge("returns_none", model="m", cache=None).generate(["a"])

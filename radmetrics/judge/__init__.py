@@ -208,6 +208,9 @@ class CachedJudge:
                                   "kept. Start it again and run again")
                     e.args = (e.message,)
                 raise
+            if not isinstance(fresh, (list, tuple)):
+                raise JudgeError(f"The {identity['backend']} backend's generate returned {type(fresh).__name__}, "
+                                 "not a list of answers (one per prompt, in order)")
             for j, text in enumerate(fresh):  # backends that do not stream results
                 store(j, text)
 
@@ -295,7 +298,7 @@ class CachedJudge:
 
 def _cache_for(cache: Any, backend: JudgeBackend) -> ResponseCache | None:
     if cache is _USE_DEFAULT:
-        if not backend.cache_by_default:
+        if not getattr(backend, "cache_by_default", True):  # a plugin's judge need not be a JudgeBackend
             return None
         path = default_cache_path()
     elif cache in (None, False):
@@ -346,13 +349,32 @@ def get_judge(backend: str = "transformers", model: str | None = None, cache: An
     backend_key = f"backend:{backend}:{where}:{options_key}"
     with _lock:
         if backend_key not in _instances:
-            _instances[backend_key] = factories[backend](model=model, **options)
+            _instances[backend_key] = _checked_judge(backend, factories[backend](model=model, **options))
         instance = _instances[backend_key]
         response_cache = _cache_for(cache, instance)
         judge_key = f"judge:{backend_key}:{response_cache.path if response_cache else None}"
         if judge_key not in _instances:
             _instances[judge_key] = CachedJudge(instance, response_cache)
         return _instances[judge_key]
+
+
+def _checked_judge(backend: str, instance: Any) -> Any:
+    """What a backend's factory built, held to the Judge protocol before any work (review 41b: a plugin's judge
+    without `identity`, or one not built on JudgeBackend, stopped the run with an AttributeError)."""
+    missing = [name for name in ("identity", "generate") if not callable(getattr(instance, name, None))]
+    if missing:
+        raise JudgeError(f"Judge backend '{backend}' built {type(instance).__name__}, which has no "
+                         f"{' and no '.join(name + '()' for name in missing)}: a judge needs identity() (what changes "
+                         "its answers, a dict with 'backend': part of every cache key) and generate(prompts, config, "
+                         "on_result, progress); subclass radmetrics.judge.base.JudgeBackend")
+    identity = instance.identity()
+    if not isinstance(identity, dict) or not identity.get("backend"):
+        raise JudgeError(f"Judge backend '{backend}': identity() of {type(instance).__name__} returned {identity!r}, "
+                         "not a dict with 'backend' (what changes its answers: part of every cache key)")
+    if not hasattr(instance, "model"):
+        raise JudgeError(f"Judge backend '{backend}' built {type(instance).__name__}, which has no `model` attribute "
+                         "(the model it asks; None when it has none)")
+    return instance
 
 
 def clear_judges() -> None:
