@@ -142,7 +142,15 @@ def judge_pairs(system, judge, references: Sequence[Any], candidates: Sequence[A
             break
         # each re-ask builds on the previous one (a conversation shows the judge all its earlier answers), so a
         # deterministic judge is not sent the same request again and again
-        more = [system.retry_prompt(asked[pos], judgments[i], attempt) for pos, i in redo]
+        more = []
+        for pos, i in list(redo):
+            try:
+                more.append(system.retry_prompt(asked[pos], judgments[i], attempt))
+            except Exception as e:  # a plugin's bug: this row keeps its unreadable answer, the others are asked again
+                redo.remove((pos, i))
+                judgments[i].details.pop("retryable", None)
+                judgments[i].reason = (f"{judgments[i].reason or 'unscored'}; not asked again: scoring system "
+                                       f"'{system.name}': retry_prompt raised {type(e).__name__}: {e}")
         for (pos, _), prompt in zip(redo, more):
             asked[pos] = prompt
         answers = _generate(judge, more, config, progress, [rows[pos] for pos, _ in redo], row_labels)
@@ -219,7 +227,19 @@ def aggregate(system, judgments: Sequence[Judgment], **options: Any) -> dict[str
     if unknown:
         log.warning("%s has no aggregate option %s (it takes: %s); ignored", system.name, ", ".join(unknown),
                     ", ".join(system.aggregate_options) or "none")
-    summary = system.aggregate(judgments, **{k: v for k, v in options.items() if k in system.aggregate_options})
+    try:
+        summary = system.aggregate(judgments, **{k: v for k, v in options.items() if k in system.aggregate_options})
+        if not isinstance(summary, dict):
+            raise TypeError(f"it returned {type(summary).__name__}, not a dict")
+    except Exception as e:  # a plugin's bug: no corpus number, the rows and their scores kept (review 41b)
+        from radmetrics.scoring import mean_std_summary
+
+        why = f"scoring system '{system.name}': aggregate failed ({type(e).__name__}: {e}), so there is no corpus summary"
+        log.warning("%s; the per-row scores are kept", why)
+        counts = mean_std_summary(system.score_key, judgments)
+        summary = {system.score_key: None, f"{system.score_key}_std": None, "num_scored": counts["num_scored"],
+                   "num_unscored": counts["num_unscored"], "unscored_reasons": counts["unscored_reasons"],
+                   "aggregate_error": why}
     # how many generated reports were empty (judged, not dropped: see judge_pairs)
     summary["num_empty_candidates"] = sum(1 for j in judgments if j.details.get("empty_candidate"))
     return summary

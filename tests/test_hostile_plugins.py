@@ -286,3 +286,64 @@ def test_a_plugin_judge_of_the_protocol_runs_and_one_outside_it_is_one_line(back
         radmetrics.get_judge("no_identity", model="m", cache=None)
     with pytest.raises(JudgeError, match="^The protocol backend's generate returned NoneType, not a list of answers"):
         radmetrics.get_judge("returns_none", model="m", cache=None).generate(["a"])
+
+
+class _PromptEcho(_Echo):
+    """Answers "1" to a first prompt, "2" to a re-ask (its prompt ends in "again")."""
+
+    def generate(self, prompts, config=None, on_result=None, progress=True):
+        return ["2" if p.endswith("again") else "1" for p in prompts]
+
+
+def test_an_aggregate_that_fails_gives_no_corpus_number_and_keeps_every_row(caplog):
+    """Review 41b's left item: a plugin's aggregate that raised lost the whole result (`radmetrics.score` raised
+    ZeroDivisionError; the CLI's summary likewise). The rows and their scores are kept; the corpus number is None with
+    the reason, never another number under the system's name; the streaming summary the CLI keeps says the same."""
+    import radmetrics
+    from radmetrics.streaming import RunningSummary
+
+    system = _system(lambda text, J: J(score=0.5, parsed=True, raw=text))
+
+    def aggregate(judgments, **options):
+        raise ZeroDivisionError("oops")
+
+    system.aggregate = aggregate
+    with caplog.at_level("WARNING", logger="radmetrics"):
+        result = radmetrics.score(system, ["a", "b", "c"], ["a", "b", ""], judge=_Echo(), progress=False)
+    assert result.scores == [0.5, 0.5, 0.5]
+    why = "scoring system 'hostile': aggregate failed (ZeroDivisionError: oops), so there is no corpus summary"
+    assert result.summary["hostile"] is None and result.summary["aggregate_error"] == why
+    assert result.summary["num_scored"] == 3 and result.summary["num_empty_candidates"] == 1
+    assert any(why in r.getMessage() for r in caplog.records)
+    running = RunningSummary(system)
+    for judgment in result.judgments:
+        running.add(judgment)
+    assert running.result()["aggregate_error"] == why and running.result()["hostile"] is None
+    system.aggregate = lambda judgments, **options: [0.5]  # not a dict
+    summary = radmetrics.score(system, ["a"], ["a"], judge=_Echo(), progress=False).summary
+    assert summary["hostile"] is None and "(TypeError: it returned list, not a dict)" in summary["aggregate_error"]
+
+
+def test_a_retry_prompt_that_fails_leaves_only_its_row_unasked_with_the_reason():
+    """Review 41b's left item: a plugin's retry_prompt that raised stopped the whole run. That row keeps its unreadable
+    answer (unscored, the reason saying why it was not asked again); the other rows are asked again as usual."""
+    import radmetrics
+
+    def parse(text, J):
+        if text == "1":
+            return J.unscored("no score in the answer", raw=text, retryable=True)
+        return J(score=float(text), parsed=True, raw=text)
+
+    system = _system(parse)
+    system.max_retries = 1
+
+    def retry_prompt(prompt, judgment, attempt):
+        if "bad" in prompt:
+            raise KeyError("attempts")
+        return prompt + " again"
+
+    system.retry_prompt = retry_prompt
+    result = radmetrics.score(system, ["a", "b"], ["ok", "bad"], judge=_PromptEcho(), progress=False)
+    assert result.scores == [2.0, None]
+    assert result.judgments[1].reason == ("no score in the answer; not asked again: scoring system 'hostile': "
+                                          "retry_prompt raised KeyError: 'attempts'")
