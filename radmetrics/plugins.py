@@ -86,8 +86,12 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         dist_name, version = _dist_name(dist), dist.version
         if dist_name in where:
             first = where[dist_name]
-            _say(f"radmetrics plugin distribution {dist_name} is installed twice ({first.version} and {version}): "
-                 f"the first on the path, {first.version}, is used; pip uninstall {dist_name} until one is left")
+            # the same version seen again is one install found twice, not two: pip's metadata left in the plugin's
+            # source folder (`pip install ./plugins/radmetrics-mrscore` writes radmetrics_mrscore.egg-info there)
+            # read while Python runs in that folder; uninstalling as the line advised removed the only install
+            if first.version != version:
+                _say(f"radmetrics plugin distribution {dist_name} is installed twice ({first.version} and {version}): "
+                     f"the first on the path, {first.version}, is used; pip uninstall {dist_name} until one is left")
             continue
         where[dist_name] = dist
         for ep in eps:

@@ -347,3 +347,26 @@ def test_a_retry_prompt_that_fails_leaves_only_its_row_unasked_with_the_reason()
     assert result.scores == [2.0, None]
     assert result.judgments[1].reason == ("no score in the answer; not asked again: scoring system 'hostile': "
                                           "retry_prompt raised KeyError: 'attempts'")
+
+
+def test_one_install_whose_source_folder_is_the_working_directory_is_not_said_to_be_installed_twice(tmp_path):
+    # `pip install ./plugins/radmetrics-mrscore` leaves radmetrics_mrscore.egg-info in the plugin's folder; a command
+    # run there finds the distribution twice, the same version: one install, not two (review 42: "installed twice
+    # (0.1.0 and 0.1.0) ... pip uninstall until one is left" on every command, advice that removed the only install)
+    site, source = tmp_path / "site", tmp_path / "source"
+    site.mkdir()
+    body = SYSTEM.format(name="once", score=0.5) + '''
+@radmetrics.hookimpl
+def register_scoring_systems(register):
+    register(Fixed())
+'''
+    install(site, "once", "0.1.0", body)
+    source.mkdir()
+    (source / "once.py").write_text(textwrap.dedent(body))
+    egg = source / "once.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: once\nVersion: 0.1.0\n")
+    (egg / "entry_points.txt").write_text("[radmetrics]\nonce = once\n")
+    listed = run_cli(["list"], [site], source)
+    assert listed.returncode == 0 and "once" in listed.stdout
+    assert listed.stderr == ""
