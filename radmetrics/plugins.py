@@ -147,7 +147,13 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
         label = _label(impl.plugin_name)
         mine: dict[str, Any] = {}
 
-        def register_one(name_or_obj=None, factory=None, *, mine=mine, label=label):
+        def register_one(name_or_obj=None, factory=None, *, mine=mine, label=label, **named):
+            # by keyword too, as the hookspecs name the arguments: register(name=..., factory=...), register(system=...)
+            if name_or_obj is None:
+                name_or_obj = named.pop("name" if pairs else "system", None)
+            if named:
+                raise RadmetricsError(f"radmetrics {label} called register with {', '.join(map(repr, named))}: "
+                                      + ("register(name, factory)" if pairs else "register(system)"))
             name = name_or_obj if pairs else getattr(name_or_obj, "name", None)
             if not isinstance(name, str) or not name:
                 raise RadmetricsError(f"radmetrics {label} registered a {kind} without a name: {name_or_obj!r}")
@@ -160,9 +166,9 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
                                       "must subclass radmetrics.scoring.ScoringSystem, the contract the runner calls")
             mine[name] = factory if pairs else name_or_obj
 
-        def checked(*args, register_one=register_one, builtin=builtin):
+        def checked(*args, register_one=register_one, builtin=builtin, **kwargs):
             try:
-                register_one(*args)
+                register_one(*args, **kwargs)
             except RadmetricsError as e:
                 if builtin:
                     raise

@@ -370,3 +370,27 @@ def register_scoring_systems(register):
     listed = run_cli(["list"], [site], source)
     assert listed.returncode == 0 and "once" in listed.stdout
     assert listed.stderr == ""
+
+
+def test_register_by_keyword_registers_as_by_position():
+    # the hookspecs name register's arguments; register("x", factory=f) worked before review 41b's registry, which
+    # took positions only and left such a plugin's backends out with a TypeError warning (review 42)
+    import radmetrics
+    from radmetrics.plugins import list_judge_backends, list_scoring_systems, register_plugin, unregister_plugin
+
+    class Keywords:
+        @radmetrics.hookimpl
+        def register_judge_backends(self, register):
+            register("by_factory_keyword", factory=_ProtocolJudge)
+            register(name="by_keywords", factory=_ProtocolJudge)
+
+        @radmetrics.hookimpl
+        def register_scoring_systems(self, register):
+            register(system=_system(lambda text: radmetrics.Judgment(score=1.0, parsed=True, raw=text)))
+
+    register_plugin(Keywords(), name="keywords")
+    try:
+        assert {"by_factory_keyword", "by_keywords"} <= set(list_judge_backends())
+        assert "hostile" in list_scoring_systems()
+    finally:
+        unregister_plugin(name="keywords")
