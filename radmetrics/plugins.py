@@ -131,6 +131,25 @@ def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
 _ambiguous: dict[str, dict[str, str]] = {}
 
 
+def _call(impl: pluggy.HookImpl, args: list[Any]) -> Any:
+    """One plugin's hook called as pluggy calls it: a wrapper (``hookwrapper=True`` or ``wrapper=True``) is run
+    through its yield, sent what the others' hooks return (nothing: they register), so that what it registers is
+    registered (review 42: wrappers were skipped, their systems and backends left out without a word)."""
+    if not (impl.hookwrapper or impl.wrapper):
+        return impl.function(*args)
+    wrapper = impl.function(*args)
+    try:
+        next(wrapper)
+    except StopIteration:
+        raise RuntimeError("the wrapper did not yield") from None
+    try:
+        wrapper.send(pluggy.Result([], None) if impl.hookwrapper else [])
+    except StopIteration:
+        return None
+    wrapper.close()
+    raise RuntimeError("the wrapper yielded twice")
+
+
 def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
     """Every plugin's registrations for one hook, each plugin's hook called on its own so that a problem is said
     naming the plugin and costs only that plugin's entries: a hook that raises, an entry without a name or outside
@@ -141,8 +160,6 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
     # built-ins first, whatever order pluggy calls them in (tryfirst / trylast)
     impls = sorted(impls, key=lambda impl: impl.plugin_name not in DEFAULT_PLUGINS)
     for impl in impls:
-        if impl.hookwrapper or impl.wrapper:  # wraps the others' calls: registers nothing of its own
-            continue
         builtin = impl.plugin_name in DEFAULT_PLUGINS
         label = _label(impl.plugin_name)
         mine: dict[str, Any] = {}
@@ -176,7 +193,7 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
 
         arguments = {"register": checked}
         try:
-            returned = impl.function(*[arguments[a] for a in impl.argnames])
+            returned = _call(impl, [arguments[a] for a in impl.argnames])
         except Exception as e:
             if builtin:
                 raise

@@ -394,3 +394,35 @@ def test_register_by_keyword_registers_as_by_position():
         assert "hostile" in list_scoring_systems()
     finally:
         unregister_plugin(name="keywords")
+
+
+def test_a_hook_wrapper_registers_as_a_plain_hook_does():
+    # a wrapper is handed register as any hook is; review 41b's registry skipped wrappers, so what one registered
+    # was left out without a word (it was registered before) (review 42)
+    import radmetrics
+    from radmetrics.plugins import list_scoring_systems, register_plugin, unregister_plugin
+
+    def system(name):
+        hostile = _system(lambda text: radmetrics.Judgment(score=1.0, parsed=True, raw=text))
+        hostile.name = hostile.score_key = name
+        return hostile
+
+    class OldStyle:
+        @radmetrics.hookimpl(hookwrapper=True)
+        def register_scoring_systems(self, register):
+            register(system("old_style_wrapper"))
+            yield
+
+    class NewStyle:
+        @radmetrics.hookimpl(wrapper=True)
+        def register_scoring_systems(self, register):
+            register(system("new_style_wrapper"))
+            return (yield)
+
+    register_plugin(OldStyle(), name="old-style")
+    register_plugin(NewStyle(), name="new-style")
+    try:
+        assert {"old_style_wrapper", "new_style_wrapper", "green"} <= set(list_scoring_systems())
+    finally:
+        unregister_plugin(name="old-style")
+        unregister_plugin(name="new-style")
