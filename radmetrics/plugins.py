@@ -118,12 +118,10 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
 def register_plugin(plugin: object, name: str | None = None) -> None:
     """Register a plugin object or module at run time (tests, notebooks)."""
     get_plugin_manager().register(plugin, name=name)
-    _said.clear()
 
 
 def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
     get_plugin_manager().unregister(plugin, name=name)
-    _said.clear()
 
 
 #: hook -> names several plugins registered -> the message: refused when asked for, so that no plugin's numbers are

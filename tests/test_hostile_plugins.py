@@ -426,3 +426,35 @@ def test_a_hook_wrapper_registers_as_a_plain_hook_does():
     finally:
         unregister_plugin(name="old-style")
         unregister_plugin(name="new-style")
+
+
+def test_a_broken_plugins_warning_is_said_once_however_often_plugins_are_registered(caplog):
+    # the registry is read at every lookup and each problem is said once in a process; register_plugin and
+    # unregister_plugin forgot what had been said, so a notebook or a test session that registers plugins as it
+    # goes was told of one unchanged broken plugin again after each (6 times in 3 rounds) (review 42)
+    import radmetrics
+    from radmetrics.plugins import list_scoring_systems, register_plugin, unregister_plugin
+
+    class Raises:
+        @radmetrics.hookimpl
+        def register_scoring_systems(self, register):
+            raise RuntimeError("said once")
+
+    class Other:
+        @radmetrics.hookimpl
+        def register_judge_backends(self, register):
+            register("other_backend", _ProtocolJudge)
+
+    register_plugin(Raises(), name="raises-once")
+    try:
+        with caplog.at_level("WARNING", logger="radmetrics.plugins"):
+            for _ in range(3):
+                list_scoring_systems()
+                register_plugin(Other(), name="other")
+                list_scoring_systems()
+                unregister_plugin(name="other")
+        assert [r.getMessage() for r in caplog.records if "said once" in r.getMessage()] == [
+            "radmetrics plugin 'raises-once': its register_scoring_systems raised RuntimeError: said once; its "
+            "scoring systems are left out"]
+    finally:
+        unregister_plugin(name="raises-once")
