@@ -444,3 +444,62 @@ def test_an_unreachable_cluster_line_is_built_from_what_each_path_knows(line, ex
     from radmetrics.judge import ray_engine
 
     assert line(ray_engine) == expected
+
+
+@pytest.mark.slow
+def test_an_actor_whose_node_is_lost_with_no_room_for_its_restart_ends_the_run_not_a_hang(tmp_path):
+    """Review 42: since actors are restarted (session 34), one whose node left the cluster (a preempted node) while no
+    other node had room for it was waited for by Ray for ever: the run hung without a word (before, it ended at once
+    with review 40a's line). A cluster short of the pool for `unplaceable_wait_s` now ends it with one line."""
+    code = f"""
+import os, sys, threading, time
+sys.path.insert(0, {str(REPO / "tests")!r})
+import ray
+from ray.cluster_utils import Cluster
+cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1}})
+worker = cluster.add_node(num_cpus=1)
+ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+from fake_judge import analysis_for
+from openai_server import FakeOpenAIServer
+from radmetrics.errors import JudgeError
+from radmetrics.judge.ray_engine import RayShardedJudge
+RayShardedJudge.placement_check_s, RayShardedJudge.unplaceable_wait_s = 1.0, 5.0
+server = FakeOpenAIServer(analysis_for, delay=0.1).__enter__()
+judge = RayShardedJudge("openai", model="m", base_url=server.base_url, cache={str(tmp_path / "c.sqlite")!r}, actors=2,
+                        concurrency=1)
+judge.generate(["p1", "p2"], progress=False)  # one actor on each node
+
+def remove():
+    time.sleep(1.5)
+    cluster.remove_node(worker)
+
+ended = []
+def run():
+    try:
+        judge.generate([f"p{{i}}" for i in range(3, 83)], progress=False)
+        ended.append("completed")
+    except JudgeError as e:
+        ended.append(f"JudgeError: {{e}}")
+threading.Thread(target=remove, daemon=True).start()
+runner = threading.Thread(target=run, daemon=True)
+runner.start()
+runner.join(120)
+print("end:", ended[0] if ended else "hung")
+sys.stdout.flush()
+# the cluster's processes and its address file go, hung or not: a later ray.init must not find this cluster
+# (ray.shutdown only after the run ended: with one still waiting in its thread, it ends this process at once)
+for step in ([ray.shutdown] if ended else []) + [ray._common.utils.reset_ray_address, cluster.shutdown]:
+    try:
+        step()
+    except Exception as e:
+        print("cleanup:", type(e).__name__, e)
+os._exit(0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env=os.environ.copy(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    end = [line for line in out.stdout.splitlines() if line.startswith("end:")][-1]
+    assert end == ("end: JudgeError: a Ray actor failed: its node left the cluster and Ray has no room to start it "
+                   "again (--actors 2 needs 2 CPUs; the cluster has 1 now); the answers received are in the response "
+                   "cache: run the same command again with fewer --actors, or once the cluster has its nodes again, "
+                   "to continue (cached answers are not asked again)"), out.stdout[-3000:]

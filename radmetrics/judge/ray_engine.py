@@ -16,6 +16,7 @@ the driver's memory stays flat whatever the input's length.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from radmetrics.errors import JudgeError
@@ -65,6 +66,11 @@ class RayShardedJudge:
     #: long run survives a worker lost at any hour; an actor that keeps dying (the same batch over the memory each
     #: time) stops the run once these are spent. A judge that cannot be built is never restarted (Ray's rule).
     actor_restarts = 3
+    #: seconds between looks, while no batch ends, at whether the cluster still holds the pool; and how long it may
+    #: hold too few (a node lost, none come in its place) before the run ends: Ray waits for ever to place the restart
+    #: of an actor whose node is gone when no other node has room, so the run hung without a word (review 42)
+    placement_check_s = 5.0
+    unplaceable_wait_s = 60.0
 
     def __init__(self, backend: str, model: str | None = None, cache: Any = None, actors: int = 2,
                  batch_size: int | None = None, gpus_per_actor: float | None = None, default_cache: Any = None,
@@ -79,6 +85,7 @@ class RayShardedJudge:
         self.actors, self.batch_size, self.gpus_per_actor = actors, batch_size, gpus_per_actor
         self._identity = local.identity()
         self._pool: list[Any] | None = None
+        self._gpus: float = 0  # each actor's GPUs, once the pool is made
         self._anew: set[str] = set()  # prompts the next generate has asked again (`ask_anew`), by whichever actor
 
     def identity(self) -> dict[str, Any]:
@@ -92,7 +99,7 @@ class RayShardedJudge:
         if self._pool is None:
             if not ray.is_initialized():
                 _connect_to_ray(ray)
-            gpus = self._gpus_per_actor(ray.cluster_resources())
+            gpus = self._gpus = self._gpus_per_actor(ray.cluster_resources())
             actor = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1, max_restarts=self.actor_restarts,
                                max_task_retries=self.actor_restarts)(_JudgeActor)
             self._pool = [actor.remote(self.backend_name, self.model, self.options,
@@ -162,7 +169,9 @@ class RayShardedJudge:
             return submitted[-1]
 
         # answers come back batch by batch as actors finish (no gathering of the whole run)
-        results = pool.map_unordered(submit, batches)
+        for batch in batches:
+            pool.submit(submit, batch)
+        results = self._results(pool)
         try:
             for indices, answers, failures, cuts in _reraised_in_one_line(results, bool(self.cache),
                                                                                 self.actor_restarts):
@@ -176,6 +185,44 @@ class RayShardedJudge:
             _collect_the_others(submitted)
             raise
         return texts
+
+    def _results(self, pool: Any):
+        """The pool's results as its batches end; while none ends, a look every `placement_check_s` at whether the
+        cluster still holds every actor: one whose node was lost is restarted by Ray only where there is room, and
+        with none Ray waits for ever, so a cluster short of the pool for `unplaceable_wait_s` ends the run."""
+        short_since: float | None = None
+        while pool.has_next():
+            try:
+                yield pool.get_next_unordered(timeout=self.placement_check_s)
+                short_since = None
+            except TimeoutError:
+                short = self._short_of_the_pool()
+                if not short:
+                    short_since = None
+                    continue
+                short_since = short_since if short_since is not None else time.monotonic()
+                if time.monotonic() - short_since >= self.unplaceable_wait_s:
+                    raise JudgeError(f"a Ray actor failed: its node left the cluster and Ray has no room to start it "
+                                     f"again ({short}); " + (
+                                         "the answers received are in the response cache: run the same command "
+                                         "again with fewer --actors, or once the cluster has its nodes again, to "
+                                         "continue (cached answers are not asked again)" if self.cache else
+                                         "no response cache is in use (--no-cache), so only rows already written "
+                                         "are kept: run the same command again with fewer --actors to continue")
+                                     ) from None
+
+    def _short_of_the_pool(self) -> str | None:
+        """What the cluster lacks to hold every actor now (after a node was lost), or None."""
+        import ray
+
+        resources, gpus = ray.cluster_resources(), self._gpus
+        if gpus:
+            have = resources.get("GPU", 0)
+            return (f"--actors {self.actors} needs {gpus * self.actors:g} GPUs; the cluster has {have:g} now"
+                    if gpus * self.actors > have else None)
+        have = resources.get("CPU", 0)
+        return f"--actors {self.actors} needs {self.actors} CPUs; the cluster has {have:g} now" if self.actors > have \
+            else None
 
 
 def _collect_the_others(submitted: list[Any], wait_s: float = 2.0) -> None:
