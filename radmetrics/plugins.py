@@ -129,37 +129,20 @@ def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
 _ambiguous: dict[str, dict[str, str]] = {}
 
 
-def _call(impl: pluggy.HookImpl, args: list[Any]) -> Any:
-    """One plugin's hook called as pluggy calls it: a wrapper (``hookwrapper=True`` or ``wrapper=True``) is run
-    through its yield, sent what the others' hooks return (nothing: they register), so that what it registers is
-    registered (review 42: wrappers were skipped, their systems and backends left out without a word)."""
-    if not (impl.hookwrapper or impl.wrapper):
-        return impl.function(*args)
-    wrapper = impl.function(*args)
-    try:
-        next(wrapper)
-    except StopIteration:
-        raise RuntimeError("the wrapper did not yield") from None
-    try:
-        wrapper.send(pluggy.Result([], None) if impl.hookwrapper else [])
-    except StopIteration:
-        return None
-    wrapper.close()
-    raise RuntimeError("the wrapper yielded twice")
-
-
 def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
     """Every plugin's registrations for one hook, each plugin's hook called on its own so that a problem is said
     naming the plugin and costs only that plugin's entries: a hook that raises, an entry without a name or outside
     the contract, a name a built-in has (the built-in is kept) or another plugin has (neither is used)."""
     claims: dict[str, list[tuple[str, Any]]] = {}  # name -> (plugin, entry) in order, built-ins first
     kind = "judge backend" if pairs else "scoring system"
-    impls = getattr(get_plugin_manager().hook, hook_name).get_hookimpls()
-    # built-ins first, whatever order pluggy calls them in (tryfirst / trylast)
-    impls = sorted(impls, key=lambda impl: impl.plugin_name not in DEFAULT_PLUGINS)
-    for impl in impls:
-        builtin = impl.plugin_name in DEFAULT_PLUGINS
-        label = _label(impl.plugin_name)
+    pm = get_plugin_manager()
+    plugins = dict(pm.list_name_plugin())
+    # each plugin with this hook once, built-ins first, whatever order pluggy calls them in (tryfirst / trylast)
+    names = sorted(dict.fromkeys(impl.plugin_name for impl in getattr(pm.hook, hook_name).get_hookimpls()),
+                   key=lambda plugin_name: plugin_name not in DEFAULT_PLUGINS)
+    for plugin_name in names:
+        builtin = plugin_name in DEFAULT_PLUGINS
+        label = _label(plugin_name)
         mine: dict[str, Any] = {}
 
         def register_one(name_or_obj=None, factory=None, *, mine=mine, label=label, **named):
@@ -189,19 +172,20 @@ def _collect(hook_name: str, pairs: bool) -> dict[str, Any]:
                     raise
                 _say(f"{e}; left out")
 
-        arguments = {"register": checked}
+        # this plugin's hook alone, called by pluggy as it calls every hook (a wrapper run through its yield: review 42)
+        alone = pm.subset_hook_caller(hook_name, remove_plugins=[p for n, p in plugins.items() if n != plugin_name])
         try:
-            returned = _call(impl, [arguments[a] for a in impl.argnames])
+            returned = [value for value in alone(register=checked) if value is not None]
         except Exception as e:
             if builtin:
                 raise
             _say(f"radmetrics {label}: its {hook_name} raised {type(e).__name__}: {e}; its {kind}s are left out")
             continue
-        if returned is not None and not builtin:
-            _say(f"radmetrics {label}: its {hook_name} returned {type(returned).__name__}, which is ignored: "
+        if returned and not builtin:
+            _say(f"radmetrics {label}: its {hook_name} returned {type(returned[0]).__name__}, which is ignored: "
                  f"call register(...) for each {kind}")
         for name, value in mine.items():
-            claims.setdefault(name, []).append((impl.plugin_name, value))
+            claims.setdefault(name, []).append((plugin_name, value))
     found: dict[str, Any] = {}
     ambiguous: dict[str, str] = {}
     for name, claimants in claims.items():
