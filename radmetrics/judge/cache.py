@@ -50,6 +50,13 @@ def usable_answer(text: Any) -> bool:
             and len(text) <= MAX_CACHED_CHARS)
 
 
+def _in_chunks(keys: Sequence[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """``keys`` in chunks of ``size`` (SQLite's bound-parameter limit), each with its "?,?,..." placeholders."""
+    for start in range(0, len(keys), size):
+        chunk = list(keys[start : start + size])
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def _guarded(method):
     """sqlite errors other than 'busy' become one CacheError line naming the file and the remedy."""
     @functools.wraps(method)
@@ -176,13 +183,8 @@ class ResponseCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         con = self._connect()
         found: dict[str, str] = {}
-        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-            chunk = list(keys[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            for key, response in con.execute(
-                f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk
-            ):
-                found[key] = response
+        for chunk, marks in _in_chunks(keys):
+            found.update(con.execute(f"SELECT key, response FROM responses WHERE key IN ({marks})", chunk))
         return found
 
     @_guarded
@@ -191,9 +193,7 @@ class ResponseCache:
         run asks again (`CachedJudge.ask_anew`), told from one another run wrote since."""
         con = self._connect()
         found: dict[str, float] = {}
-        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-            chunk = list(keys[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(keys):
             found.update(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
         return found
 
@@ -206,9 +206,7 @@ class ResponseCache:
         model was trained on. ``context``: the context, in tokens, it was written under (None: not known)."""
         con = self._connect()
         found: dict[str, tuple[str, bool, int | None]] = {}
-        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-            chunk = list(keys[start : start + 500])
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(keys):
             context = "w.context" if self._mark_context else "NULL"
             query = (f"SELECT r.key, r.response, w.key IS NOT NULL, {context} FROM responses r LEFT JOIN "
                      f"answers_within_context w ON w.key = r.key AND w.created = r.created WHERE r.key IN ({marks})"
