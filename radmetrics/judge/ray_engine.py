@@ -110,18 +110,25 @@ class RayShardedJudge:
     def _gpus_per_actor(self, resources: dict[str, float]) -> float:
         """GPUs each actor takes (one per judge when the cluster has GPUs), refusing a pool the cluster cannot
         hold: Ray waits forever for an actor it cannot place, so the run hung without a word."""
-        gpus, have_gpus, have_cpus = self.gpus_per_actor, resources.get("GPU", 0), resources.get("CPU", 0)
+        gpus = self.gpus_per_actor
         if gpus is None:
-            gpus = 1 if have_gpus else 0
-        if gpus and gpus * self.actors > have_gpus:
-            raise JudgeError(f"--actors {self.actors} needs {gpus * self.actors:g} GPUs (one judge per GPU); the Ray "
-                             f"cluster has {have_gpus:g}: use --actors {int(have_gpus // gpus)} or fewer, or add "
+            gpus = 1 if resources.get("GPU", 0) else 0
+        short = self._shortfall(gpus, resources)
+        if short and gpus:
+            raise JudgeError(f"--actors {self.actors} needs {short[0]:g} GPUs (one judge per GPU); the Ray "
+                             f"cluster has {short[1]:g}: use --actors {int(short[1] // gpus)} or fewer, or add "
                              "GPU nodes")
-        if not gpus and self.actors > have_cpus:
+        if short:
             raise JudgeError(f"--actors {self.actors} needs {self.actors} CPUs (one judge each, the cluster has no "
-                             f"GPUs); the Ray cluster has {have_cpus:g}: use --actors {max(1, int(have_cpus))} or "
+                             f"GPUs); the Ray cluster has {short[1]:g}: use --actors {max(1, int(short[1]))} or "
                              "fewer, or add nodes")
         return gpus
+
+    def _shortfall(self, gpus: float, resources: dict[str, float]) -> tuple[float, float] | None:
+        """(needed, held) of what the pool takes from the cluster (GPUs when each actor takes some, else a CPU
+        each) where the cluster holds too few; None where it holds the pool."""
+        need, have = (gpus * self.actors, resources.get("GPU", 0)) if gpus else (self.actors, resources.get("CPU", 0))
+        return (need, have) if need > have else None
 
     def forget(self, prompts, config: GenerationConfig | None = None) -> None:
         """Drop these prompts' cached answers so the next generate asks again (`--retry-unscored`): in every actor,
@@ -200,7 +207,8 @@ class RayShardedJudge:
                 if not short:
                     short_since = None
                     continue
-                short_since = short_since if short_since is not None else time.monotonic()
+                if short_since is None:
+                    short_since = time.monotonic()
                 if time.monotonic() - short_since >= self.unplaceable_wait_s:
                     raise JudgeError(f"a Ray actor failed: its node left the cluster and Ray has no room to start it "
                                      f"again ({short}); " + (
@@ -215,14 +223,11 @@ class RayShardedJudge:
         """What the cluster lacks to hold every actor now (after a node was lost), or None."""
         import ray
 
-        resources, gpus = ray.cluster_resources(), self._gpus
-        if gpus:
-            have = resources.get("GPU", 0)
-            return (f"--actors {self.actors} needs {gpus * self.actors:g} GPUs; the cluster has {have:g} now"
-                    if gpus * self.actors > have else None)
-        have = resources.get("CPU", 0)
-        return f"--actors {self.actors} needs {self.actors} CPUs; the cluster has {have:g} now" if self.actors > have \
-            else None
+        short = self._shortfall(self._gpus, ray.cluster_resources())
+        if not short:
+            return None
+        return f"--actors {self.actors} needs {short[0]:g} {'GPUs' if self._gpus else 'CPUs'}; the cluster has " \
+               f"{short[1]:g} now"
 
 
 def _collect_the_others(submitted: list[Any], wait_s: float = 2.0) -> None:
