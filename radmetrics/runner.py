@@ -236,10 +236,8 @@ def aggregate(system, judgments: Sequence[Judgment], **options: Any) -> dict[str
 
         why = f"scoring system '{system.name}': aggregate failed ({type(e).__name__}: {e}), so there is no corpus summary"
         log.warning("%s; the per-row scores are kept", why)
-        counts = mean_std_summary(system.score_key, judgments)
-        summary = {system.score_key: None, f"{system.score_key}_std": None, "num_scored": counts["num_scored"],
-                   "num_unscored": counts["num_unscored"], "unscored_reasons": counts["unscored_reasons"],
-                   "aggregate_error": why}
+        summary = {**mean_std_summary(system.score_key, judgments), system.score_key: None,
+                   f"{system.score_key}_std": None, "aggregate_error": why}
     # how many generated reports were empty (judged, not dropped: see judge_pairs)
     summary["num_empty_candidates"] = sum(1 for j in judgments if j.details.get("empty_candidate"))
     return summary

@@ -100,8 +100,9 @@ _COUNT_BEFORE = re.compile(r"(?:\b(?:errors?|findings?|omissions?|discrepanc\w*|
                            r"(?-i:\b[MSI]))[ \t*_)\]]*[:=][ \t*_]*$", re.I)
 _WHOLE_NUMBER = re.compile(r"[-−]?\d+")
 # ... a bare answer's whole number is its score after a score noun a few words before ("The score would be 1.", "The
-# score for this report is 0.", "Score is: 1"; not "The score is high and the report is 1 the ...") or after an answer's label that opens the line ("Overall Accuracy: 1",
-# "Final answer: 1", "Verdict: 0"), as after a scoring word (`_SCORE_GOVERNS`)
+# score for this report is 0.", "Score is: 1"; not "The score is high and the report is 1 the ...") or after an
+# answer's label that opens the line ("Overall Accuracy: 1", "Final answer: 1", "Verdict: 0"), as after a scoring word
+# (`_SCORE_GOVERNS`)
 _BARE_SCORE_LEAD = re.compile(
     r"\b(?:score|rating|grade)(?:[ \t]+(?:for|of|to|here|now|given|assigned|this|that|the|a|an|candidate|generated|"
     r"report|reports|it))*[ \t*_]*(?:(?:is|was|would[ \t]+be|should[ \t]+be|will[ \t]+be)\b[ \t*_]*:?|[:=])[ \t*_]*$"
@@ -641,7 +642,8 @@ _SCORE_STATEMENT_BEFORE = re.compile(
     r"(?:score|rating|grade)|\bscore\s+of|^[ \t>*_-]*(?:(?:overall|accuracy)\s+)*(?:score|rating|grade))[ \t*_]*"
     r"(?:(?:is|=|:|of|would\s+be|should\s+be|becomes)[ \t*_]*)?(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$"
     r"|\b(?:give|assign|rate|award|score|deserves?|merits?|warrants?|earns?)\s+(?:(?:it|this|that|the|report|"
-    r"candidate|a|an|as|only|just|perfect|full|score|rating|grade|of)\s+)*(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
+    r"candidate|a|an|as|only|just|perfect|full|score|rating|grade|of)\s+)*"
+    r"(?:(?:about|approx\w*\.?|around|roughly|~|≈)\s*)*$", re.I)
 # ... and "Score: 0.8" inside a sentence: the score among sizes on one line ("The nodule is 1.5 vs 1.6 cm; score: 0.8")
 _SCORE_GOVERNS = re.compile(rf"{_SCORE_STATEMENT_BEFORE.pattern}|\b(?:score|rating|grade)[ \t*_]*(?:is\b|=|:)"
                             rf"[ \t*_]*$", re.I)
