@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import logging
 import threading
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,8 @@ def get_plugin_manager() -> pluggy.PluginManager:
 
 #: plugin name -> how messages name it ("plugin 'x' (distribution x-pkg 0.1.0)")
 _labels: dict[str, str] = {}
+#: names pluggy gave plugins registered at run time without one (their object ids)
+_unnamed: set[str] = set()
 #: problems already said in this process (the registry is read at every lookup; each is said once)
 _said: set[str] = set()
 
@@ -117,11 +120,29 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
 
 def register_plugin(plugin: object, name: str | None = None) -> None:
     """Register a plugin object or module at run time (tests, notebooks)."""
-    get_plugin_manager().register(plugin, name=name)
+    registered = get_plugin_manager().register(plugin, name=name)
+    if name is None and registered:
+        # pluggy names an unnamed plugin by its object id: messages name its module or class instead
+        _labels[registered] = f"plugin {_described(plugin)}"
+        _unnamed.add(registered)
+
+
+def _described(plugin: object) -> str:
+    """A plugin registered without a name, as a user would recognise it: its module, class or object's class."""
+    if isinstance(plugin, types.ModuleType):
+        return f"module '{plugin.__name__}'"
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    what = "class" if plugin is cls else "object of class"
+    return f"{what} '{cls.__module__}.{cls.__qualname__}' (registered without a name)"
 
 
 def unregister_plugin(plugin: object = None, name: str | None = None) -> None:
-    get_plugin_manager().unregister(plugin, name=name)
+    pm = get_plugin_manager()
+    registered = name or (pm.get_name(plugin) if plugin is not None else None)
+    pm.unregister(plugin, name=name)
+    if registered in _unnamed:  # its object id may be another plugin's later
+        _unnamed.discard(registered)
+        _labels.pop(registered, None)
 
 
 #: hook -> names several plugins registered -> the message: refused when asked for, so that no plugin's numbers are

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,14 +205,30 @@ def _held_to_contract(system, judgment: Any, step: str, text: Any) -> Judgment:
                                  "radmetrics.Judgment", raw=text if isinstance(text, str) else "")
     score = judgment.score
     if score is not None:
-        if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+        number = _finite_number(score)
+        if number is None:
             return Judgment(score=None, parsed=False, raw=judgment.raw, details=dict(judgment.details),
-                            reason=f"scoring system '{name}': {step} gave the score {score!r}, not a finite number")
-        if type(score) not in (int, float):  # numpy's float32 and the like: as JSON and the sums take it
-            judgment.score = float(score)
+                            reason=f"scoring system '{name}': {step} gave the score {reprlib.repr(score)}, not a finite "
+                                   "number")
+        judgment.score = number
     elif not judgment.reason:
         judgment.reason = f"scoring system '{name}': {step} gave no score and no reason"
     return judgment
+
+
+def _finite_number(score: Any) -> int | float | None:
+    """A plugin's score as the int or float that JSON and the sums take (numpy's float32, a Decimal, a Fraction:
+    a float), or None where it is no finite number (nan, inf, True, a string, a complex, an int too large for a
+    float)."""
+    if isinstance(score, bool) or not isinstance(score, numbers.Number):
+        return None
+    try:
+        value = float(score)  # a complex raises TypeError; 10**400 OverflowError
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    return score if type(score) is int else value
 
 
 def read_answer(system, text: str, reference: str, candidate: str) -> Judgment:

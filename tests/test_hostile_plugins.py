@@ -196,6 +196,9 @@ def _system(parse, build=None):
     pytest.param(lambda text, J: J(score=float("inf"), parsed=True, raw=text), "parse gave the score inf", id="inf"),
     pytest.param(lambda text, J: J(score="0.5", parsed=True, raw=text), "parse gave the score '0.5'", id="string-score"),
     pytest.param(lambda text, J: J(score=True, parsed=True, raw=text), "parse gave the score True", id="bool-score"),
+    pytest.param(lambda text, J: J(score=1j, parsed=True, raw=text), "parse gave the score 1j", id="complex-score"),
+    pytest.param(lambda text, J: J(score=10**400, parsed=True, raw=text), "parse gave the score 100000000000000000...0000000000000000000, not a finite number",
+                 id="int-past-float"),
     pytest.param(lambda text, J: None, "parse returned NoneType, not a radmetrics.Judgment", id="returns-none"),
     pytest.param(lambda text, J: "0.5", "parse returned str, not a radmetrics.Judgment", id="returns-str"),
     pytest.param(lambda text, J: J(score=None, parsed=True, raw=text), "parse gave no score and no reason",
@@ -208,6 +211,20 @@ def test_a_parse_outside_the_contract_leaves_its_rows_unscored_naming_the_system
     assert result.scores == [None, None]
     assert all(f"scoring system 'hostile': {reason}" in j.reason for j in result.judgments)
     assert result.summary["hostile"] is None and result.summary["num_unscored"] == 2
+
+
+@pytest.mark.parametrize("score", [
+    pytest.param(lambda: __import__("decimal").Decimal("0.5"), id="decimal"),
+    pytest.param(lambda: __import__("fractions").Fraction(1, 2), id="fraction"),
+])
+def test_a_decimal_or_fraction_score_is_the_float_it_stands_for(score):
+    import radmetrics
+
+    # a Decimal is no numbers.Real: it was refused as "not a finite number" (session 34's note)
+    result = radmetrics.score(_system(lambda text, J: J(score=score(), parsed=True, raw=text)), ["a", "b"],
+                              ["a", "b"], judge=_Echo(), progress=False)
+    assert result.scores == [0.5, 0.5] and all(type(s) is float for s in result.scores)
+    assert result.summary["hostile"] == 0.5
 
 
 def test_a_numpy_score_is_a_plain_float_and_a_prompt_that_cannot_be_built_costs_only_its_row():
@@ -458,3 +475,30 @@ def test_a_broken_plugins_warning_is_said_once_however_often_plugins_are_registe
             "scoring systems are left out"]
     finally:
         unregister_plugin(name="raises-once")
+
+
+def test_a_plugin_registered_without_a_name_is_named_by_its_class_not_an_object_id(caplog):
+    # pluggy names such a plugin by str(id(plugin)): a broken one was said as "plugin '140234...'" (session 34's note)
+    import radmetrics
+    from radmetrics.plugins import list_scoring_systems, register_plugin, unregister_plugin
+
+    class Unnamed:
+        @radmetrics.hookimpl
+        def register_scoring_systems(self, register):
+            raise RuntimeError("broken without a name")
+
+    plugin = Unnamed()
+    register_plugin(plugin)
+    try:
+        with caplog.at_level("WARNING", logger="radmetrics"):
+            assert "green" in list_scoring_systems()
+    finally:
+        unregister_plugin(plugin)
+    said = [r.getMessage() for r in caplog.records if "broken without a name" in r.getMessage()]
+    assert len(said) == 1
+    assert ("object of class 'test_hostile_plugins.test_a_plugin_registered_without_a_name_is_named_by_its_class_"
+            "not_an_object_id.<locals>.Unnamed' (registered without a name)") in said[0]
+    assert str(id(plugin)) not in said[0]
+    from radmetrics import plugins
+
+    assert not plugins._unnamed  # forgotten with the plugin: its id may be another object's later
