@@ -362,6 +362,11 @@ class Records:
                 # or an odd number of quotes it is an unmatched quote that swallowed the lines after it
                 shape = (f"with {len(fields)} field{'s' if len(fields) != 1 else ''}, the header has {len(header)}"
                          if header is not None and len(fields) != len(header) else "with an odd number of quotes")
+                if feed.ran_out:  # the file ends inside the quotes: a stray quote, or a multi-line field cut short
+                    raise InputError(f"{self.path} lines {feed.first}-{feed.last} read as one record {shape}, the "
+                                     f'file ending inside its quotes: an unmatched " on line {feed.first}, or a file '
+                                     "cut short (an interrupted download or copy)? Fix the quotes from line "
+                                     f"{feed.first} on, or get the whole file")
                 raise InputError(f"{self.path} lines {feed.first}-{feed.last} read as one record {shape}: an "
                                  f'unmatched " on line {feed.first}? Fix the quotes from line {feed.first} on')
             if header is None:
@@ -418,6 +423,7 @@ class _RecordLines:
     def __init__(self, lines: Iterator[tuple[int, str, str | None]]):
         self.lines = lines
         self.last = 0
+        self.ran_out = False  # the file ended while a record was read: the csv module gives it as it stands
         self.next_record()
 
     def next_record(self) -> None:
@@ -428,7 +434,11 @@ class _RecordLines:
         return self
 
     def __next__(self) -> str:
-        lineno, text, bad, escaped = next(self.lines)
+        try:
+            lineno, text, bad, escaped = next(self.lines)
+        except StopIteration:
+            self.ran_out = True
+            raise
         self.last = lineno
         if len(self.escaped) <= RAW_KEPT:
             self.escaped += escaped

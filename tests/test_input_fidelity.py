@@ -164,8 +164,9 @@ def test_csv_unmatched_quote_that_swallows_rows_is_an_error_naming_the_line(tmp_
     src = tmp_path / "stray.csv"
     src.write_text(rows_with_a_stray_quote(8), encoding="utf-8")
     assert score_fails(src, tmp_path) == (
-        f'Error: {src} lines 4-9 read as one record with 2 fields, the header has 3: an unmatched " on line 4? '
-        "Fix the quotes from line 4 on")
+        f'Error: {src} lines 4-9 read as one record with 2 fields, the header has 3, the file ending inside its '
+        'quotes: an unmatched " on line 4, or a file cut short (an interrupted download or copy)? Fix the quotes '
+        "from line 4 on, or get the whole file")
 
 
 def test_csv_unmatched_quote_past_the_field_limit_stops_never_resumes_inside_the_field(tmp_path):
@@ -206,10 +207,18 @@ def test_csv_long_fields_are_read_as_jsonl_reads_them_and_only_past_the_limit_re
     assert score_fails(src, tmp_path) == f"Error: {caught.value}"
 
 
+TO_THE_END = (', the file ending inside its quotes: an unmatched " on line 3, or a file cut short (an interrupted '
+              "download or copy)? Fix the quotes from line 3 on, or get the whole file")
+
+
 @pytest.mark.parametrize("text,expected", [
-    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,b\n", "lines 3-5", id="to-end-of-file"),
-    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,\"c d\"\nq4,a,b\n", "lines 3-5",
-                 id="closed-by-a-later-quote"),
+    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,b\n", TO_THE_END, id="to-end-of-file"),
+    pytest.param("id,reference,candidate\nq0,a,b\nq1,a,\"cand\nq2,a,b\nq3,a,\"c d\"\nq4,a,b\n",
+                 ': an unmatched " on line 3? Fix the quotes from line 3 on', id="closed-by-a-later-quote"),
+    # a record whose quoted field holds newlines, the file cut inside it: not only a stray quote can end so (the
+    # refusal said "an unmatched quote" alone; session 34's note)
+    pytest.param('id,reference,candidate\nq0,a,b\nq1,a,"finding one\nfinding two\nfinding thr', TO_THE_END,
+                 id="cut-inside-a-multi-line-field"),
 ])
 def test_csv_unmatched_quote_in_the_last_column_is_an_error_though_the_field_count_fits(tmp_path, text, expected):
     """A stray quote in the last column swallows the next lines into the candidate with the right field count:
@@ -217,9 +226,7 @@ def test_csv_unmatched_quote_in_the_last_column_is_an_error_though_the_field_cou
     quotes cannot be a correctly quoted one."""
     src = tmp_path / "last.csv"
     src.write_text(text, encoding="utf-8")
-    assert score_fails(src, tmp_path) == (
-        f'Error: {src} {expected} read as one record with an odd number of quotes: an unmatched " on line 3? '
-        "Fix the quotes from line 3 on")
+    assert score_fails(src, tmp_path) == f"Error: {src} lines 3-5 read as one record with an odd number of quotes{expected}"
 
 
 @pytest.mark.parametrize("name,header,expected", [
