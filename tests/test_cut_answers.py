@@ -331,6 +331,49 @@ def test_two_runs_asking_one_prompt_again_at_once_read_the_new_answer_not_the_ol
     assert (first.calls, second.calls) == (2, 0)
 
 
+
+def test_a_batch_done_again_whole_asks_again_only_what_its_first_try_had_not(tmp_path):
+    """Review 42: a Ray actor killed while it asked prompts again (--retry-unscored) is restarted and given its batch
+    again whole; the restarted judge took the answers the dead one had just given as those to ask again, and asked
+    them a third time. Under the batch's name the first try records, in its cache file, which answers were to be
+    asked again: a later try of that batch reads the new ones and asks the rest. A try on another cache file (an
+    actor restarted on another node) has no record and asks all again; so does one after `batch_done`."""
+    from radmetrics.judge import CachedJudge
+    from radmetrics.judge.base import JudgeBackend
+    from radmetrics.judge.cache import ResponseCache
+
+    asked: dict[str, int] = {}
+
+    class Counting(JudgeBackend):
+        backend_name = "fake"
+
+        def _generate(self, prompts, config, on_result, progress):
+            for i, prompt in enumerate(prompts):
+                asked[prompt] = asked.get(prompt, 0) + 1
+                on_result(i, f"{prompt} answer {asked[prompt]}")
+            return [f"{prompt} answer {asked[prompt]}" for prompt in prompts]
+
+    def judge(path):  # a new judge on the file, as a restarted actor's
+        return CachedJudge(Counting("m"), ResponseCache(path))
+
+    here, elsewhere = tmp_path / "c.sqlite", tmp_path / "other-node.sqlite"
+    for path in (here, elsewhere):
+        judge(path).generate(["P1", "P2"], progress=False)
+    dead = judge(here)
+    dead.ask_anew(["P1", "P2"], batch="b")
+    assert dead.generate(["P1"], progress=False) == ["P1 answer 3"]  # P1 asked again, then the actor is killed
+    restarted = judge(here)
+    restarted.ask_anew(["P1", "P2"], batch="b")
+    assert restarted.generate(["P1", "P2"], progress=False) == ["P1 answer 3", "P2 answer 3"]
+    assert restarted.calls == 1  # P2 alone; P1 was asked a third time before
+    on_another_node = judge(elsewhere)
+    on_another_node.ask_anew(["P1", "P2"], batch="b")
+    assert on_another_node.generate(["P1", "P2"], progress=False) == ["P1 answer 4", "P2 answer 4"]
+    ResponseCache(here).batch_done("b")
+    again = judge(here)
+    again.ask_anew(["P1", "P2"], batch="b")
+    assert again.generate(["P1", "P2"], progress=False) == ["P1 answer 5", "P2 answer 5"]
+
 def test_a_run_continued_with_other_system_options_starts_over(tmp_path):
     """Review 18 (4): system options (FineRadScore's report_score, VERT's variant...) were in neither the results'
     fingerprint nor the identity a continued run is matched on: a run killed with report_score=sum and rerun with

@@ -265,10 +265,12 @@ except JudgeError as e:
                                                    f"Replay file not found: {replay}")
 
 
-def _kill_actors_mid_run(tmp_path, restarts: int, kills: int) -> tuple[str, str, str]:
+def _kill_actors_mid_run(tmp_path, restarts: int, kills: int, anew: bool = False) -> tuple[str, str, str]:
     """`generate` of 80 prompts on 2 actors (a judge server answering in 0.1 s, response cache) while both actors'
     processes are killed, ``kills`` times (each time the processes Ray started in their place, once they work); Ray
-    restarts an actor ``restarts`` times. The run's end, the cache's size and the server's requests."""
+    restarts an actor ``restarts`` times. The run's end, the cache's size and the server's requests. ``anew``: the 80
+    were answered and cached before, and are asked again (`ask_anew`, --retry-unscored); the server's answer to a
+    prompt names how often it was asked, "wrong" counts the first answers given back, "requests" those made again."""
     cache = tmp_path / "c.sqlite"
     code = f"""
 import os, signal, sys, threading, time
@@ -281,9 +283,19 @@ from radmetrics.errors import JudgeError
 from radmetrics.judge.cache import ResponseCache
 from radmetrics.judge.ray_engine import RayShardedJudge
 RayShardedJudge.actor_restarts = {restarts}
-server = FakeOpenAIServer(analysis_for, delay=0.1).__enter__()
+asked = {{}}
+
+def answer(prompt):  # with anew: the answer to the first ask told from a later one
+    asked[prompt] = asked.get(prompt, 0) + 1
+    return f"{{analysis_for(prompt)}} (asked {{asked[prompt]}} times)" if {anew} else analysis_for(prompt)
+
+server = FakeOpenAIServer(answer, delay=0.1).__enter__()
 judge = RayShardedJudge("openai", model="m", base_url=server.base_url, cache={str(cache)!r}, actors=2, concurrency=1)
-judge.generate(["p1", "p2"], progress=False)  # both actors up
+prompts = [f"p{{i}}" for i in range(3, 83)]
+judge.generate(["p1", "p2"] + (prompts if {anew} else []), progress=False)  # both actors up
+before = len(server.requests) if {anew} else 0
+if {anew}:
+    judge.ask_anew(prompts)
 
 def actor_processes():  # the actors' worker processes (Ray titles them after the class), not this one
     found = []
@@ -309,14 +321,14 @@ def kill_again():
 
 killed = []
 threading.Thread(target=kill_again, daemon=True).start()
-prompts = [f"p{{i}}" for i in range(3, 83)]
 try:
     texts = judge.generate(prompts, progress=False)
-    print("wrong:", sum(str(t) != analysis_for(p) for t, p in zip(texts, prompts)))
+    print("wrong:", sum(str(t).endswith("(asked 1 times)") if {anew} else str(t) != analysis_for(p)
+                        for t, p in zip(texts, prompts)))
 except JudgeError as e:
     print("JudgeError:", e)
 print("cached:", len(ResponseCache({str(cache)!r})))
-print("requests:", len(server.requests))
+print("requests:", len(server.requests) - before)
 print("killed:", killed)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
@@ -340,6 +352,18 @@ def test_an_actor_killed_mid_run_is_restarted_and_the_run_completes_asking_littl
     assert end == "wrong: 0", end
     assert int(cached.split()[-1]) == 82
     assert 82 <= int(requests.split()[-1]) <= 84, requests  # at most the 2 requests in flight at the kill, again
+
+
+@pytest.mark.slow
+def test_an_actor_restarted_while_asking_again_asks_again_only_what_the_dead_one_had_not(tmp_path):
+    """Review 42: with --retry-unscored an actor killed mid-batch was given its batch again by Ray, prompts to ask anew
+    and all: the restarted judge took the answers the dead one had just given as the ones to ask again and asked those
+    a third time (138 requests for 80 prompts, killed 3 s in). The batch now carries a name under which the first try
+    recorded, in its node's cache, which answers were to be asked again: the restarted actor reads the new ones."""
+    end, cached, requests = _kill_actors_mid_run(tmp_path, restarts=3, kills=1, anew=True)
+    assert end == "wrong: 0", end  # every answer the new one: none read back from before the ask
+    assert int(cached.split()[-1]) == 82
+    assert 80 <= int(requests.split()[-1]) <= 82, requests  # at most the 2 requests in flight at the kill, again
 
 
 @pytest.mark.slow

@@ -132,6 +132,7 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
     cache = ResponseCache(path)
     assert cache.get_many(["k", "other"]) == {"k": "an answer"}
     assert cache.get_many_marked(["k", "other"]) == {"k": ("an answer", False, None)}
+    assert cache.written(["k"], batch="b") == {"k": 1.0}  # no record can be kept there: what is written now
 
 
 def _an_older_cache(path, marks_without_context: bool = False) -> None:

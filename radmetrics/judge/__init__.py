@@ -122,16 +122,19 @@ class CachedJudge:
             for key in self.keys(prompts, config):
                 _run_answers.pop(key, None)
 
-    def ask_anew(self, prompts: Sequence[str], config: GenerationConfig | None = None) -> None:
+    def ask_anew(self, prompts: Sequence[str], config: GenerationConfig | None = None,
+                 batch: str | None = None) -> None:
         """The next generate asks these prompts again instead of reading their cached answers, which stay cached until
         the new answers replace them (`--retry-unscored`). A run killed before its new answers came keeps the old
         ones: the rerun reads them and asks each prompt again once. Deleting them first (`forget`) made it ask each
-        twice, first as uncached, then as unreadable (review 40a)."""
+        twice, first as uncached, then as unreadable (review 40a). ``batch``: a name for this work, given again when it
+        is done again whole (a Ray actor restarted): the answers to ask again are then those the first try found
+        (`ResponseCache.written`), so what it had asked anew is read, not asked a third time."""
         if self.cache is None:
             self.forget(prompts, config)  # answers kept for this run only: nothing a kill could lose
         else:
             keys = self.keys(prompts, config)
-            written = self.cache.written(keys)
+            written = self.cache.written(keys, batch)
             self._anew.update((key, written.get(key)) for key in keys)
 
     def generate(

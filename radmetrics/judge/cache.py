@@ -158,6 +158,16 @@ class ResponseCache:
                 elif "readonly" not in str(e):
                     raise
         self._mark_context = "context" in columns  # False: a read-only file without it, read with context NULL
+        # what a batch of work read as the answers to ask again (`written` with a ``batch``), for the same batch asked
+        # again whole by a Ray actor restarted on this node; ``noted``: when, to drop what a killed run left
+        try:
+            con.execute("CREATE TABLE IF NOT EXISTS written_for_batch (batch TEXT NOT NULL, key TEXT NOT NULL, "
+                        "created REAL, noted REAL NOT NULL, PRIMARY KEY (batch, key))")
+            self._batches = True
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e):
+                raise
+            self._batches = bool(con.execute("SELECT 1 FROM sqlite_master WHERE name = 'written_for_batch'").fetchone())
 
     def _connect(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -188,14 +198,40 @@ class ResponseCache:
         return found
 
     @_guarded
-    def written(self, keys: Sequence[str]) -> dict[str, float]:
+    def written(self, keys: Sequence[str], batch: str | None = None) -> dict[str, float]:
         """When each of these keys' answers was written (its ``created``), for the keys answered: which answer a
-        run asks again (`CachedJudge.ask_anew`), told from one another run wrote since."""
-        con = self._connect()
-        found: dict[str, float] = {}
-        for chunk, marks in _in_chunks(keys):
-            found.update(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
-        return found
+        run asks again (`CachedJudge.ask_anew`), told from one another run wrote since. ``batch``: a name for one
+        batch of work that may be done again whole (a Ray actor restarted on this node): what its first read found
+        is recorded in this file, and a later read under that name gives the record, so an answer the first try
+        wrote since is told from the one to ask again (only ``created`` values this file holds are compared, never
+        two machines' clocks; an actor restarted on a node with another cache file finds no record, and asks every
+        key again). `batch_done` drops the record."""
+        if batch is None or not self._batches:
+            con = self._connect()
+            found: dict[str, float] = {}
+            for chunk, marks in _in_chunks(keys):
+                found.update(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
+            return found
+        recorded: dict[str, float | None] = {}
+        with self._write() as con:  # read and recorded at once: a second try reads what the first recorded
+            for chunk, marks in _in_chunks(keys):
+                recorded.update(con.execute(f"SELECT key, created FROM written_for_batch WHERE batch = ? AND key IN "
+                                            f"({marks})", [batch, *chunk]))
+            new = [key for key in dict.fromkeys(keys) if key not in recorded]
+            for chunk, marks in _in_chunks(new):
+                now = dict(con.execute(f"SELECT key, created FROM responses WHERE key IN ({marks})", chunk))
+                con.executemany("INSERT INTO written_for_batch VALUES (?, ?, ?, ?)",
+                                [(batch, key, now.get(key), time.time()) for key in chunk])
+                recorded.update((key, now.get(key)) for key in chunk)
+        return {key: created for key, created in recorded.items() if created is not None}
+
+    @_guarded
+    def batch_done(self, batch: str) -> None:
+        """Drop what `written` recorded for ``batch`` (its work done), and any record a killed run left a week ago."""
+        if self._batches:
+            with self._write() as con:
+                con.execute("DELETE FROM written_for_batch WHERE batch = ? OR noted < ?",
+                            (batch, time.time() - 7 * 86400))
 
     @_guarded
     def get_many_marked(self, keys: Sequence[str]) -> dict[str, tuple[str, bool, int | None]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from typing import Any
 
 from radmetrics.errors import JudgeError
@@ -35,10 +36,15 @@ class _JudgeActor:
             os.chdir(cwd)
         self.judge = get_judge(backend, model=model, cache=cache, **options)
 
-    def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any], anew: list[str] = ()):
-        if anew:  # asked again, their cached answers not read (--retry-unscored)
-            self.judge.ask_anew(anew, _config(config))
+    def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any], anew: list[str] = (),
+                    batch: str | None = None):
+        if anew:  # asked again, their cached answers not read (--retry-unscored); ``batch``: the batch's name, the same
+            # when Ray gives the batch again to this actor restarted, whose judge then asks again only what the dead one
+            # had not (it asked them all a third time, review 42), by what this node's cache recorded under the name
+            self.judge.ask_anew(anew, _config(config), batch=batch)
         texts = self.judge.generate(prompts, _config(config), progress=False)
+        if anew and batch and self.judge.cache is not None:
+            self.judge.cache.batch_done(batch)
         # a cut answer's limit and context go back with it: its reason says which limit it reached
         return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
             [(t.limit, t.context) if isinstance(t, CutAnswer) else None for t in texts]
@@ -171,8 +177,9 @@ class RayShardedJudge:
         self._anew -= anew
 
         def submit(actor, batch):
-            submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict,
-                                                      [p for p in batch[1] if p in anew]))
+            again = [p for p in batch[1] if p in anew]
+            submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict, again,
+                                                      uuid.uuid4().hex if again else None))
             return submitted[-1]
 
         # answers come back batch by batch as actors finish (no gathering of the whole run)
