@@ -471,10 +471,18 @@ def test_an_unreachable_cluster_line_is_built_from_what_each_path_knows(line, ex
 
 
 @pytest.mark.slow
-def test_an_actor_whose_node_is_lost_with_no_room_for_its_restart_ends_the_run_not_a_hang(tmp_path):
+@pytest.mark.parametrize("call", [
+    # the node leaves while the actors answer
+    pytest.param('threading.Thread(target=remove, daemon=True).start(); '
+                 'judge.generate([f"p{i}" for i in range(3, 83)], progress=False)', id="generate"),
+    # the node has left when a resumed --retry-unscored run has the actors drop answers from their caches
+    pytest.param('cluster.remove_node(worker); judge.forget(["p1", "p2"])', id="forget"),
+])
+def test_an_actor_whose_node_is_lost_with_no_room_for_its_restart_ends_the_run_not_a_hang(tmp_path, call):
     """Review 42: since actors are restarted (session 34), one whose node left the cluster (a preempted node) while no
     other node had room for it was waited for by Ray for ever: the run hung without a word (before, it ended at once
-    with review 40a's line). A cluster short of the pool for `unplaceable_wait_s` now ends it with one line."""
+    with review 40a's line). A cluster short of the pool for `unplaceable_wait_s` now ends it with one line; in
+    `forget` too, which waited for the actors with no such look (review 42's left item)."""
     code = f"""
 import os, sys, threading, time
 sys.path.insert(0, {str(REPO / "tests")!r})
@@ -500,11 +508,10 @@ def remove():
 ended = []
 def run():
     try:
-        judge.generate([f"p{{i}}" for i in range(3, 83)], progress=False)
+        {call}
         ended.append("completed")
     except JudgeError as e:
         ended.append(f"JudgeError: {{e}}")
-threading.Thread(target=remove, daemon=True).start()
 runner = threading.Thread(target=run, daemon=True)
 runner.start()
 runner.join(120)

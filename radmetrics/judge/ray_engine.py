@@ -139,14 +139,13 @@ class RayShardedJudge:
     def forget(self, prompts, config: GenerationConfig | None = None) -> None:
         """Drop these prompts' cached answers so the next generate asks again (`--retry-unscored`): in every actor,
         as each reads its own node's cache file (one machine: the one file, dropped once per actor)."""
-        import ray
-
         prompts = list(prompts)
         if prompts:
             config_dict = (config or GenerationConfig()).to_dict()
-            refs = [actor.forget.remote(prompts, config_dict) for actor in self._actors()]
-            # an actor that died: one line
-            for _ in _reraised_in_one_line((ray.get(ref) for ref in refs), bool(self.cache), self.actor_restarts):
+            refs = _Refs([actor.forget.remote(prompts, config_dict) for actor in self._actors()])
+            # an actor that died: one line; one whose node left with no room for it: the run ends, as in generate
+            # (`ray.get` waited for it for ever, review 42)
+            for _ in _reraised_in_one_line(self._results(refs), bool(self.cache), self.actor_restarts):
                 pass
 
     def ask_anew(self, prompts, config: GenerationConfig | None = None) -> None:
@@ -201,9 +200,10 @@ class RayShardedJudge:
         return texts
 
     def _results(self, pool: Any):
-        """The pool's results as its batches end; while none ends, a look every `placement_check_s` at whether the
-        cluster still holds every actor: one whose node was lost is restarted by Ray only where there is room, and
-        with none Ray waits for ever, so a cluster short of the pool for `unplaceable_wait_s` ends the run."""
+        """The pool's results as its batches end (an `ActorPool`, or `_Refs`: calls made of every actor); while none
+        ends, a look every `placement_check_s` at whether the cluster still holds every actor: one whose node was lost
+        is restarted by Ray only where there is room, and with none Ray waits for ever, so a cluster short of the pool
+        for `unplaceable_wait_s` ends the run."""
         short_since: float | None = None
         while pool.has_next():
             try:
@@ -235,6 +235,25 @@ class RayShardedJudge:
             return None
         return f"--actors {self.actors} needs {short[0]:g} {'GPUs' if self._gpus else 'CPUs'}; the cluster has " \
                f"{short[1]:g} now"
+
+
+class _Refs:
+    """Ray calls' results read as `RayShardedJudge._results` reads an `ActorPool`'s: each as it ends, and a
+    TimeoutError when none ends within ``timeout``."""
+
+    def __init__(self, refs: list[Any]):
+        self.pending = list(refs)
+
+    def has_next(self) -> bool:
+        return bool(self.pending)
+
+    def get_next_unordered(self, timeout: float | None = None) -> Any:
+        import ray
+
+        ready, self.pending = ray.wait(self.pending, num_returns=1, timeout=timeout)
+        if not ready:
+            raise TimeoutError
+        return ray.get(ready[0])
 
 
 def _collect_the_others(submitted: list[Any], wait_s: float = 2.0) -> None:
