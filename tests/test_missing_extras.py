@@ -132,3 +132,26 @@ def test_every_extra_named_in_errors_exists_and_declares_the_module():
         names = set(requirements(extra))
         dist = transitive.get(module) or _DISTRIBUTIONS.get(module, module)
         assert dist.lower().replace("_", "-") in {n.replace("_", "-") for n in names}, (module, extra, names)
+
+
+@pytest.mark.parametrize("command", ["compare", "meta-eval"])
+def test_a_baseline_without_its_library_stops_the_run_before_any_judging(command, blocker_dir, tmp_path):
+    """Review 43: bleu-2, bleu-4 and rouge-l had no pre-check of their library. In an install with `meta` but not
+    `baselines`, README's `compare ... -m bleu-4 -m rouge-l -m green` judged every row with GREEN, then reported
+    both baselines n/a ("MissingExtraError: sacrebleu is not installed"), wrote the report and exited 2 with "2 of
+    3 metrics gave no result"; meta-eval likewise. Now the pre-check stops it first, naming the extra, as it does
+    for meteor's nltk and bertscore's bert-score."""
+    out_dir = tmp_path / "out"
+    judged = ["-m", "green", "--replay", SAMPLE / "green_replay.jsonl", "--no-cache"]
+    if command == "compare":
+        args = ["compare", "-s", f"A={SAMPLE / 'pairs.jsonl'}", "-s", f"B={SAMPLE / 'system_b.jsonl'}", *judged,
+                "-m", "bleu-4", "-m", "rouge-l", "-o", out_dir]
+    else:
+        args = ["meta-eval", "-d", FIXTURES / "rexval", *judged, "-m", "bleu-2", "-m", "rouge-l", "-o", out_dir,
+                "--resamples", "10"]
+    out = run_without(blocker_dir, ["sacrebleu", "rouge_score"], args, cwd=tmp_path)
+    assert out.returncode == 2, (out.returncode, out.stderr[-3000:])
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: sacrebleu is not installed") and 'pip install "radmetrics[baselines]"' in last, \
+        out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and not out_dir.exists(), out.stderr[-3000:]  # nothing judged or written

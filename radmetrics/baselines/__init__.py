@@ -145,12 +145,24 @@ def _bleu(order: int):
     return score
 
 
+def _library_check(module: str, baseline: str) -> Callable[[dict[str, Any]], None]:
+    """`Baseline.check` for a baseline that downloads nothing: its library is installed (found, not imported). Without
+    it, an install lacking the `baselines` extra judged every row of a run's judge metrics before the baseline
+    failed on its import (review 43)."""
+    def check(options: dict[str, Any]) -> None:
+        from radmetrics.errors import require_installed
+
+        require_installed(module, "baselines", f"by the {baseline} baseline")
+
+    return check
+
+
 for _order in (2, 4):
     register_baseline(Baseline(
         f"bleu-{_order}", True,
         {"library": "sacrebleu", "call": f"BLEU(max_ngram_order={_order}, effective_order=True).sentence_score",
          "value": "sentence BLEU / 100"},
-        _bleu(_order), {"tokenize": "13a"}))
+        _bleu(_order), {"tokenize": "13a"}, check=_library_check("sacrebleu", f"bleu-{_order}")))
 
 
 def _rouge_l(references: list[str], candidates: list[str], options: dict[str, Any]) -> list[float]:
@@ -161,7 +173,8 @@ def _rouge_l(references: list[str], candidates: list[str], options: dict[str, An
 
 
 register_baseline(Baseline("rouge-l", True, {"library": "rouge-score", "call": 'RougeScorer(["rougeL"]).score',
-                                             "value": "ROUGE-L F-measure"}, _rouge_l, {"use_stemmer": False}))
+                                             "value": "ROUGE-L F-measure"}, _rouge_l, {"use_stemmer": False},
+                           check=_library_check("rouge_score", "rouge-l")))
 
 
 _NO_WORDNET = ("METEOR needs nltk's WordNet corpus, which is not installed here (python -m nltk.downloader wordnet; "
