@@ -386,6 +386,36 @@ def test_train_er2score_checks_its_teacher_before_any_work(tmp_path):
         assert time.monotonic() - started < 30 and not (tmp_path / "er2").exists()
 
 
+def test_the_train_commands_teacher_advice_names_only_their_own_flags(tmp_path):
+    """Review 43: a teacher that could not be reached was advised in `score`'s flags, which the train commands do
+    not have: `train judge --teacher gpt-4o` offline said "use an OpenAI-compatible server (--backend openai
+    --base-url URL ...)" (train judge has --teacher-base-url), a teacher server on a closed port "or use a local
+    judge (--backend transformers --judge FOLDER ...)" (both commands name them --teacher-backend, --teacher), and
+    er2score's --base-url beside a transformers teacher "add --backend openai"."""
+    import re
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"reference": "No effusion.", "candidate": "Small effusion."}) + "\n")
+    (tmp_path / "config.json").write_text("{}")  # --base: a folder that holds a model (the checks come first)
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    closed = "http://127.0.0.1:9/v1"
+    judge = ["train", "judge", "--base", tmp_path, "--recipe", "green", "--data", pairs, "-o", tmp_path / "out"]
+    er2 = ["train", "er2score", "--base", tmp_path, "--references", pairs, "-o", tmp_path / "out"]
+    cases = [(judge + ["--teacher", "no-such-lab/teacher"], "--teacher-base-url URL"),
+             (judge + ["--teacher", "t", "--teacher-base-url", closed], "--teacher-backend transformers --teacher"),
+             (er2 + ["--teacher-backend", "transformers", "--teacher", "no-such-lab/teacher"],
+              "--teacher-backend openai --base-url URL"),
+             (er2 + ["--teacher-backend", "openai", "--teacher", "t", "--base-url", closed],
+              "--teacher-backend transformers --teacher"),
+             (er2 + ["--teacher-backend", "transformers", "--teacher", "t", "--base-url", closed],
+              "add --teacher-backend openai to send")]
+    for args, advice in cases:
+        line = assert_one_line_error(cli(*args, cwd=tmp_path, env=offline), advice)
+        own = set(re.findall(r"--[a-z][a-z-]+", cli(*args[:2], "-h").stdout))
+        assert set(re.findall(r"--[a-z][a-z-]+", line)) <= own, (line, own)
+        assert not (tmp_path / "out").exists()
+
+
 def test_an_interrupt_while_training_is_not_reported_as_a_judging_run():
     """Review finding: Ctrl-C in the optimizer loop said "7 answered, 0 cached; rerun to resume" and spoke of a
     part file; training has neither."""

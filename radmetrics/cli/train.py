@@ -148,7 +148,8 @@ def train_judge_command(base_model, recipe, data_path, output, config_path, max_
             raise InputError("the green recipe needs a teacher: --teacher MODEL (with --teacher-base-url for an "
                              "OpenAI-compatible server) or --teacher-replay FILE")
         # the teacher reachable in seconds, named by this command's flags
-        check_judge(backend, teacher, options, model_flag="--teacher", url_flag="--teacher-base-url")
+        check_judge(backend, teacher, options, model_flag="--teacher", url_flag="--teacher-base-url",
+                    backend_flag="--teacher-backend")
         judge = get_judge(backend, model=teacher, **options)
         rows, dropped = green_examples(data["reference"], data["candidate"], judge)
         for problem in dropped:
@@ -250,7 +251,8 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
         if not teacher and teacher_backend != "replay":
             raise InputError("teacher generation needs the teacher: --teacher MODEL (with --teacher-backend openai, "
                              "the model name the server serves)")
-        check_judge(teacher_backend, teacher, options, model_flag="--teacher")  # seconds, before any work
+        # seconds, before any work
+        check_judge(teacher_backend, teacher, options, model_flag="--teacher", backend_flag="--teacher-backend")
         judge = get_judge(teacher_backend, model=teacher, **options)
         pairs, problems = generate_pairs(judge, references, convention=radcliq_convention)
         for problem in problems:

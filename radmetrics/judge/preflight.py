@@ -65,8 +65,9 @@ def hub_cached(model: str, revision: str | None = None) -> bool:
 
 
 def check_hub_model(model: str, *, what: str = "judge", revision: str | None = None,
-                    flag: str = "--judge (judge= in Python)") -> None:
-    """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix."""
+                    flag: str = "--judge (judge= in Python)", server_how: str = _SERVER_HOW) -> None:
+    """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix
+    (server_how: how the command that asks names a judge server, for a judge)."""
     path = Path(model).expanduser()
     if path.is_dir() and not any((path / name).is_file() for name in _MODEL_FILES):
         raise JudgeError(f"The {what} folder '{model}' holds no model (no {', '.join(_MODEL_FILES)}): give the folder "
@@ -79,7 +80,7 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
     if hub_cached(model, revision):
         return
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    server = f", or use an OpenAI-compatible server ({_SERVER_HOW})" if what == "judge" else ""
+    server = f", or use an OpenAI-compatible server ({server_how})" if what == "judge" else ""
     if hub_offline():
         raise JudgeError(f"The {what} '{model}' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
                          f"downloading it: download it where there is network (`hf download {model}`), or pass a "
@@ -90,16 +91,16 @@ def check_hub_model(model: str, *, what: str = "judge", revision: str | None = N
                          "is network.")
 
 
-def _check_local_options(backend: str, options: dict) -> None:
+def _check_local_options(backend: str, options: dict, backend_flag: str = "--backend") -> None:
     """A bad option of an in-process backend is named before the model is looked up, as the openai backend's are
     before its server is probed (review 34): else an uncached judge's "not in the local Hugging Face cache" hid it,
     and `--base-url URL` without `--backend openai` got advice to pass `--backend openai --base-url URL`."""
     from radmetrics.judge.base import JudgeOptionError
 
     if "base_url" in options:
+        python = " (backend='openai' in Python)" if backend_flag == "--backend" else ""
         raise JudgeOptionError(f"base_url (--base-url) is an option of the openai backend, not of the {backend} "
-                               "backend: add --backend openai (backend='openai' in Python) to send the prompts to "
-                               "that server")
+                               f"backend: add {backend_flag} openai{python} to send the prompts to that server")
     if backend == "transformers":
         from radmetrics.judge.transformers_backend import TransformersOptions as options_class
     else:
@@ -108,10 +109,14 @@ def _check_local_options(backend: str, options: dict) -> None:
 
 
 def check_judge(backend: str, model: str | None, options: dict | None = None, *, model_flag: str | None = None,
-                url_flag: str = "--base-url") -> None:
+                url_flag: str = "--base-url", backend_flag: str = "--backend") -> None:
     """Fail fast when the judge of `backend` cannot be reached; backends it does not know are left alone.
-    model_flag / url_flag: how the command that asks names them (train: --teacher, --teacher-base-url)."""
+    model_flag / url_flag / backend_flag: how the command that asks names them (train: --teacher,
+    --teacher-base-url, --teacher-backend); its advice then names those flags alone (review 43: a train command was
+    told to pass score's --backend, --base-url and --judge)."""
     options = options or {}
+    server_how = _SERVER_HOW if model_flag is None else f"{backend_flag} openai {url_flag} URL"
+    local_how = _LOCAL_HOW if model_flag is None else f"{backend_flag} transformers {model_flag} FOLDER"
     if backend == "transformers":
         # a missing library first: a base install was told to download the 7B judge, then that torch is missing
         from radmetrics.errors import require_installed
@@ -119,9 +124,10 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
         for module in ("torch", "transformers"):
             require_installed(module, "transformers", "for the transformers backend")
     if backend in ("transformers", "vllm"):
-        _check_local_options(backend, options)
+        _check_local_options(backend, options, backend_flag)
     if backend in ("transformers", "vllm") and model:
-        check_hub_model(model, revision=options.get("revision"), **({"flag": model_flag} if model_flag else {}))
+        check_hub_model(model, revision=options.get("revision"), server_how=server_how,
+                        **({"flag": model_flag} if model_flag else {}))
     elif backend == "openai":
         base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
         if not base_url:  # no server chosen: nothing is probed, and nothing will be sent anywhere
@@ -139,7 +145,7 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
                     *url_secrets(base_url)]
             raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
                                     f"server, fix the address ({url_flag}; judge_options={{'base_url': URL}} in "
-                                    f"Python), or use a local judge ({_LOCAL_HOW}).", keys))
+                                    f"Python), or use a local judge ({local_how}).", keys))
     elif backend == "replay":
         path = options.get("path")
         if path and not Path(path).is_file():
