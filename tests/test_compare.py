@@ -798,6 +798,26 @@ def test_several_metrics_say_their_p_values_are_corrected_per_metric_only(fake_j
     assert one.to_dict()["settings"]["correction"] == "Holm across the pairs of each metric"
 
 
+def test_the_terminal_pairs_table_says_what_win_tie_loss_counts_and_each_metrics_direction(fake_judge, capsys):
+    """Review 43: the terminal's pairs table showed `green_ec | A − B | 0.6250 | ... | 6/0/2` with no word of what
+    win/tie/loss counts nor of green_ec's direction (the systems table had the arrow, report.html the sentence): a
+    positive difference read as A ahead while A lost, and 6 wins beside it as a contradiction. The pairs table now
+    carries each metric's arrow and report.html's sentence."""
+    import radmetrics
+    from radmetrics.cli.compare import print_tables
+
+    refs = [f"left effusion {i} noted" for i in range(6)]
+    systems = {"A": refs, "B": ["pneumothorax"] * 6}
+    result = radmetrics.compare(systems, refs, ["green", "green_ec"], backend="fake", cache=False, resamples=100)
+    print_tables(result)
+    out = capsys.readouterr().out
+    pairs = out[out.index("Pairs (A − B"):]
+    assert "green ↑" in pairs and "green_ec ↓" in pairs, pairs
+    said = ("win/tie/loss: rows where the pair's first system scored better / the same / worse, in the metric's "
+            "direction (↑ higher is better, ↓ lower is better)")
+    assert said in " ".join(pairs.split())  # rich may wrap the caption
+
+
 def test_compare_reasons_name_rows_by_their_id(fake_judge):
     """Review 18 (6): compare judges all systems in one call over the stacked rows, and judge metrics' reasons
     named a row by its index there: system B's first row was "row 8" (B had 8 rows). They name the row's id."""

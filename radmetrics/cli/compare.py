@@ -175,10 +175,14 @@ def print_tables(result) -> None:
     console.print(systems)
     pairs = Table(title=f"Pairs (A − B on rows both scored; paired bootstrap CI; paired randomization, exact where "
                         f"every swap is enumerated; Holm across pairs, α = {result.settings['alpha']})"
-                        + (f"\n{across_metrics_text(len(result.metrics))}" if len(result.metrics) > 1 else ""))
+                        + (f"\n{across_metrics_text(len(result.metrics))}" if len(result.metrics) > 1 else ""),
+                  # as report.html says it: for a lower-is-better metric a positive difference is A's loss
+                  caption="win/tie/loss: rows where the pair's first system scored better / the same / worse, in "
+                          "the metric's direction (↑ higher is better, ↓ lower is better)")
     for col in ("metric", "pair (A − B)", "n", "difference", f"{conf} CI", "p", "p (Holm)", "win/tie/loss", "better"):
         pairs.add_column(col)
     for metric, entry in result.to_dict()["metrics"].items():
+        arrow = "↑" if entry["higher_is_better"] else "↓"
         for p in entry["pairs"]:
             ci = "n/a" if p["ci_low"] is None else f"[{p['ci_low']:+.4f}, {p['ci_high']:+.4f}]"
             if p["better"]:
@@ -188,7 +192,7 @@ def print_tables(result) -> None:
                 better = "not significant" + (f" ({why})" if why else "")
             else:
                 better = f"n/a: {p['reason']}"
-            pairs.add_row(metric, f"{p['a']} − {p['b']}", str(p["n_paired"]), _fmt(p["difference"]), ci,
+            pairs.add_row(f"{metric} {arrow}", f"{p['a']} − {p['b']}", str(p["n_paired"]), _fmt(p["difference"]), ci,
                           p_value_text(p["p_value"]),
                           p_value_text(p["p_holm"]), f"{p['win']}/{p['tie']}/{p['loss']}", better)
     console.print(pairs)
