@@ -144,7 +144,7 @@ def test_cli_keeps_malformed_empty_huge_and_non_utf8_rows(tmp_path):
                                  "iconv -f latin1 -t utf-8 IN > OUT")
     assert rows[5]["reason"].startswith("input line 6: a JSON list, not an object (a file holding one JSON array?") and rows[5]["_raw"] == "[1, 2]"
     # the run's end says how many input rows the scores leave out, and where to look
-    assert ("Warning: 4 input rows could not be judged (their reason names the input line: `reason` in the "
+    assert ("Warning: 4 input rows could not be judged (their reasons name the input lines: `reason` in the "
             "results) and are unscored.") in out.stderr
     # json's "Unterminated string starting at" is followed by the position once, not "at at"
     unterminated = tmp_path / "unterminated.jsonl"

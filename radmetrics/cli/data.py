@@ -229,7 +229,8 @@ def check_judges(names, backend: str, judge: str | None, options, system_options
               help="inject: exactly this many errors per report.")
 @click.option("--modality", default="unknown", help="inject: for the validation prompt.")
 @click.option("--region", default="unknown", help="inject: body region for the validation prompt.")
-@click.option("--seed", default=0, type=int, help="green-modify: error categories are drawn with this seed.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="green-modify: error categories are drawn with this seed.")
 @judge_flags(judge_default="required by the transformers, openai and vllm backends",
              system_option_help="The step's option, repeatable: inject takes max_attempts=N and validate=false; "
                                 "standardize and green-modify take none.")

@@ -130,9 +130,11 @@ class FailureTally:
         unscored with their reason, and the scores leave them out."""
         if not self.unreadable:
             return None
-        rows = "1 input row" if self.unreadable == 1 else f"{self.unreadable} input rows"
-        return (f"{rows} could not be judged (their reason names the input line: `reason` in the results) and "
-                "are unscored")
+        if self.unreadable == 1:
+            return ("1 input row could not be judged (its reason names the input line: `reason` in the results) and "
+                    "is unscored")
+        return (f"{self.unreadable} input rows could not be judged (their reasons name the input lines: `reason` in "
+                "the results) and are unscored")
 
     def warning(self) -> str | None:
         """A line for a run the judge left partly unscored (the mean covers fewer rows than were judged): a

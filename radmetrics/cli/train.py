@@ -200,10 +200,14 @@ def _check_same_run(output: str, config, rows: list[dict]) -> None:
               help="Ground-truth reports (JSONL/CSV with a reference column): the teacher writes pairs.")
 @click.option("--pairs", "pairs_path", type=EXISTING_FILE, default=None,
               help="Or ready pairs (JSONL of build_pairs rows).")
-@click.option("--teacher-backend", default="openai")
-@click.option("--teacher", default=None)
-@click.option("--base-url", default=None)
-@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER)
+@click.option("--teacher-backend", default="openai", show_default=True,
+              help="--references: the teacher judge's backend (openai: an OpenAI-compatible server at --base-url; "
+                   "transformers: a local model).")
+@click.option("--teacher", default=None, help="--references: the teacher model (the model name the server serves, "
+                                              "or a local model folder / Hub id).")
+@click.option("--base-url", default=None, help="--references: the teacher's OpenAI-compatible server "
+                                               "(default: $OPENAI_BASE_URL).")
+@click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Folder the reward model is saved to.")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
 # --steps 0 saved an untrained model, then an IndexError traceback; --lam nan saved a model of nan weights
 @click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1))
