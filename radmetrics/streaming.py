@@ -15,6 +15,7 @@ import csv
 import hashlib
 import json
 import os
+import uuid
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,7 +220,9 @@ class OutputWriteError(RadmetricsError):
 class OrderedPartWriter:
     """Result rows appended in input order to ``OUTPUT.part``; `finish` renames it over OUTPUT (JSONL) or
     writes OUTPUT from it (CSV), atomically. ``OUTPUT.part.json`` records the run's identity (input, metric,
-    judge, settings), so a later run continues the part file only when they are the same."""
+    judge, settings), so a later run continues the part file only when they are the same, and ``token``: a name
+    for this part file's run, kept while a run continues it and new when one starts it over (`--retry-unscored`
+    names its asks after it, so a run killed and continued reads what the killed one asked again)."""
 
     def __init__(self, output: str | os.PathLike, identity: dict[str, Any]):
         self.output = Path(output)
@@ -230,8 +233,10 @@ class OrderedPartWriter:
         self.discarded = False
         self.stamp_fd = _locked_stamp(self.stamp_file, self.output)  # one run at a time writes OUTPUT
         try:
-            previous = _stamp_lines(self.stamp_fd)[0]
-            if previous == stamp and self.part.exists():
+            previous, _, token = _stamp_lines(self.stamp_fd)
+            continued = previous == stamp and self.part.exists()
+            self.token = token if continued and token else uuid.uuid4().hex
+            if continued:
                 offset = 0
                 with open(self.part, "rb") as fh:
                     for line in fh:
@@ -244,13 +249,16 @@ class OrderedPartWriter:
                 # an interrupted run's part file with another input or settings: not continued (said by `score`)
                 self.discarded = previous != "" and self.part.exists()
                 self.part.unlink(missing_ok=True)
-            os.ftruncate(self.stamp_fd, 0)
-            os.lseek(self.stamp_fd, 0, os.SEEK_SET)
-            os.write(self.stamp_fd, f"{stamp}\n{os.getpid()}\n".encode())  # the pid: for a second run's error
+            self._write_stamp(stamp)
             self.fh = _private_append(self.part)
         except BaseException:
             os.close(self.stamp_fd)
             raise
+
+    def _write_stamp(self, stamp: str) -> None:
+        os.ftruncate(self.stamp_fd, 0)
+        os.lseek(self.stamp_fd, 0, os.SEEK_SET)
+        os.write(self.stamp_fd, f"{stamp}\n{os.getpid()}\n{self.token}\n".encode())  # the pid: for a second run's error
 
     def resumed_rows(self) -> Iterator[dict[str, Any]]:
         """The rows a previous run already wrote (to rebuild the running summary)."""
@@ -273,6 +281,8 @@ class OrderedPartWriter:
         self.fh.close()
         os.truncate(self.part, 0)
         self.done_rows = 0
+        self.token = uuid.uuid4().hex  # another run's rows: nothing it asked is this run's
+        self._write_stamp(_stamp_lines(self.stamp_fd)[0])
         self.fh = _private_append(self.part)
 
     def replace_rows(self, rows: dict[int, dict[str, Any]]) -> None:
@@ -388,7 +398,8 @@ def _private_append(path: Path):
 
 
 def _stamp_lines(fd: int) -> list[str]:
-    """The stamp file's first two lines (the run's identity hash, the writing run's pid), "" where missing."""
+    """The stamp file's first three lines (the run's identity hash, the writing run's pid, the part file's token),
+    "" where missing (an older radmetrics wrote two)."""
     os.lseek(fd, 0, os.SEEK_SET)
     lines = [line.strip() for line in os.read(fd, 4096).decode("utf-8", "replace").split("\n")]
-    return (lines + ["", ""])[:2]
+    return (lines + ["", "", ""])[:3]

@@ -141,6 +141,66 @@ def test_retry_unscored_with_ray_asks_the_unreadable_answer_again(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_what_it_asked(tmp_path):
+    """ray43b: `score --engine ray --retry-unscored` killed (the driver and the actors) while the actors asked 40
+    unreadable rows again, then rerun: the rerun asked all 40 again (60 asks where an uninterrupted run makes 40; the
+    rows it had asked again a third time, and those whose second answer could be read were not marked asked again).
+    The actors record what they ask again under the chunk's name, which the rerun shares; the rerun reads the answers
+    given since in every actor's cache (any batch, any actor) and asks the rest."""
+    import signal
+    import time
+    from collections import Counter
+
+    from fake_judge import UNREADABLE, analysis_for
+    from openai_server import FakeOpenAIServer
+
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(40)))
+    asked: Counter = Counter()
+
+    def second_answer_readable_for_even_rows(prompt):
+        asked[prompt] += 1
+        time.sleep(0.1)
+        row = int(prompt.split("Finding ")[1].split(":")[0])
+        return analysis_for(prompt) if asked[prompt] > 1 and row % 2 == 0 else UNREADABLE
+
+    def kill_the_run(proc):  # the actors' processes (Ray titles them after the class), then the driver's group
+        for p in os.listdir("/proc"):
+            try:
+                if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read().startswith(b"ray::_Judge"):
+                    os.kill(int(p), signal.SIGKILL)
+            except OSError:
+                pass
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    code = ("import ray, sys; ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False); "
+            "from radmetrics.cli import main; sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    with FakeOpenAIServer(second_answer_readable_for_even_rows) as server:
+        args = [sys.executable, "-c", code, "score", "-m", "green", "-i", str(src), "-o", str(out), "--backend",
+                "openai", "--base-url", server.base_url, "--judge", "m", "--cache", str(cache), "--engine", "ray",
+                "--actors", "2", "--no-progress", "--judge-option", "concurrency=1"]
+        first = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert first.returncode == 1 and sum(asked.values()) == 40, first.stderr[-3000:]
+        proc = subprocess.Popen(args + ["--retry-unscored"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=REPO, start_new_session=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and sum(asked.values()) < 40 + 20:  # 20 rows asked again, 20 not yet
+            time.sleep(0.01)
+        kill_the_run(proc)
+        time.sleep(1)
+        before = sum(asked.values())
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert 60 <= before < 80, sorted(asked.values())
+    assert 40 <= (before - 40) + (sum(asked.values()) - before) <= 40 + 2, sorted(asked.values())  # + the 2 in flight at the kill
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(40)) and all(r["details"].get("asked_again") for r in rows)
+    assert [r["id"] for r in rows if r["parsed"]] == list(range(0, 40, 2))  # as an uninterrupted run's
+
+
+@pytest.mark.slow
 def test_a_prompt_given_twice_is_asked_once_across_the_actors(tmp_path):
     """Review 30a: the sharded judge split the prompts over the actors as given, so a row repeated in the input
     (one pair scored twice, several systems' identical outputs) was asked once per actor that got it: with
@@ -265,12 +325,15 @@ except JudgeError as e:
                                                    f"Replay file not found: {replay}")
 
 
-def _kill_actors_mid_run(tmp_path, restarts: int, kills: int, anew: bool = False) -> tuple[str, str, str]:
+def _kill_actors_mid_run(tmp_path, restarts: int, kills: int, anew: bool = False,
+                         name: str | None = None) -> tuple[str, str, str]:
     """`generate` of 80 prompts on 2 actors (a judge server answering in 0.1 s, response cache) while both actors'
     processes are killed, ``kills`` times (each time the processes Ray started in their place, once they work); Ray
     restarts an actor ``restarts`` times. The run's end, the cache's size and the server's requests. ``anew``: the 80
     were answered and cached before, and are asked again (`ask_anew`, --retry-unscored); the server's answer to a
-    prompt names how often it was asked, "wrong" counts the first answers given back, "requests" those made again."""
+    prompt names how often it was asked, "wrong" counts the first answers given back, "requests" those made again.
+    ``name``: the caller's name for them (`ask_anew(..., batch=)`, as `score` names a chunk): the records of what to ask
+    again, under it in the cache, are printed after the run ("recorded") and after `batch_done` ("done")."""
     cache = tmp_path / "c.sqlite"
     code = f"""
 import os, signal, sys, threading, time
@@ -295,7 +358,7 @@ prompts = [f"p{{i}}" for i in range(3, 83)]
 judge.generate(["p1", "p2"] + (prompts if {anew} else []), progress=False)  # both actors up
 before = len(server.requests) if {anew} else 0
 if {anew}:
-    judge.ask_anew(prompts)
+    judge.ask_anew(prompts, batch={name!r})
 
 def actor_processes():  # the actors' worker processes (Ray titles them after the class), not this one
     found = []
@@ -330,6 +393,12 @@ except JudgeError as e:
 print("cached:", len(ResponseCache({str(cache)!r})))
 print("requests:", len(server.requests) - before)
 print("killed:", killed)
+if {name!r}:
+    import sqlite3
+    records = "SELECT COUNT(*) FROM written_for_batch"
+    print("recorded:", sqlite3.connect({str(cache)!r}).execute(records).fetchone()[0])
+    judge.batch_done({name!r})
+    print("done:", sqlite3.connect({str(cache)!r}).execute(records).fetchone()[0])
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env=os.environ.copy(), timeout=300)
@@ -338,6 +407,10 @@ print("killed:", killed)
     ours = [line for line in out.stdout.splitlines() if line.startswith(("wrong:", "JudgeError:", "cached:", "requests:",
                                                                           "killed:"))]
     end, cached, requests, killed = ours[-4:]
+    if name:
+        # every prompt recorded under the caller's name, kept when the batches ended (a rerun reads it), until batch_done
+        assert [line for line in out.stdout.splitlines() if line.startswith(("recorded:", "done:"))] == [
+            "recorded: 80", "done: 0"], out.stdout[-3000:]
     assert killed == f"killed: [{2 * kills}]", out.stdout[-3000:]  # every kill found both actors at work
     return end, cached, requests
 
@@ -355,12 +428,14 @@ def test_an_actor_killed_mid_run_is_restarted_and_the_run_completes_asking_littl
 
 
 @pytest.mark.slow
-def test_an_actor_restarted_while_asking_again_asks_again_only_what_the_dead_one_had_not(tmp_path):
+@pytest.mark.parametrize("name", [None, pytest.param("token:1", id="named-by-score")])
+def test_an_actor_restarted_while_asking_again_asks_again_only_what_the_dead_one_had_not(tmp_path, name):
     """Review 42: with --retry-unscored an actor killed mid-batch was given its batch again by Ray, prompts to ask anew
     and all: the restarted judge took the answers the dead one had just given as the ones to ask again and asked those
     a third time (138 requests for 80 prompts, killed 3 s in). The batch now carries a name under which the first try
-    recorded, in its node's cache, which answers were to be asked again: the restarted actor reads the new ones."""
-    end, cached, requests = _kill_actors_mid_run(tmp_path, restarts=3, kills=1, anew=True)
+    recorded, in its node's cache, which answers were to be asked again: the restarted actor reads the new ones. So
+    under the name `score --retry-unscored` gives a chunk (ray43b), kept until the chunk is written."""
+    end, cached, requests = _kill_actors_mid_run(tmp_path, restarts=3, kills=1, anew=True, name=name)
     assert end == "wrong: 0", end  # every answer the new one: none read back from before the ask
     assert int(cached.split()[-1]) == 82
     assert 80 <= int(requests.split()[-1]) <= 82, requests  # at most the 2 requests in flight at the kill, again

@@ -171,6 +171,39 @@ def test_a_run_stopped_before_its_first_row_leaves_no_part_file(many_pairs, monk
     assert (tmp_path / "out.jsonl.part").read_text().count("\n") == 4
 
 
+def test_a_part_files_token_is_kept_by_the_run_that_continues_it_and_no_other(tmp_path):
+    """ray43b: `--retry-unscored` records what a chunk asks again under the part file's token, so that a run killed and
+    continued reads what the killed one asked again. The continuing run keeps the token (written with the stamp before
+    any row, an older radmetrics' two-line stamp given one); every other run has its own: another output, other
+    settings, an input edited under its time stamp (`restart`), a run after one that finished."""
+    from radmetrics.streaming import OrderedPartWriter
+
+    out = tmp_path / "out.jsonl"
+
+    def killed(identity, rows=1, output=out) -> str:  # opened, rows written, left as a kill leaves it
+        writer = OrderedPartWriter(output, identity)
+        writer.write([{"row": k} for k in range(rows)])
+        writer.close()
+        return writer.token
+
+    first = killed({"run": 1})
+    assert len(first) == 32 and killed({"run": 1}) == first
+    assert killed({"run": 1}, output=tmp_path / "other.jsonl") != first
+    stamp = tmp_path / "out.jsonl.part.json"
+    assert stamp.read_text().splitlines()[2] == first
+    stamp.write_text("\n".join(stamp.read_text().splitlines()[:2]) + "\n")  # as an older radmetrics wrote it
+    older = killed({"run": 1})
+    assert older not in ("", first) and killed({"run": 1}) == older
+    assert killed({"run": 2}) != older
+    writer = OrderedPartWriter(out, {"run": 2})
+    edited = writer.token
+    writer.restart()
+    assert writer.token != edited and stamp.read_text().splitlines()[2] == writer.token
+    writer.write([{"row": 0}])
+    writer.finish()
+    assert killed({"run": 2}) != writer.token
+
+
 def test_parquet_is_written_a_batch_at_a_time_with_the_same_rows(many_pairs, monkeypatch):
     """Parquet from the part file in batches (memory flat at any n): the same rows as the JSONL output, columns
     whose values differ in type across batches (int and float scores, null reasons) promoted to one type."""

@@ -230,8 +230,11 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         cands = [r.row.get(pairs.candidate_column) for r in good]
         labels = [f"input line {r.line}" for r in good]
         judged = judge_pairs(system, judge, refs, cands, config, progress=progress, row_labels=labels) if good else []
-        if retry_unscored and judged:
-            judged = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels)
+        # the chunk's name for what it asks again, the same when a run killed before writing it is continued (the
+        # part file's token, which a new run does not share, and the chunk's first line)
+        name = f"{writer.token}:{chunk[0].line}" if retry_unscored and judged else None
+        if name is not None:
+            judged = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels, name)
         by_line = dict(zip((r.line for r in good), judged))
         out = []
         for record in chunk:
@@ -242,6 +245,8 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
             out.append({**result_row(record.row, judgment, system.score_key, fp),
                         **({"run_id": run_id} if run_id else {})})
         writer.write(out)
+        if name is not None and hasattr(judge, "batch_done"):
+            judge.batch_done(name)  # its rows are written: what it recorded as asked again is of no further use
         chunk.clear()
 
     if writer.discarded:
@@ -360,20 +365,33 @@ def _worth_asking_again(parsed: bool, raw: str | None, reason: str | None) -> bo
             and not answer_was_cut(reason))
 
 
-def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels):
+def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_labels, name: str | None = None):
     """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer not read
     (it would otherwise come back on every rerun) but kept until the new one replaces it: a run killed meanwhile
-    leaves its rerun the same asks, not those and every row again as uncached (review 40a)."""
+    leaves its rerun the same asks, not those and every row again as uncached (review 40a). ``name``: the chunk's,
+    under which the response cache records which answers it asks again; a run killed before the chunk was written and
+    continued reads the answers given since (the rows marked asked again, readable or not) and asks only the rest
+    (it asked them all a third time, and marked only those still unreadable)."""
     from radmetrics.runner import judge_pairs
 
-    redo = [k for k, j in enumerate(judged) if _worth_asking_again(j.parsed, j.raw, j.reason)]
     ask_anew = getattr(judge, "ask_anew", None) or getattr(judge, "forget", None)  # a plugin's judge: forget
-    if not redo or ask_anew is None:
+    if ask_anew is None:
         return judged
-    ask_anew([system.build_prompt(refs[k], cands[k]) for k in redo], config)
+    judged = list(judged)
+    named = {"batch": name} if name is not None and hasattr(judge, "answered_anew") else {}
+    if named:
+        answered = [k for k, j in enumerate(judged) if j.raw]
+        for k, again in zip(answered, judge.answered_anew([system.build_prompt(refs[k], cands[k]) for k in answered],
+                                                          config, name)):
+            if again:  # asked again by the killed run: its answer is the second one
+                judged[k].details[ASKED_AGAIN] = True
+    redo = [k for k, j in enumerate(judged)
+            if not j.details.get(ASKED_AGAIN) and _worth_asking_again(j.parsed, j.raw, j.reason)]
+    if not redo:
+        return judged
+    ask_anew([system.build_prompt(refs[k], cands[k]) for k in redo], config, **named)
     again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
                         progress=progress, row_labels=[row_labels[k] for k in redo])
-    judged = list(judged)
     for k, judgment in zip(redo, again):
         judgment.details[ASKED_AGAIN] = True  # written with the row: a continued run does not ask it a third time
         judged[k] = judgment

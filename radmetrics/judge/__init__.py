@@ -137,6 +137,18 @@ class CachedJudge:
             written = self.cache.written(keys, batch)
             self._anew.update((key, written.get(key)) for key in keys)
 
+    def answered_anew(self, prompts: Sequence[str], config: GenerationConfig | None, batch: str) -> list[bool]:
+        """Whether each prompt was answered again since `ask_anew` named it under ``batch``: its cached answer is the
+        new one (an earlier try of the work, killed after it asked again: `score --retry-unscored` continued)."""
+        keys = self.keys(prompts, config)
+        again = self.cache.rewritten(keys, batch) if self.cache is not None else set()
+        return [key in again for key in keys]
+
+    def batch_done(self, batch: str) -> None:
+        """The work named ``batch`` is done and kept: what `ask_anew` recorded under its name goes."""
+        if self.cache is not None:
+            self.cache.batch_done(batch)
+
     def generate(
         self,
         prompts: Sequence[str],

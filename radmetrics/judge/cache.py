@@ -226,6 +226,21 @@ class ResponseCache:
         return {key: created for key, created in recorded.items() if created is not None}
 
     @_guarded
+    def rewritten(self, keys: Sequence[str], batch: str) -> set[str]:
+        """Of these keys, those `written` recorded under ``batch`` whose answer was written again since (or dropped):
+        what an earlier try of that batch asked again (a run killed and continued, `score --retry-unscored`); only
+        ``created`` values this file holds are compared."""
+        if not self._batches:
+            return set()
+        con = self._connect()
+        found: set[str] = set()
+        for chunk, marks in _in_chunks(keys):
+            found.update(key for (key,) in con.execute(
+                f"SELECT b.key FROM written_for_batch b LEFT JOIN responses r ON r.key = b.key WHERE b.batch = ? AND "
+                f"b.key IN ({marks}) AND r.created IS NOT b.created", [batch, *chunk]))
+        return found
+
+    @_guarded
     def batch_done(self, batch: str) -> None:
         """Drop what `written` recorded for ``batch`` (its work done), and any record a killed run left a week ago."""
         if self._batches:

@@ -37,20 +37,28 @@ class _JudgeActor:
         self.judge = get_judge(backend, model=model, cache=cache, **options)
 
     def judge_batch(self, indices: list[int], prompts: list[str], config: dict[str, Any], anew: list[str] = (),
-                    batch: str | None = None):
+                    batch: str | None = None, named: bool = False):
         if anew:  # asked again, their cached answers not read (--retry-unscored); ``batch``: the batch's name, the same
             # when Ray gives the batch again to this actor restarted, whose judge then asks again only what the dead one
             # had not (it asked them all a third time, review 42), by what this node's cache recorded under the name
             self.judge.ask_anew(anew, _config(config), batch=batch)
         texts = self.judge.generate(prompts, _config(config), progress=False)
-        if anew and batch and self.judge.cache is not None:
-            self.judge.cache.batch_done(batch)
+        # ``named``: the caller's name (`RayShardedJudge.ask_anew`), kept until it calls batch_done (a run killed before
+        # its rows were written reads it when continued); otherwise the batch's own, of no use once it is answered
+        if anew and batch and not named:
+            self.judge.batch_done(batch)
         # a cut answer's limit and context go back with it: its reason says which limit it reached
         return indices, [str(t) for t in texts], [t.reason if isinstance(t, GenerationFailure) else "" for t in texts], \
             [(t.limit, t.context) if isinstance(t, CutAnswer) else None for t in texts]
 
     def forget(self, prompts: list[str], config: dict[str, Any]) -> None:
         self.judge.forget(prompts, _config(config))
+
+    def answered_anew(self, prompts: list[str], config: dict[str, Any], batch: str) -> list[bool]:
+        return self.judge.answered_anew(prompts, _config(config), batch)
+
+    def batch_done(self, batch: str) -> None:
+        self.judge.batch_done(batch)
 
 
 def _config(config: dict[str, Any]) -> GenerationConfig:
@@ -92,7 +100,8 @@ class RayShardedJudge:
         self._identity = local.identity()
         self._pool: list[Any] | None = None
         self._gpus: float = 0  # each actor's GPUs, once the pool is made
-        self._anew: set[str] = set()  # prompts the next generate has asked again (`ask_anew`), by whichever actor
+        # prompts the next generate has asked again (`ask_anew`), by whichever actor, each with the caller's name for it
+        self._anew: dict[str, str | None] = {}
 
     def identity(self) -> dict[str, Any]:
         # not the actor count: it changes no answer, and a run resumed on a cluster that grew or shrank would
@@ -141,17 +150,33 @@ class RayShardedJudge:
         as each reads its own node's cache file (one machine: the one file, dropped once per actor)."""
         prompts = list(prompts)
         if prompts:
-            config_dict = (config or GenerationConfig()).to_dict()
-            refs = _Refs([actor.forget.remote(prompts, config_dict) for actor in self._actors()])
-            # an actor that died: one line; one whose node left with no room for it: the run ends, as in generate
-            # (`ray.get` waited for it for ever, review 42)
-            for _ in _reraised_in_one_line(self._results(refs), bool(self.cache), self.actor_restarts):
-                pass
+            self._on_every_actor("forget", prompts, (config or GenerationConfig()).to_dict())
 
-    def ask_anew(self, prompts, config: GenerationConfig | None = None) -> None:
+    def ask_anew(self, prompts, config: GenerationConfig | None = None, batch: str | None = None) -> None:
         """The next generate asks these prompts again instead of reading their cached answers, which stay cached until
-        the new ones replace them (`--retry-unscored`; `CachedJudge.ask_anew`): told to the actor each one goes to."""
-        self._anew.update(prompts)
+        the new ones replace them (`--retry-unscored`; `CachedJudge.ask_anew`): told to the actor each one goes to,
+        with ``batch`` (the name every actor records them under, in its node's cache file, until `batch_done`) or
+        else a name for its batch alone."""
+        self._anew.update(dict.fromkeys(prompts, batch))
+
+    def answered_anew(self, prompts, config: GenerationConfig | None, batch: str) -> list[bool]:
+        """`CachedJudge.answered_anew`, in every actor's node's cache file: answered again there."""
+        prompts = list(prompts)
+        if not prompts:
+            return []
+        found = self._on_every_actor("answered_anew", prompts, (config or GenerationConfig()).to_dict(), batch)
+        return [any(again) for again in zip(*found)]
+
+    def batch_done(self, batch: str) -> None:
+        """`CachedJudge.batch_done`, in every actor's node's cache file."""
+        self._on_every_actor("batch_done", batch)
+
+    def _on_every_actor(self, method: str, *args: Any) -> list[Any]:
+        """``method`` called on every actor (each reads its own node's cache file; one machine: the one file, once per
+        actor), their results as they end. An actor that died: one line; one whose node left with no room for it: the
+        run ends, as in generate (`ray.get` waited for it for ever in forget, review 42)."""
+        refs = _Refs([getattr(actor, method).remote(*args) for actor in self._actors()])
+        return list(_reraised_in_one_line(self._results(refs), bool(self.cache), self.actor_restarts))
 
     def generate(self, prompts, config: GenerationConfig | None = None, on_result=None, progress: bool = True):
         from ray.util import ActorPool
@@ -172,13 +197,18 @@ class RayShardedJudge:
         pool = ActorPool(self._actors())
         config_dict = config.to_dict()
         submitted: list[Any] = []
-        anew = self._anew.intersection(prompts)  # as CachedJudge: each prompt asked anew once, by the call that has it
-        self._anew -= anew
+        # as CachedJudge: each prompt asked anew once, by the call that has it
+        anew = {p: self._anew.pop(p) for p in unique if p in self._anew}
 
         def submit(actor, batch):
             again = [p for p in batch[1] if p in anew]
+            names = {anew[p] for p in again}
+            # one caller's name for the whole batch: under it the actors record what to ask again until the caller is
+            # done with it, so a run killed and continued (other batches, other actors) reads what was asked again
+            named = len(names) == 1 and None not in names
             submitted.append(actor.judge_batch.remote(batch[0], batch[1], config_dict, again,
-                                                      uuid.uuid4().hex if again else None))
+                                                      names.pop() if named else uuid.uuid4().hex if again else None,
+                                                      named))
             return submitted[-1]
 
         # answers come back batch by batch as actors finish (no gathering of the whole run)
