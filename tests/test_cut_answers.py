@@ -212,6 +212,53 @@ def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
     assert [r["id"] for r in rows] == list(range(8)) and all(r["parsed"] for r in rows)
 
 
+def test_a_continued_run_killed_while_asking_the_written_rows_again_costs_its_rerun_no_third_ask(tmp_path):
+    """ray43b: a run continued with --retry-unscored asks the unreadable rows the interrupted run wrote again before it
+    goes on; it dropped their cached answers first (`forget`), so a second kill, before those rows were rewritten,
+    made the next run drop the new answers too and ask those rows a third time (30 written rows, 10 asked again before
+    the kill: the next run asked all 30 again). They are asked anew now, under the part file's token: the next run
+    reads what the killed one had asked again (it asks 20, and the one in flight at the kill), and marks it so."""
+    import signal
+    import time
+    from collections import Counter
+
+    from fake_judge import UNREADABLE
+
+    src, out, part = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "o.jsonl.part"
+    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for i in range(12)))
+    asked: Counter = Counter()
+
+    def second_answer_readable_for_even_rows(prompt):
+        asked[prompt] += 1
+        time.sleep(0.1)
+        row = int(re.search(r"Finding (\d+): small", prompt).group(1))
+        return analysis_for(prompt) if asked[prompt] > 1 and row % 2 == 0 else UNREADABLE
+
+    with FakeOpenAIServer(second_answer_readable_for_even_rows) as server:
+        args = _score_cli(server, src, out, "--cache", tmp_path / "c.sqlite", "--chunk-rows", "2",
+                          "--judge-option", "concurrency=1")
+        written = _kill_once_written(args, part, tmp_path, rows=6)
+        assert 6 <= written < 12
+        first = sum(asked.values())
+        proc = subprocess.Popen(args + ["--retry-unscored"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=tmp_path)
+        deadline = time.time() + 60
+        while time.time() < deadline and sum(asked.values()) < first + 3:  # 3 written rows asked again
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    per_row = {int(re.search(r"Finding (\d+): small", prompt).group(1)): n for prompt, n in asked.items()}
+    # the written rows asked twice in all (3 of them three times before); the one in flight at the kill may be once more
+    assert sorted(per_row[i] for i in range(written)).count(2) >= written - 1, per_row
+    assert all(per_row[i] <= 3 for i in range(written)), per_row
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == list(range(12)) and all(r["details"]["asked_again"] for r in rows[:written])
+    assert [r["id"] for r in rows[:written] if r["parsed"]] == list(range(0, written, 2))
+
+
 def test_a_continued_retry_unscored_run_does_not_ask_a_third_time(tmp_path):
     """Review 17 (R1): a --retry-unscored run killed and continued with --retry-unscored asked the rows the first run
     had already asked twice a third time (every further interruption one more). The second answer is written with

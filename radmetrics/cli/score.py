@@ -259,12 +259,22 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         writer.restart()
         failed, unreadable = [], []
     resumed = writer.done_rows
-    if unreadable and hasattr(judge, "forget"):  # --retry-unscored: the written rows too, not only this run's
-        judge.forget([system.build_prompt(r.row.get(pairs.reference_column), r.row.get(pairs.candidate_column))
-                      for _, r in unreadable], config)
+    # --retry-unscored: the written rows too, not only this run's; asked anew under a name of this part file's run, so
+    # that a run killed before it rewrote them and continued reads what it had asked again (it dropped their answers
+    # with `forget` and asked the rows it had asked a third time)
+    written_again = f"{writer.token}:written" if unreadable and hasattr(judge, "batch_done") else None
+    if unreadable:
+        prompts = [system.build_prompt(r.row.get(pairs.reference_column), r.row.get(pairs.candidate_column))
+                   for _, r in unreadable]
+        if written_again is not None:
+            judge.ask_anew(prompts, config, batch=written_again)
+        elif hasattr(judge, "forget"):
+            judge.forget(prompts, config)
     if failed or unreadable:
         _reask_failed_calls(system, judge, pairs, writer, sorted(failed + unreadable, key=lambda kr: kr[0]), config,
                             fp, chunk_rows, progress, run_id, retried={k for k, _ in unreadable})
+    if written_again is not None:
+        judge.batch_done(written_again)  # the rows are rewritten
     for record, done in _with_resumed(pairs.rows(), writer):
         if done is not None:  # written by an earlier run: its judgment read back from the row
             raw = done.get("judge_output") or ""
