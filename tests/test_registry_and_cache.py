@@ -135,6 +135,34 @@ def test_a_read_only_cache_an_older_radmetrics_wrote_is_still_read_and_its_answe
     assert cache.written(["k"], batch="b") == {"k": 1.0}  # no record can be kept there: what is written now
 
 
+def test_a_batch_done_writes_nothing_when_nothing_was_recorded_under_it(tmp_path, monkeypatch):
+    """Review 44: `score --retry-unscored` ends every chunk with `batch_done`, which deleted in a write transaction
+    whether or not anything was recorded. On a read-only cache file a radmetrics of now made (it has
+    `written_for_batch`), a run with no row to ask again, which reads every answer from the cache and ran to its end
+    before session 35, failed: "cache file ... cannot be used (attempt to write a readonly database)". Nothing
+    recorded, nothing is written; what was recorded still goes, and a killed run's week-old record with it."""
+    import sqlite3
+    import time
+
+    from radmetrics.judge.cache import ResponseCache
+
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    cache.put_many([("k", "transformers", "judge", "an answer"), ("old", "transformers", "judge", "an answer")])
+    cache.written(["k"], batch="b")
+    cache.written(["old"], batch="killed")
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE written_for_batch SET noted = ? WHERE batch = 'killed'", (time.time() - 8 * 86400,))
+    cache.batch_done("b")
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT COUNT(*) FROM written_for_batch").fetchone() == (0,)
+
+    _open_read_only(monkeypatch, path)
+    read_only = ResponseCache(path)
+    read_only.batch_done("c")  # before: CacheError, the file 'cannot be used'
+    assert read_only.rewritten(["k"], "c") == set() and read_only.get_many(["k"]) == {"k": "an answer"}
+
+
 def _an_older_cache(path, marks_without_context: bool = False) -> None:
     """A cache file an older radmetrics made, holding one answer ('k'): only `responses` and `claims`; with
     ``marks_without_context``, as the radmetrics of b9afb71 made it, with marks of (key, created) and no context."""

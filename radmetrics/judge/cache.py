@@ -242,11 +242,15 @@ class ResponseCache:
 
     @_guarded
     def batch_done(self, batch: str) -> None:
-        """Drop what `written` recorded for ``batch`` (its work done), and any record a killed run left a week ago."""
-        if self._batches:
+        """Drop what `written` recorded for ``batch`` (its work done), and any record a killed run left a week ago.
+        Nothing recorded, nothing written: `score --retry-unscored` ends every chunk here, and a read-only cache file
+        with no row to ask again was 'cannot be used' (review 44)."""
+        if not self._batches:
+            return
+        where, args = "batch = ? OR noted < ?", (batch, time.time() - 7 * 86400)
+        if self._connect().execute(f"SELECT 1 FROM written_for_batch WHERE {where} LIMIT 1", args).fetchone():
             with self._write() as con:
-                con.execute("DELETE FROM written_for_batch WHERE batch = ? OR noted < ?",
-                            (batch, time.time() - 7 * 86400))
+                con.execute(f"DELETE FROM written_for_batch WHERE {where}", args)
 
     @_guarded
     def get_many_marked(self, keys: Sequence[str]) -> dict[str, tuple[str, bool, int | None]]:
