@@ -236,6 +236,7 @@ class OrderedPartWriter:
             previous, _, token = _stamp_lines(self.stamp_fd)
             continued = previous == stamp and self.part.exists()
             self.token = token if continued and token else uuid.uuid4().hex
+            self.named = False  # a name given (`name`): kept by `close` with no row written
             if continued:
                 offset = 0
                 with open(self.part, "rb") as fh:
@@ -259,6 +260,14 @@ class OrderedPartWriter:
         os.ftruncate(self.stamp_fd, 0)
         os.lseek(self.stamp_fd, 0, os.SEEK_SET)
         os.write(self.stamp_fd, f"{stamp}\n{os.getpid()}\n{self.token}\n".encode())  # the pid: for a second run's error
+
+    def name(self, what: object) -> str:
+        """A name under the part file's token for work the response cache records (`score --retry-unscored`: what a
+        chunk asks again). Once one is given the part file and its stamp outlive a run stopped before its first row
+        (`close`): the next run continues them under the same token and reads the record (review 44: a Ctrl-C in the
+        first chunk deleted both, and the rerun asked again what the stopped run had asked again)."""
+        self.named = True
+        return f"{self.token}:{what}"
 
     def resumed_rows(self) -> Iterator[dict[str, Any]]:
         """The rows a previous run already wrote (to rebuild the running summary)."""
@@ -303,7 +312,7 @@ class OrderedPartWriter:
             pass
         finally:
             try:
-                if not self.done_rows and self.part.stat().st_size == 0:
+                if not self.done_rows and not self.named and self.part.stat().st_size == 0:
                     # a run stopped before its first row (an option refused once the judge starts, e.g. --actors
                     # past the Ray cluster's CPUs): nothing to continue, so no empty OUTPUT.part and stamp left
                     # behind (review 40b); unlinked while still locked, as `finish` does

@@ -232,7 +232,7 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         judged = judge_pairs(system, judge, refs, cands, config, progress=progress, row_labels=labels) if good else []
         # the chunk's name for what it asks again, the same when a run killed before writing it is continued (the
         # part file's token, which a new run does not share, and the chunk's first line)
-        name = f"{writer.token}:{chunk[0].line}" if retry_unscored and judged else None
+        name = writer.name(chunk[0].line) if retry_unscored and judged else None
         if name is not None:
             judged = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels, name)
         by_line = dict(zip((r.line for r in good), judged))
@@ -262,7 +262,7 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
     # --retry-unscored: the written rows too, not only this run's; asked anew under a name of this part file's run, so
     # that a run killed before it rewrote them and continued reads what it had asked again (it dropped their answers
     # with `forget` and asked the rows it had asked a third time)
-    written_again = f"{writer.token}:written" if unreadable and hasattr(judge, "batch_done") else None
+    written_again = writer.name("written") if unreadable and hasattr(judge, "batch_done") else None
     if unreadable:
         prompts = [system.build_prompt(r.row.get(pairs.reference_column), r.row.get(pairs.candidate_column))
                    for _, r in unreadable]
