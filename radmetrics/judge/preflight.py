@@ -143,9 +143,10 @@ def check_judge(backend: str, model: str | None, options: dict | None = None, *,
             # the address without user:password@ or ?key=..., and any key in it hidden: errors reach files
             keys = [options.get("api_key"), os.environ.get(options.get("api_key_env") or "OPENAI_API_KEY"),
                     *url_secrets(base_url)]
+            python = "; judge_options={'base_url': URL} in Python" if model_flag is None else ""  # train: no Python
             raise JudgeError(redact(f"Cannot connect to the judge server at {shown_url(base_url)}: start the "
-                                    f"server, fix the address ({url_flag}; judge_options={{'base_url': URL}} in "
-                                    f"Python), or use a local judge ({local_how}).", keys))
+                                    f"server, fix the address ({url_flag}{python}), or use a local judge "
+                                    f"({local_how}).", keys))
     elif backend == "replay":
         path = options.get("path")
         if path and not Path(path).is_file():
