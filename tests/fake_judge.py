@@ -17,6 +17,8 @@ import hashlib
 import json
 import random
 import re
+import time
+from collections import Counter
 from collections.abc import Callable
 
 from green_answers import ERROR_TYPES, green_answer, green_score
@@ -30,6 +32,26 @@ from radmetrics.taxonomy import RADCLIQ_KEYS
 ANSWERS: dict[str, Callable[..., str]] = {}
 
 UNREADABLE = "I am not sure what to say about these reports."
+
+
+def write_finding_pairs(path, n: int, ids: bool = True) -> None:
+    """``n`` JSONL rows, 'Finding i: small left effusion.' against 'Finding i.' (an "id" column unless ``ids`` is
+    False): each row's prompt names its row, for judges that answer row by row."""
+    path.write_text("".join(json.dumps({**({"id": i} if ids else {}), "reference": f"Finding {i}: small left effusion.",
+                                        "candidate": f"Finding {i}."}) + "\n" for i in range(n)))
+
+
+def readable_the_second_time_for_even_rows(counts: Callable[[], Counter], delay: float = 0.1) -> Callable[[str], str]:
+    """A judge server's answer to `write_finding_pairs` prompts: unreadable the first time; asked again, a readable
+    analysis for even rows and unreadable again for odd ones. ``counts``: the Counter of asks per prompt to add to."""
+    def answer(prompt: str) -> str:
+        asked = counts()
+        asked[prompt] += 1
+        time.sleep(delay)
+        row = int(re.search(r"Finding (\d+): small", prompt).group(1))
+        return analysis_for(prompt) if asked[prompt] > 1 and row % 2 == 0 else UNREADABLE
+
+    return answer
 
 
 def analysis_for(prompt: str) -> str:

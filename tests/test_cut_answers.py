@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from fake_judge import analysis_for
+from fake_judge import analysis_for, readable_the_second_time_for_even_rows, write_finding_pairs
 from openai_server import FakeOpenAIServer
 
 import radmetrics
@@ -190,8 +190,7 @@ def test_retry_unscored_on_a_continued_run_asks_the_written_rows_too(tmp_path):
     from fake_judge import UNREADABLE
 
     src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    write_finding_pairs(src, 8)
     asked: Counter = Counter()
 
     def first_unreadable(prompt):  # the first answer to each prompt cannot be read, a second one can
@@ -222,20 +221,12 @@ def test_a_continued_run_killed_while_asking_the_written_rows_again_costs_its_re
     import time
     from collections import Counter
 
-    from fake_judge import UNREADABLE
 
     src, out, part = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "o.jsonl.part"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(12)))
+    write_finding_pairs(src, 12)
     asked: Counter = Counter()
 
-    def second_answer_readable_for_even_rows(prompt):
-        asked[prompt] += 1
-        time.sleep(0.1)
-        row = int(re.search(r"Finding (\d+): small", prompt).group(1))
-        return analysis_for(prompt) if asked[prompt] > 1 and row % 2 == 0 else UNREADABLE
-
-    with FakeOpenAIServer(second_answer_readable_for_even_rows) as server:
+    with FakeOpenAIServer(readable_the_second_time_for_even_rows(lambda: asked)) as server:
         args = _score_cli(server, src, out, "--cache", tmp_path / "c.sqlite", "--chunk-rows", "2",
                           "--judge-option", "concurrency=1")
         written = _kill_once_written(args, part, tmp_path, rows=6)
@@ -269,8 +260,7 @@ def test_a_continued_retry_unscored_run_does_not_ask_a_third_time(tmp_path):
     from fake_judge import UNREADABLE
 
     src, out = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    write_finding_pairs(src, 8)
     asked: Counter = Counter()
 
     def never_readable(prompt):
@@ -313,8 +303,7 @@ def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_n
     from fake_judge import UNREADABLE
 
     src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(8)))
+    write_finding_pairs(src, 8)
     asked: Counter = Counter()
 
     def never_readable(prompt):
@@ -357,22 +346,13 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     import time
     from collections import Counter
 
-    from fake_judge import UNREADABLE
 
     src, cache = tmp_path / "pairs.jsonl", tmp_path / "c.sqlite"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(12)))
+    write_finding_pairs(src, 12)
     asked: dict[str, Counter] = {"killed": Counter(), "uninterrupted": Counter()}
     run = ["killed"]
 
-    def second_answer_readable_for_even_rows(prompt):
-        counts = asked[run[0]]
-        counts[prompt] += 1
-        time.sleep(0.1)
-        row = int(re.search(r"Finding (\d+): small", prompt).group(1))
-        return analysis_for(prompt) if counts[prompt] > 1 and row % 2 == 0 else UNREADABLE
-
-    with FakeOpenAIServer(second_answer_readable_for_even_rows) as server:
+    with FakeOpenAIServer(readable_the_second_time_for_even_rows(lambda: asked[run[0]])) as server:
         def score(out, cache, *extra):
             return _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1", *extra)
 

@@ -75,12 +75,11 @@ def test_ctrl_c_with_ray_says_the_actors_cached_their_answers(tmp_path):
     import signal
     import time
 
-    from fake_judge import analysis_for
+    from fake_judge import analysis_for, write_finding_pairs
     from openai_server import FakeOpenAIServer
 
     src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
-    src.write_text("".join(json.dumps({"reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(40)))
+    write_finding_pairs(src, 40, ids=False)
     # Ctrl-C as a terminal delivers it: a shell starts background jobs (CI's) with SIGINT ignored and Python then
     # keeps it ignored, so the run went on to the end there (exit 0) while it stopped in an interactive shell
     code = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
@@ -151,19 +150,13 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_what_it_
     import time
     from collections import Counter
 
-    from fake_judge import UNREADABLE, analysis_for
+    from fake_judge import readable_the_second_time_for_even_rows, write_finding_pairs
     from openai_server import FakeOpenAIServer
 
     src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
-    src.write_text("".join(json.dumps({"id": i, "reference": f"Finding {i}: small left effusion.",
-                                       "candidate": f"Finding {i}."}) + "\n" for i in range(40)))
+    write_finding_pairs(src, 40)
     asked: Counter = Counter()
-
-    def second_answer_readable_for_even_rows(prompt):
-        asked[prompt] += 1
-        time.sleep(0.1)
-        row = int(prompt.split("Finding ")[1].split(":")[0])
-        return analysis_for(prompt) if asked[prompt] > 1 and row % 2 == 0 else UNREADABLE
+    second_answer_readable_for_even_rows = readable_the_second_time_for_even_rows(lambda: asked)
 
     def kill_the_run(proc):  # the actors' processes (Ray titles them after the class), then the driver's group
         for p in os.listdir("/proc"):
