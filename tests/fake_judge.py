@@ -54,6 +54,44 @@ def readable_the_second_time_for_even_rows(counts: Callable[[], Counter], delay:
     return answer
 
 
+class HeldAfter:
+    """A judge server's answer function whose requests wait, once ``asked()`` has reached ``limit``, until `release`:
+    a test that stops the run after ``limit`` asks then knows the run could not finish first (on a loaded machine the
+    test's own thread came to its kill only after the run had ended, CI of session 35), and `release` returns once the
+    held requests are answered and counted."""
+
+    def __init__(self, answer: Callable[[str], str], asked: Callable[[], int], limit: int):
+        import threading
+
+        self.answer, self.asked, self.limit = answer, asked, limit
+        self.gate, self.lock, self.held = threading.Event(), threading.Lock(), 0
+
+    def __call__(self, prompt: str) -> str:
+        held = not self.gate.is_set() and self.asked() >= self.limit
+        if held:
+            with self.lock:
+                self.held += 1
+            self.gate.wait(60)
+        try:
+            return self.answer(prompt)
+        finally:
+            if held:
+                with self.lock:
+                    self.held -= 1
+
+    def reached(self, timeout: float = 60) -> bool:
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.asked() < self.limit:
+            time.sleep(0.02)
+        return self.asked() >= self.limit
+
+    def release(self) -> None:
+        self.gate.set()
+        deadline = time.time() + 10
+        while time.time() < deadline and self.held:
+            time.sleep(0.01)
+
+
 def analysis_for(prompt: str) -> str:
     """The answer to one prompt: a scoring system's sample answer, or a data step's."""
     for system in _with_layouts(scoring_systems().values()):

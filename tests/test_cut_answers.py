@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from fake_judge import analysis_for, readable_the_second_time_for_even_rows, write_finding_pairs
+from fake_judge import HeldAfter, analysis_for, readable_the_second_time_for_even_rows, write_finding_pairs
 from openai_server import FakeOpenAIServer
 
 import radmetrics
@@ -311,23 +311,25 @@ def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_n
         time.sleep(0.2)
         return UNREADABLE
 
-    with FakeOpenAIServer(never_readable) as server:
+    # two rows asked again, the third held until the kill: the run cannot end first
+    held = HeldAfter(never_readable, lambda: sum(asked.values()), 8 + 2)
+    with FakeOpenAIServer(held) as server:
         args = _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1")
         first = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path)
         assert first.returncode == 1 and sum(asked.values()) == 8, first.stderr[-2000:]
         proc = subprocess.Popen(args + ["--retry-unscored"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 cwd=tmp_path)
-        deadline = time.time() + 60
-        while time.time() < deadline and sum(asked.values()) < 8 + 2:  # two rows asked again, six not yet
-            time.sleep(0.02)
+        assert held.reached()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        held.release()
         before = sum(asked.values())
         again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 1, again.stderr[-2000:]
-    # each row asked again once in the two runs, as an uninterrupted retry asks (the rerun asked all 8 before)
-    assert 8 <= (before - 8) + (sum(asked.values()) - before) <= 8 + 1, sorted(asked.values())  # + one in flight
-    assert sorted(asked.values()).count(3) <= 1, sorted(asked.values())
+    # each row asked again once in the two runs, as an uninterrupted retry asks (the rerun asked all 8 before), but
+    # for those in flight at the kill: the one asked, and on a loaded machine one answered but not yet cached
+    assert 8 <= (before - 8) + (sum(asked.values()) - before) <= 8 + 2, sorted(asked.values())
+    assert sorted(asked.values()).count(3) <= 2, sorted(asked.values())
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == list(range(8)) and all(r["details"]["asked_again"] for r in rows)
 
@@ -343,7 +345,6 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     all, were deleted as a run's stopped before its first row are, and the rerun, under a token of its own, asked the
     rows again a third time (12 rows, 6 asked again: the rerun asked 9, rows 0, 2 and 4 without asked_again)."""
     import signal
-    import time
     from collections import Counter
 
 
@@ -352,7 +353,10 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     asked: dict[str, Counter] = {"killed": Counter(), "uninterrupted": Counter()}
     run = ["killed"]
 
-    with FakeOpenAIServer(readable_the_second_time_for_even_rows(lambda: asked[run[0]])) as server:
+    # six rows asked again, the seventh held until the signal: the run cannot end first
+    held = HeldAfter(readable_the_second_time_for_even_rows(lambda: asked[run[0]]),
+                     lambda: sum(asked["killed"].values()) if run[0] == "killed" else 0, 12 + 6)
+    with FakeOpenAIServer(held) as server:
         def score(out, cache, *extra):
             return _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1", *extra)
 
@@ -360,10 +364,9 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
         assert subprocess.run(score(out, cache), capture_output=True, cwd=tmp_path).returncode == 1
         proc = subprocess.Popen(score(out, cache, "--retry-unscored"), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, cwd=tmp_path)
-        deadline = time.time() + 60
-        while time.time() < deadline and sum(asked["killed"].values()) < 12 + 6:  # six rows asked again
-            time.sleep(0.02)
+        assert held.reached()
         os.kill(proc.pid, getattr(signal, stop))
+        held.release()  # a run stopped by Ctrl-C waits for the answer in flight
         assert proc.wait() == (130 if stop == "SIGINT" else -signal.SIGKILL)
         before = sum(asked["killed"].values())
         again = subprocess.run(score(out, cache, "--retry-unscored"), capture_output=True, text=True, cwd=tmp_path)
@@ -373,7 +376,9 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
             subprocess.run(score(reference, tmp_path / "fresh.sqlite", *extra), capture_output=True, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert sum(asked["uninterrupted"].values()) == 24
-    assert before - 12 >= 6 and sum(asked["killed"].values()) - before <= 12 - (before - 12) + 1, \
+    # the rerun asks what was not asked again, and those in flight at the kill: the one asked, and on a loaded
+    # machine one answered but not yet cached (CI of session 35)
+    assert before - 12 >= 6 and sum(asked["killed"].values()) - before <= 12 - (before - 12) + 2, \
         sorted(asked["killed"].values())
     rows, expected = ([json.loads(x) for x in path.read_text().splitlines()] for path in (out, reference))
     assert sum(r["parsed"] for r in rows) == 6 and all(r["details"]["asked_again"] for r in rows)

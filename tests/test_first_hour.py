@@ -328,7 +328,7 @@ def test_train_judge_names_its_own_flags_before_any_work(tmp_path):
     base = ["train", "judge", "--base", tmp_path, "--data", pairs, "-o", tmp_path / "out"]
     cases = [(["--recipe", "green", "--teacher", "t", "--teacher-base-url", "http://127.0.0.1:9/v1"],
               "Cannot connect to the judge server at http://127.0.0.1:9/v1: start the server, fix the address "
-              "(--teacher-base-url;"),
+              "(--teacher-base-url), or use a local judge (--teacher-backend transformers --teacher FOLDER)"),
              (["--recipe", "green", "--teacher", "t", "--teacher-backend", "openai"],
               "needs a server address: --teacher-base-url URL on the command line"),
              (["--teacher-replay", pairs], "are for --recipe green; the recipe is vert (the default)"),
