@@ -362,8 +362,11 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
 
         out = tmp_path / "o.jsonl"
         assert subprocess.run(score(out, cache), capture_output=True, cwd=tmp_path).returncode == 1
+        # Ctrl-C's default action in the run, whatever this process's: a shell's background job, as CI runs the
+        # suite, ignores SIGINT, and a child inherits that (the run then went on to its end, exit 0)
         proc = subprocess.Popen(score(out, cache, "--retry-unscored"), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=tmp_path)
+                                stderr=subprocess.DEVNULL, cwd=tmp_path,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert held.reached()
         os.kill(proc.pid, getattr(signal, stop))
         held.release()  # a run stopped by Ctrl-C waits for the answer in flight
