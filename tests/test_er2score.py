@@ -146,6 +146,46 @@ def test_cli_er2score_writes_pairs_and_training_json_whole(fake_judge, tmp_path,
     assert not [p for p in out.rglob("*") if "training.json" in p.name]  # neither whole nor a temp part
 
 
+def test_cli_er2score_learns_from_recorded_teacher_answers(fake_judge, tmp_path):
+    """Review 43: `train er2score --teacher-backend replay` had no flag for the recorded answers (the error named
+    Python's get_judge(path=)). --teacher-replay FILE, as train judge's, gives them: the pairs written are those the
+    live teacher's answers make; the replay backend without a file, and a teacher beside --pairs, are refused by
+    their flags."""
+    import json
+
+    from click.testing import CliRunner
+
+    from radmetrics.cli import cli
+    from radmetrics.er2score.data import RADCLIQ_GENERATION_PROMPT
+
+    references = [r for r, _, _ in training_pairs()[:2]]
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text("\n".join(json.dumps({"reference": r}) for r in references))
+    live = radmetrics.get_judge("fake", cache=False)
+    prompts = [RADCLIQ_GENERATION_PROMPT.format(reference=r) for r in references]
+    recorded = tmp_path / "teacher.jsonl"
+    recorded.write_text("\n".join(json.dumps({"prompt": p, "response": a})
+                                  for p, a in zip(prompts, live.generate(prompts, progress=False))))
+    base = build_tiny_base(tmp_path / "base")
+    out = tmp_path / "er2"
+    result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), "--references", str(refs),
+                                      "--teacher-replay", str(recorded), "-o", str(out), "--steps", "2",
+                                      "--batch-size", "2"])
+    assert result.exit_code == 0, result.output
+    written = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
+    assert written and written == generate_pairs(live, references)[0]
+    for args, message in [(["--teacher-backend", "replay"], "needs the recorded teacher answers: --teacher-replay FILE"),
+                          (["--teacher-replay", str(recorded), "--teacher", "t"], "leave out --teacher"),
+                          (["--pairs", str(out / "pairs.jsonl"), "--teacher-replay", str(recorded)],
+                           "are for --references")]:
+        sources = [] if "--pairs" in args else ["--references", str(refs)]
+        result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), *sources, *args,
+                                          "-o", str(tmp_path / "other"), "--steps", "1"])
+        said = f"{result.output}{result.exception}"
+        assert result.exit_code != 0 and message in said, said
+        assert "get_judge" not in said
+
+
 def test_mrscore_reward_model_has_seven_outputs(tmp_path):
     from radmetrics.er2score.model import MultiRewardModel
 

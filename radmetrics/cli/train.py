@@ -207,6 +207,9 @@ def _check_same_run(output: str, config, rows: list[dict]) -> None:
                                               "or a local model folder / Hub id).")
 @click.option("--base-url", default=None, help="--references: the teacher's OpenAI-compatible server "
                                                "(default: $OPENAI_BASE_URL).")
+@click.option("--teacher-replay", type=EXISTING_FILE, default=None,
+              help="--references: recorded teacher answers ({prompt, response} JSONL) instead of a live teacher "
+                   "(implies --teacher-backend replay).")
 @click.option("--output", "-o", required=True, type=OUTPUT_FOLDER, help="Folder the reward model is saved to.")
 @click.option("--overwrite", is_flag=True, help="Write into a folder that is not empty, replacing what it holds.")
 # --steps 0 saved an untrained model, then an IndexError traceback; --lam nan saved a model of nan weights
@@ -219,7 +222,7 @@ def _check_same_run(output: str, config, rows: list[dict]) -> None:
               help="RadCliQ pair direction: 'paper' (as ER2Score A.4: the chosen report has more errors; the score "
                    "predicts errors, lower is better) or 'quality' (fewer errors chosen; higher is better).")
 def train_er2score_command(base_model, system, references_path, pairs_path, teacher_backend, teacher, base_url,
-                           output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention,
+                           teacher_replay, output, steps, batch_size, learning_rate, lam, lora_r, radcliq_convention,
                            overwrite) -> None:
     """Train an ER²Score reward model (LoRA + multi-reward head, MRE loss) and save it to OUTPUT."""
     check_new_folder(output, overwrite, "reward model")
@@ -233,6 +236,9 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.judge.preflight import check_hub_model, check_judge
 
     check_hub_model(base_model, what="base model", flag="--base")
+    if pairs_path and (teacher_replay or teacher or base_url):
+        raise InputError("--teacher / --teacher-replay / --base-url are for --references (the teacher writes the "
+                         "pairs); --pairs are ready pairs, no teacher is asked")
     if pairs_path:
         from radmetrics.io import read_rows_strict
 
@@ -252,9 +258,17 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
 
         references = read_references(references_path)
         options = {"base_url": base_url} if base_url else {}
+        if teacher_replay:  # as train judge's --teacher-replay: the recorded answers, no live teacher
+            if base_url or teacher or teacher_backend not in ("openai", "replay"):
+                raise InputError("--teacher-replay gives the teacher's recorded answers; leave out --teacher, "
+                                 "--base-url and --teacher-backend")
+            teacher_backend, options = "replay", {"path": teacher_replay}
+        elif teacher_backend == "replay" and not teacher:
+            raise InputError("--teacher-backend replay needs the recorded teacher answers: --teacher-replay FILE "
+                             "({prompt, response} JSONL)")
         if not teacher and teacher_backend != "replay":
             raise InputError("teacher generation needs the teacher: --teacher MODEL (with --teacher-backend openai, "
-                             "the model name the server serves)")
+                             "the model name the server serves) or --teacher-replay FILE")
         # seconds, before any work
         check_judge(teacher_backend, teacher, options, model_flag="--teacher", backend_flag="--teacher-backend")
         judge = get_judge(teacher_backend, model=teacher, **options)
