@@ -334,8 +334,9 @@ def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_n
     assert [r["id"] for r in rows] == list(range(8)) and all(r["details"]["asked_again"] for r in rows)
 
 
-@pytest.mark.parametrize("stop", ["SIGKILL", "SIGINT"])
-def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_uninterrupted_runs_rows(tmp_path, stop):
+@pytest.mark.parametrize("stop, rerun_chunks", [("SIGKILL", ()), ("SIGINT", ()), ("SIGKILL", ("--chunk-rows", "4"))])
+def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_uninterrupted_runs_rows(tmp_path, stop,
+                                                                                                    rerun_chunks):
     """ray43b: a --retry-unscored run killed while it asked a chunk's unreadable rows again, rerun: the rows it had asked
     again were asked a third time (40 rows, 20 asked again before the kill: 40 asked by the rerun, 60 for an
     uninterrupted run's 40) and those whose second answer could be read lost their asked_again mark. The chunk's asks
@@ -343,7 +344,9 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     it reads the second answers and asks the rest; its rows are the uninterrupted run's. Review 44: so after Ctrl-C
     (SIGINT) too, in the run's first chunk (the whole run under 4,096 rows): the part file and its stamp, token and
     all, were deleted as a run's stopped before its first row are, and the rerun, under a token of its own, asked the
-    rows again a third time (12 rows, 6 asked again: the rerun asked 9, rows 0, 2 and 4 without asked_again)."""
+    rows again a third time (12 rows, 6 asked again: the rerun asked 9, rows 0, 2 and 4 without asked_again). Session
+    36: a rerun in smaller chunks (`--chunk-rows`, not part of the run's identity) too: the name was the chunk's first
+    line, so the rerun's chunks past the first found no record and asked their rows a third time."""
     import signal
     from collections import Counter
 
@@ -372,7 +375,8 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
         held.release()  # a run stopped by Ctrl-C waits for the answer in flight
         assert proc.wait() == (130 if stop == "SIGINT" else -signal.SIGKILL)
         before = sum(asked["killed"].values())
-        again = subprocess.run(score(out, cache, "--retry-unscored"), capture_output=True, text=True, cwd=tmp_path)
+        again = subprocess.run(score(out, cache, "--retry-unscored", *rerun_chunks), capture_output=True, text=True,
+                               cwd=tmp_path)
         run[0] = "uninterrupted"
         reference = tmp_path / "reference.jsonl"
         for extra in ((), ("--retry-unscored",)):
