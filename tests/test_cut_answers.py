@@ -392,6 +392,81 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     assert rows == expected
 
 
+def test_a_pair_given_in_two_chunks_is_asked_again_once_whatever_the_chunks_and_after_a_stop(tmp_path):
+    """Review 45: `score --retry-unscored` dropped what a chunk recorded as asked again once the chunk was written, so a
+    pair given again in a later chunk found no record, read its second, unreadable answer as a first one and asked it a
+    third time: the rows and the asks depended on --chunk-rows (12 rows, pairs 1 and 3 given twice: 12 asks again in one
+    chunk, 14 in chunks of 4), and a run stopped in its one chunk and rerun with --chunk-rows 4 asked pairs 1 and 3 a
+    third time though the stopped run had asked them again (session 36's rerun in smaller chunks, a pair given twice).
+    The records are now kept until the run's rows are all written."""
+    import signal
+    from collections import Counter
+
+    src = tmp_path / "pairs.jsonl"
+    given = [0, 1, 2, 3, 4, 5, 1, 7, 8, 3, 10, 11]  # pair 1 at rows 1 and 6, pair 3 at rows 3 and 9
+    src.write_text("".join(json.dumps({"id": k, "reference": f"Finding {i}: small left effusion.",
+                                       "candidate": f"Finding {i}."}) + "\n" for k, i in enumerate(given)))
+    asked: dict[str, Counter] = {"stopped": Counter(), "chunks of 4": Counter()}
+    run = ["stopped"]
+    # five pairs asked again, the sixth held until Ctrl-C (which waits for it: no answer is lost to the stop)
+    held = HeldAfter(readable_the_second_time_for_even_rows(lambda: asked[run[0]]),
+                     lambda: sum(asked["stopped"].values()) if run[0] == "stopped" else 0, 10 + 5)
+    with FakeOpenAIServer(held) as server:
+        def score(out, cache, *extra):
+            return _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1", *extra)
+
+        out, cache = tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+        assert subprocess.run(score(out, cache), capture_output=True, cwd=tmp_path).returncode == 1
+        proc = subprocess.Popen(score(out, cache, "--retry-unscored"), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=tmp_path,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert held.reached()
+        os.kill(proc.pid, signal.SIGINT)
+        held.release()
+        assert proc.wait() == 130
+        again = subprocess.run(score(out, cache, "--retry-unscored", "--chunk-rows", "4"), capture_output=True,
+                               text=True, cwd=tmp_path)
+        run[0] = "chunks of 4"  # uninterrupted
+        reference = tmp_path / "reference.jsonl"
+        for extra in ((), ("--retry-unscored",)):
+            subprocess.run(score(reference, tmp_path / "fresh.sqlite", "--chunk-rows", "4", *extra), capture_output=True,
+                           cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    # each of the 10 pairs asked twice in all, as in one chunk (pairs 1 and 3 three times before): in chunks of 4, and
+    # by the run stopped in one chunk and its rerun in chunks of 4 together
+    assert {name: sorted(counts.values()) for name, counts in asked.items()} == {name: [2] * 10 for name in asked}
+    rows, expected = ([json.loads(x) for x in path.read_text().splitlines()] for path in (out, reference))
+    assert [r["id"] for r in rows if r["parsed"]] == [0, 2, 4, 8, 10] and all(r["details"]["asked_again"] for r in rows)
+    assert rows == expected
+
+
+def test_a_retry_unscored_run_stopped_once_its_rows_are_written_leaves_no_record_after_its_rerun(tmp_path):
+    """Review 45: a --retry-unscored run stopped after writing its last chunk but before dropping what the chunk had
+    recorded as asked again left those records to its rerun, which had no chunk left to judge and kept them for a
+    week (8 rows: 8 records). The rerun drops them now."""
+    import sqlite3
+    from collections import Counter
+
+    src, out, cache = tmp_path / "pairs.jsonl", tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+    write_finding_pairs(src, 8)
+    asked: Counter = Counter()
+    # the run ends right after its rows are written (a kill in that instant)
+    stop_once_written = ("import os, sys; import radmetrics.streaming as s; write = s.OrderedPartWriter.write; "
+                         "s.OrderedPartWriter.write = lambda self, rows: (write(self, rows), os._exit(9)); "
+                         "from radmetrics.cli import main; sys.argv = ['radmetrics'] + sys.argv[1:]; main()")
+    with FakeOpenAIServer(readable_the_second_time_for_even_rows(lambda: asked)) as server:
+        args = _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1")
+        assert subprocess.run(args, capture_output=True, cwd=tmp_path).returncode == 1
+        stopped = subprocess.run([sys.executable, "-c", stop_once_written, *args[3:], "--retry-unscored"],
+                                 capture_output=True, text=True, cwd=tmp_path)
+        assert stopped.returncode == 9, stopped.stderr[-2000:]
+        again = subprocess.run(args + ["--retry-unscored"], capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0 and "Continued an interrupted run: 8 rows" in again.stderr, again.stderr[-2000:]
+    assert sorted(asked.values()) == [2] * 8
+    with sqlite3.connect(cache) as con:
+        assert con.execute("SELECT COUNT(*) FROM written_for_batch").fetchone() == (0,)
+
+
 def test_two_runs_asking_one_prompt_again_at_once_read_the_new_answer_not_the_old(tmp_path):
     """Review 41a: two --retry-unscored runs at once on one cache (green and green_f1 share their prompts): the run
     that found the prompt held by the other read its old, unreadable answer at once (still cached while the other

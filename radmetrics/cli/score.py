@@ -234,9 +234,8 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
         # file's token, which a new run does not share); one for every chunk, not the chunk's first line: a rerun in
         # other chunks (--chunk-rows) found no record past the first and asked their rows a third time
         name = writer.name("chunks") if retry_unscored and judged else None
-        named: list[str] = []
         if name is not None:
-            judged, named = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels, name)
+            judged = _retry_unscored(system, judge, refs, cands, judged, config, progress, labels, name)
         by_line = dict(zip((r.line for r in good), judged))
         out = []
         for record in chunk:
@@ -247,8 +246,6 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
             out.append({**result_row(record.row, judgment, system.score_key, fp),
                         **({"run_id": run_id} if run_id else {})})
         writer.write(out)
-        if named:  # its rows are written: what it recorded as asked again is of no further use
-            judge.batch_done(name, named, config)
         chunk.clear()
 
     if writer.discarded:
@@ -296,6 +293,12 @@ def score_stream(system, judge, pairs, writer, running, config, fp: dict[str, An
             flush()
     if chunk:
         flush()
+    if retry_unscored and hasattr(judge, "batch_done"):
+        # every row written: what the chunks recorded as asked again goes. Not chunk by chunk: a pair given again in a
+        # later chunk reads there that its answer is the second one, as in one chunk (dropped with the first chunk's
+        # rows, it was asked a third time, so the rows depended on --chunk-rows, and a rerun in smaller chunks asked
+        # it a third time after a kill); and those of a run killed after writing its last chunk go with its rerun
+        judge.batch_done(writer.name("chunks"))
     if resumed:
         again = f"; the judge calls of {len(failed)} of them had failed and were made again" if failed else ""
         again += (f"; {len(unreadable)} of them had unreadable answers and were asked again (--retry-unscored)"
@@ -381,35 +384,35 @@ def _retry_unscored(system, judge, refs, cands, judged, config, progress, row_la
     """Rows the judge answered but whose answer could not be scored are asked once more, the cached answer not read
     (it would otherwise come back on every rerun) but kept until the new one replaces it: a run killed meanwhile
     leaves its rerun the same asks, not those and every row again as uncached (review 40a). ``name``: the run's chunks',
-    under which the response cache records which answers they ask again; a run killed before the chunk was written and
-    continued reads the answers given since (the rows marked asked again, readable or not) and asks only the rest
-    (it asked them all a third time, and marked only those still unreadable). Returns the judgments and the prompts
-    looked up under ``name`` (those answered), for `batch_done` once the rows are written (none without a name)."""
+    under which the response cache records which answers they ask again until the run's rows are all written; a run
+    killed before then and continued reads the answers given since (the rows marked asked again, readable or not) and
+    asks only the rest (it asked them all a third time, and marked only those still unreadable), and so does a later
+    chunk that gives a pair again."""
     from radmetrics.runner import judge_pairs
 
     ask_anew = getattr(judge, "ask_anew", None) or getattr(judge, "forget", None)  # a plugin's judge: forget
     if ask_anew is None:
-        return judged, []
+        return judged
     judged = list(judged)
     named = ({"batch": name} if name is not None and all(hasattr(judge, m) for m in ("answered_anew", "batch_done"))
              else {})
-    answered = [k for k, j in enumerate(judged) if j.raw] if named else []
-    answered_prompts = [system.build_prompt(refs[k], cands[k]) for k in answered]
     if named:
-        for k, again in zip(answered, judge.answered_anew(answered_prompts, config, name)):
-            if again:  # asked again by the killed run: its answer is the second one
+        answered = [k for k, j in enumerate(judged) if j.raw]
+        for k, again in zip(answered, judge.answered_anew([system.build_prompt(refs[k], cands[k]) for k in answered],
+                                                          config, name)):
+            if again:  # asked again by the killed run, or by an earlier chunk: its answer is the second one
                 judged[k].details[ASKED_AGAIN] = True
     redo = [k for k, j in enumerate(judged)
             if not j.details.get(ASKED_AGAIN) and _worth_asking_again(j.parsed, j.raw, j.reason)]
     if not redo:
-        return judged, answered_prompts
+        return judged
     ask_anew([system.build_prompt(refs[k], cands[k]) for k in redo], config, **named)
     again = judge_pairs(system, judge, [refs[k] for k in redo], [cands[k] for k in redo], config,
                         progress=progress, row_labels=[row_labels[k] for k in redo])
     for k, judgment in zip(redo, again):
         judgment.details[ASKED_AGAIN] = True  # written with the row: a continued run does not ask it a third time
         judged[k] = judgment
-    return judged, answered_prompts
+    return judged
 
 
 def _with_resumed(records, writer):
