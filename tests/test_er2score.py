@@ -186,6 +186,25 @@ def test_cli_er2score_learns_from_recorded_teacher_answers(fake_judge, tmp_path)
         assert "get_judge" not in said
 
 
+def test_a_model_trained_on_a_relative_base_folder_loads_from_another_directory(tmp_path, monkeypatch):
+    """Review 45: `train er2score --base ../base` saved the base as given, relative to the folder it was run in, so the
+    model loaded only from there: elsewhere `reward-check -m er2score --judge work/er2` said "Could not load the ER2Score
+    model ...: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '../base'". A local base is recorded
+    by its full path now."""
+    import json
+
+    from radmetrics.er2score.model import MultiRewardModel
+
+    build_tiny_base(tmp_path / "base")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    MultiRewardModel.new("../base", CRITERIA["radcliq"]).save("er2")
+    monkeypatch.chdir(tmp_path)
+    assert json.loads((tmp_path / "work" / "er2" / "er2score_config.json").read_text())["base_model"] == \
+        str((tmp_path / "base").resolve())
+    assert len(MultiRewardModel.load("work/er2").score(["Heart normal."], ["Heart enlarged."])[0]["rewards"]) == 6
+
+
 def test_mrscore_reward_model_has_seven_outputs(tmp_path):
     from radmetrics.er2score.model import MultiRewardModel
 

@@ -307,7 +307,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.io import AtomicFile
 
     with AtomicFile(folder / "training.json") as fh:  # all at once: a kill leaves no half training.json
-        json.dump({"base_model": base_model, "system": system, "pairs": len(pairs),
+        json.dump({"base_model": model.base_model, "system": system, "pairs": len(pairs),
                    "radcliq_convention": radcliq_convention, "higher_is_better": model.higher_is_better,
                    "steps": steps, "lambda": lam, "losses": losses}, fh, indent=2)
     click.echo(f"ER2Score trained on {len(pairs)} pairs; loss {losses[0]:.3f} -> {losses[-1]:.3f}; saved {folder}")
