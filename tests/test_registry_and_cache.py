@@ -157,19 +157,9 @@ def test_a_batch_done_writes_nothing_when_nothing_was_recorded_under_it(tmp_path
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT COUNT(*) FROM written_for_batch").fetchone() == (0,)
 
-    # a part of the work done (session 36: `score` names its chunks alike): only its keys' records go
-    cache.put_many([("k2", "transformers", "judge", "an answer")])
-    cache.written(["k", "k2"], batch="b")
-    cache.batch_done("b", ["k", "not recorded"])
-    assert cache.rewritten(["k", "k2"], "b") == set()
-    with sqlite3.connect(path) as con:
-        assert con.execute("SELECT key FROM written_for_batch").fetchall() == [("k2",)]
-    cache.batch_done("b", ["k2"])
-
     _open_read_only(monkeypatch, path)
     read_only = ResponseCache(path)
     read_only.batch_done("c")  # before: CacheError, the file 'cannot be used'
-    read_only.batch_done("c", ["k"])
     assert read_only.rewritten(["k"], "c") == set() and read_only.get_many(["k"]) == {"k": "an answer"}
 
 

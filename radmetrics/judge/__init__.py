@@ -144,12 +144,10 @@ class CachedJudge:
         again = self.cache.rewritten(keys, batch) if self.cache is not None else set()
         return [key in again for key in keys]
 
-    def batch_done(self, batch: str, prompts: Sequence[str] | None = None,
-                   config: GenerationConfig | None = None) -> None:
-        """The work named ``batch`` is done and kept: what `ask_anew` recorded under its name goes (for these
-        ``prompts`` only, when given: the part of the work done)."""
+    def batch_done(self, batch: str) -> None:
+        """The work named ``batch`` is done and kept: what `ask_anew` recorded under its name goes."""
         if self.cache is not None:
-            self.cache.batch_done(batch, None if prompts is None else self.keys(prompts, config))
+            self.cache.batch_done(batch)
 
     def generate(
         self,

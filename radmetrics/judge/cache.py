@@ -241,25 +241,16 @@ class ResponseCache:
         return found
 
     @_guarded
-    def batch_done(self, batch: str, keys: Sequence[str] | None = None) -> None:
-        """Drop what `written` recorded for ``batch`` (its work done), or for these of its ``keys`` (a part of the work
-        done: `score` names all its chunks alike, so that a rerun in other chunks, `--chunk-rows`, finds what the
-        killed run recorded), and any record a killed run left a week ago. Nothing recorded, nothing written: `score
-        --retry-unscored` ends every chunk here, and a read-only cache file with no row to ask again was 'cannot be
-        used' (review 44)."""
+    def batch_done(self, batch: str) -> None:
+        """Drop what `written` recorded for ``batch`` (its work done), and any record a killed run left a week ago.
+        Nothing recorded, nothing written: `score --retry-unscored` ends every chunk here, and a read-only cache file
+        with no row to ask again was 'cannot be used' (review 44)."""
         if not self._batches:
             return
-        old = time.time() - 7 * 86400
-        parts = ([("batch = ? OR noted < ?", (batch, old))] if keys is None else
-                 [(f"(batch = ? AND key IN ({marks})) OR noted < ?", (batch, *chunk, old))
-                  for chunk, marks in _in_chunks(list(dict.fromkeys(keys)))])
-        con = self._connect()
-        found = [(where, args) for where, args in parts
-                 if con.execute(f"SELECT 1 FROM written_for_batch WHERE {where} LIMIT 1", args).fetchone()]
-        if found:
+        where, args = "batch = ? OR noted < ?", (batch, time.time() - 7 * 86400)
+        if self._connect().execute(f"SELECT 1 FROM written_for_batch WHERE {where} LIMIT 1", args).fetchone():
             with self._write() as con:
-                for where, args in found:
-                    con.execute(f"DELETE FROM written_for_batch WHERE {where}", args)
+                con.execute(f"DELETE FROM written_for_batch WHERE {where}", args)
 
     @_guarded
     def get_many_marked(self, keys: Sequence[str]) -> dict[str, tuple[str, bool, int | None]]:

@@ -57,8 +57,8 @@ class _JudgeActor:
     def answered_anew(self, prompts: list[str], config: dict[str, Any], batch: str) -> list[bool]:
         return self.judge.answered_anew(prompts, _config(config), batch)
 
-    def batch_done(self, batch: str, prompts: list[str] | None = None, config: dict[str, Any] | None = None) -> None:
-        self.judge.batch_done(batch, prompts, None if config is None else _config(config))
+    def batch_done(self, batch: str) -> None:
+        self.judge.batch_done(batch)
 
 
 def _config(config: dict[str, Any]) -> GenerationConfig:
@@ -167,10 +167,9 @@ class RayShardedJudge:
         found = self._on_every_actor("answered_anew", prompts, (config or GenerationConfig()).to_dict(), batch)
         return [any(again) for again in zip(*found)]
 
-    def batch_done(self, batch: str, prompts=None, config: GenerationConfig | None = None) -> None:
+    def batch_done(self, batch: str) -> None:
         """`CachedJudge.batch_done`, in every actor's node's cache file."""
-        self._on_every_actor("batch_done", batch, None if prompts is None else list(prompts),
-                             None if prompts is None else (config or GenerationConfig()).to_dict())
+        self._on_every_actor("batch_done", batch)
 
     def _on_every_actor(self, method: str, *args: Any) -> list[Any]:
         """``method`` called on every actor (each reads its own node's cache file; one machine: the one file, once per
