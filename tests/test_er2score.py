@@ -176,9 +176,14 @@ def test_cli_er2score_learns_from_recorded_teacher_answers(fake_judge, tmp_path)
     assert written and written == generate_pairs(live, references)[0]
     for args, message in [(["--teacher-backend", "replay"], "needs the recorded teacher answers: --teacher-replay FILE"),
                           (["--teacher-replay", str(recorded), "--teacher", "t"], "leave out --teacher"),
+                          (["--teacher-replay", str(recorded), "--teacher-backend", "openai"],
+                           "leave out --teacher, --base-url and --teacher-backend"),
                           (["--pairs", str(out / "pairs.jsonl"), "--teacher-replay", str(recorded)],
-                           "are for --references")]:
-        sources = [] if "--pairs" in args else ["--references", str(refs)]
+                           "are for --references"),
+                          (["--pairs", str(out / "pairs.jsonl"), "--teacher-backend", "transformers"],
+                           "are for --references"),
+                          (["--pairs", str(out / "pairs.jsonl"), "--references", str(refs)], "not both")]:
+        sources = [] if "--pairs" in args or "--references" in args else ["--references", str(refs)]
         result = CliRunner().invoke(cli, ["train", "er2score", "--base", str(base), *sources, *args,
                                           "-o", str(tmp_path / "other"), "--steps", "1"])
         said = f"{result.output}{result.exception}"

@@ -236,9 +236,13 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.judge.preflight import check_hub_model, check_judge
 
     check_hub_model(base_model, what="base model", flag="--base")
-    if pairs_path and (teacher_replay or teacher or base_url):
-        raise InputError("--teacher / --teacher-replay / --base-url are for --references (the teacher writes the "
-                         "pairs); --pairs are ready pairs, no teacher is asked")
+    typed_backend = (click.get_current_context().get_parameter_source("teacher_backend")
+                     != click.core.ParameterSource.DEFAULT)
+    if pairs_path and references_path:
+        raise click.UsageError("give --references (the teacher writes pairs) or --pairs (ready pairs), not both")
+    if pairs_path and (teacher_replay or teacher or base_url or typed_backend):
+        raise InputError("--teacher / --teacher-replay / --teacher-backend / --base-url are for --references (the "
+                         "teacher writes the pairs); --pairs are ready pairs, no teacher is asked")
     if pairs_path:
         from radmetrics.io import read_rows_strict
 
@@ -259,7 +263,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
         references = read_references(references_path)
         options = {"base_url": base_url} if base_url else {}
         if teacher_replay:  # as train judge's --teacher-replay: the recorded answers, no live teacher
-            if base_url or teacher or teacher_backend not in ("openai", "replay"):
+            if base_url or teacher or (typed_backend and teacher_backend != "replay"):
                 raise InputError("--teacher-replay gives the teacher's recorded answers; leave out --teacher, "
                                  "--base-url and --teacher-backend")
             teacher_backend, options = "replay", {"path": teacher_replay}
