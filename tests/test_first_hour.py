@@ -768,3 +768,14 @@ def test_readme_command_1_says_its_one_empty_candidate_in_the_singular(tmp_path)
               tmp_path / "results.jsonl", "--no-cache", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "1 candidate report was empty: judged as written" in run.stderr and "reports were" not in run.stderr
+
+
+def test_a_deprecated_metric_name_is_one_warning_line_on_the_command_line(tmp_path):
+    """Review 43: `score -m radcliq` (the old name of radcliq_rubric) printed Python's own warning form, naming the line
+    of radmetrics' source that asked and echoing that line; the command line now says it as its other warnings do."""
+    run = cli("score", "-m", "radcliq", "-i", SAMPLE / "pairs.jsonl", "--backend", "replay", "--replay",
+              SAMPLE / "green_replay.jsonl", "-o", tmp_path / "o.jsonl", cwd=tmp_path)
+    assert run.returncode != 0  # the GREEN answers are no rubric answers: unscored, but the run ends normally
+    assert run.stderr.splitlines()[0] == ("Warning: Scoring system 'radcliq' is now called 'radcliq_rubric'; the old "
+                                          "name will go.")
+    assert "DeprecationWarning" not in run.stderr and ".py:" not in run.stderr

@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 import warnings
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -120,12 +121,24 @@ def sample_path_command(name: str | None) -> None:
     click.echo(sample_path(name))
 
 
+def _warning_line(show):
+    """``warnings.showwarning`` for the command line: radmetrics' own deprecations as one line, the rest as before."""
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DeprecationWarning) and "radmetrics" in Path(filename).parts:
+            click.echo(f"Warning: {message}", err=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return shown
+
+
 def main() -> None:
     from radmetrics.cli.exit_status import RunInterrupted, interrupted_line, raise_terminated
 
     signal.signal(signal.SIGTERM, raise_terminated)
-    # Deprecated names (e.g. --metric radcliq) say so on the command line too.
+    # Deprecated names (e.g. --metric radcliq) say so on the command line too, as one "Warning:" line like the
+    # others (Python's own form named the line of radmetrics' source that asked, review 43)
     warnings.filterwarnings("default", category=DeprecationWarning, module="radmetrics")
+    warnings.showwarning = _warning_line(warnings.showwarning)
     try:
         cli.main(standalone_mode=False)
     except RunInterrupted as e:
