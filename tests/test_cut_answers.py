@@ -334,6 +334,20 @@ def test_a_retry_unscored_run_killed_before_its_second_answers_costs_the_rerun_n
     assert [r["id"] for r in rows] == list(range(8)) and all(r["details"]["asked_again"] for r in rows)
 
 
+def _one_at_a_time(server, src):
+    """`radmetrics score` of ``src`` against ``server``, one request at a time: (output, cache, *flags) -> argv."""
+    return lambda out, cache, *extra: _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1",
+                                                 *extra)
+
+
+def _held_in_the_first_run(asked: dict, run: list[str], after: int) -> HeldAfter:
+    """The fake judge of the kill tests: unreadable first answers, readable second ones for even rows, each run's asks
+    counted in ``asked[run[0]]``; the first run's request after ``after`` of them held until released."""
+    first = next(iter(asked))
+    return HeldAfter(readable_the_second_time_for_even_rows(lambda: asked[run[0]]),
+                     lambda: sum(asked[first].values()) if run[0] == first else 0, after)
+
+
 @pytest.mark.parametrize("stop, rerun_chunks", [("SIGKILL", ()), ("SIGINT", ()), ("SIGKILL", ("--chunk-rows", "4"))])
 def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_uninterrupted_runs_rows(tmp_path, stop,
                                                                                                     rerun_chunks):
@@ -350,18 +364,15 @@ def test_a_retry_unscored_run_killed_while_asking_again_gives_its_rerun_the_unin
     import signal
     from collections import Counter
 
-
     src, cache = tmp_path / "pairs.jsonl", tmp_path / "c.sqlite"
     write_finding_pairs(src, 12)
     asked: dict[str, Counter] = {"killed": Counter(), "uninterrupted": Counter()}
     run = ["killed"]
 
     # six rows asked again, the seventh held until the signal: the run cannot end first
-    held = HeldAfter(readable_the_second_time_for_even_rows(lambda: asked[run[0]]),
-                     lambda: sum(asked["killed"].values()) if run[0] == "killed" else 0, 12 + 6)
+    held = _held_in_the_first_run(asked, run, 12 + 6)
     with FakeOpenAIServer(held) as server:
-        def score(out, cache, *extra):
-            return _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1", *extra)
+        score = _one_at_a_time(server, src)
 
         out = tmp_path / "o.jsonl"
         assert subprocess.run(score(out, cache), capture_output=True, cwd=tmp_path).returncode == 1
@@ -409,11 +420,9 @@ def test_a_pair_given_in_two_chunks_is_asked_again_once_whatever_the_chunks_and_
     asked: dict[str, Counter] = {"stopped": Counter(), "chunks of 4": Counter()}
     run = ["stopped"]
     # five pairs asked again, the sixth held until Ctrl-C (which waits for it: no answer is lost to the stop)
-    held = HeldAfter(readable_the_second_time_for_even_rows(lambda: asked[run[0]]),
-                     lambda: sum(asked["stopped"].values()) if run[0] == "stopped" else 0, 10 + 5)
+    held = _held_in_the_first_run(asked, run, 10 + 5)
     with FakeOpenAIServer(held) as server:
-        def score(out, cache, *extra):
-            return _score_cli(server, src, out, "--cache", cache, "--judge-option", "concurrency=1", *extra)
+        score = _one_at_a_time(server, src)
 
         out, cache = tmp_path / "o.jsonl", tmp_path / "c.sqlite"
         assert subprocess.run(score(out, cache), capture_output=True, cwd=tmp_path).returncode == 1
