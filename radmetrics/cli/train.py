@@ -191,6 +191,11 @@ def _check_same_run(output: str, config, rows: list[dict]) -> None:
                          "data: rerun that command to resume it, choose a new folder, or pass --overwrite to start over")
 
 
+def _given(parameter: str) -> bool:
+    """Whether the running command's ``parameter`` was typed (or set in the environment), not left at its default."""
+    return click.get_current_context().get_parameter_source(parameter) != click.core.ParameterSource.DEFAULT
+
+
 @train_group.command("er2score")
 @click.option("--base", "base_model", required=True, help="Backbone model id or folder.")
 @click.option("--system", type=click.Choice(["radcliq", "mrscore"]), default="radcliq", show_default=True,
@@ -236,8 +241,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     from radmetrics.judge.preflight import check_hub_model, check_judge
 
     check_hub_model(base_model, what="base model", flag="--base")
-    typed_backend = (click.get_current_context().get_parameter_source("teacher_backend")
-                     != click.core.ParameterSource.DEFAULT)
+    typed_backend = _given("teacher_backend")
     if pairs_path and references_path:
         raise click.UsageError("give --references (the teacher writes pairs) or --pairs (ready pairs), not both")
     if pairs_path and (teacher_replay or teacher or base_url or typed_backend):
@@ -298,8 +302,7 @@ def train_er2score_command(base_model, system, references_path, pairs_path, teac
     except ValueError as e:
         raise InputError(f"{pairs_path or 'the teacher pairs'}: {e}") from None
     wanted = higher_is_better(system, radcliq_convention)
-    flag_given = (click.get_current_context().get_parameter_source("radcliq_convention")
-                  != click.core.ParameterSource.DEFAULT)
+    flag_given = _given("radcliq_convention")
     if carried is not None and flag_given and carried != wanted:
         raise InputError(f"{pairs_path}: the pairs say higher_is_better {str(carried).lower()}, but "
                          f"--radcliq-convention {radcliq_convention} means {str(wanted).lower()}; drop the option "
