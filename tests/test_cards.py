@@ -185,7 +185,8 @@ def test_push_of_a_card_the_hub_refuses_fails_before_creating_anything(tmp_path,
 
     folder = tmp_path / "judge"
     folder.mkdir()
-    (folder / "README.md").write_text(f"---\nbase_model: {tmp_path}/base\n---\n# judge\n")
+    # (a local base_model is no longer refused: the pushed card leaves it out, `_card_with_portable_base`)
+    (folder / "README.md").write_text("---\nlicense: my-own-terms\n---\n# judge\n")
     with HubServer(tmp_path / "hub") as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
@@ -193,9 +194,9 @@ def test_push_of_a_card_the_hub_refuses_fails_before_creating_anything(tmp_path,
 
         monkeypatch.setattr(constants, "ENDPOINT", hub.endpoint)
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        with pytest.raises(RadmetricsError, match="The Hub refuses the card .*base_model"):
+        with pytest.raises(RadmetricsError, match="The Hub refuses the card .*license"):
             push_folder(folder, "lab/judge", token="hf_test_token")
-        assert not hub.repos and hub.validated[0][0] == "model" and "base_model" in hub.validated[0][1][0]
+        assert not hub.repos and hub.validated[0][0] == "model" and "license" in hub.validated[0][1][0]
 
 
 def test_hub_push_eval_without_training_is_honoured(tmp_path, lm_eval_results):
@@ -275,3 +276,20 @@ def test_an_lm_eval_run_with_limit_is_not_put_in_a_card(tmp_path, lm_eval_result
                                    "config": {"model_args": "pretrained=lab/judge", "limit": 6.0}}))
     with pytest.raises(RadmetricsError, match=r"an lm-eval run with --limit 6.0 graded a subset"):
         evaluations_from_files([unknown])
+
+
+def test_a_cards_local_base_is_named_by_its_hub_id_or_left_out_of_the_pushed_metadata():
+    """peft writes an adapter's card with `base_model: /path/to/base` (and a `base_model:adapter:/path` tag), which
+    the Hub refuses: the pushed card names the base's Hub id there, or leaves it out; ids and the text stay."""
+    from radmetrics.hub import _card_with_portable_base
+
+    card = ("---\nbase_model:\n- /home/me/base\n- meta/llama\nlibrary_name: peft\ntags:\n- base_model:adapter:/home/me/base"
+            "\n- lora\n---\n\n# Model Card for /home/me/base adapter\n")
+    path, pushed = _card_with_portable_base(card, "lab/base")
+    assert path == "/home/me/base"
+    assert pushed.startswith("---\nbase_model:\n- lab/base\n- meta/llama\nlibrary_name: peft\n")
+    assert "- base_model:adapter:lab/base\n- lora\n---\n\n# Model Card for /home/me/base adapter\n" in pushed
+    _, without = _card_with_portable_base(card.replace("- meta/llama\n", ""), None)
+    assert "base_model" not in without.split("\n---")[0] and "- lora" in without
+    for unchanged in ("---\nbase_model: meta/llama\n---\ntext", "no metadata", "---\n: [\n---\n", "---\nbase_model: x"):
+        assert _card_with_portable_base(unchanged, "lab/base") is None

@@ -320,3 +320,82 @@ def test_a_second_push_leaves_no_weights_of_the_first(hub, tmp_path):
          "model.safetensors.index.json", "notes.md"])
     assert hub_push(hub, adapter, "lab/judge").returncode == 0
     assert sorted(hub.files("model", "lab/judge")) == ["adapter_config.json", "adapter_model.safetensors", "notes.md"]
+
+
+def _hub_env(hub):
+    return {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_testtoken_SECRET", "HF_HUB_OFFLINE": "0",
+            "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(hub.root / "hf_home")}
+
+
+def test_a_model_trained_on_a_local_base_is_pushed_naming_the_bases_hub_id_and_loads_from_the_hub(hub, tmp_path):
+    """Session 37: training on a local copy of the base records it by its path (peft's adapter_config.json, ER²Score's
+    er2score_config.json), and `hub push` uploaded those files as they were: the pusher's folders went to the Hub, and
+    the model loaded nowhere else ("/home/me/models/base" is not on the other machine). The pushed files now name the
+    base by `--base-model` (its Hub id); the folder on disk is not changed."""
+    from tiny_judge import build_tiny_base
+
+    from radmetrics.er2score.model import MultiRewardModel
+    from radmetrics.er2score.pairs import CRITERIA
+
+    base, model = build_tiny_base(tmp_path / "base"), tmp_path / "er2"
+    MultiRewardModel.new(str(base), CRITERIA["radcliq"]).save(model)
+    refs, cands = ["Heart size normal. No effusion."], ["Heart enlarged. Small left effusion."]
+    local_scores = MultiRewardModel.load(model).score(refs, cands)
+    recorded = {name: json.loads((model / name).read_text()) for name in ("er2score_config.json",
+                                                                          "adapter_config.json")}
+    assert recorded["er2score_config.json"]["base_model"] == str(base.resolve())
+    assert recorded["adapter_config.json"]["base_model_name_or_path"] == str(base.resolve())
+
+    assert hub_push(hub, base, "lab/tiny-base").returncode == 0
+    out = hub_push(hub, model, "lab/er2", "--base-model", "lab/tiny-base")
+    assert out.returncode == 0, out.stderr[-2000:]
+    for name in ("er2score_config.json", "adapter_config.json"):
+        assert (f"Note: {name} named the base model by a path on this machine; pushed naming it 'lab/tiny-base'"
+                in out.stdout)
+    assert "pass --base-model" not in out.stdout
+    pushed = hub.folder("model", "lab/er2")
+    # peft's own card named the base by its path in the metadata (the Hub refuses it: the push failed before)
+    assert "base_model: /" in (model / "README.md").read_text()
+    assert "base_model: lab/tiny-base" in (pushed / "README.md").read_text()
+    assert "base_model:adapter:lab/tiny-base" in (pushed / "README.md").read_text()
+    for name, field in (("er2score_config.json", "base_model"), ("adapter_config.json", "base_model_name_or_path")):
+        on_hub = json.loads((pushed / name).read_text())
+        assert on_hub == {**recorded[name], field: "lab/tiny-base"}  # only the base changed
+        assert json.loads((model / name).read_text()) == recorded[name]  # the folder on disk is as it was
+    assert (pushed / "adapter_model.safetensors").read_bytes() == (model / "adapter_model.safetensors").read_bytes()
+    assert not any(str(tmp_path) in p.read_text(errors="replace") for p in pushed.rglob("*") if p.is_file())
+
+    # from another machine: the local base is gone, both come from the Hub
+    base.rename(tmp_path / "elsewhere")
+    (tmp_path / "other").mkdir()
+    code = ("import json; from radmetrics.er2score.model import MultiRewardModel; "
+            f"print(json.dumps(MultiRewardModel.load('lab/er2').score({refs!r}, {cands!r})))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "other", capture_output=True, text=True,
+                            env=_hub_env(hub))
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    remote_scores = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert remote_scores[0]["rewards"] == pytest.approx(local_scores[0]["rewards"])
+
+
+def test_without_the_bases_hub_id_a_local_path_is_pushed_as_the_folders_name_and_said(hub, tmp_path):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_text("{}")
+    config = {"peft_type": "LORA", "base_model_name_or_path": str(tmp_path / "models" / "llama-base") + "/", "r": 4}
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+    out = hub_push(hub, adapter, "lab/adapter")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert ("Note: adapter_config.json named the base model by a path on this machine; pushed naming it "
+            "'llama-base'\nNote: pass --base-model with the base's Hub id so that the pushed model loads from the Hub"
+            in out.stdout)
+    assert json.loads((hub.folder("model", "lab/adapter") / "adapter_config.json").read_text()) == {
+        **config, "base_model_name_or_path": "llama-base"}
+    # a base recorded by its Hub id is pushed as it is, without a word; a --base-model that is no Hub id is refused
+    (adapter / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": "meta/llama"}))
+    out = hub_push(hub, adapter, "lab/adapter")
+    assert out.returncode == 0 and "Note:" not in out.stdout
+    assert json.loads((hub.folder("model", "lab/adapter") / "adapter_config.json").read_text())[
+        "base_model_name_or_path"] == "meta/llama"
+    requests = len(hub.requests)
+    out = hub_push(hub, adapter, "lab/adapter", "--base-model", str(tmp_path / "models" / "llama-base"))
+    assert out.returncode != 0 and "is not a Hub model id" in out.stderr and len(hub.requests) == requests

@@ -31,7 +31,8 @@ def hub_group() -> None:
               help="Hub id of an evaluation dataset for model-index: SET=ID per expert set (rexval=my-lab/rexval), "
                    "or one ID when the results are of one set (default: the set's short name).")
 @click.option("--base-model", "base_model_id", default=None,
-              help="Hub id of the base model when training used a local copy (the card's base_model).")
+              help="Hub id of the base model when training used a local copy: the card's base_model, and the "
+                   "base the pushed adapter / ER²Score config names (else its folder's name).")
 def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_card, eval_files, eval_dataset,
                  base_model_id) -> None:
     """Push FOLDER (a merged judge, an adapter, or a dataset) to REPO_ID with its card, private unless --public.
@@ -41,10 +42,11 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
 
     for module in ("huggingface_hub", "yaml"):
         optional_import(module, "hub", "by hub push")
-    from radmetrics.hub import describe_push, push_folder
+    from radmetrics.hub import check_base_model_id, describe_push, push_folder
     from radmetrics.hub.cards import evaluations_from_files, is_adapter, render_model_card, update_model_card
     from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
+    check_base_model_id(base_model_id)  # before a card naming it is written
     card_path = Path(folder) / "README.md"
     # only results this model produced go into its card (not a report's baselines or another judge's metrics)
     evaluations = evaluations_from_files(list(eval_files), _eval_dataset_ids(eval_dataset), pushed=(repo_id, folder))
@@ -60,7 +62,7 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
         updated = update_model_card(strip_marker(existing) if existing else None, repo_id, evaluations)
         card_path.write_text(card_with_marker(updated) if ours else updated, encoding="utf-8")
     result = push_folder(folder, repo_id, repo_type=repo_type, public=public, gated=gated,
-                         overwrite_card=overwrite_card)
+                         overwrite_card=overwrite_card, base_model_id=base_model_id)
     for line in describe_push(folder, result):
         click.echo(line)
     if repo_type == "model" and not card_path.is_file():

@@ -4,6 +4,9 @@ judges and datasets, publish-metrics Spaces) goes through `push_folder` and so t
 radmetrics/hub/privacy.py."""
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,108 @@ STALE_FILES = {
               "*.safetensors.index.json", "*.bin.index.json", "adapter_config.json", "config.json"],
     "dataset": ["*.arrow", "*.parquet", "state.json", "dataset_info.json", "dataset_dict.json"],
 }
+
+
+#: Files of a pushed model that name its base model, and their field (peft's adapter config, ER²Score's config).
+#: Training on a local copy of the base records it by its path on the trainer's machine: pushed as is, the path
+#: shows the pusher's folders and loads nowhere else (`AutoPeftModel`, `MultiRewardModel.load` read it).
+BASE_MODEL_FIELDS = {"adapter_config.json": "base_model_name_or_path", "er2score_config.json": "base_model"}
+
+
+def portable_base_files(folder: Path, base_model_id: str | None = None) -> dict[str, tuple[str, str, str]]:
+    """The files of ``folder`` (`BASE_MODEL_FIELDS`, and a README.md's metadata) whose base model is a local path,
+    as they are pushed: ``{name: (recorded path, pushed name, pushed text)}``. The base is named by
+    ``base_model_id`` (its Hub id, as `hub push --base-model` gives it), else by its folder's name in the configs
+    and not at all in the card's metadata (the Hub accepts only ids there). A base recorded as a Hub id stays."""
+    from radmetrics.hub.cards import hub_model_id
+
+    pushed: dict[str, tuple[str, str, str]] = {}
+    card = folder / "README.md"
+    if card.is_file():
+        text = card.read_text(encoding="utf-8", errors="replace")
+        portable = _card_with_portable_base(text, base_model_id)
+        if portable is not None:
+            pushed["README.md"] = (portable[0], base_model_id or "", portable[1])
+    for name, field in BASE_MODEL_FIELDS.items():
+        path = folder / name
+        try:
+            config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue  # not ours to read: pushed as it is
+        recorded = config.get(field) if isinstance(config, dict) else None
+        if not isinstance(recorded, str) or not recorded or hub_model_id(recorded) is not None:
+            continue
+        config[field] = base_model_id or Path(recorded.rstrip("/\\")).name or "base_model"
+        pushed[name] = (recorded, config[field], json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    return pushed
+
+
+def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str, str] | None:
+    """A card whose metadata names a local base model (peft writes ``base_model: /path/to/base`` and the tag
+    ``base_model:adapter:/path/to/base`` into an adapter's README.md): (the path, the card naming ``base_model_id``
+    there instead, or without them). None when its metadata names no local base (or cannot be read)."""
+    import yaml
+
+    from radmetrics.hub.cards import hub_model_id
+
+    if not text.startswith("---"):
+        return None
+    head, sep, body = text[3:].partition("\n---")
+    try:
+        meta = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(meta, dict) or not sep:
+        return None
+    local = []
+
+    def portable(name: Any) -> Any:
+        if isinstance(name, str) and name and hub_model_id(name) is None:
+            local.append(name)
+            return base_model_id
+        return name
+
+    bases = meta.get("base_model")
+    if isinstance(bases, list):
+        kept = [b for b in (portable(b) for b in bases) if b]
+        meta["base_model"] = kept
+    elif bases is not None:
+        meta["base_model"] = portable(bases)
+    if not meta.get("base_model"):
+        meta.pop("base_model", None)
+    if isinstance(meta.get("tags"), list):
+        tags = []
+        for tag in meta["tags"]:
+            kind, colon, name = str(tag).rpartition(":")
+            if colon and kind.startswith("base_model") and hub_model_id(name) is None:
+                local.append(name)
+                if base_model_id:
+                    tags.append(f"{kind}:{base_model_id}")
+            else:
+                tags.append(tag)
+        meta["tags"] = tags
+    if not local:
+        return None
+    return local[0], "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---" + body
+
+
+def _staged(folder: Path, replaced: dict[str, str], into: Path) -> Path:
+    """``folder`` as ``into``: its files linked (copied where links cannot be made), ``replaced`` ones ({name:
+    text}) written anew, so one commit pushes the folder with them and the folder itself is not touched."""
+    for source in sorted(folder.rglob("*")):
+        if not source.is_file():
+            continue
+        relative = source.relative_to(folder)
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if relative.as_posix() in replaced:
+            target.write_text(replaced[relative.as_posix()], encoding="utf-8")
+            continue
+        try:
+            os.symlink(source.resolve(), target)
+        except OSError:
+            shutil.copy2(source, target)
+    return into
 
 
 def repo_visibility(api, repo_id: str, repo_type: str) -> bool | None:
@@ -46,6 +151,15 @@ def _remote_card(api, repo_id: str, repo_type: str) -> str | None:
         return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
+def check_base_model_id(base_model_id: str | None) -> None:
+    """``--base-model`` is a Hub model id (it goes into the card's metadata and the pushed configs), or absent."""
+    from radmetrics.hub.cards import hub_model_id
+
+    if base_model_id is not None and hub_model_id(base_model_id, local=False) is None:
+        raise RadmetricsError(f"--base-model '{base_model_id}' is not a Hub model id (owner/name): give the Hub id of "
+                              "the model it was trained from")
+
+
 def check_repo_id(repo_id: str) -> None:
     """A repository id the Hub accepts (owner/name), checked here without a request: one line, not the Hub
     client's traceback."""
@@ -59,14 +173,17 @@ def check_repo_id(repo_id: str) -> None:
 
 def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", public: bool = False,
                 gated: str | None = None, token: str | None = None, commit_message: str | None = None,
-                overwrite_card: bool = False) -> dict[str, Any]:
+                overwrite_card: bool = False, base_model_id: str | None = None) -> dict[str, Any]:
     """Upload FOLDER to REPO_ID through the privacy gate; create the repo private unless public=True.
 
     Refuses (PushRefused) to push PhysioNet/credentialed data publicly, and to add to an existing public
     repository unless public=True. A README.md on the Hub that a person wrote is kept (not uploaded over)
-    unless overwrite_card. Returns {"url", "commit", "private" (read back from the Hub after the push),
-    "gated", "card_kept", "public_requested"}. The token comes from the argument or the usual environment /
-    login, and is never printed: an error the Hub answers with is one RadmetricsError line, the token redacted."""
+    unless overwrite_card. A model's files that name its base model by a local path are pushed naming it by
+    ``base_model_id`` (its Hub id) or its folder's name (`portable_base_files`; the folder is not changed).
+    Returns {"url", "commit", "private" (read back from the Hub after the push), "gated", "card_kept",
+    "public_requested", "base_renamed" ({file: (recorded, pushed)}), "base_named_by_id"}. The token comes from the
+    argument or the usual environment / login, and is never printed: an error the Hub answers with is one
+    RadmetricsError line, the token redacted."""
     from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
@@ -75,23 +192,27 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
     check_repo_id(repo_id)
+    check_base_model_id(base_model_id)
     if not any(p.is_file() for p in folder.rglob("*")):
         raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:
         check_public_allowed(folder, f"{folder} to {repo_id}")
     try:
-        return _push(folder, repo_id, repo_type, public, gated, token, commit_message, overwrite_card)
+        return _push(folder, repo_id, repo_type, public, gated, token, commit_message, overwrite_card,
+                     base_model_id)
     except HfHubHTTPError as e:  # a token refused, no right to write there, the Hub down: one line, no token
         raise RadmetricsError(hub_refused(e, repo_id, token)) from None
 
 
 def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str | None, token: str | None,
-          commit_message: str | None, overwrite_card: bool) -> dict[str, Any]:
+          commit_message: str | None, overwrite_card: bool, base_model_id: str | None) -> dict[str, Any]:
     from huggingface_hub import HfApi
 
     card = folder / "README.md"
+    portable = portable_base_files(folder, base_model_id) if repo_type == "model" else {}
+    pushed_card = portable["README.md"][2] if "README.md" in portable else None  # the card as it goes up
     if card.is_file():
-        validate_card(card, repo_type)
+        validate_card(card, repo_type, text=pushed_card)
     api = HfApi(token=token)
     existed = repo_visibility(api, repo_id, repo_type) is not None
     if not existed:
@@ -108,17 +229,22 @@ def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str |
     ignore = ["cache-*.arrow", "**/cache-*.arrow"] if repo_type == "dataset" else []
     if existed and (folder / "README.md").is_file() and not overwrite_card:
         remote = _remote_card(api, repo_id, repo_type)
-        local = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
+        local = pushed_card or (folder / "README.md").read_text(encoding="utf-8", errors="replace")
         if remote is not None and remote != local and written_by_user(remote):
             ignore.append("README.md")
-    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type=repo_type,
-                               ignore_patterns=ignore or None, delete_patterns=STALE_FILES.get(repo_type),
-                               commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
+    with tempfile.TemporaryDirectory(prefix="radmetrics-push-") as staging:
+        source = _staged(folder, {name: text for name, (_, _, text) in portable.items()}, Path(staging)) \
+            if portable else folder
+        commit = api.upload_folder(folder_path=str(source), repo_id=repo_id, repo_type=repo_type,
+                                   ignore_patterns=ignore or None, delete_patterns=STALE_FILES.get(repo_type),
+                                   commit_message=commit_message or f"Upload with radmetrics from {folder.name}")
     if gated:
         api.update_repo_settings(repo_id, repo_type=repo_type, gated=gated)
     url = f"{api.endpoint}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
     return {"url": url, "commit": getattr(commit, "oid", None), "private": repo_visibility(api, repo_id, repo_type),
-            "gated": gated or False, "card_kept": "README.md" in ignore, "public_requested": public}
+            "gated": gated or False, "card_kept": "README.md" in ignore, "public_requested": public,
+            "base_renamed": {name: (recorded, named) for name, (recorded, named, _) in portable.items()},
+            "base_named_by_id": bool(base_model_id)}
 
 
 def hub_refused(error: Exception, repo_id: str, token: str | None = None) -> str:
@@ -155,12 +281,18 @@ def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:
     if result["public_requested"] and result["private"]:
         lines.append("Note: the repository already existed as private and stays private; change its visibility "
                      "on the Hub if you mean to publish it.")
+    renamed = result.get("base_renamed") or {}
+    for name, (_, named) in renamed.items():
+        lines.append(f"Note: {name} named the base model by a path on this machine; pushed "
+                     + (f"naming it '{named}'" if named else "without it in the card's metadata"))
+    if renamed and not result.get("base_named_by_id"):
+        lines.append("Note: pass --base-model with the base's Hub id so that the pushed model loads from the Hub")
     if result["card_kept"]:
         lines.append("Note: kept the README.md on the Hub (written by hand); pass --overwrite-card to replace it.")
     return lines
 
 
-def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None) -> None:
+def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = None, text: str | None = None) -> None:
     """Ask the Hub's own card check (POST /api/validate-yaml, as huggingface_hub's RepoCard.validate does)
     before creating or uploading anything, so a card the Hub would refuse is one clear error, not a half push.
     Posted to the configured endpoint (HF_ENDPOINT): older huggingface_hub versions always ask huggingface.co."""
@@ -168,7 +300,7 @@ def validate_card(card: Path, repo_type: str = "model", endpoint: str | None = N
     from huggingface_hub.utils import get_session, hf_raise_for_status
 
     url = f"{(endpoint or constants.ENDPOINT).rstrip('/')}/api/validate-yaml"
-    body = {"repoType": repo_type, "content": card.read_text(encoding="utf-8")}
+    body = {"repoType": repo_type, "content": card.read_text(encoding="utf-8") if text is None else text}
     response = get_session().post(url, json=body, headers={"Accept": "text/plain"})
     if response.status_code == 400:
         raise RadmetricsError(f"The Hub refuses the card {card}: {' '.join(response.text.split())}")
