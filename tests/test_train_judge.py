@@ -220,3 +220,27 @@ def test_a_misspelt_config_setting_is_one_line_naming_the_valid_ones(tmp_path):
                               "--data", str(SAMPLE / "pairs.jsonl"), "--config", name, "-o", "out"],
                              cwd=tmp_path, capture_output=True, text=True)
         assert out.returncode == 2 and expected in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+
+
+def test_a_judge_trained_on_a_relative_base_folder_loads_from_another_directory(base, tmp_path, monkeypatch,
+                                                                               fake_judge):
+    """Review 46: `train judge --base models/base` gave the base to transformers as typed, so peft recorded it relative
+    to the folder training ran in (adapter_config.json and its card): the adapter loaded only from there, and `hub
+    push` run elsewhere took "models/base" for a Hub id and pushed it as the base, even with --base-model. A local
+    base is recorded by its full path (as `train er2score`'s, review 45)."""
+    import shutil
+
+    rows, _ = green_examples([r for r, _, _ in training_pairs()], [c for _, c, _ in training_pairs()],
+                             radmetrics.get_judge("fake", cache=False))
+    shutil.copytree(base, tmp_path / "models" / "base")
+    monkeypatch.chdir(tmp_path)
+    out = train_judge(JudgeSFTConfig("models/base", "judge", recipe="green", max_steps=1, batch_size=2, lora_r=4,
+                                     lora_alpha=8, merge=False), rows)
+    adapter = tmp_path / "judge" / "adapter"
+    full = str((tmp_path / "models" / "base").resolve())
+    assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == full
+    assert out["config"]["base_model"] == full
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    judge = radmetrics.get_judge("transformers", model=str(adapter), cache=False)
+    judge.backend.load()  # before: "models/base is not a local folder and is not a valid model identifier"
