@@ -399,3 +399,20 @@ def test_without_the_bases_hub_id_a_local_path_is_pushed_as_the_folders_name_and
     requests = len(hub.requests)
     out = hub_push(hub, adapter, "lab/adapter", "--base-model", str(tmp_path / "models" / "llama-base"))
     assert out.returncode != 0 and "is not a Hub model id" in out.stderr and len(hub.requests) == requests
+
+
+@pytest.mark.parametrize("recorded,named", [("C:\\Users\\me\\models\\llama-base", "llama-base"),
+                                            ("\\\\server\\share\\models\\llama-base\\", "llama-base"),
+                                            ("D:/models/llama-base", "llama-base"), ("/home/me/llama-base/", "llama-base"),
+                                            ("\\\\server\\share", "base_model")])
+def test_a_base_recorded_by_a_windows_path_is_pushed_by_its_folders_name(tmp_path, recorded, named):
+    """Review 46: the folder's name was taken with this machine's path rules, so a model trained on Windows and pushed
+    from Linux (or its config copied over) went up with the whole path: "C:\\Users\\me\\models\\llama-base"."""
+    from radmetrics.hub import portable_base_files
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": recorded, "r": 4}))
+    (tmp_path / "er2score_config.json").write_text(json.dumps({"base_model": recorded}))
+    pushed = portable_base_files(tmp_path)
+    assert {name: named_as for name, (_, named_as, _) in pushed.items()} == {
+        "adapter_config.json": named, "er2score_config.json": named}
+    assert json.loads(pushed["adapter_config.json"][2]) == {"base_model_name_or_path": named, "r": 4}

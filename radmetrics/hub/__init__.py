@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
@@ -57,7 +57,8 @@ def portable_base_files(folder: Path, base_model_id: str | None = None) -> dict[
         recorded = config.get(field) if isinstance(config, dict) else None
         if not isinstance(recorded, str) or not recorded or hub_model_id(recorded) is not None:
             continue
-        config[field] = base_model_id or Path(recorded.rstrip("/\\")).name or "base_model"
+        # Windows' rules read both separators (a config written there names C:\...\base): only the name goes up
+        config[field] = base_model_id or PureWindowsPath(recorded).name or "base_model"
         pushed[name] = (recorded, config[field], json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     return pushed
 
