@@ -416,3 +416,29 @@ def test_a_base_recorded_by_a_windows_path_is_pushed_by_its_folders_name(tmp_pat
     assert {name: named_as for name, (_, named_as, _) in pushed.items()} == {
         "adapter_config.json": named, "er2score_config.json": named}
     assert json.loads(pushed["adapter_config.json"][2]) == {"base_model_name_or_path": named, "r": 4}
+
+
+def test_pushing_again_with_the_bases_hub_id_replaces_the_card_the_first_push_sent(hub, tmp_path):
+    """Review 46: a hand-written card naming a local base went up without it; pushed again with --base-model (as the
+    first push's note asks), the Hub's card differed from the one going up and, written by hand, was kept: the
+    configs named the base, the card never did, and the output said "README.md ... pushed naming it 'lab/base'"
+    beside "kept the README.md on the Hub". The card an earlier push made of the same README.md is replaced; one
+    edited on the Hub is still kept, and then no note says the card went up."""
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_text("{}")
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path / "base")}))
+    (adapter / "README.md").write_text(f"---\nbase_model: {tmp_path / 'base'}\nlicense: mit\n---\n# My judge\n")
+    on_hub = hub.folder("model", "lab/judge") / "README.md"
+    assert hub_push(hub, adapter, "lab/judge").returncode == 0
+    assert on_hub.read_text() == "---\nlicense: mit\n---\n# My judge\n"
+    for base in ("lab/base", "lab/other-base", "lab/base"):
+        out = hub_push(hub, adapter, "lab/judge", "--base-model", base)
+        assert out.returncode == 0 and "kept the README.md" not in out.stdout, out.stdout
+        assert on_hub.read_text() == f"---\nbase_model: {base}\nlicense: mit\n---\n# My judge\n"
+        assert f"Note: README.md named the base model by a path on this machine; pushed naming it '{base}'" in out.stdout
+    on_hub.write_text("---\nbase_model: lab/base\nlicense: mit\n---\n# My judge, edited on the Hub\n")
+    out = hub_push(hub, adapter, "lab/judge", "--base-model", "lab/base")
+    assert out.returncode == 0 and "Note: kept the README.md on the Hub (written by hand)" in out.stdout
+    assert "# My judge, edited on the Hub" in on_hub.read_text() and "Note: README.md" not in out.stdout
+    assert "Note: adapter_config.json named the base model by a path on this machine" in out.stdout

@@ -71,15 +71,10 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
 
     from radmetrics.hub.cards import hub_model_id
 
-    if not text.startswith("---"):
+    read = _front_matter(text)
+    if read is None:
         return None
-    head, sep, body = text[3:].partition("\n---")
-    try:
-        meta = yaml.safe_load(head)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(meta, dict) or not sep:
-        return None
+    meta, body = read
     local = []
 
     def portable(name: Any) -> Any:
@@ -110,6 +105,30 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
     if not local:
         return None
     return local[0], "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---" + body
+
+
+def _front_matter(text: str) -> tuple[dict, str] | None:
+    """A card's metadata and what follows it (from the closing ``---`` on); None without readable metadata."""
+    import yaml
+
+    if not text.startswith("---"):
+        return None
+    head, sep, body = text[3:].partition("\n---")
+    try:
+        meta = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return None
+    return (meta, body) if isinstance(meta, dict) and sep else None
+
+
+def _sent_before(remote: str, card: str) -> bool:
+    """Whether the Hub's card ``remote`` is ``card`` (a README.md naming a local base) as an earlier push sent it:
+    naming the base by another ``--base-model``, or without it. It is replaced then, not kept as written by hand
+    (review 46: a push with the base's id, as the first one's note asks, kept the card without it)."""
+    meta = (_front_matter(remote) or ({}, ""))[0]
+    bases = meta.get("base_model")
+    named = [b for b in (bases if isinstance(bases, list) else [bases]) if isinstance(b, str) and b]
+    return any((_card_with_portable_base(card, base) or (None, None))[1] == remote for base in [None, *named])
 
 
 def _staged(folder: Path, replaced: dict[str, str], into: Path) -> Path:
@@ -230,9 +249,11 @@ def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str |
     ignore = ["cache-*.arrow", "**/cache-*.arrow"] if repo_type == "dataset" else []
     if existed and (folder / "README.md").is_file() and not overwrite_card:
         remote = _remote_card(api, repo_id, repo_type)
-        local = pushed_card or (folder / "README.md").read_text(encoding="utf-8", errors="replace")
-        if remote is not None and remote != local and written_by_user(remote):
+        card_text = (folder / "README.md").read_text(encoding="utf-8", errors="replace")
+        sent_before = remote is not None and pushed_card is not None and _sent_before(remote, card_text)
+        if remote is not None and remote != (pushed_card or card_text) and written_by_user(remote) and not sent_before:
             ignore.append("README.md")
+            portable.pop("README.md", None)  # not pushed: no note says it went up naming the base
     with tempfile.TemporaryDirectory(prefix="radmetrics-push-") as staging:
         source = _staged(folder, {name: text for name, (_, _, text) in portable.items()}, Path(staging)) \
             if portable else folder
