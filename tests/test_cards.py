@@ -291,5 +291,10 @@ def test_a_cards_local_base_is_named_by_its_hub_id_or_left_out_of_the_pushed_met
     assert "- base_model:adapter:lab/base\n- lora\n---\n\n# Model Card for /home/me/base adapter\n" in pushed
     _, without = _card_with_portable_base(card.replace("- meta/llama\n", ""), None)
     assert "base_model" not in without.split("\n---")[0] and "- lora" in without
+    # review 46: a card saved with a byte-order mark; metadata with nothing else left; a base named twice
+    assert _card_with_portable_base("\ufeff---\nbase_model: /home/me/base\n---\n\n# Card\n", None) == (
+        "/home/me/base", "# Card\n")
+    assert _card_with_portable_base("---\nbase_model: [/a/base, lab/base, ../base]\n---\n", "lab/base")[1] == \
+        "---\nbase_model:\n- lab/base\n---\n"
     for unchanged in ("---\nbase_model: meta/llama\n---\ntext", "no metadata", "---\n: [\n---\n", "---\nbase_model: x"):
         assert _card_with_portable_base(unchanged, "lab/base") is None

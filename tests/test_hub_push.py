@@ -18,10 +18,10 @@ def hub(tmp_path, monkeypatch):
         yield server
 
 
-def push(hub, *args, command=("data", "push")):
+def push(hub, *args, command=("data", "push"), cwd=REPO):
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": "hf_testtoken_SECRET", "HF_HUB_OFFLINE": "0",
            "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HOME": str(hub.root / "hf_home")}
-    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *command, *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "radmetrics.cli", *command, *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env=env)
 
 
@@ -377,45 +377,56 @@ def test_a_model_trained_on_a_local_base_is_pushed_naming_the_bases_hub_id_and_l
     assert remote_scores[0]["rewards"] == pytest.approx(local_scores[0]["rewards"])
 
 
-def test_without_the_bases_hub_id_a_local_path_is_pushed_as_the_folders_name_and_said(hub, tmp_path):
+@pytest.mark.parametrize("recorded", ["{tmp}/models/llama-base/", "C:\\Users\\me\\models\\llama-base",
+                                      "\\\\server\\share\\llama-base", "../llama-base", "~/llama-base"])
+def test_without_the_bases_hub_id_a_model_naming_a_local_base_is_refused_before_anything_is_sent(hub, tmp_path,
+                                                                                                recorded):
+    """Review 46: pushed under its folder's name ("llama-base"), a model whose base is a local folder loaded whatever
+    folder of that name the loading machine's working directory had (a size mismatch, or silently another model);
+    a Windows path (C:\\..., \\\\server\\...) went up whole. Without --base-model nothing is pushed: one line saying
+    which file names which path, and what to pass."""
+    adapter = tmp_path / "adapter"
+    (adapter / "checkpoint-3").mkdir(parents=True)
+    (adapter / "adapter_model.safetensors").write_text("{}")
+    config = {"peft_type": "LORA", "base_model_name_or_path": "meta/llama", "r": 4}
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+    recorded = recorded.format(tmp=tmp_path)
+    # a checkpoint's config, too (pushing a training run's whole output)
+    (adapter / "checkpoint-3" / "adapter_config.json").write_text(json.dumps({**config,
+                                                                              "base_model_name_or_path": recorded}))
+    out = hub_push(hub, adapter, "lab/adapter")
+    assert out.returncode == 2 and not hub.requests, out.stderr
+    assert (f"Error: checkpoint-3/adapter_config.json names the base model by a path on this machine ({recorded}): "
+            "pass --base-model with that model's Hub id") in out.stderr
+    out = hub_push(hub, adapter, "lab/adapter", "--base-model", "lab/llama")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert ("Note: checkpoint-3/adapter_config.json named the base model by a path on this machine; pushed naming "
+            "it 'lab/llama'") in out.stdout
+    pushed = hub.folder("model", "lab/adapter")
+    assert json.loads((pushed / "checkpoint-3" / "adapter_config.json").read_text())["base_model_name_or_path"] == \
+        "lab/llama"
+    # a base recorded by its Hub id is pushed as it is, without a word, even where a folder of that name is here
+    assert json.loads((pushed / "adapter_config.json").read_text()) == config
+    assert "Note: adapter_config.json" not in out.stdout
+
+
+def test_a_base_named_by_its_hub_id_stays_whatever_folders_are_here_and_bad_base_model_values_are_refused(
+        hub, tmp_path):
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "adapter_model.safetensors").write_text("{}")
-    config = {"peft_type": "LORA", "base_model_name_or_path": str(tmp_path / "models" / "llama-base") + "/", "r": 4}
+    config = {"peft_type": "LORA", "base_model_name_or_path": "meta/llama", "r": 4}
     (adapter / "adapter_config.json").write_text(json.dumps(config))
-    out = hub_push(hub, adapter, "lab/adapter")
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert ("Note: adapter_config.json named the base model by a path on this machine; pushed naming it "
-            "'llama-base'\nNote: pass --base-model with the base's Hub id so that the pushed model loads from the Hub"
-            in out.stdout)
-    assert json.loads((hub.folder("model", "lab/adapter") / "adapter_config.json").read_text()) == {
-        **config, "base_model_name_or_path": "llama-base"}
-    # a base recorded by its Hub id is pushed as it is, without a word; a --base-model that is no Hub id is refused
-    (adapter / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": "meta/llama"}))
-    out = hub_push(hub, adapter, "lab/adapter")
-    assert out.returncode == 0 and "Note:" not in out.stdout
-    assert json.loads((hub.folder("model", "lab/adapter") / "adapter_config.json").read_text())[
-        "base_model_name_or_path"] == "meta/llama"
+    (tmp_path / "meta" / "llama").mkdir(parents=True)  # hub_push runs in the repository: a folder there too
+    out = push(hub, adapter, "lab/adapter", command=("hub", "push"), cwd=tmp_path)
+    assert out.returncode == 0 and "Note:" not in out.stdout, out.stdout + out.stderr
+    assert json.loads((hub.folder("model", "lab/adapter") / "adapter_config.json").read_text()) == config
     requests = len(hub.requests)
-    out = hub_push(hub, adapter, "lab/adapter", "--base-model", str(tmp_path / "models" / "llama-base"))
-    assert out.returncode != 0 and "is not a Hub model id" in out.stderr and len(hub.requests) == requests
-
-
-@pytest.mark.parametrize("recorded,named", [("C:\\Users\\me\\models\\llama-base", "llama-base"),
-                                            ("\\\\server\\share\\models\\llama-base\\", "llama-base"),
-                                            ("D:/models/llama-base", "llama-base"), ("/home/me/llama-base/", "llama-base"),
-                                            ("\\\\server\\share", "base_model")])
-def test_a_base_recorded_by_a_windows_path_is_pushed_by_its_folders_name(tmp_path, recorded, named):
-    """Review 46: the folder's name was taken with this machine's path rules, so a model trained on Windows and pushed
-    from Linux (or its config copied over) went up with the whole path: "C:\\Users\\me\\models\\llama-base"."""
-    from radmetrics.hub import portable_base_files
-
-    (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": recorded, "r": 4}))
-    (tmp_path / "er2score_config.json").write_text(json.dumps({"base_model": recorded}))
-    pushed = portable_base_files(tmp_path)
-    assert {name: named_as for name, (_, named_as, _) in pushed.items()} == {
-        "adapter_config.json": named, "er2score_config.json": named}
-    assert json.loads(pushed["adapter_config.json"][2]) == {"base_model_name_or_path": named, "r": 4}
+    for args, message in (((
+            "--base-model", str(tmp_path / "models" / "llama-base")), "is not a Hub model id"),
+            (("--base-model", "lab/llama", "--type", "dataset"), "a dataset push has none")):
+        out = hub_push(hub, adapter, "lab/adapter", *args)
+        assert out.returncode == 2 and message in out.stderr and len(hub.requests) == requests, out.stderr
 
 
 def test_pushing_again_with_the_bases_hub_id_replaces_the_card_the_first_push_sent(hub, tmp_path):
@@ -427,7 +438,6 @@ def test_pushing_again_with_the_bases_hub_id_replaces_the_card_the_first_push_se
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "adapter_model.safetensors").write_text("{}")
-    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path / "base")}))
     (adapter / "README.md").write_text(f"---\nbase_model: {tmp_path / 'base'}\nlicense: mit\n---\n# My judge\n")
     on_hub = hub.folder("model", "lab/judge") / "README.md"
     assert hub_push(hub, adapter, "lab/judge").returncode == 0
@@ -441,4 +451,3 @@ def test_pushing_again_with_the_bases_hub_id_replaces_the_card_the_first_push_se
     out = hub_push(hub, adapter, "lab/judge", "--base-model", "lab/base")
     assert out.returncode == 0 and "Note: kept the README.md on the Hub (written by hand)" in out.stdout
     assert "# My judge, edited on the Hub" in on_hub.read_text() and "Note: README.md" not in out.stdout
-    assert "Note: adapter_config.json named the base model by a path on this machine" in out.stdout

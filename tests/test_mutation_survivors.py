@@ -1406,8 +1406,7 @@ def test_push_folder_is_private_by_default_and_reports_what_it_did(tmp_path, hub
     result = push_folder(folder, "lab/judge")
     assert hub_here.repos[("model", "lab/judge")]["private"] is True
     assert result == {"url": f"{hub_here.endpoint}/lab/judge", "commit": result["commit"], "private": True,
-                      "gated": False, "card_kept": False, "public_requested": False, "base_renamed": {},
-                      "base_named_by_id": False}
+                      "gated": False, "card_kept": False, "public_requested": False, "base_renamed": {}}
     assert isinstance(result["commit"], str) and result["commit"]
     assert describe_push(folder, result) == [
         f"Pushed {folder} to {hub_here.endpoint}/lab/judge (private; visibility read back from the Hub)"]

@@ -32,7 +32,7 @@ def hub_group() -> None:
                    "or one ID when the results are of one set (default: the set's short name).")
 @click.option("--base-model", "base_model_id", default=None,
               help="Hub id of the base model when training used a local copy: the card's base_model, and the "
-                   "base the pushed adapter / ER²Score config names (else its folder's name).")
+                   "base the pushed adapter / ER²Score configs name (needed when they name a local path).")
 def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_card, eval_files, eval_dataset,
                  base_model_id) -> None:
     """Push FOLDER (a merged judge, an adapter, or a dataset) to REPO_ID with its card, private unless --public.
@@ -47,6 +47,10 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
     from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
     check_base_model_id(base_model_id)  # before a card naming it is written
+    if base_model_id is not None and repo_type != "model":
+        from radmetrics.errors import InputError
+
+        raise InputError(f"--base-model names a model's base: a {repo_type} push has none (drop it)")
     card_path = Path(folder) / "README.md"
     # only results this model produced go into its card (not a report's baselines or another judge's metrics)
     evaluations = evaluations_from_files(list(eval_files), _eval_dataset_ids(eval_dataset), pushed=(repo_id, folder))

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from pathlib import Path, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from radmetrics.errors import RadmetricsError
@@ -35,31 +35,42 @@ BASE_MODEL_FIELDS = {"adapter_config.json": "base_model_name_or_path", "er2score
 
 
 def portable_base_files(folder: Path, base_model_id: str | None = None) -> dict[str, tuple[str, str, str]]:
-    """The files of ``folder`` (`BASE_MODEL_FIELDS`, and a README.md's metadata) whose base model is a local path,
-    as they are pushed: ``{name: (recorded path, pushed name, pushed text)}``. The base is named by
-    ``base_model_id`` (its Hub id, as `hub push --base-model` gives it), else by its folder's name in the configs
-    and not at all in the card's metadata (the Hub accepts only ids there). A base recorded as a Hub id stays."""
+    """The files of ``folder``, at any depth, that name its base model by a path rather than a Hub id
+    (`BASE_MODEL_FIELDS`, and a README.md's metadata), as they are pushed: ``{relative path: (recorded path, pushed
+    name, pushed text)}``, naming the base by ``base_model_id`` (its Hub id, `hub push --base-model`); a card
+    without an id leaves it out of its metadata (the Hub accepts only ids there). Without ``base_model_id`` a config
+    naming a local base is refused (RadmetricsError), before anything is sent: under a stand-in name the pushed model
+    would load whatever folder of that name the loading machine has, or nothing. A base named by an id stays as it
+    is (read by its shape: a folder of that name here does not make it a path)."""
     from radmetrics.hub.cards import hub_model_id
 
     pushed: dict[str, tuple[str, str, str]] = {}
-    card = folder / "README.md"
-    if card.is_file():
-        text = card.read_text(encoding="utf-8", errors="replace")
-        portable = _card_with_portable_base(text, base_model_id)
-        if portable is not None:
-            pushed["README.md"] = (portable[0], base_model_id or "", portable[1])
+    for card in sorted(folder.rglob("README.md")):
+        if card.is_file():
+            portable = _card_with_portable_base(card.read_text(encoding="utf-8", errors="replace"), base_model_id)
+            if portable is not None:
+                pushed[card.relative_to(folder).as_posix()] = (portable[0], base_model_id or "", portable[1])
+    unnamed = []
     for name, field in BASE_MODEL_FIELDS.items():
-        path = folder / name
-        try:
-            config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue  # not ours to read: pushed as it is
-        recorded = config.get(field) if isinstance(config, dict) else None
-        if not isinstance(recorded, str) or not recorded or hub_model_id(recorded) is not None:
-            continue
-        # Windows' rules read both separators (a config written there names C:\...\base): only the name goes up
-        config[field] = base_model_id or PureWindowsPath(recorded).name or "base_model"
-        pushed[name] = (recorded, config[field], json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+        for path in sorted(folder.rglob(name)):
+            try:
+                config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue  # not a config peft or radmetrics can read either: pushed as it is
+            recorded = config.get(field) if isinstance(config, dict) else None
+            if not isinstance(recorded, str) or not recorded or hub_model_id(recorded, local=False) is not None:
+                continue
+            relative = path.relative_to(folder).as_posix()
+            if base_model_id is None:
+                unnamed.append((relative, recorded))
+                continue
+            config[field] = base_model_id
+            pushed[relative] = (recorded, base_model_id, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    if unnamed:
+        where, recorded = unnamed[0]
+        raise RadmetricsError(f"{where} names the base model by a path on this machine ({recorded}): pass --base-model "
+                              "with that model's Hub id (push the base too if it is not on the Hub), so that the "
+                              "pushed model loads it anywhere. Nothing was pushed.")
     return pushed
 
 
@@ -78,7 +89,7 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
     local = []
 
     def portable(name: Any) -> Any:
-        if isinstance(name, str) and name and hub_model_id(name) is None:
+        if isinstance(name, str) and name and hub_model_id(name, local=False) is None:
             local.append(name)
             return base_model_id
         return name
@@ -86,7 +97,7 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
     bases = meta.get("base_model")
     if isinstance(bases, list):
         kept = [b for b in (portable(b) for b in bases) if b]
-        meta["base_model"] = kept
+        meta["base_model"] = list(dict.fromkeys(kept)) if all(isinstance(b, str) for b in kept) else kept
     elif bases is not None:
         meta["base_model"] = portable(bases)
     if not meta.get("base_model"):
@@ -95,7 +106,7 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
         tags = []
         for tag in meta["tags"]:
             kind, colon, name = str(tag).rpartition(":")
-            if colon and kind.startswith("base_model") and hub_model_id(name) is None:
+            if colon and kind.startswith("base_model") and hub_model_id(name, local=False) is None:
                 local.append(name)
                 if base_model_id:
                     tags.append(f"{kind}:{base_model_id}")
@@ -104,6 +115,8 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
         meta["tags"] = tags
     if not local:
         return None
+    if not meta:  # nothing left of the metadata: the card without it (not an empty "{}" block)
+        return local[0], body.lstrip("\r\n")
     return local[0], "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---" + body
 
 
@@ -111,6 +124,7 @@ def _front_matter(text: str) -> tuple[dict, str] | None:
     """A card's metadata and what follows it (from the closing ``---`` on); None without readable metadata."""
     import yaml
 
+    text = text.removeprefix("\ufeff")  # a card saved with a byte-order mark (Windows editors)
     if not text.startswith("---"):
         return None
     head, sep, body = text[3:].partition("\n---")
@@ -199,9 +213,9 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     Refuses (PushRefused) to push PhysioNet/credentialed data publicly, and to add to an existing public
     repository unless public=True. A README.md on the Hub that a person wrote is kept (not uploaded over)
     unless overwrite_card. A model's files that name its base model by a local path are pushed naming it by
-    ``base_model_id`` (its Hub id) or its folder's name (`portable_base_files`; the folder is not changed).
-    Returns {"url", "commit", "private" (read back from the Hub after the push), "gated", "card_kept",
-    "public_requested", "base_renamed" ({file: (recorded, pushed)}), "base_named_by_id"}. The token comes from the
+    ``base_model_id`` (its Hub id; `portable_base_files`: without it such a config is refused before any request;
+    the folder is not changed). Returns {"url", "commit", "private" (read back from the Hub after the push),
+    "gated", "card_kept", "public_requested", "base_renamed" ({file: (recorded, pushed)})}. The token comes from the
     argument or the usual environment / login, and is never printed: an error the Hub answers with is one
     RadmetricsError line, the token redacted."""
     from huggingface_hub.errors import HfHubHTTPError
@@ -217,19 +231,19 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:
         check_public_allowed(folder, f"{folder} to {repo_id}")
+    portable = portable_base_files(folder, base_model_id) if repo_type == "model" else {}
     try:
-        return _push(folder, repo_id, repo_type, public, gated, token, commit_message, overwrite_card,
-                     base_model_id)
+        return _push(folder, repo_id, repo_type, public, gated, token, commit_message, overwrite_card, portable)
     except HfHubHTTPError as e:  # a token refused, no right to write there, the Hub down: one line, no token
         raise RadmetricsError(hub_refused(e, repo_id, token)) from None
 
 
 def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str | None, token: str | None,
-          commit_message: str | None, overwrite_card: bool, base_model_id: str | None) -> dict[str, Any]:
+          commit_message: str | None, overwrite_card: bool, portable: dict[str, tuple[str, str, str]]
+          ) -> dict[str, Any]:
     from huggingface_hub import HfApi
 
     card = folder / "README.md"
-    portable = portable_base_files(folder, base_model_id) if repo_type == "model" else {}
     pushed_card = portable["README.md"][2] if "README.md" in portable else None  # the card as it goes up
     if card.is_file():
         validate_card(card, repo_type, text=pushed_card)
@@ -265,8 +279,7 @@ def _push(folder: Path, repo_id: str, repo_type: str, public: bool, gated: str |
     url = f"{api.endpoint}/{'' if repo_type == 'model' else repo_type + 's/'}{repo_id}"
     return {"url": url, "commit": getattr(commit, "oid", None), "private": repo_visibility(api, repo_id, repo_type),
             "gated": gated or False, "card_kept": "README.md" in ignore, "public_requested": public,
-            "base_renamed": {name: (recorded, named) for name, (recorded, named, _) in portable.items()},
-            "base_named_by_id": bool(base_model_id)}
+            "base_renamed": {name: (recorded, named) for name, (recorded, named, _) in portable.items()}}
 
 
 def hub_refused(error: Exception, repo_id: str, token: str | None = None) -> str:
@@ -303,12 +316,9 @@ def describe_push(folder: str | Path, result: dict[str, Any]) -> list[str]:
     if result["public_requested"] and result["private"]:
         lines.append("Note: the repository already existed as private and stays private; change its visibility "
                      "on the Hub if you mean to publish it.")
-    renamed = result.get("base_renamed") or {}
-    for name, (_, named) in renamed.items():
+    for name, (_, named) in (result.get("base_renamed") or {}).items():
         lines.append(f"Note: {name} named the base model by a path on this machine; pushed "
                      + (f"naming it '{named}'" if named else "without it in the card's metadata"))
-    if renamed and not result.get("base_named_by_id"):
-        lines.append("Note: pass --base-model with the base's Hub id so that the pushed model loads from the Hub")
     if result["card_kept"]:
         lines.append("Note: kept the README.md on the Hub (written by hand); pass --overwrite-card to replace it.")
     return lines
