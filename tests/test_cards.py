@@ -298,3 +298,19 @@ def test_a_cards_local_base_is_named_by_its_hub_id_or_left_out_of_the_pushed_met
         "---\nbase_model:\n- lab/base\n---\n"
     for unchanged in ("---\nbase_model: meta/llama\n---\ntext", "no metadata", "---\n: [\n---\n", "---\nbase_model: x"):
         assert _card_with_portable_base(unchanged, "lab/base") is None
+
+
+@pytest.mark.parametrize("recorded", ["C:\\Users\\me\\models\\llama-base", "D:/models/llama-base"])
+def test_a_base_model_tag_naming_a_windows_path_is_replaced_whole(recorded):
+    """Review 47: peft's tag `base_model:adapter:C:\\Users\\me\\base` was split at its last colon, the drive's, so the
+    pushed card's tag read `base_model:adapter:C:lab/base` (part of the path beside the id); a tag is read from the
+    left: `base_model:`, then peft's kind of relation."""
+    from radmetrics.hub import _card_with_portable_base
+
+    card = f"---\nbase_model: {recorded}\nlibrary_name: peft\ntags:\n- base_model:adapter:{recorded}\n- lora\n---\n# Card\n"
+    assert _card_with_portable_base(card, "lab/base")[1] == (
+        "---\nbase_model: lab/base\nlibrary_name: peft\ntags:\n- base_model:adapter:lab/base\n- lora\n---\n# Card\n")
+    assert _card_with_portable_base(card, None)[1] == "---\nlibrary_name: peft\ntags:\n- lora\n---\n# Card\n"
+    plain = f"---\ntags:\n- base_model:{recorded}\n- base_model:finetune:meta/llama\n---\n"
+    assert _card_with_portable_base(plain, "lab/base")[1] == (
+        "---\ntags:\n- base_model:lab/base\n- base_model:finetune:meta/llama\n---\n")

@@ -105,8 +105,8 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
     if isinstance(meta.get("tags"), list):
         tags = []
         for tag in meta["tags"]:
-            kind, colon, name = str(tag).rpartition(":")
-            if colon and kind.startswith("base_model") and hub_model_id(name, local=False) is None:
+            kind, name = _base_model_tag(tag)
+            if kind and hub_model_id(name, local=False) is None:
                 local.append(name)
                 if base_model_id:
                     tags.append(f"{kind}:{base_model_id}")
@@ -118,6 +118,23 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
     if not meta:  # nothing left of the metadata: the card without it (not an empty "{}" block)
         return local[0], body.lstrip("\r\n")
     return local[0], "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---" + body
+
+
+#: the relations a card's `base_model:RELATION:ID` tag names (the Hub's model tree; peft writes "adapter")
+BASE_MODEL_RELATIONS = ("adapter", "finetune", "merge", "quantized")
+
+
+def _base_model_tag(tag: Any) -> tuple[str, str]:
+    """A card tag naming the base model (`base_model:ID`, `base_model:adapter:ID`) as (its kind, the name); ("", "")
+    for other tags. Read from the left: a Windows path has a colon of its own (`base_model:adapter:C:\\...\\base`;
+    split at the last colon, the drive letter stayed in the kind and went up beside the id, review 47)."""
+    rest = str(tag).removeprefix("base_model:")
+    if rest == str(tag):
+        return "", ""
+    relation, colon, name = rest.partition(":")
+    if colon and relation in BASE_MODEL_RELATIONS:
+        return f"base_model:{relation}", name
+    return "base_model", rest
 
 
 def _front_matter(text: str) -> tuple[dict, str] | None:
