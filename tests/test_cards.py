@@ -296,6 +296,11 @@ def test_a_cards_local_base_is_named_by_its_hub_id_or_left_out_of_the_pushed_met
         "/home/me/base", "# Card\n")
     assert _card_with_portable_base("---\nbase_model: [/a/base, lab/base, ../base]\n---\n", "lab/base")[1] == \
         "---\nbase_model:\n- lab/base\n---\n"
+    # review 47: a tag list holding only the local base's tag is left out with it (not pushed as `tags: []`)
+    assert _card_with_portable_base("---\nbase_model: /home/me/base\ntags:\n- base_model:adapter:/home/me/base\n---\n"
+                                    "# Card\n", None) == ("/home/me/base", "# Card\n")
+    assert _card_with_portable_base("---\nlicense: mit\ntags:\n- base_model:/home/me/base\n---\n", None)[1] == \
+        "---\nlicense: mit\n---\n"
     for unchanged in ("---\nbase_model: meta/llama\n---\ntext", "no metadata", "---\n: [\n---\n", "---\nbase_model: x"):
         assert _card_with_portable_base(unchanged, "lab/base") is None
 

@@ -113,6 +113,8 @@ def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str,
             else:
                 tags.append(tag)
         meta["tags"] = tags
+        if not tags:  # only the local base's tag: none left (not an empty list)
+            meta.pop("tags")
     if not local:
         return None
     if not meta:  # nothing left of the metadata: the card without it (not an empty "{}" block)
