@@ -1418,6 +1418,18 @@ def test_push_folder_is_private_by_default_and_reports_what_it_did(tmp_path, hub
         "from the Hub)"]
 
 
+def test_push_folder_refuses_a_base_model_id_for_a_dataset_or_space_before_any_request(tmp_path, hub_here):
+    """Review 47: `hub push --type dataset --base-model ID` is refused, but push_folder(repo_type="dataset",
+    base_model_id=ID) pushed the data and dropped the id without a word."""
+    from radmetrics.hub import push_folder
+
+    folder = _judge_folder(tmp_path)
+    for repo_type in ("dataset", "space"):
+        with pytest.raises(RadmetricsError, match=f"base_model_id names a model's base: a {repo_type} push has none"):
+            push_folder(folder, "lab/data", repo_type=repo_type, base_model_id="lab/base")
+    assert not hub_here.requests
+
+
 def test_push_folder_refuses_to_add_to_a_public_repo_unless_asked(tmp_path, hub_here):
     from radmetrics.hub import push_folder
 

@@ -233,10 +233,10 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     repository unless public=True. A README.md on the Hub that a person wrote is kept (not uploaded over)
     unless overwrite_card. A model's files that name its base model by a local path are pushed naming it by
     ``base_model_id`` (its Hub id; `portable_base_files`: without it such a config is refused before any request;
-    the folder is not changed). Returns {"url", "commit", "private" (read back from the Hub after the push),
-    "gated", "card_kept", "public_requested", "base_renamed" ({file: (recorded, pushed)})}. The token comes from the
-    argument or the usual environment / login, and is never printed: an error the Hub answers with is one
-    RadmetricsError line, the token redacted."""
+    the folder is not changed; refused for a dataset or Space, which has no base). Returns {"url", "commit",
+    "private" (read back from the Hub after the push), "gated", "card_kept", "public_requested", "base_renamed"
+    ({file: (recorded, pushed)})}. The token comes from the argument or the usual environment / login, and is never
+    printed: an error the Hub answers with is one RadmetricsError line, the token redacted."""
     from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
@@ -246,6 +246,8 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
     check_repo_id(repo_id)
     check_base_model_id(base_model_id)
+    if base_model_id is not None and repo_type != "model":  # as `hub push --type dataset --base-model` (not dropped)
+        raise RadmetricsError(f"base_model_id names a model's base: a {repo_type} push has none (drop it)")
     if not any(p.is_file() for p in folder.rglob("*")):
         raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:
