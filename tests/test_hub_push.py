@@ -410,6 +410,29 @@ def test_without_the_bases_hub_id_a_model_naming_a_local_base_is_refused_before_
     assert "Note: adapter_config.json" not in out.stdout
 
 
+def test_a_push_refused_for_a_local_base_leaves_the_folders_card_as_it_was(hub, tmp_path):
+    """Review 47: `hub push ADAPTER --training T` without --base-model wrote the rendered card over the folder's
+    README.md (peft's) and only then refused the push ("Nothing was pushed"), so the folder had changed; the base is
+    checked before the card is written, as a hand-written card's refusal leaves it."""
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_text("{}")
+    (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4,
+                                                             "base_model_name_or_path": str(tmp_path / "base")}))
+    peft_card = (f"---\nbase_model: {tmp_path / 'base'}\nlibrary_name: peft\n---\n\n# Model Card for Model ID\n\n"
+                 "- **Developed by:** [More Information Needed]\n")  # peft's placeholder: a rendered card replaces it
+    (adapter / "README.md").write_text(peft_card)
+    training = tmp_path / "training.json"
+    training.write_text(json.dumps({"config": {"recipe": "green", "base_model": str(tmp_path / "base"), "lora_r": 4,
+                                               "lora_alpha": 8, "learning_rate": 1e-4}, "losses": [1.0, 0.5]}))
+    out = hub_push(hub, adapter, "lab/adapter", "--training", training)
+    assert out.returncode == 2 and "pass --base-model" in out.stderr and not hub.requests, out.stderr
+    assert (adapter / "README.md").read_text() == peft_card
+    out = hub_push(hub, adapter, "lab/adapter", "--training", training, "--base-model", "lab/base")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "base_model: lab/base\n" in (hub.folder("model", "lab/adapter") / "README.md").read_text()
+
+
 def test_a_base_named_by_its_hub_id_stays_whatever_folders_are_here_and_bad_base_model_values_are_refused(
         hub, tmp_path):
     adapter = tmp_path / "adapter"

@@ -42,7 +42,7 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
 
     for module in ("huggingface_hub", "yaml"):
         optional_import(module, "hub", "by hub push")
-    from radmetrics.hub import check_base_model_id, describe_push, push_folder
+    from radmetrics.hub import check_base_model_id, describe_push, portable_base_files, push_folder
     from radmetrics.hub.cards import evaluations_from_files, is_adapter, render_model_card, update_model_card
     from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
@@ -51,6 +51,8 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
         from radmetrics.errors import InputError
 
         raise InputError(f"--base-model names a model's base: a {repo_type} push has none (drop it)")
+    if repo_type == "model":
+        portable_base_files(Path(folder), base_model_id)  # a local base without --base-model: refused before the card
     card_path = Path(folder) / "README.md"
     # only results this model produced go into its card (not a report's baselines or another judge's metrics)
     evaluations = evaluations_from_files(list(eval_files), _eval_dataset_ids(eval_dataset), pushed=(repo_id, folder))
