@@ -474,3 +474,21 @@ def test_pushing_again_with_the_bases_hub_id_replaces_the_card_the_first_push_se
     out = hub_push(hub, adapter, "lab/judge", "--base-model", "lab/base")
     assert out.returncode == 0 and "Note: kept the README.md on the Hub (written by hand)" in out.stdout
     assert "# My judge, edited on the Hub" in on_hub.read_text() and "Note: README.md" not in out.stdout
+
+
+def test_a_base_loaded_from_the_hubs_cache_is_named_in_the_refusal(hub, tmp_path):
+    """Review 47's left item: a base trained on offline is often the Hub's own cache folder
+    (`.../hub/models--OWNER--NAME/snapshots/REV`); the refusal then gives the flag to copy, with its id."""
+    from radmetrics.hub import cached_model_id
+
+    snapshot = tmp_path / "hf" / "hub" / "models--StanfordAIMI--GREEN-RadLlama2-7b" / "snapshots" / "0123abc"
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(snapshot)}))
+    out = hub_push(hub, adapter, "lab/adapter")
+    assert out.returncode == 2 and not hub.requests
+    assert "pass --base-model StanfordAIMI/GREEN-RadLlama2-7b (the Hub's cache holds that model there)" in out.stderr
+    assert cached_model_id("C:\\hf\\models--meta-llama--Llama-2-7b-hf\\snapshots\\1\\") == "meta-llama/Llama-2-7b-hf"
+    assert cached_model_id("/cache/models--gpt2/snapshots/1") == "gpt2"
+    for elsewhere in ("/home/me/models/base", "/x/models--a--b--c/snapshots/1", "/x/models--a--b/refs/main"):
+        assert cached_model_id(elsewhere) is None

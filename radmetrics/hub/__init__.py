@@ -68,10 +68,24 @@ def portable_base_files(folder: Path, base_model_id: str | None = None) -> dict[
             pushed[relative] = (recorded, base_model_id, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     if unnamed:
         where, recorded = unnamed[0]
-        raise RadmetricsError(f"{where} names the base model by a path on this machine ({recorded}): pass --base-model "
-                              "with that model's Hub id (push the base too if it is not on the Hub), so that the "
-                              "pushed model loads it anywhere. Nothing was pushed.")
+        cached = cached_model_id(recorded)
+        remedy = (f"--base-model {cached} (the Hub's cache holds that model there)" if cached else
+                  "--base-model with that model's Hub id (push the base too if it is not on the Hub)")
+        raise RadmetricsError(f"{where} names the base model by a path on this machine ({recorded}): pass {remedy}, "
+                              "so that the pushed model loads it anywhere. Nothing was pushed.")
     return pushed
+
+
+def cached_model_id(path: str) -> str | None:
+    """The Hub id of a model folder in the Hugging Face cache (``.../models--OWNER--NAME/snapshots/REVISION``, where
+    `snapshot_download` puts it and a base is often loaded from offline), or None."""
+    import re
+
+    from radmetrics.hub.cards import hub_model_id
+
+    found = re.search(r"(?:^|[/\\])models--([^/\\]+)[/\\]snapshots(?:[/\\]|$)", path)
+    parts = found.group(1).split("--") if found else []
+    return hub_model_id("/".join(parts), local=False) if len(parts) in (1, 2) else None
 
 
 def _card_with_portable_base(text: str, base_model_id: str | None) -> tuple[str, str] | None:
