@@ -355,9 +355,11 @@ def test_a_model_trained_on_a_local_base_is_pushed_naming_the_bases_hub_id_and_l
     assert "pass --base-model" not in out.stdout
     pushed = hub.folder("model", "lab/er2")
     # peft's own card named the base by its path in the metadata (the Hub refuses it: the push failed before)
-    assert "base_model: /" in (model / "README.md").read_text()
+    local_card = (model / "README.md").read_text()
+    assert "base_model: /" in local_card
     assert "base_model: lab/tiny-base" in (pushed / "README.md").read_text()
-    assert "base_model:adapter:lab/tiny-base" in (pushed / "README.md").read_text()
+    if "base_model:adapter:" in local_card:  # peft >= 0.11 also tags the card with its base (0.10 does not)
+        assert "base_model:adapter:lab/tiny-base" in (pushed / "README.md").read_text()
     for name, field in (("er2score_config.json", "base_model"), ("adapter_config.json", "base_model_name_or_path")):
         on_hub = json.loads((pushed / name).read_text())
         assert on_hub == {**recorded[name], field: "lab/tiny-base"}  # only the base changed
