@@ -46,11 +46,7 @@ def push_command(folder, repo_id, repo_type, public, gated, training, overwrite_
     from radmetrics.hub.cards import evaluations_from_files, is_adapter, render_model_card, update_model_card
     from radmetrics.hub.privacy import card_with_marker, strip_marker, write_card, written_by_user
 
-    check_base_model_id(base_model_id)  # before a card naming it is written
-    if base_model_id is not None and repo_type != "model":
-        from radmetrics.errors import InputError
-
-        raise InputError(f"--base-model names a model's base: a {repo_type} push has none (drop it)")
+    check_base_model_id(base_model_id, repo_type)  # before a card naming it is written
     if repo_type == "model":
         portable_base_files(Path(folder), base_model_id)  # a local base without --base-model: refused before the card
     card_path = Path(folder) / "README.md"

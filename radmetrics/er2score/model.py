@@ -42,8 +42,9 @@ class MultiRewardModel:
         from peft import LoraConfig, get_peft_model
         from transformers import AutoModel, AutoTokenizer
 
-        if Path(base_model).expanduser().exists():  # saved by its full path: one relative to the folder training ran
-            base_model = str(Path(base_model).expanduser().resolve())  # in loaded from there only (review 45)
+        from radmetrics.judge.preflight import full_local_path
+
+        base_model = full_local_path(base_model)  # saved so: loadable from any folder (review 45)
         tokenizer = AutoTokenizer.from_pretrained(base_model, **load_kwargs)
         backbone = AutoModel.from_pretrained(base_model, **load_kwargs)
         config = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=0.0,

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from radmetrics.errors import RadmetricsError
+from radmetrics.errors import InputError, RadmetricsError
 from radmetrics.hub.privacy import PushRefused, check_public_allowed, written_by_user
 
 __all__ = ["PushRefused", "push_folder", "repo_visibility"]
@@ -218,11 +218,16 @@ def _remote_card(api, repo_id: str, repo_type: str) -> str | None:
         return Path(path).read_text(encoding="utf-8", errors="replace")
 
 
-def check_base_model_id(base_model_id: str | None) -> None:
-    """``--base-model`` is a Hub model id (it goes into the card's metadata and the pushed configs), or absent."""
+def check_base_model_id(base_model_id: str | None, repo_type: str = "model", name: str = "--base-model") -> None:
+    """``--base-model`` is a Hub model id (it goes into the card's metadata and the pushed configs) of a model push,
+    or absent (a dataset or Space has no base: refused, not dropped). ``name``: the option as the caller knows it."""
     from radmetrics.hub.cards import hub_model_id
 
-    if base_model_id is not None and hub_model_id(base_model_id, local=False) is None:
+    if base_model_id is None:
+        return
+    if repo_type != "model":
+        raise InputError(f"{name} names a model's base: a {repo_type} push has none (drop it)")
+    if hub_model_id(base_model_id, local=False) is None:
         raise RadmetricsError(f"--base-model '{base_model_id}' is not a Hub model id (owner/name): give the Hub id of "
                               "the model it was trained from")
 
@@ -259,9 +264,7 @@ def push_folder(folder: str | Path, repo_id: str, repo_type: str = "model", publ
     if gated not in (None, "auto", "manual"):
         raise RadmetricsError(f"gated must be 'auto' or 'manual', not {gated!r}")
     check_repo_id(repo_id)
-    check_base_model_id(base_model_id)
-    if base_model_id is not None and repo_type != "model":  # as `hub push --type dataset --base-model` (not dropped)
-        raise RadmetricsError(f"base_model_id names a model's base: a {repo_type} push has none (drop it)")
+    check_base_model_id(base_model_id, repo_type, name="base_model_id")
     if not any(p.is_file() for p in folder.rglob("*")):
         raise RadmetricsError(f"Nothing to push: {folder} holds no files")
     if public:

@@ -64,6 +64,14 @@ def hub_cached(model: str, revision: str | None = None) -> bool:
     return False
 
 
+def full_local_path(model: str) -> str:
+    """``model`` by its full path when it is a local folder, as given otherwise (a Hub id). Training records its base
+    this way: a relative one loaded only from the folder training ran in, and `hub push` took it for a Hub id
+    (reviews 45 and 46)."""
+    local = Path(model).expanduser()
+    return str(local.resolve()) if model and local.exists() else model
+
+
 def check_hub_model(model: str, *, what: str = "judge", revision: str | None = None,
                     flag: str = "--judge (judge= in Python)", server_how: str = _SERVER_HOW) -> None:
     """A local folder, a cached Hub model, or a Hub id with the Hub reachable; else one line with the fix

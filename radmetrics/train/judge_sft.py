@@ -46,10 +46,10 @@ class JudgeSFTConfig:
     save_steps: int = 50  # a checkpoint (adapter + optimizer) every N steps: an interrupted run resumes from it
 
     def __post_init__(self) -> None:
-        if isinstance(self.base_model, str) and self.base_model and Path(self.base_model).expanduser().exists():
-            # peft records the base as given: one relative to the folder training ran in loaded from there only,
-            # and `hub push` run elsewhere took it for a Hub id (review 46). Here, so that resuming keys on it too.
-            self.base_model = str(Path(self.base_model).expanduser().resolve())
+        if isinstance(self.base_model, str):  # peft records the base as given; here, so that resuming keys on it too
+            from radmetrics.judge.preflight import full_local_path
+
+            self.base_model = full_local_path(self.base_model)
         # a --config YAML or Python value out of range reached the trainer: max_steps 0 trained by epochs instead
         # (transformers reads max_steps <= 0 as "not set"), learning_rate .nan trained a model of nan weights,
         # validation_fraction 1 held back every row; now one line naming the setting, before any model loads
