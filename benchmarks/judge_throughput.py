@@ -15,6 +15,8 @@ Contenders:
 * on CPU, the default without prompt-lookup drafts (``draft_tokens=0``), to show what the drafts buy;
 * on CPU, the default with PyTorch's own (MKL) product for every linear layer (``cpu_linear="torch"``), to show
   what oneDNN's product for the large layers buys (`radmetrics.judge.cpu_linear`);
+* on CPU, the default with PyTorch's products for the decode attention (``cpu_attention="torch"``), to show what
+  the compiled kernel buys (`radmetrics.judge.cpu_attention`);
 * the default without stem sharing (``share_stems=False``): the presets' prompts judge several candidates against
   each reference (as a GRPO group or a comparison of systems does), and the engine computes what they share once;
   this row is the speed where every reference differs;
@@ -84,6 +86,7 @@ ENGINE_OFF = "radmetrics transformers, engine off (generate, tuned)"
 NO_DRAFTS = "radmetrics transformers, default without drafts (draft_tokens=0)"
 NO_STEMS = "radmetrics transformers, default without stem sharing (share_stems=False)"
 TORCH_LINEAR = "radmetrics transformers, default with PyTorch's linear product (cpu_linear=torch)"
+TORCH_ATTENTION = "radmetrics transformers, default with PyTorch's decode attention (cpu_attention=torch)"
 VARLEN = "radmetrics transformers, default with length-aware attention (decode_attention=varlen)"
 VLLM = "radmetrics vLLM backend (own process)"
 
@@ -381,6 +384,10 @@ def main() -> None:
         torch_linear = TransformersJudge.from_objects(model, tok, name, cpu_linear="torch")
         contenders[TORCH_LINEAR] = lambda: torch_linear.generate(prompts, config, progress=False)
         judges.append(torch_linear)
+        # what the compiled decode-attention kernel buys
+        torch_attention = TransformersJudge.from_objects(model, tok, name, cpu_attention="torch")
+        contenders[TORCH_ATTENTION] = lambda: torch_attention.generate(prompts, config, progress=False)
+        judges.append(torch_attention)
     # What sharing the stems several prompts begin with (one reference, several candidates) buys: without it,
     # the speed of a test set whose references are all different.
     no_stems = TransformersJudge.from_objects(model, tok, name, share_stems=False)

@@ -13,6 +13,7 @@ os.environ.update(
     HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1",
     HF_HOME=str(_SESSION_HOME / "hf"), HF_MODULES_CACHE=str(_SESSION_HOME / "hf_modules"),
     RADMETRICS_CACHE=str(_SESSION_HOME / "default-cache.sqlite"), TOKENIZERS_PARALLELISM="false",
+    RADMETRICS_KERNEL_DIR=str(_SESSION_HOME / "kernels"),  # the compiled CPU attention kernel (cpu_attention)
 )
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -54,6 +54,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from radmetrics.judge import cpu_attention as compiled_attention
+from radmetrics.judge.cpu_attention import CPU_ATTENTION
 from radmetrics.judge.lean_decode import LEAN_CHECKS, lean_decoder
 from radmetrics.judge.prompt_lookup import DRAFT_MAX_ROWS, DRAFT_TOKENS, AnswerLookup, DraftPolicy, PromptLookup
 from radmetrics.judge.shared_stems import StemNode, has_stems, plan_stems, shared_by_neighbours, stem_order
@@ -89,6 +91,9 @@ class EnginePlan:
     #: how a decode step attends to the rows' own keys: "cascade" (a masked product over each slot's whole window
     #: on CUDA, or cuDNN's fused kernel) or "varlen" (length-aware: only each row's filled columns; `DECODE_ATTENTION`)
     decode_attention: str = "cascade"
+    #: a CPU fp32 model's one-input decode steps through the compiled kernel ("auto", where it builds) or PyTorch's
+    #: products ("torch"); `cpu_attention.CPU_ATTENTION`
+    cpu_attention: str = "auto"
 
 
 #: "cascade": the rows' own keys through one masked product over the slot windows (cuDNN's fused kernel on CUDA in
@@ -267,6 +272,7 @@ def greedy_generate(
     memory_budget_bytes: int | None = None,
     share_stems: bool = True,
     decode_attention: str = "cascade",
+    cpu_attention: str = "auto",
     on_row_done: Callable[[int, list[int]], None] | None = None,
     on_plan: Callable[[EnginePlan], None] | None = None,
     limits: Sequence[int] | None = None,
@@ -277,11 +283,13 @@ def greedy_generate(
     ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
     allocated. ``share_stems``: rows that begin alike past the prefix (one reference, several candidates) are
     admitted together and their common tokens computed once (`shared_stems`). ``decode_attention``: one of
-    `DECODE_ATTENTION`. ``limits``: a row's own cap on answer tokens where it is below ``max_new_tokens`` (the
+    `DECODE_ATTENTION`. ``cpu_attention``: one of `cpu_attention.CPU_ATTENTION`. ``limits``: a row's own cap on answer tokens where it is below ``max_new_tokens`` (the
     room its prompt leaves in the model's context): the row stops there as at ``max_new_tokens``, and no input of
     it is placed at a position past its prompt + limit (drafts included)."""
     if decode_attention not in DECODE_ATTENTION:
         raise ValueError(f"decode_attention must be one of {', '.join(DECODE_ATTENTION)}, not {decode_attention!r}")
+    if cpu_attention not in CPU_ATTENTION:
+        raise ValueError(f"cpu_attention must be one of {', '.join(CPU_ATTENTION)}, not {cpu_attention!r}")
     n_prefix = prefix.length if prefix else 0
     own = [r[n_prefix:] for r in rows]
     if not rows:
@@ -304,7 +312,7 @@ def greedy_generate(
         plan.draft_tokens = draft_tokens
     if plan.cuda_graphs or plan.check_every != 1:
         plan.draft_tokens = 0  # drafts are looked up on the host: only where it reads the rows every step
-    plan.decode_attention = decode_attention
+    plan.decode_attention, plan.cpu_attention = decode_attention, cpu_attention
     if on_plan:
         on_plan(plan)
     results: list[list[int] | None] = [None] * len(rows)
@@ -337,7 +345,8 @@ def greedy_generate(
         longest = max(o.columns + min(room, o.limit - len(o.produced)) for o in overflow)
         plan2 = EnginePlan(rows=max(1, min(plan.rows, len(overflow))), window=longest,
                            prefill_chunk_tokens=plan.prefill_chunk_tokens, check_every=plan.check_every,
-                           cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention)
+                           cuda_graphs=False, draft_tokens=plan.draft_tokens, decode_attention=decode_attention,
+                           cpu_attention=cpu_attention)
         log.info("%d answers outgrew the %d-token reserve; continuing them", len(overflow), reserve)
         engine = _SlotEngine(model, plan2, prefix, max_new_tokens, min_new_tokens, eos_token_id, pad_token_id,
                              prefix_ids, share_stems=share_stems, answers=answers)
@@ -390,6 +399,10 @@ class _SlotEngine:
         # that checks drafts writes up to draft_tokens columns past a row's next one
         width = W + 1 + plan.draft_tokens
         self.varlen = plan.decode_attention == "varlen"
+        # CPU fp32, the slot table's [rows, kv_heads, width, dim] layout: one-input steps through the compiled kernel
+        # (built on first use; PyTorch's products where it does not build)
+        self.cpu_kernel = (plan.cpu_attention == "auto" and not self.varlen and dev.type == "cpu"
+                           and dtype == torch.float32 and compiled_attention.available())
 
         def table():
             if self.varlen:  # stored [rows, width, kv_heads, dim]: a row's columns one run in memory (see
@@ -768,6 +781,11 @@ class _SlotEngine:
             columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         extra = {"slot_columns": self._slot_columns(b, active, write[:, 0], cols)} if varlen else {}
+        if self.cpu_kernel:  # input i of a row reads its columns start..write[i] (an inactive slot: its scratch
+            # column 0), as the mask says
+            first = torch.where(active, self.start[:b], 0)
+            used = torch.where(active[:, None], write - first[:, None] + 1, 1)  # [b, q]
+            extra = {"slot_columns": SlotColumns(None, None, used, cols, first=first)}
         positions = self.position[:b, None] + steps
         if drafts is not None:  # a row's missing guesses (-1) sit at its next input's position: never past its limit
             positions[:, 1:] = torch.where(drafts >= 0, positions[:, 1:], self.position[:b, None])
@@ -957,6 +975,10 @@ class SlotColumns:
     key_starts: Any
     used: Any
     width: int
+    #: the compiled CPU kernel's form (`cpu_attention`): input i of row b reads columns ``first[b]`` ..
+    #: ``first[b] + used[b, i]`` of its own slot; ``width``: the columns the step reads at most (query/key_starts
+    #: unused)
+    first: Any = None
 
 
 class SlotCache:
@@ -1034,7 +1056,14 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
         attention_mask = causal.expand(batch, 1, n_q, cols)
     allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
     allowed = allowed[:, :, -n_q:]  # [batch, 1, q, S]
-    if slot_columns is not None and n_q == 1 and _VARLEN_ATTENTION is not False:
+    if slot_columns is not None and slot_columns.first is not None and compiled_attention.available():
+        try:
+            out = compiled_attention.cascade_decode_attention(query, key, value, prefix_kv, slot_columns.first,
+                                                         slot_columns.used, slot_columns.width, scale)
+            return out.to(query.dtype), None
+        except RuntimeError as e:  # shapes or a build it does not take: PyTorch's products, from now on
+            compiled_attention.disable(_first_line(e))
+    elif slot_columns is not None and slot_columns.first is None and n_q == 1 and _VARLEN_ATTENTION is not False:
         try:
             return _varlen_cascade_attention(query, key, value, prefix_kv, slot_columns, scale), None
         except RuntimeError as e:  # a kernel this build or shape does not have: the masked paths, from now on

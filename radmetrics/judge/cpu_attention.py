@@ -1,0 +1,199 @@
+"""A compiled decode-attention kernel for CPU judges (fp32), built on first use with the system's C compiler.
+
+Why: on a CPU a decode step's attention is small batched products (each row's one query per head against its own
+few hundred keys), which PyTorch's matmul runs far below the memory's rate: at the natural benchmark's 96 rows
+~17 GB/s where a plain read of the same keys runs at ~50 GB/s, and einsum, the CPU SDPA kernel and torch.compile
+stayed there (BENCHMARKS.md, sessions 30-33). ``cascade_decode.c`` reads each row's keys and values once (only
+its filled columns) plus the shared prefix's, under one softmax: a 96-row step's attention (2 layers) 1.7 against
+2.8 ms (session 38). No library ships such a kernel for CPUs (FlashInfer and vLLM's are GPU or own-runtime
+kernels), and it is ~150 lines of plain C: no Python or torch headers, so it builds in a fraction of a second.
+
+How: the first CPU fp32 decode step of a process compiles the source (``$CC`` or ``cc``; ``-O3 -march=native
+-fopenmp``, then without the flags a compiler refuses) into ``$RADMETRICS_KERNEL_DIR`` (default
+``~/.cache/radmetrics/kernels``), named by a hash of the source, the compiler, its flags and this CPU's
+instruction sets, so a later process loads it at once and a copy built for another CPU is never loaded. Loaded
+with ctypes; its OpenMP runtime is the one PyTorch already loaded (the same ``libgomp.so.1``); it runs
+``torch.get_num_threads()`` threads. No compiler, a failed build or load, or any error from the kernel: the engine
+attends with PyTorch's products for the rest of the process (logged once). ``cpu_attention="torch"`` (the judge's
+option) never builds it.
+
+Answers: equal up to rounding (its exp is Cephes's polynomial, ~1 ulp; its sums run in another order than MKL's);
+the engine's equality tests against ``generate`` run through it, and the benchmarks' answers stayed equal to the
+official loop's."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: the judge's `cpu_attention` option: "auto" (the compiled kernel where it builds, else PyTorch's products),
+#: "torch" (PyTorch's products)
+CPU_ATTENTION = ("auto", "torch")
+KERNEL_DIR_ENV = "RADMETRICS_KERNEL_DIR"
+SOURCE = Path(__file__).with_name("cascade_decode.c")
+#: flag sets tried in order: a compiler without OpenMP (Apple's clang) or -march=native still builds a kernel
+FLAG_SETS = (["-O3", "-march=native", "-fopenmp"], ["-O3", "-fopenmp"], ["-O3", "-march=native"], ["-O3"])
+BUILD_TIMEOUT_S = 120
+
+_lock = threading.Lock()
+#: None until tried in this process; False when unavailable; else the kernel's ctypes function
+_function: Any = None
+
+
+def kernel_dir() -> Path:
+    env = os.environ.get(KERNEL_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "radmetrics" / "kernels"
+
+
+def available() -> bool:
+    """True when the kernel is built and loaded (built now if not tried yet in this process)."""
+    return _load() is not None
+
+
+def disable(reason: str) -> None:
+    """PyTorch's products for the rest of the process (after an error from the kernel)."""
+    global _function
+    if _function is not False:
+        log.warning("compiled CPU decode attention turned off for this process (%s); using PyTorch's products",
+                    reason)
+    _function = False
+
+
+def cascade_decode_attention(query, key, value, prefix_kv, first, used, max_used: int, scale: float):
+    """One decode step's attention over the shared prefix (``prefix_kv``: keys and values ``[1, kv_heads, P, d]``,
+    or None) and each row's own columns: input i of row b reads ``first[b] .. first[b] + used[b, i]`` of ``key`` /
+    ``value`` (``[batch, kv_heads, columns, d]`` views of the slot table, last dimension contiguous). ``query``:
+    ``[batch, heads, inputs, d]`` (a row's next input and its drafts). Returns ``[batch, inputs, heads, d]`` as the
+    attention modules expect. Raises RuntimeError when the kernel is unavailable or refuses the inputs (the caller
+    falls back)."""
+    import torch
+
+    function = _load()
+    if function is None:
+        raise RuntimeError("the compiled CPU decode attention is unavailable")
+    batch, heads, n_q, dim = query.shape
+    kv_heads = key.shape[1]
+    if heads % kv_heads or key.stride(-1) != 1 or value.stride(-1) != 1 or key.stride() != value.stride():
+        raise RuntimeError("the compiled CPU decode attention takes a [rows, kv_heads, columns, dim] table")
+    if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in (query, key, value)):
+        raise RuntimeError("the compiled CPU decode attention is for fp32 tensors on the CPU")
+    # [batch, heads, inputs, d] = [batch, kv_heads, group, inputs, d]: head h reads KV head h // group
+    q = (query * scale).contiguous()
+    if prefix_kv is not None:
+        prefix_keys, prefix_values = (t.contiguous() for t in prefix_kv)
+        n_prefix = prefix_keys.shape[2]
+    else:
+        prefix_keys = prefix_values = q  # not read: no prefix columns
+        n_prefix = 0
+    first = first.to(torch.int32).contiguous()
+    used = used.to(torch.int32).reshape(batch, n_q).contiguous()
+    out = torch.empty(batch, heads, n_q, dim, dtype=torch.float32)
+    row_stride, head_stride, col_stride, _ = key.stride()
+    failed = function(q.data_ptr(), prefix_keys.data_ptr(), prefix_values.data_ptr(), n_prefix, key.data_ptr(),
+                      value.data_ptr(), row_stride, head_stride, col_stride, first.data_ptr(), used.data_ptr(), batch,
+                      kv_heads, heads // kv_heads, n_q, dim, max_used, torch.get_num_threads(), out.data_ptr())
+    if failed:
+        raise RuntimeError("the compiled CPU decode attention could not allocate its scratch memory")
+    return out.transpose(1, 2)
+
+
+def _load() -> Any:
+    global _function
+    if _function is None:
+        with _lock:
+            if _function is None:
+                _function = _build_and_load() or False
+    return _function or None
+
+
+def _build_and_load() -> Any:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler or sys.platform == "win32":
+        log.info("no C compiler found: CPU decode steps attend with PyTorch's products")
+        return None
+    try:
+        source = SOURCE.read_bytes()
+    except OSError as e:  # an install without the package's data files
+        log.info("the CPU decode attention kernel's source is missing (%s): CPU decode steps attend with PyTorch's "
+                 "products", e)
+        return None
+    folder = kernel_dir()
+    for flags in FLAG_SETS:
+        key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
+                                         _cpu_identity().encode()])).hexdigest()[:20]
+        library = folder / f"cascade_decode-{key}.so"
+        if not library.exists() and not _compile(compiler, flags, library):
+            continue
+        try:
+            function = ctypes.CDLL(str(library)).cascade_decode_attention
+        except OSError as e:  # a damaged or foreign file: built again next time
+            log.info("could not load %s (%s); rebuilding", library, e)
+            library.unlink(missing_ok=True)
+            if not _compile(compiler, flags, library):
+                continue
+            try:
+                function = ctypes.CDLL(str(library)).cascade_decode_attention
+            except OSError:
+                continue
+        pointer, integer = ctypes.c_void_p, ctypes.c_int64
+        function.argtypes = [pointer, pointer, pointer, integer, pointer, pointer, integer, integer, integer,
+                             pointer, pointer, integer, integer, integer, integer, integer, integer, ctypes.c_int, pointer]
+        function.restype = ctypes.c_int
+        return function
+    log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "
+             "products", compiler)
+    return None
+
+
+def _compile(compiler: str, flags: list[str], library: Path) -> bool:
+    """Build into a temporary file beside ``library``, then rename it into place (another process building the
+    same kernel at the same time finds either no file or a whole one)."""
+    try:
+        library.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(suffix=".so", dir=library.parent)
+        os.close(handle)
+    except OSError as e:
+        log.info("cannot write the CPU attention kernel to %s (%s)", library.parent, e)
+        return False
+    started = time.perf_counter()
+    try:
+        result = subprocess.run([compiler, *flags, "-shared", "-fPIC", str(SOURCE), "-o", temporary],
+                                capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        if result.returncode != 0:
+            log.debug("%s %s: %s", compiler, " ".join(flags), result.stderr.strip()[-500:])
+            return False
+        os.replace(temporary, library)
+    except (OSError, subprocess.SubprocessError) as e:
+        log.debug("%s %s: %s", compiler, " ".join(flags), e)
+        return False
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    log.info("built the CPU decode attention kernel in %.1f s: %s", time.perf_counter() - started, library)
+    return True
+
+
+def _cpu_identity() -> str:
+    """What -march=native compiles for: the machine and, on Linux, the CPU's model and instruction-set flags."""
+    parts = [sys.platform, platform.machine()]
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "\n".join(parts)
+    for name in ("model name", "flags", "Features"):  # the first CPU's (all are alike)
+        parts += [line.strip() for line in text.splitlines() if line.split(":", 1)[0].strip() == name][:1]
+    return "\n".join(parts)
