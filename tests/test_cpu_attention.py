@@ -187,6 +187,15 @@ def test_the_kernel_is_built_once_into_its_folder_then_loaded_and_a_damaged_copy
     assert "available True" in third.stdout and "rebuilding" in third.stdout and "built the" in third.stdout
 
 
+@needs_kernel
+def test_an_unwritable_kernel_folder_builds_the_kernel_for_the_process_in_a_temporary_folder(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a folder under a file cannot be made, whoever runs the test
+    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(blocker / "kernels")})
+    assert "available True" in result.stdout
+    assert f"cannot write the CPU attention kernel to {blocker / 'kernels'}" in result.stdout
+
+
 def test_without_a_compiler_the_kernel_is_unavailable_and_the_engine_answers_with_pytorchs_products(tmp_path):
     result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(tmp_path / "k"), "CC": str(tmp_path / "no-cc")})
     assert "available False" in result.stdout

@@ -132,6 +132,15 @@ def _build_and_load() -> Any:
                  "products", e)
         return None
     folder = kernel_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        usable = os.access(folder, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    if not usable:  # a read-only home, a path that is a file: this process's own folder, built again next time
+        fallback = Path(tempfile.mkdtemp(prefix="radmetrics-kernels-"))
+        log.info("cannot write the CPU attention kernel to %s: building it in %s for this process", folder, fallback)
+        folder = fallback
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
                                          _cpu_identity().encode()])).hexdigest()[:20]
@@ -163,7 +172,6 @@ def _compile(compiler: str, flags: list[str], library: Path) -> bool:
     """Build into a temporary file beside ``library``, then rename it into place (another process building the
     same kernel at the same time finds either no file or a whole one)."""
     try:
-        library.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(suffix=".so", dir=library.parent)
         os.close(handle)
     except OSError as e:

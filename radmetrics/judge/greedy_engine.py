@@ -1041,7 +1041,8 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     ``query``: ``[batch, heads, q, d]``, a row's next input and its drafts (q >= 1); ``attention_mask``:
     ``[batch, 1, q, slots]`` booleans (True = attend) over the own slots. The query heads that share a KV head
     run as that head's query "positions" (no GQA expansion copy of the keys). ``slot_columns``
-    (`SlotColumns`, the engine's "varlen" decode attention): each row's own filled columns, read alone."""
+    (`SlotColumns`, the engine's "varlen" decode attention, or the compiled CPU kernel's when its ``first`` is
+    set): each row's own filled columns, read alone."""
     global _CUDNN_CASCADE, _VARLEN_ATTENTION
     import torch
 
@@ -1050,20 +1051,20 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
     prefix_kv = shared_prefix_kv[module.layer_idx] if shared_prefix_kv is not None else None
+    if slot_columns is not None and slot_columns.first is not None and compiled_attention.available():
+        try:  # the compiled CPU kernel: each row's columns as the engine's mask allows them (`cpu_attention`)
+            out = compiled_attention.cascade_decode_attention(query, key, value, prefix_kv, slot_columns.first,
+                                                              slot_columns.used, slot_columns.width, scale)
+            return out.to(query.dtype), None
+        except RuntimeError as e:  # shapes or a build it does not take: PyTorch's products, from now on
+            compiled_attention.disable(_first_line(e))
     if attention_mask is None:  # no mask: causal (transformers' convention)
         cols = key.shape[2]
         causal = torch.ones(n_q, cols, dtype=torch.bool, device=query.device).tril(diagonal=cols - n_q)
         attention_mask = causal.expand(batch, 1, n_q, cols)
     allowed = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
     allowed = allowed[:, :, -n_q:]  # [batch, 1, q, S]
-    if slot_columns is not None and slot_columns.first is not None and compiled_attention.available():
-        try:
-            out = compiled_attention.cascade_decode_attention(query, key, value, prefix_kv, slot_columns.first,
-                                                         slot_columns.used, slot_columns.width, scale)
-            return out.to(query.dtype), None
-        except RuntimeError as e:  # shapes or a build it does not take: PyTorch's products, from now on
-            compiled_attention.disable(_first_line(e))
-    elif slot_columns is not None and slot_columns.first is None and n_q == 1 and _VARLEN_ATTENTION is not False:
+    if slot_columns is not None and slot_columns.first is None and n_q == 1 and _VARLEN_ATTENTION is not False:
         try:
             return _varlen_cascade_attention(query, key, value, prefix_kv, slot_columns, scale), None
         except RuntimeError as e:  # a kernel this build or shape does not have: the masked paths, from now on
