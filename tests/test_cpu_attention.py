@@ -214,3 +214,22 @@ def test_an_unknown_cpu_attention_value_is_refused_when_the_judge_is_made():
 
     with pytest.raises(JudgeOptionError, match="'cpu_attention' .* must be one of auto, torch, not 'fast'"):
         radmetrics.get_judge("transformers", model="some/model", cpu_attention="fast")
+
+
+def test_a_compiler_that_hangs_is_given_up_on_once(tmp_path, monkeypatch):
+    """A broken toolchain that never returns costs one timeout, not one per flag set, and no kernel."""
+    import time
+
+    calls = tmp_path / "calls"
+    hanging = tmp_path / "cc"
+    hanging.write_text(f"#!/bin/sh\necho run >> {calls}\nexec sleep 30\n")
+    hanging.chmod(0o755)
+    monkeypatch.setenv("CC", str(hanging))
+    monkeypatch.setenv("RADMETRICS_KERNEL_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setattr(cpu_attention, "BUILD_TIMEOUT_S", 1)
+    monkeypatch.setattr(cpu_attention, "_function", None)
+    started = time.monotonic()
+    assert not cpu_attention.available()
+    assert time.monotonic() - started < 10
+    assert calls.read_text().split() == ["run"]
+    assert not list((tmp_path / "kernels").glob("*.so"))

@@ -45,7 +45,8 @@ KERNEL_DIR_ENV = "RADMETRICS_KERNEL_DIR"
 SOURCE = Path(__file__).with_name("cascade_decode.c")
 #: flag sets tried in order: a compiler without OpenMP (Apple's clang) or -march=native still builds a kernel
 FLAG_SETS = (["-O3", "-march=native", "-fopenmp"], ["-O3", "-fopenmp"], ["-O3", "-march=native"], ["-O3"])
-BUILD_TIMEOUT_S = 120
+#: a compiler that hangs (a broken toolchain) is given up on after this long, and not tried with other flags
+BUILD_TIMEOUT_S = 60
 
 _lock = threading.Lock()
 #: None until tried in this process; False when unavailable; else the kernel's ctypes function
@@ -145,15 +146,19 @@ def _build_and_load() -> Any:
         key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
                                          _cpu_identity().encode()])).hexdigest()[:20]
         library = folder / f"cascade_decode-{key}.so"
-        if not library.exists() and not _compile(compiler, flags, library):
-            continue
+        if not library.exists():
+            built = _compile(compiler, flags, library)
+            if built is None:
+                break
+            if not built:
+                continue
         try:
             function = ctypes.CDLL(str(library)).cascade_decode_attention
         except OSError as e:  # a damaged or foreign file: built again next time
             log.info("could not load %s (%s); rebuilding", library, e)
             library.unlink(missing_ok=True)
             if not _compile(compiler, flags, library):
-                continue
+                break
             try:
                 function = ctypes.CDLL(str(library)).cascade_decode_attention
             except OSError:
@@ -168,9 +173,9 @@ def _build_and_load() -> Any:
     return None
 
 
-def _compile(compiler: str, flags: list[str], library: Path) -> bool:
+def _compile(compiler: str, flags: list[str], library: Path) -> bool | None:
     """Build into a temporary file beside ``library``, then rename it into place (another process building the
-    same kernel at the same time finds either no file or a whole one)."""
+    same kernel at the same time finds either no file or a whole one). None: the compiler ran out of time."""
     try:
         handle, temporary = tempfile.mkstemp(suffix=".so", dir=library.parent)
         os.close(handle)
@@ -185,6 +190,9 @@ def _compile(compiler: str, flags: list[str], library: Path) -> bool:
             log.debug("%s %s: %s", compiler, " ".join(flags), result.stderr.strip()[-500:])
             return False
         os.replace(temporary, library)
+    except subprocess.TimeoutExpired:
+        log.info("%s did not build the CPU attention kernel in %d s", compiler, BUILD_TIMEOUT_S)
+        return None
     except (OSError, subprocess.SubprocessError) as e:
         log.debug("%s %s: %s", compiler, " ".join(flags), e)
         return False
