@@ -196,6 +196,16 @@ def test_an_unwritable_kernel_folder_builds_the_kernel_for_the_process_in_a_temp
     assert f"cannot write the CPU attention kernel to {blocker / 'kernels'}" in result.stdout
 
 
+@needs_kernel
+def test_a_cc_with_words_of_its_own_builds_the_kernel(tmp_path):
+    """$CC as make reads it: a launcher and a flag before the compiler's own arguments."""
+    import shutil
+
+    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(tmp_path / "k"),
+                                  "CC": f"env {shutil.which('cc') or shutil.which('gcc')} -DRADMETRICS_TEST=1"})
+    assert "available True" in result.stdout and "built the CPU decode attention kernel" in result.stdout
+
+
 def test_without_a_compiler_the_kernel_is_unavailable_and_the_engine_answers_with_pytorchs_products(tmp_path):
     result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(tmp_path / "k"), "CC": str(tmp_path / "no-cc")})
     assert "available False" in result.stdout

@@ -6,7 +6,7 @@ few hundred keys), which PyTorch's matmul runs far below the memory's rate: at t
 stayed there (BENCHMARKS.md, sessions 30-33). ``cascade_decode.c`` reads each row's keys and values once (only
 its filled columns) plus the shared prefix's, under one softmax: a 96-row step's attention (2 layers) 1.7 against
 2.8 ms (session 38). No library ships such a kernel for CPUs (FlashInfer and vLLM's are GPU or own-runtime
-kernels), and it is ~150 lines of plain C: no Python or torch headers, so it builds in a fraction of a second.
+kernels), and it is ~200 lines of plain C: no Python or torch headers, so it builds in under a second.
 
 How: the first CPU fp32 decode step of a process compiles the source (``$CC`` or ``cc``; ``-O3 -march=native
 -fopenmp``, then without the flags a compiler refuses) into ``$RADMETRICS_KERNEL_DIR`` (default
@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -122,8 +123,10 @@ def _load() -> Any:
 
 
 def _build_and_load() -> Any:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not compiler or sys.platform == "win32":
+    # $CC may carry words of its own ("ccache gcc", "gcc -m64"), as make reads it
+    compiler = (shlex.split(os.environ.get("CC", "")) or
+                [shutil.which("cc") or shutil.which("gcc") or shutil.which("clang") or ""])
+    if not compiler[0] or sys.platform == "win32":
         log.info("no C compiler found: CPU decode steps attend with PyTorch's products")
         return None
     try:
@@ -143,7 +146,7 @@ def _build_and_load() -> Any:
         log.info("cannot write the CPU attention kernel to %s: building it in %s for this process", folder, fallback)
         folder = fallback
     for flags in FLAG_SETS:
-        key = hashlib.sha256(b"\0".join([source, compiler.encode(), " ".join(flags).encode(),
+        key = hashlib.sha256(b"\0".join([source, " ".join(compiler).encode(), " ".join(flags).encode(),
                                          _cpu_identity().encode()])).hexdigest()[:20]
         library = folder / f"cascade_decode-{key}.so"
         if not library.exists():
@@ -169,11 +172,11 @@ def _build_and_load() -> Any:
         function.restype = ctypes.c_int
         return function
     log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "
-             "products", compiler)
+             "products", " ".join(compiler))
     return None
 
 
-def _compile(compiler: str, flags: list[str], library: Path) -> bool | None:
+def _compile(compiler: list[str], flags: list[str], library: Path) -> bool | None:
     """Build into a temporary file beside ``library``, then rename it into place (another process building the
     same kernel at the same time finds either no file or a whole one). None: the compiler ran out of time."""
     try:
@@ -184,17 +187,17 @@ def _compile(compiler: str, flags: list[str], library: Path) -> bool | None:
         return False
     started = time.perf_counter()
     try:
-        result = subprocess.run([compiler, *flags, "-shared", "-fPIC", str(SOURCE), "-o", temporary],
+        result = subprocess.run([*compiler, *flags, "-shared", "-fPIC", str(SOURCE), "-o", temporary],
                                 capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         if result.returncode != 0:
-            log.debug("%s %s: %s", compiler, " ".join(flags), result.stderr.strip()[-500:])
+            log.debug("%s %s: %s", " ".join(compiler), " ".join(flags), result.stderr.strip()[-500:])
             return False
         os.replace(temporary, library)
     except subprocess.TimeoutExpired:
-        log.info("%s did not build the CPU attention kernel in %d s", compiler, BUILD_TIMEOUT_S)
+        log.info("%s did not build the CPU attention kernel in %d s", " ".join(compiler), BUILD_TIMEOUT_S)
         return None
     except (OSError, subprocess.SubprocessError) as e:
-        log.debug("%s %s: %s", compiler, " ".join(flags), e)
+        log.debug("%s %s: %s", " ".join(compiler), " ".join(flags), e)
         return False
     finally:
         if os.path.exists(temporary):
