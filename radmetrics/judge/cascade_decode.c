@@ -9,12 +9,13 @@
  * columns the row has filled. Compiled and loaded by radmetrics/judge/cpu_attention.py; no Python or torch headers.
  *
  * Layout (element strides, so the engine's slot table is read in place):
- *   q       [batch, kv_heads, group, n_inputs, dim], contiguous, already multiplied by the attention scale
+ *   q       [batch, heads, n_inputs, dim] at element strides q_row, q_head, q_input (the last dimension contiguous);
+ *           head h = KV head h / group; multiplied by `scale` here (as the products' path scales the query first)
  *   pk, pv  the prefix's keys/values [kv_heads, n_prefix, dim], contiguous (n_prefix may be 0)
  *   k, v    the slot table: row b, KV head h, column c at b*row_stride + h*head_stride + c*col_stride (+ j)
  *   first   [batch] int32: the row's first own column
  *   used    [batch, n_inputs] int32: how many columns from `first` input i reads (at most max_used)
- *   out     [batch, kv_heads, group, n_inputs, dim], contiguous
+ *   out     [batch, n_inputs, heads, dim], contiguous (what the attention modules take)
  */
 #include <math.h>
 #include <stdint.h>
@@ -111,16 +112,17 @@ static inline void values1(const float *p0, const float *vals, int64_t stride, i
 }
 
 /* returns 0, or 1 when a scratch buffer could not be allocated (nothing written then) */
-int cascade_decode_attention(const float *q, const float *pk, const float *pv, int64_t n_prefix, const float *k,
-                             const float *v, int64_t row_stride, int64_t head_stride, int64_t col_stride,
-                             const int32_t *first, const int32_t *used, int64_t batch, int64_t kv_heads,
-                             int64_t group, int64_t n_inputs, int64_t dim, int64_t max_used, int threads,
-                             float *out) {
+int cascade_decode_attention(const float *q, int64_t q_row, int64_t q_head, int64_t q_input, float scale,
+                             const float *pk, const float *pv, int64_t n_prefix, const float *k, const float *v,
+                             int64_t row_stride, int64_t head_stride, int64_t col_stride, const int32_t *first,
+                             const int32_t *used, int64_t batch, int64_t kv_heads, int64_t group, int64_t n_inputs,
+                             int64_t dim, int64_t max_used, int threads, float *out) {
     int failed = 0;
     int64_t queries = group * n_inputs, widest = n_prefix + (max_used > 0 ? max_used : 1);
 #pragma omp parallel num_threads(threads) reduction(| : failed)
     {
-        float *s = malloc(sizeof(float) * queries * widest); /* one row's scores, then probabilities */
+        /* one row's scores (then probabilities), its scaled queries and its outputs, query x = g * n_inputs + i */
+        float *s = malloc(sizeof(float) * queries * (widest + 2 * dim));
         if (s == NULL) failed = 1;
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < batch * kv_heads; bh++) {
@@ -132,8 +134,12 @@ int cascade_decode_attention(const float *q, const float *pk, const float *pv, i
             const float *kb = k + b * row_stride + h * head_stride + (int64_t)first[b] * col_stride;
             const float *vb = v + b * row_stride + h * head_stride + (int64_t)first[b] * col_stride;
             const float *pkh = pk + h * n_prefix * dim, *pvh = pv + h * n_prefix * dim;
-            const float *qb = q + bh * queries * dim;
-            float *o = out + bh * queries * dim;
+            float *qb = s + queries * widest, *o = qb + queries * dim;
+            for (int64_t x = 0; x < queries; x++) {
+                const float *qx = q + b * q_row + (h * group + x / n_inputs) * q_head + (x % n_inputs) * q_input;
+#pragma omp simd
+                for (int64_t j = 0; j < dim; j++) qb[x * dim + j] = qx[j] * scale;
+            }
             int64_t x = 0;
             for (; x + 1 < queries; x += 2) {
                 float *s0 = s + x * n, *s1 = s + (x + 1) * n;
@@ -169,6 +175,9 @@ int cascade_decode_attention(const float *q, const float *pk, const float *pv, i
                 values1(s + x * n, pvh, dim, n_prefix, dim, o + x * dim);
                 values1(s + x * n + n_prefix, vb, col_stride, n_own, dim, o + x * dim);
             }
+            for (x = 0; x < queries; x++) /* to [batch, n_inputs, heads, dim] */
+                memcpy(out + ((b * n_inputs + x % n_inputs) * kv_heads * group + h * group + x / n_inputs) * dim,
+                       o + x * dim, sizeof(float) * dim);
         }
         free(s);
     }

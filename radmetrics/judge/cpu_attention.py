@@ -89,28 +89,33 @@ def cascade_decode_attention(query, key, value, prefix_kv, first, used, max_used
         raise RuntimeError("the compiled CPU decode attention is unavailable")
     batch, heads, n_q, dim = query.shape
     kv_heads = key.shape[1]
-    if heads % kv_heads or key.stride(-1) != 1 or value.stride(-1) != 1 or key.stride() != value.stride():
+    if heads % kv_heads or 1 not in (query.stride(-1), query.shape[-1]) or key.stride(-1) != 1 or \
+            value.stride(-1) != 1 or key.stride() != value.stride():
         raise RuntimeError("the compiled CPU decode attention takes a [rows, kv_heads, columns, dim] table")
     if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in (query, key, value)):
         raise RuntimeError("the compiled CPU decode attention is for fp32 tensors on the CPU")
-    # [batch, heads, inputs, d] = [batch, kv_heads, group, inputs, d]: head h reads KV head h // group
-    q = (query * scale).contiguous()
     if prefix_kv is not None:
         prefix_keys, prefix_values = (t.contiguous() for t in prefix_kv)
         n_prefix = prefix_keys.shape[2]
     else:
-        prefix_keys = prefix_values = q  # not read: no prefix columns
+        prefix_keys = prefix_values = query  # not read: no prefix columns
         n_prefix = 0
-    first = first.to(torch.int32).contiguous()
-    used = used.to(torch.int32).reshape(batch, n_q).contiguous()
-    out = torch.empty(batch, heads, n_q, dim, dtype=torch.float32)
+    if first.dtype != torch.int32 or not first.is_contiguous():  # the engine gives int32 already
+        first = first.to(torch.int32).contiguous()
+    if used.dtype != torch.int32 or not used.is_contiguous():
+        used = used.to(torch.int32).contiguous()
+    if used.numel() != batch * n_q:
+        raise RuntimeError(f"{used.numel()} column counts for {batch} rows of {n_q} inputs")
+    out = torch.empty(batch, n_q, heads, dim, dtype=torch.float32)
+    q_row, q_head, q_input, _ = query.stride()
     row_stride, head_stride, col_stride, _ = key.stride()
-    failed = function(q.data_ptr(), prefix_keys.data_ptr(), prefix_values.data_ptr(), n_prefix, key.data_ptr(),
-                      value.data_ptr(), row_stride, head_stride, col_stride, first.data_ptr(), used.data_ptr(), batch,
-                      kv_heads, heads // kv_heads, n_q, dim, max_used, torch.get_num_threads(), out.data_ptr())
+    failed = function(query.data_ptr(), q_row, q_head, q_input, scale, prefix_keys.data_ptr(),
+                      prefix_values.data_ptr(), n_prefix, key.data_ptr(), value.data_ptr(), row_stride, head_stride,
+                      col_stride, first.data_ptr(), used.data_ptr(), batch, kv_heads, heads // kv_heads, n_q, dim,
+                      max_used, torch.get_num_threads(), out.data_ptr())
     if failed:
         raise RuntimeError("the compiled CPU decode attention could not allocate its scratch memory")
-    return out.transpose(1, 2)
+    return out
 
 
 def _load() -> Any:
@@ -167,8 +172,9 @@ def _build_and_load() -> Any:
             except OSError:
                 continue
         pointer, integer = ctypes.c_void_p, ctypes.c_int64
-        function.argtypes = [pointer, pointer, pointer, integer, pointer, pointer, integer, integer, integer,
-                             pointer, pointer, integer, integer, integer, integer, integer, integer, ctypes.c_int, pointer]
+        function.argtypes = [pointer, integer, integer, integer, ctypes.c_float, pointer, pointer, integer, pointer,
+                             pointer, integer, integer, integer, pointer, pointer, integer, integer, integer, integer,
+                             integer, integer, ctypes.c_int, pointer]
         function.restype = ctypes.c_int
         return function
     log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "

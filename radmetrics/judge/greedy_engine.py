@@ -785,7 +785,7 @@ class _SlotEngine:
             # column 0), as the mask says
             first = torch.where(active, self.start[:b], 0)
             used = torch.where(active[:, None], write - first[:, None] + 1, 1)  # [b, q]
-            extra = {"slot_columns": SlotColumns(None, None, used, cols, first=first)}
+            extra = {"slot_columns": SlotColumns(None, None, used.to(torch.int32), cols, first=first.to(torch.int32))}
         positions = self.position[:b, None] + steps
         if drafts is not None:  # a row's missing guesses (-1) sit at its next input's position: never past its limit
             positions[:, 1:] = torch.where(drafts >= 0, positions[:, 1:], self.position[:b, None])
