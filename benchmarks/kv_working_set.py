@@ -10,11 +10,14 @@ of the natural preset sits (~42 MB at 430 columns). Beside each, a plain read of
 
 Other formulations of the same step, measured beside it (``--variants``; session 33, none faster here):
 ``flipped``, q·Kᵀ computed as (K·qᵀ)ᵀ; ``compiled``, the step as ``torch.compile`` (inductor, ``dynamic=True``)
-builds it from a multiply-and-reduce that reads each key once for both query heads (its compile time is printed).
+builds it from a multiply-and-reduce that reads each key once for both query heads (its compile time is printed);
+``kernel`` (session 38), the engine's compiled C kernel (`radmetrics.judge.cpu_attention`), which reads each row's
+keys and values once for both query heads (its first call includes building it when no built copy is cached).
 
     python benchmarks/kv_working_set.py                      # the natural preset's shape
     python benchmarks/kv_working_set.py --rows 48 --layers 4 --columns 200 400 800
     python benchmarks/kv_working_set.py --columns 430 --variants flipped compiled
+    python benchmarks/kv_working_set.py --columns 430 --variants kernel
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--columns", type=int, nargs="+", default=[150, 200, 250, 300, 350, 430, 500])
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--variants", nargs="*", default=[], choices=["flipped", "compiled"],
+    parser.add_argument("--variants", nargs="*", default=[], choices=["flipped", "compiled", "kernel"],
                         help="other formulations of the step, timed beside it")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
@@ -43,7 +46,7 @@ def main() -> None:
     tables = [torch.randn(args.rows, 1, window, args.dim) for _ in range(2 * args.layers)]
     query = torch.randn(args.rows, 1, args.query_heads, args.dim)
     rows = []
-    forms = {"flipped": _flipped, "compiled": _compiled(torch)}
+    forms = {"flipped": _flipped, "compiled": _compiled(torch), "kernel": _kernel}
 
     def timed(step) -> float:
         for _ in range(20):  # warm-up: the tensors' pages, the kernels' first calls
@@ -96,6 +99,19 @@ def _flipped(query, keys, values):
 
     scores = torch.matmul(keys, query.transpose(2, 3)).transpose(2, 3)
     return torch.matmul(scores.softmax(-1), values)
+
+
+def _kernel(query, keys, values):
+    """The engine's compiled kernel over the same columns (no shared prefix), one query per row."""
+    import torch
+
+    from radmetrics.judge import cpu_attention
+
+    rows, _, heads, _ = query.shape
+    first = torch.zeros(rows, dtype=torch.int32)
+    used = torch.full((rows, 1), keys.shape[2], dtype=torch.int32)
+    return cpu_attention.cascade_decode_attention(query.transpose(1, 2), keys, values, None, first, used,
+                                                  keys.shape[2], 1.0)
 
 
 def _compiled(torch):
