@@ -69,9 +69,13 @@ def test_the_kernel_computes_attention_over_the_prefix_and_each_rows_own_columns
     assert torch.allclose(out.double(), expected, atol=2e-6), (out.double() - expected).abs().max()
 
 
-@needs_kernel
-def test_the_engines_masked_attention_and_the_kernel_agree_for_a_step():
-    """`shared_prefix_attention` with the kernel's columns equals its masked-product path for the same step."""
+@pytest.mark.parametrize("kernel", [
+    pytest.param(True, marks=needs_kernel),
+    False,  # unavailable: PyTorch's products over the columns `slot_columns` names (a lean step builds no mask)
+])
+def test_the_engines_masked_attention_and_the_kernel_agree_for_a_step(kernel, monkeypatch):
+    """`shared_prefix_attention` with the kernel's columns (and no mask, as a lean step gives it) equals its
+    masked-product path for the same step, through the kernel or, where it is unavailable, without it."""
     import torch
 
     torch.manual_seed(3)
@@ -89,8 +93,10 @@ def test_the_engines_masked_attention_and_the_kernel_agree_for_a_step():
 
     masked, _ = greedy_engine.shared_prefix_attention(Layer, query, keys, values, mask, scaling=dim ** -0.5,
                                                       shared_prefix_kv=prefix)
+    if not kernel:
+        monkeypatch.setattr(cpu_attention, "_function", False)
     slots = greedy_engine.SlotColumns(None, None, used, cols, first=start)
-    fused, _ = greedy_engine.shared_prefix_attention(Layer, query, keys, values, mask, scaling=dim ** -0.5,
+    fused, _ = greedy_engine.shared_prefix_attention(Layer, query, keys, values, None, scaling=dim ** -0.5,
                                                      shared_prefix_kv=prefix, slot_columns=slots)
     assert torch.allclose(fused, masked, atol=1e-6)
 
@@ -161,6 +167,31 @@ def test_an_error_from_the_kernel_turns_it_off_with_one_warning_and_the_answers_
         "compiled CPU decode attention turned off for this process (the compiled CPU decode attention could not "
         "allocate its scratch memory); using PyTorch's products"]
     assert not cpu_attention.available()  # for the rest of the process
+
+
+@needs_kernel
+def test_a_kernel_failing_mid_call_leaves_the_later_steps_to_pytorchs_products_over_the_same_columns(
+        tiny_judge, monkeypatch, caplog):
+    """Past the first steps a lean step builds no attention mask (the kernel reads the rows' columns): when the
+    kernel fails there, the products attend over the same columns, from `slot_columns`, and answers stay."""
+    from test_greedy_engine import _green_prompts
+
+    prompts = _green_prompts()[:6]
+    config = radmetrics.GenerationConfig(max_new_tokens=80)
+    expected = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False, device="cpu",
+                                    cpu_attention="torch").generate(prompts, config, progress=False)
+    real, calls = cpu_attention._load(), []
+
+    def fails_later(*args):
+        calls.append(1)
+        return real(*args) if len(calls) <= 40 else 1  # 20 steps of 2 layers, then "could not allocate"
+
+    monkeypatch.setattr(cpu_attention, "_function", fails_later)
+    with caplog.at_level(logging.WARNING, logger="radmetrics.judge.cpu_attention"):
+        answers = radmetrics.get_judge("transformers", model=str(tiny_judge), cache=False,
+                                       device="cpu").generate(prompts, config, progress=False)
+    assert len(calls) == 41 and len(caplog.records) == 1
+    assert answers == expected
 
 
 def _in_a_fresh_process(env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -777,8 +777,11 @@ class _SlotEngine:
         else:
             cols = self.cache.layers[0][0].shape[2]  # CUDA graphs: fixed shapes; varlen: offsets into whole rows
         columns = self.columns[:cols]
-        mask = ((columns >= self.start[:b, None, None]) & (columns <= write[:, :, None]) & active[:, None, None]) | (
-            columns == write[:, :, None])  # [b, q, cols]: own columns up to each input's, causal among inputs
+
+        def mask():  # [b, 1, q, cols]: own columns up to each input's, causal among inputs
+            return (((columns >= self.start[:b, None, None]) & (columns <= write[:, :, None]) & active[:, None, None])
+                    | (columns == write[:, :, None]))[:, None]
+
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         extra = {"slot_columns": self._slot_columns(b, active, write[:, 0], cols)} if varlen else {}
         if self.cpu_kernel:  # input i of a row reads its columns start..write[i] (an inactive slot: its scratch
@@ -789,8 +792,9 @@ class _SlotEngine:
         positions = self.position[:b, None] + steps
         if drafts is not None:  # a row's missing guesses (-1) sit at its next input's position: never past its limit
             positions[:, 1:] = torch.where(drafts >= 0, positions[:, 1:], self.position[:b, None])
-        logits = self._decode_logits(dict(input_ids=inputs, attention_mask=mask[:, None], position_ids=positions,
-                                          shared_prefix_kv=self.prefix_kv, **extra, **{self.cache_name: self.cache}))
+        logits = self._decode_logits(dict(input_ids=inputs, attention_mask=None, position_ids=positions,
+                                          shared_prefix_kv=self.prefix_kv, **extra, **{self.cache_name: self.cache}),
+                                     mask)
         picks = self._pick(logits.float(), self.generated[:b, None] + steps)  # [b, q]
         kept, counted, finished = accepted_tokens(picks, drafts, active, self.generated[:b], self.limit[:b],
                                                   self.eos)
@@ -820,11 +824,17 @@ class _SlotEngine:
         key_starts = self.row_base[: b + 1] + torch.nn.functional.pad(first, (0, 1))  # the last: the table's end
         return SlotColumns(self.query_starts[: b + 1], key_starts.to(torch.int32), used.to(torch.int32), width)
 
-    def _decode_logits(self, inputs: dict):
+    def _decode_logits(self, inputs: dict, mask: Callable[[], Any]):
         """A decode step's logits: through the lean forward (`lean_decode`) once it has matched the model's own
-        forward for this model, else through ``model(...)``."""
+        forward for this model, else through ``model(...)``. ``mask()``: the step's attention mask, built only
+        where something reads it: not for a lean step through the compiled CPU kernel, which reads the rows'
+        columns (``slot_columns``), as `shared_prefix_attention` does if the kernel fails then."""
+        drafted = inputs["input_ids"].shape[1] > 1
+        kernel_step = (self.cpu_kernel and self.lean is not None and LEAN_CHECKS.verdict(self.model, drafted)
+                       and compiled_attention.available())
+        if not kernel_step:
+            inputs["attention_mask"] = mask()
         if self.lean is not None:
-            drafted = inputs["input_ids"].shape[1] > 1
             if not LEAN_CHECKS.verdict(self.model, drafted):
                 return self._check_lean(inputs, drafted)
             try:
@@ -835,6 +845,8 @@ class _SlotEngine:
                 # this step again (its cache columns rewritten) and the rest through the model's own forward
                 LEAN_CHECKS.record(self.model, drafted, False, f"the lean forward failed: {_first_line(e)}")
                 self.lean = None
+        if inputs["attention_mask"] is None:
+            inputs["attention_mask"] = mask()
         return self.model(use_cache=True, **inputs).logits
 
     def _check_lean(self, inputs: dict, drafted: bool):
@@ -1051,13 +1063,19 @@ def shared_prefix_attention(module, query, key, value, attention_mask, scaling=N
     group = heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
     prefix_kv = shared_prefix_kv[module.layer_idx] if shared_prefix_kv is not None else None
-    if slot_columns is not None and slot_columns.first is not None and compiled_attention.available():
-        try:  # the compiled CPU kernel: each row's columns as the engine's mask allows them (`cpu_attention`)
-            out = compiled_attention.cascade_decode_attention(query, key, value, prefix_kv, slot_columns.first,
-                                                              slot_columns.used, slot_columns.width, scale)
-            return out.to(query.dtype), None
-        except RuntimeError as e:  # shapes or a build it does not take: PyTorch's products, from now on
-            compiled_attention.disable(_first_line(e))
+    if slot_columns is not None and slot_columns.first is not None:
+        if compiled_attention.available():
+            try:  # the compiled CPU kernel: each row's columns as the engine's mask allows them (`cpu_attention`)
+                out = compiled_attention.cascade_decode_attention(query, key, value, prefix_kv, slot_columns.first,
+                                                                  slot_columns.used, slot_columns.width, scale)
+                return out.to(query.dtype), None
+            except RuntimeError as e:  # shapes or a build it does not take: PyTorch's products, from now on
+                compiled_attention.disable(_first_line(e))
+        if attention_mask is None:  # a lean step builds no mask for the kernel: the same columns as one
+            first = slot_columns.first.long()[:, None, None]
+            counts = slot_columns.used.long().reshape(batch, n_q)[:, :, None]
+            cols = torch.arange(key.shape[2], device=key.device)
+            attention_mask = ((cols >= first) & (cols < first + counts))[:, None]  # [batch, 1, q, S]
     if attention_mask is None:  # no mask: causal (transformers' convention)
         cols = key.shape[2]
         causal = torch.ones(n_q, cols, dtype=torch.bool, device=query.device).tril(diagonal=cols - n_q)
