@@ -91,7 +91,7 @@ class EnginePlan:
     #: how a decode step attends to the rows' own keys: "cascade" (a masked product over each slot's whole window
     #: on CUDA, or cuDNN's fused kernel) or "varlen" (length-aware: only each row's filled columns; `DECODE_ATTENTION`)
     decode_attention: str = "cascade"
-    #: a CPU fp32 model's one-input decode steps through the compiled kernel ("auto", where it builds) or PyTorch's
+    #: a CPU fp32 model's decode attention through the compiled kernel ("auto", where it builds) or PyTorch's
     #: products ("torch"); `cpu_attention.CPU_ATTENTION`
     cpu_attention: str = "auto"
 
@@ -283,9 +283,10 @@ def greedy_generate(
     ids)`` is called as each row finishes (any order); ``on_plan(plan)`` with the table's size before it is
     allocated. ``share_stems``: rows that begin alike past the prefix (one reference, several candidates) are
     admitted together and their common tokens computed once (`shared_stems`). ``decode_attention``: one of
-    `DECODE_ATTENTION`. ``cpu_attention``: one of `cpu_attention.CPU_ATTENTION`. ``limits``: a row's own cap on answer tokens where it is below ``max_new_tokens`` (the
-    room its prompt leaves in the model's context): the row stops there as at ``max_new_tokens``, and no input of
-    it is placed at a position past its prompt + limit (drafts included)."""
+    `DECODE_ATTENTION`. ``cpu_attention``: one of `cpu_attention.CPU_ATTENTION`. ``limits``: a row's own cap on
+    answer tokens where it is below ``max_new_tokens`` (the room its prompt leaves in the model's context): the row
+    stops there as at ``max_new_tokens``, and no input of it is placed at a position past its prompt + limit (drafts
+    included)."""
     if decode_attention not in DECODE_ATTENTION:
         raise ValueError(f"decode_attention must be one of {', '.join(DECODE_ATTENTION)}, not {decode_attention!r}")
     if cpu_attention not in CPU_ATTENTION:
@@ -399,8 +400,8 @@ class _SlotEngine:
         # that checks drafts writes up to draft_tokens columns past a row's next one
         width = W + 1 + plan.draft_tokens
         self.varlen = plan.decode_attention == "varlen"
-        # CPU fp32, the slot table's [rows, kv_heads, width, dim] layout: one-input steps through the compiled kernel
-        # (built on first use; PyTorch's products where it does not build)
+        # CPU fp32, the slot table's [rows, kv_heads, width, dim] layout: decode steps (drafted ones too) through the
+        # compiled kernel (built on first use; PyTorch's products where it does not build)
         self.cpu_kernel = (plan.cpu_attention == "auto" and not self.varlen and dev.type == "cpu"
                            and dtype == torch.float32 and compiled_attention.available())
 
