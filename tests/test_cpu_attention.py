@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +275,46 @@ def test_a_compiler_that_hangs_is_given_up_on_once(tmp_path, monkeypatch):
     assert time.monotonic() - started < 10
     assert calls.read_text().split() == ["run"]
     assert not list((tmp_path / "kernels").glob("*.so"))
+
+
+def _counting_compiler(tmp_path) -> tuple[str, Path]:
+    """A $CC that records each run, then runs the system's compiler."""
+    import shutil
+
+    calls = tmp_path / "compiler-runs"
+    wrapper = tmp_path / "counting-cc"
+    wrapper.write_text(f"#!/bin/sh\necho run >> {calls}\nexec {shutil.which('cc') or shutil.which('gcc')} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper), calls
+
+
+@needs_kernel
+def test_a_kernel_folder_mounted_noexec_builds_the_kernel_once_in_a_temporary_folder(tmp_path, monkeypatch):
+    """A folder on a filesystem mounted noexec (a hardened /tmp, a scratch or home mount): the loader refuses every
+    library built there ("failed to map segment from shared object"). It cost 8 compiler runs (each flag set, built
+    twice) and ~3.4 s per process, and ended with no kernel and "did not build"; now the folder is passed over for a
+    temporary one, as an unwritable folder is: one build, and the kernel runs."""
+    import ctypes
+    from types import SimpleNamespace
+
+    folder = tmp_path / "noexec"
+    real_statvfs, real_cdll = os.statvfs, ctypes.CDLL
+
+    def statvfs(path):
+        flags = real_statvfs(path).f_flag
+        return SimpleNamespace(f_flag=flags | os.ST_NOEXEC if str(path).startswith(str(folder)) else flags)
+
+    def cdll(name, *args, **kwargs):
+        if str(name).startswith(str(folder)):
+            raise OSError(f"{name}: failed to map segment from shared object")
+        return real_cdll(name, *args, **kwargs)
+
+    compiler, calls = _counting_compiler(tmp_path)
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(ctypes, "CDLL", cdll)
+    monkeypatch.setenv("CC", compiler)
+    monkeypatch.setenv("RADMETRICS_KERNEL_DIR", str(folder))
+    monkeypatch.setattr(cpu_attention, "_function", None)
+    assert cpu_attention.available()
+    assert calls.read_text().split() == ["run"]
+    assert not list(folder.glob("*.so"))

@@ -146,9 +146,21 @@ def _build_and_load() -> Any:
         usable = os.access(folder, os.W_OK | os.X_OK)
     except OSError:
         usable = False
-    if not usable:  # a read-only home, a path that is a file: this process's own folder, built again next time
+    if not usable or not _loads_libraries(folder):
+        # a read-only home, a path that is a file, a noexec mount: this process's own folder, built again next time
         fallback = Path(tempfile.mkdtemp(prefix="radmetrics-kernels-"))
-        log.info("cannot write the CPU attention kernel to %s: building it in %s for this process", folder, fallback)
+        if not _loads_libraries(fallback):
+            shutil.rmtree(fallback, ignore_errors=True)
+            log.info("neither %s nor the temporary folder %s can hold a library this process may load (noexec): "
+                     "CPU decode steps attend with PyTorch's products; $%s names a folder that can", folder,
+                     fallback.parent, KERNEL_DIR_ENV)
+            return None
+        if usable:
+            log.info("%s is on a filesystem mounted noexec (no library built there loads): building the CPU "
+                     "attention kernel in %s for this process", folder, fallback)
+        else:
+            log.info("cannot write the CPU attention kernel to %s: building it in %s for this process", folder,
+                     fallback)
         folder = fallback
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, " ".join(compiler).encode(), " ".join(flags).encode(),
@@ -180,6 +192,16 @@ def _build_and_load() -> Any:
     log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "
              "products", " ".join(compiler))
     return None
+
+
+def _loads_libraries(folder: Path) -> bool:
+    """False for a folder on a filesystem mounted noexec (a hardened /tmp, some scratch or home mounts): the loader
+    refuses every library there ("failed to map segment"), whatever the flags it was built with."""
+    noexec = getattr(os, "ST_NOEXEC", 0)
+    try:
+        return not (noexec and os.statvfs(folder).f_flag & noexec)
+    except OSError:  # no statvfs answer: try, as before
+        return True
 
 
 def _compile(compiler: list[str], flags: list[str], library: Path) -> bool | None:
