@@ -318,3 +318,19 @@ def test_a_kernel_folder_mounted_noexec_builds_the_kernel_once_in_a_temporary_fo
     assert cpu_attention.available()
     assert calls.read_text().split() == ["run"]
     assert not list(folder.glob("*.so"))
+
+
+def test_an_error_while_building_or_loading_the_kernel_falls_back_to_pytorchs_products(tmp_path, monkeypatch,
+                                                                                       caplog):
+    """Anything that goes wrong while building or loading it leaves PyTorch's products, with one line: a $CC that
+    shlex cannot read (an unclosed quote) raised ValueError out of `available()`, and so out of every judge call; as
+    did a kernel in a shared folder another user had built (PermissionError on replacing it)."""
+    monkeypatch.setenv("CC", 'gcc "-O2')
+    monkeypatch.setenv("RADMETRICS_KERNEL_DIR", str(tmp_path / "k"))
+    monkeypatch.setattr(cpu_attention, "_function", None)
+    with caplog.at_level(logging.WARNING, logger="radmetrics.judge.cpu_attention"):
+        assert not cpu_attention.available()
+        assert not cpu_attention.available()  # tried once per process
+    assert [r.getMessage() for r in caplog.records] == [
+        "the CPU decode attention kernel could not be built or loaded (ValueError: No closing quotation): CPU "
+        "decode steps attend with PyTorch's products"]

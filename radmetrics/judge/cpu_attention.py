@@ -123,7 +123,13 @@ def _load() -> Any:
     if _function is None:
         with _lock:
             if _function is None:
-                _function = _build_and_load() or False
+                try:
+                    _function = _build_and_load() or False
+                except Exception as e:  # noqa: BLE001 - whatever stops it (a $CC shlex cannot read, a shared
+                    # folder's kernel this user cannot replace): PyTorch's products, never a failed judge call
+                    log.warning("the CPU decode attention kernel could not be built or loaded (%s: %s): CPU decode "
+                                "steps attend with PyTorch's products", type(e).__name__, _first_line(e))
+                    _function = False
     return _function or None
 
 
@@ -244,3 +250,7 @@ def _cpu_identity() -> str:
     for name in ("model name", "flags", "Features"):  # the first CPU's (all are alike)
         parts += [line.strip() for line in text.splitlines() if line.split(":", 1)[0].strip() == name][:1]
     return "\n".join(parts)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else ""
