@@ -334,3 +334,17 @@ def test_an_error_while_building_or_loading_the_kernel_falls_back_to_pytorchs_pr
     assert [r.getMessage() for r in caplog.records] == [
         "the CPU decode attention kernel could not be built or loaded (ValueError: No closing quotation): CPU "
         "decode steps attend with PyTorch's products"]
+
+
+@needs_kernel
+def test_the_built_kernel_can_be_loaded_by_the_other_users_of_a_shared_kernel_folder(tmp_path):
+    """The kernel was left with mkstemp's owner-only mode (0600, made 0711 by the linker): in a kernel folder shared
+    by a team (`$RADMETRICS_KERNEL_DIR` on a group or sticky folder) no other user could load it, so each rebuilt it
+    over the others' (or, in a sticky folder, could not replace it). It is 0755, as `cc -o` leaves a library under
+    the usual umask; the folder's own mode decides who reaches it."""
+    import stat
+
+    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(tmp_path / "shared")})
+    assert "available True" in result.stdout
+    [library] = (tmp_path / "shared").glob("cascade_decode-*.so")
+    assert stat.S_IMODE(library.stat().st_mode) == 0o755

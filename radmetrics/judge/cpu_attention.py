@@ -226,6 +226,9 @@ def _compile(compiler: list[str], flags: list[str], library: Path) -> bool | Non
         if result.returncode != 0:
             log.debug("%s %s: %s", " ".join(compiler), " ".join(flags), result.stderr.strip()[-500:])
             return False
+        # mkstemp's owner-only mode (0711 once linked) would keep the other users of a shared kernel folder from
+        # loading it: the mode `cc -o` gives under the usual umask (the folder's own mode decides who reaches it)
+        os.chmod(temporary, 0o755)
         os.replace(temporary, library)
     except subprocess.TimeoutExpired:
         log.info("%s did not build the CPU attention kernel in %d s", " ".join(compiler), BUILD_TIMEOUT_S)
