@@ -348,3 +348,39 @@ def test_the_built_kernel_can_be_loaded_by_the_other_users_of_a_shared_kernel_fo
     assert "available True" in result.stdout
     [library] = (tmp_path / "shared").glob("cascade_decode-*.so")
     assert stat.S_IMODE(library.stat().st_mode) == 0o755
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", ["used-past-max-used", "used-past-the-table", "negative-first",
+                                  "no-column-without-a-prefix", "first-of-another-batch", "prefix-of-another-dim"])
+def test_the_kernel_refuses_columns_or_shapes_outside_its_tensors(case):
+    """The kernel reads and writes through raw pointers: ``used`` past ``max_used`` (which sizes its scratch
+    buffers) wrote past them ('corrupted double-linked list', the process aborted), columns past the table's view
+    or a ``first`` shorter than the batch read outside the tensors. Each is refused with RuntimeError (the engine
+    then falls back to PyTorch's products), nothing read or written."""
+    import torch
+
+    batch, kv_heads, heads, cols, dim = 4, 1, 8, 30, 64
+    keys, values = torch.randn(batch, kv_heads, cols, dim), torch.randn(batch, kv_heads, cols, dim)
+    query = torch.randn(batch, heads, 9, dim)
+    prefix = (torch.randn(1, kv_heads, 5, dim), torch.randn(1, kv_heads, 5, dim))
+    first, used, max_used = torch.zeros(batch, dtype=torch.long), torch.full((batch, 9), 20), cols
+    if case == "used-past-max-used":
+        used, max_used = torch.full((batch, 9), 30), 1
+    elif case == "used-past-the-table":
+        first[2] = 11
+    elif case == "negative-first":
+        first[1] = -1
+    elif case == "no-column-without-a-prefix":
+        used[3, 0], prefix = 0, None
+    elif case == "first-of-another-batch":
+        first = first[:2]
+    else:
+        prefix = (prefix[0][..., :32], prefix[1][..., :32])
+    with pytest.raises(RuntimeError, match="the compiled CPU decode attention was given"):
+        cpu_attention.cascade_decode_attention(query, keys, values, prefix, first, used, max_used, 0.125)
+    used = torch.full((batch, 9), 20)
+    used[3, 0] = 0  # with a prefix, an input may read none of its own columns
+    out = cpu_attention.cascade_decode_attention(query, keys, values, (torch.randn(1, kv_heads, 5, dim),) * 2,
+                                                 torch.zeros(batch, dtype=torch.long), used, cols, 0.125)
+    assert out.isfinite().all()

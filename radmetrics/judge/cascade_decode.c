@@ -14,7 +14,8 @@
  *   pk, pv  the prefix's keys/values [kv_heads, n_prefix, dim], contiguous (n_prefix may be 0)
  *   k, v    the slot table: row b, KV head h, column c at b*row_stride + h*head_stride + c*col_stride (+ j)
  *   first   [batch] int32: the row's first own column
- *   used    [batch, n_inputs] int32: how many columns from `first` input i reads (at most max_used)
+ *   used    [batch, n_inputs] int32: how many columns from `first` input i reads (at most max_used, and first +
+ *           used at most n_columns, the columns the table's view holds; at least 1 without a prefix)
  *   out     [batch, n_inputs, heads, dim], contiguous (what the attention modules take)
  */
 #include <math.h>
@@ -111,12 +112,22 @@ static inline void values1(const float *p0, const float *vals, int64_t stride, i
     }
 }
 
-/* returns 0, or 1 when a scratch buffer could not be allocated (nothing written then) */
+/* returns 0; 1 when a scratch buffer could not be allocated; 2 when a row's columns lie outside the table's view or
+   past max_used (which sizes the scratch buffers), or a row without a prefix would read no column (nothing is
+   written then) */
 int cascade_decode_attention(const float *q, int64_t q_row, int64_t q_head, int64_t q_input, float scale,
                              const float *pk, const float *pv, int64_t n_prefix, const float *k, const float *v,
-                             int64_t row_stride, int64_t head_stride, int64_t col_stride, const int32_t *first,
-                             const int32_t *used, int64_t batch, int64_t kv_heads, int64_t group, int64_t n_inputs,
-                             int64_t dim, int64_t max_used, int threads, float *out) {
+                             int64_t row_stride, int64_t head_stride, int64_t col_stride, int64_t n_columns,
+                             const int32_t *first, const int32_t *used, int64_t batch, int64_t kv_heads,
+                             int64_t group, int64_t n_inputs, int64_t dim, int64_t max_used, int threads,
+                             float *out) {
+    for (int64_t b = 0; b < batch; b++) {
+        if (first[b] < 0) return 2;
+        for (int64_t i = 0; i < n_inputs; i++) {
+            int64_t u = used[b * n_inputs + i];
+            if (u < (n_prefix > 0 ? 0 : 1) || u > max_used || first[b] + u > n_columns) return 2;
+        }
+    }
     int failed = 0;
     int64_t queries = group * n_inputs, widest = n_prefix + (max_used > 0 ? max_used : 1);
 #pragma omp parallel num_threads(threads) reduction(| : failed)

@@ -92,8 +92,15 @@ def cascade_decode_attention(query, key, value, prefix_kv, first, used, max_used
     if heads % kv_heads or 1 not in (query.stride(-1), query.shape[-1]) or key.stride(-1) != 1 or \
             value.stride(-1) != 1 or key.stride() != value.stride():
         raise RuntimeError("the compiled CPU decode attention takes a [rows, kv_heads, columns, dim] table")
-    if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in (query, key, value)):
+    if any(t.dtype != torch.float32 or t.device.type != "cpu" for t in (query, key, value, *(prefix_kv or ()))):
         raise RuntimeError("the compiled CPU decode attention is for fp32 tensors on the CPU")
+    # the kernel reads through raw pointers: shapes that disagree would read (or write) outside the tensors (the
+    # columns each row reads are checked by the kernel itself)
+    prefix_shape = prefix_kv[0].shape if prefix_kv is not None else (1, kv_heads, 0, dim)
+    if (key.shape != value.shape or key.shape[0] != batch or key.shape[3] != dim or first.shape != (batch,)
+            or used.numel() != batch * n_q or prefix_shape[:2] != (1, kv_heads) or prefix_shape[3] != dim
+            or (prefix_kv is not None and prefix_kv[1].shape != prefix_shape)):
+        raise RuntimeError("the compiled CPU decode attention was given tensors whose shapes disagree")
     if prefix_kv is not None:
         prefix_keys, prefix_values = (t.contiguous() for t in prefix_kv)
         n_prefix = prefix_keys.shape[2]
@@ -104,15 +111,15 @@ def cascade_decode_attention(query, key, value, prefix_kv, first, used, max_used
         first = first.to(torch.int32).contiguous()
     if used.dtype != torch.int32 or not used.is_contiguous():
         used = used.to(torch.int32).contiguous()
-    if used.numel() != batch * n_q:
-        raise RuntimeError(f"{used.numel()} column counts for {batch} rows of {n_q} inputs")
     out = torch.empty(batch, n_q, heads, dim, dtype=torch.float32)
     q_row, q_head, q_input, _ = query.stride()
     row_stride, head_stride, col_stride, _ = key.stride()
     failed = function(query.data_ptr(), q_row, q_head, q_input, scale, prefix_keys.data_ptr(),
                       prefix_values.data_ptr(), n_prefix, key.data_ptr(), value.data_ptr(), row_stride, head_stride,
-                      col_stride, first.data_ptr(), used.data_ptr(), batch, kv_heads, heads // kv_heads, n_q, dim,
-                      max_used, torch.get_num_threads(), out.data_ptr())
+                      col_stride, key.shape[2], first.data_ptr(), used.data_ptr(), batch, kv_heads, heads // kv_heads,
+                      n_q, dim, max_used, torch.get_num_threads(), out.data_ptr())
+    if failed == 2:
+        raise RuntimeError("the compiled CPU decode attention was given columns outside the table")
     if failed:
         raise RuntimeError("the compiled CPU decode attention could not allocate its scratch memory")
     return out
@@ -191,8 +198,8 @@ def _build_and_load() -> Any:
                 continue
         pointer, integer = ctypes.c_void_p, ctypes.c_int64
         function.argtypes = [pointer, integer, integer, integer, ctypes.c_float, pointer, pointer, integer, pointer,
-                             pointer, integer, integer, integer, pointer, pointer, integer, integer, integer, integer,
-                             integer, integer, ctypes.c_int, pointer]
+                             pointer, integer, integer, integer, integer, pointer, pointer, integer, integer, integer,
+                             integer, integer, integer, ctypes.c_int, pointer]
         function.restype = ctypes.c_int
         return function
     log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "
