@@ -221,11 +221,15 @@ def test_the_kernel_is_built_once_into_its_folder_then_loaded_and_a_damaged_copy
 
 @needs_kernel
 def test_an_unwritable_kernel_folder_builds_the_kernel_for_the_process_in_a_temporary_folder(tmp_path):
+    """... and leaves nothing there once loaded (each process left a radmetrics-kernels-* folder in /tmp)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")  # a folder under a file cannot be made, whoever runs the test
-    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(blocker / "kernels")})
+    (tmp_path / "tmp").mkdir()
+    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(blocker / "kernels"), "TMPDIR": str(tmp_path / "tmp")})
     assert "available True" in result.stdout
     assert f"cannot write the CPU attention kernel to {blocker / 'kernels'}" in result.stdout
+    assert f"building it in {tmp_path / 'tmp'}" in result.stdout
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 @needs_kernel

@@ -174,7 +174,14 @@ def _build_and_load() -> Any:
         else:
             log.info("cannot write the CPU attention kernel to %s: building it in %s for this process", folder,
                      fallback)
-        folder = fallback
+        try:  # loaded, the library's mapping outlives its file: nothing is left in the temporary folder
+            return _build_and_load_in(fallback, compiler, source)
+        finally:
+            shutil.rmtree(fallback, ignore_errors=True)
+    return _build_and_load_in(folder, compiler, source)
+
+
+def _build_and_load_in(folder: Path, compiler: list[str], source: bytes) -> Any:
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, " ".join(compiler).encode(), " ".join(flags).encode(),
                                          _cpu_identity().encode()])).hexdigest()[:20]
