@@ -388,3 +388,18 @@ def test_the_kernel_refuses_columns_or_shapes_outside_its_tensors(case):
     out = cpu_attention.cascade_decode_attention(query, keys, values, (torch.randn(1, kv_heads, 5, dim),) * 2,
                                                  torch.zeros(batch, dtype=torch.long), used, cols, 0.125)
     assert out.isfinite().all()
+
+
+@needs_kernel
+def test_a_build_killed_midway_leaves_a_file_a_later_build_removes(tmp_path):
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    abandoned, recent = folder / "building-abc123.so", folder / "building-def456.so"
+    abandoned.write_bytes(b"half a library")
+    recent.write_bytes(b"another process's build, running now")
+    old = abandoned.stat().st_mtime - cpu_attention.ABANDONED_AFTER_S - 1
+    os.utime(abandoned, (old, old))
+    result = _in_a_fresh_process({"RADMETRICS_KERNEL_DIR": str(folder)})
+    assert "available True" in result.stdout
+    assert not abandoned.exists() and recent.exists()
+    assert len(list(folder.glob("cascade_decode-*.so"))) == 1

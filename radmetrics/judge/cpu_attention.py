@@ -48,6 +48,9 @@ SOURCE = Path(__file__).with_name("cascade_decode.c")
 FLAG_SETS = (["-O3", "-march=native", "-fopenmp"], ["-O3", "-fopenmp"], ["-O3", "-march=native"], ["-O3"])
 #: a compiler that hangs (a broken toolchain) is given up on after this long, and not tried with other flags
 BUILD_TIMEOUT_S = 60
+#: a build's temporary file; one a killed build left is removed by a later build once this old
+BUILD_PREFIX = "building-"
+ABANDONED_AFTER_S = 2 * BUILD_TIMEOUT_S
 
 _lock = threading.Lock()
 #: None until tried in this process; False when unavailable; else the kernel's ctypes function
@@ -228,7 +231,8 @@ def _compile(compiler: list[str], flags: list[str], library: Path) -> bool | Non
     """Build into a temporary file beside ``library``, then rename it into place (another process building the
     same kernel at the same time finds either no file or a whole one). None: the compiler ran out of time."""
     try:
-        handle, temporary = tempfile.mkstemp(suffix=".so", dir=library.parent)
+        _remove_abandoned_builds(library.parent)
+        handle, temporary = tempfile.mkstemp(prefix=BUILD_PREFIX, suffix=".so", dir=library.parent)
         os.close(handle)
     except OSError as e:
         log.info("cannot write the CPU attention kernel to %s (%s)", library.parent, e)
@@ -255,6 +259,17 @@ def _compile(compiler: list[str], flags: list[str], library: Path) -> bool | Non
             os.unlink(temporary)
     log.info("built the CPU decode attention kernel in %.1f s: %s", time.perf_counter() - started, library)
     return True
+
+
+def _remove_abandoned_builds(folder: Path) -> None:
+    """Temporary files of builds killed midway (no build runs longer than the timeout)."""
+    now = time.time()
+    for stale in folder.glob(f"{BUILD_PREFIX}*.so"):
+        try:
+            if now - stale.stat().st_mtime > ABANDONED_AFTER_S:
+                stale.unlink()
+        except OSError:
+            pass
 
 
 def _cpu_identity() -> str:
