@@ -75,7 +75,7 @@ class TransformersOptions(BackendOptions):
     #: "torch" (PyTorch's own). Answers unchanged up to kernels' rounding
     cpu_linear: str = "auto"
     #: a CPU fp32 judge's decode attention: "auto" (a small C kernel built on first use with the system's compiler,
-    #: ~1.6x faster than PyTorch's products at 96 rows, see radmetrics.judge.cpu_attention; PyTorch's where no
+    #: 1.5-1.7x faster than PyTorch's products at 96 rows, see radmetrics.judge.cpu_attention; PyTorch's where no
     #: compiler builds it) or "torch". Answers unchanged up to kernels' rounding
     cpu_attention: str = "auto"
 
