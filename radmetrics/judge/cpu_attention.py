@@ -5,7 +5,7 @@ few hundred keys), which PyTorch's matmul runs far below the memory's rate: at t
 ~17 GB/s where a plain read of the same keys runs at ~50 GB/s, and einsum, the CPU SDPA kernel and torch.compile
 stayed there (BENCHMARKS.md, sessions 30-33). ``cascade_decode.c`` reads each row's keys and values once (only
 its filled columns) plus the shared prefix's, under one softmax, for plain and drafted steps: a 96-row step's
-attention (2 layers) 1.7 against 2.8 ms, the natural benchmark's whole run 1.14-1.17x faster (session 38). No library ships such a kernel for CPUs (FlashInfer and vLLM's are GPU or own-runtime
+attention (2 layers) 1.7 against 2.8 ms, the natural benchmark's whole run 1.13-1.17x faster (session 38). No library ships such a kernel for CPUs (FlashInfer and vLLM's are GPU or own-runtime
 kernels), and it is ~200 lines of plain C: no Python or torch headers, so it builds in under a second.
 
 How: the first CPU fp32 decode step of a process compiles the source (``$CC`` or ``cc``; ``-O3 -march=native
