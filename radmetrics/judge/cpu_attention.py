@@ -137,6 +137,8 @@ def _load() -> Any:
                     _function = _build_and_load() or False
                 except Exception as e:  # noqa: BLE001 - whatever stops it (a $CC shlex cannot read, a shared
                     # folder's kernel this user cannot replace): PyTorch's products, never a failed judge call
+                    from radmetrics.judge.greedy_engine import _first_line
+
                     log.warning("the CPU decode attention kernel could not be built or loaded (%s: %s): CPU decode "
                                 "steps attend with PyTorch's products", type(e).__name__, _first_line(e))
                     _function = False
@@ -185,9 +187,10 @@ def _build_and_load() -> Any:
 
 
 def _build_and_load_in(folder: Path, compiler: list[str], source: bytes) -> Any:
+    cpu = _cpu_identity().encode()
     for flags in FLAG_SETS:
         key = hashlib.sha256(b"\0".join([source, " ".join(compiler).encode(), " ".join(flags).encode(),
-                                         _cpu_identity().encode()])).hexdigest()[:20]
+                                         cpu])).hexdigest()[:20]
         library = folder / f"cascade_decode-{key}.so"
         if not library.exists():
             built = _compile(compiler, flags, library)
@@ -195,16 +198,13 @@ def _build_and_load_in(folder: Path, compiler: list[str], source: bytes) -> Any:
                 break
             if not built:
                 continue
-        try:
-            function = ctypes.CDLL(str(library)).cascade_decode_attention
-        except OSError as e:  # a damaged or foreign file: built again next time
-            log.info("could not load %s (%s); rebuilding", library, e)
+        function = _opened(library, "rebuilding")
+        if function is None:  # a damaged or foreign file: built again
             library.unlink(missing_ok=True)
             if not _compile(compiler, flags, library):
                 break
-            try:
-                function = ctypes.CDLL(str(library)).cascade_decode_attention
-            except OSError:
+            function = _opened(library, "trying other flags")
+            if function is None:
                 continue
         pointer, integer = ctypes.c_void_p, ctypes.c_int64
         function.argtypes = [pointer, integer, integer, integer, ctypes.c_float, pointer, pointer, integer, pointer,
@@ -215,6 +215,15 @@ def _build_and_load_in(folder: Path, compiler: list[str], source: bytes) -> Any:
     log.info("the CPU decode attention kernel did not build with %s: CPU decode steps attend with PyTorch's "
              "products", " ".join(compiler))
     return None
+
+
+def _opened(library: Path, then: str) -> Any:
+    """The library's kernel function, or None (logged, with what is done ``then``) when the loader refuses it."""
+    try:
+        return ctypes.CDLL(str(library)).cascade_decode_attention
+    except OSError as e:
+        log.info("could not load %s (%s); %s", library, e, then)
+        return None
 
 
 def _loads_libraries(folder: Path) -> bool:
@@ -283,6 +292,3 @@ def _cpu_identity() -> str:
         parts += [line.strip() for line in text.splitlines() if line.split(":", 1)[0].strip() == name][:1]
     return "\n".join(parts)
 
-
-def _first_line(error: BaseException) -> str:
-    return str(error).splitlines()[0] if str(error) else ""

@@ -785,10 +785,8 @@ class _SlotEngine:
 
         self.cache.bind(b, write if drafts is not None else write[:, 0], cols)
         extra = {"slot_columns": self._slot_columns(b, active, write[:, 0], cols)} if varlen else {}
-        if self.cpu_kernel:  # input i of a row reads its columns start..write[i] (an inactive slot: its scratch
-            # column 0), as the mask says
-            first = torch.where(active, self.start[:b], 0)
-            used = torch.where(active[:, None], write - first[:, None] + 1, 1)  # [b, q]
+        if self.cpu_kernel:  # the compiled kernel reads each input's columns as the mask allows them
+            first, used = self._own_columns(b, active, write)
             extra = {"slot_columns": SlotColumns(None, None, used.to(torch.int32), cols, first=first.to(torch.int32))}
         positions = self.position[:b, None] + steps
         if drafts is not None:  # a row's missing guesses (-1) sit at its next input's position: never past its limit
@@ -820,10 +818,18 @@ class _SlotEngine:
         how many columns it has filled (its start..this step's column; an inactive slot: its scratch column 0).
         Tensor ops only (graph-capturable)."""
         torch = self.torch
-        first = torch.where(active, self.start[:b], 0)
-        used = torch.where(active, write - first + 1, 1)
+        first, used = self._own_columns(b, active, write)
         key_starts = self.row_base[: b + 1] + torch.nn.functional.pad(first, (0, 1))  # the last: the table's end
         return SlotColumns(self.query_starts[: b + 1], key_starts.to(torch.int32), used.to(torch.int32), width)
+
+    def _own_columns(self, b: int, active, write):
+        """Each row's first own column and how many columns from there each input reads: start..its column
+        (``write``: ``[b]``, or ``[b, q]`` for a row's inputs); an inactive slot: its scratch column 0 alone. Tensor
+        ops only (graph-capturable)."""
+        torch = self.torch
+        first = torch.where(active, self.start[:b], 0)
+        per_input = (-1,) + (1,) * (write.dim() - 1)
+        return first, torch.where(active.view(per_input), write - first.view(per_input) + 1, 1)
 
     def _decode_logits(self, inputs: dict, mask: Callable[[], Any]):
         """A decode step's logits: through the lean forward (`lean_decode`) once it has matched the model's own
